@@ -1,0 +1,52 @@
+"""Explicit assembly: which tools a workspace's runtime gets.
+
+The one place that imports both the mechanism (``tooling``) and the concrete
+tools (``tools``). Declaring a tool elsewhere does not enable it; being listed
+here (and in the user's ``enabledTools`` setting, if any) does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tooling.contract import ToolDefinition
+from tooling.registry import ToolRegistry
+from tooling.runtime import ToolRuntime
+from tooling.workspace import Workspace
+from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
+from tools.shell import DEFAULT_SECRET_ENV, bash_tool
+
+DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
+
+
+def build_runtime(
+    workspace: Workspace,
+    *,
+    enabled: Iterable[str] | None = None,
+    bash_timeout: float | None = None,
+    secret_env: Iterable[str] = (),
+) -> ToolRuntime:
+    """A fresh runtime whose tools act on ``workspace`` only.
+
+    ``enabled`` narrows the default set (unknown names raise ``ValueError`` so a
+    typo in the editor's settings is reported, not silently ignored).
+    """
+    factories: dict[str, Callable[[], ToolDefinition]] = {
+        "bash": lambda: bash_tool(
+            workspace,
+            default_timeout=bash_timeout,
+            hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
+        ),
+        "read_file": lambda: read_file_tool(workspace),
+        "write_file": lambda: write_file_tool(workspace),
+        "edit_file": lambda: edit_file_tool(workspace),
+        "glob": lambda: glob_tool(workspace),
+    }
+    names = list(DEFAULT_TOOLS if enabled is None else enabled)
+    unknown = [name for name in names if name not in factories]
+    if unknown:
+        raise ValueError(
+            f"Unknown tool(s) in enabled tools: {', '.join(unknown)}; "
+            f"available: {', '.join(DEFAULT_TOOLS)}"
+        )
+    return ToolRuntime(ToolRegistry(factories[name]() for name in dict.fromkeys(names)))

@@ -1,0 +1,37 @@
+"""The tool contract: what one tool is."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+# Receives the parsed, schema-validated arguments; returns the text that becomes
+# the ``role="tool"`` message. Recoverable problems are returned as ``Error: ...``.
+ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
+
+ERROR_PREFIX = "Error:"
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """One tool: its public declaration and its local handler.
+
+    Frozen against rebinding, not deeply immutable: treat ``parameters`` as
+    read-only data (the registry hands out deep copies).
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: ToolHandler
+    # Annotations a client can show (MCP's readOnlyHint / destructiveHint / title).
+    # ``read_only`` also lets the agent loop run such calls concurrently.
+    read_only: bool = False
+    destructive: bool = False
+    title: str | None = None
+
+
+def is_error(output: str) -> bool:
+    """Whether a tool result reports a failure (by the contract's prefix)."""
+    return output.startswith(ERROR_PREFIX)

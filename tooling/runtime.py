@@ -1,0 +1,89 @@
+"""The runtime: look a tool up, parse and validate its arguments, run it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+
+from .registry import ToolRegistry
+
+
+class ToolRuntime:
+    def __init__(self, registry: ToolRegistry) -> None:
+        self._registry = registry
+        # Compiled once per tool: the declared schema is the single source of truth
+        # for argument shape, so handlers only check what a schema cannot express.
+        self._validators: dict[str, Validator] = {}
+        for tool in registry:
+            Draft202012Validator.check_schema(tool.parameters)
+            self._validators[tool.name] = Draft202012Validator(tool.parameters)
+
+    @property
+    def registry(self) -> ToolRegistry:
+        return self._registry
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._registry.schemas()
+
+    def describe(self) -> list[dict[str, Any]]:
+        return self._registry.describe()
+
+    def is_read_only(self, name: str) -> bool:
+        tool = self._registry.get(name)
+        return tool is not None and tool.read_only
+
+    async def execute(self, name: str, raw_arguments: str) -> str:
+        tool = self._registry.get(name)
+        if tool is None:
+            return f"Error: Unknown tool: {name}"
+
+        try:
+            arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return f"Error: Invalid arguments: {exc}"
+        if not isinstance(arguments, dict):
+            return "Error: arguments must be an object"
+
+        problem = _first_violation(self._validators[name], arguments)
+        if problem is not None:
+            return f"Error: Invalid arguments for {name}: {problem}"
+
+        # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
+        return await tool.handler(arguments)
+
+
+def _first_violation(validator: Validator, arguments: dict[str, Any]) -> str | None:
+    errors = sorted(validator.iter_errors(arguments), key=_error_order)
+    if not errors:
+        return None
+    return _describe(errors[0])
+
+
+def _error_order(error: ValidationError) -> tuple[int, str]:
+    return (len(error.path), "/".join(str(p) for p in error.path))
+
+
+def _describe(error: ValidationError) -> str:
+    """Name the field and the rule, e.g. ``'limit': must be >= 1 (minimum)``."""
+    field = ".".join(str(p) for p in error.absolute_path)
+    rule = str(error.validator)
+    value = error.validator_value
+    if rule == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing required field '{missing}' (required)"
+    if rule == "additionalProperties":
+        return f"{error.message} (additionalProperties)"
+    where = f"'{field}'" if field else "arguments"
+    if rule == "type":
+        return f"{where} must be of type {value}, got {json.dumps(error.instance)[:80]} (type)"
+    if rule == "minimum":
+        return f"{where} must be >= {value} (minimum)"
+    if rule == "maximum":
+        return f"{where} must be <= {value} (maximum)"
+    if rule == "minLength":
+        return f"{where} must be at least {value} characters long (minLength)"
+    return f"{where}: {error.message} ({rule})"
