@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
+
 from tooling.contract import ToolDefinition
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
 from tools.shell import DEFAULT_SECRET_ENV, bash_tool
 
 DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
@@ -43,10 +44,15 @@ def build_runtime(
         "glob": lambda: glob_tool(workspace),
     }
     names = list(DEFAULT_TOOLS if enabled is None else enabled)
-    unknown = [name for name in names if name not in factories]
+    check_enabled(names)
+    return ToolRuntime(ToolRegistry(factories[name]() for name in dict.fromkeys(names)))
+
+
+def check_enabled(names: Iterable[str]) -> None:
+    """Refuse unknown tool names (a typo in the editor's settings is reported)."""
+    unknown = [name for name in names if name not in DEFAULT_TOOLS]
     if unknown:
         raise ValueError(
-            f"Unknown tool(s) in enabled tools: {', '.join(unknown)}; "
+            f"Unknown tool(s) in enabledTools: {', '.join(unknown)}; "
             f"available: {', '.join(DEFAULT_TOOLS)}"
         )
-    return ToolRuntime(ToolRegistry(factories[name]() for name in dict.fromkeys(names)))

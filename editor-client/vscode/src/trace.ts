@@ -1,0 +1,70 @@
+// Lines of the "Agent Tool Trace" output channel: one when a call starts, one when it ends.
+//   14:03:07.120 [3f2a9c1e] turn 2 ▶ bash ls -la src
+//   14:03:07.410 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms
+//   14:03:08.002 [3f2a9c1e] turn 3 ✗ read_file nope.py — failed 3ms: Error: no such file
+
+import type { AskResult, ToolActivity } from "./protocol";
+import { firstLine, formatDuration, oneLine, summarizeArguments, truncate } from "./summary";
+
+export function formatTime(date: Date): string {
+  const pad = (n: number, width = 2) => String(n).padStart(width, "0");
+  return (
+    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}` +
+    `.${pad(date.getMilliseconds(), 3)}`
+  );
+}
+
+/** Session ids are long; the first 8 characters tell concurrent conversations apart. */
+export function shortSession(sessionId: string | undefined): string {
+  if (!sessionId) return "--------";
+  return sessionId.replace(/^session[-_]?/i, "").slice(0, 8);
+}
+
+const MARKS: Record<string, string> = { started: "▶", completed: "✓", failed: "✗" };
+
+export function formatActivityLine(activity: ToolActivity, now: Date): string {
+  const head = `${formatTime(now)} [${shortSession(activity.sessionId)}]`;
+  const turn = typeof activity.turn === "number" ? ` turn ${activity.turn}` : "";
+  const mark = MARKS[activity.status] ?? "•";
+  const summary = summarizeArguments(activity.arguments ?? "");
+  const call = summary === "" ? activity.name : `${activity.name} ${summary}`;
+  if (activity.status === "started") return `${head}${turn} ${mark} ${call}`;
+  const status = activity.status === "completed" ? "ok" : activity.status;
+  const duration = formatDuration(activity.durationMs);
+  let line = `${head}${turn} ${mark} ${call} — ${status}${duration ? " " + duration : ""}`;
+  if (activity.status === "failed") {
+    const first = firstLine(activity.output);
+    if (first !== "") line += `: ${first}`;
+  }
+  return line;
+}
+
+/** The line written when the user asks: ties the following calls to a prompt. */
+export function formatAskLine(prompt: string, sessionId: string | undefined, now: Date): string {
+  const who = sessionId ? shortSession(sessionId) : "new";
+  return `${formatTime(now)} [${who}] ask: ${truncate(oneLine(prompt), 120)}`;
+}
+
+export function formatAnswerLine(result: AskResult, elapsedMs: number, now: Date): string {
+  const calls = result.toolCalls.length;
+  const tokens = result.usage?.total_tokens;
+  const extra = [
+    `${calls} tool call${calls === 1 ? "" : "s"}`,
+    result.stopReason === "end_turn" ? undefined : `stopped: ${result.stopReason}`,
+    tokens !== undefined ? `${tokens} tokens` : undefined,
+    formatDuration(elapsedMs),
+  ].filter((p): p is string => p !== undefined && p !== "");
+  return `${formatTime(now)} [${shortSession(result.sessionId)}] answered (${extra.join(", ")})`;
+}
+
+/** Client-side outcomes the server does not report itself (cancel, error). */
+export function formatOutcomeLine(
+  sessionId: string | undefined,
+  outcome: "cancelled" | "error",
+  detail: string,
+  now: Date,
+): string {
+  const what = outcome === "cancelled" ? "cancelled by user" : "error";
+  const tail = detail ? `: ${truncate(oneLine(detail), 200)}` : "";
+  return `${formatTime(now)} [${shortSession(sessionId)}] ask ${what}${tail}`;
+}

@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { describeAskError } from "../src/errors";
+import { describeStatus, turnFromProgress } from "../src/status";
+import { toolPickItems } from "../src/tools-view";
+
+describe("describeAskError", () => {
+  it("recognises a cancelled request", () => {
+    const report = describeAskError({ code: -32800, message: "Request cancelled" });
+    assert.equal(report.cancelled, true);
+    assert.equal(report.message, "Agent request cancelled.");
+  });
+
+  it("keeps the server's message and offers settings and the setup guide when unconfigured", () => {
+    const report = describeAskError({ code: -32001, message: "No API key: set MODEL_API_KEY in the server's .env" });
+    assert.equal(report.cancelled, false);
+    assert.equal(report.message, "No API key: set MODEL_API_KEY in the server's .env");
+    assert.deepEqual(report.actions.map((a) => a.action), ["openSettings", "openReadme"]);
+  });
+
+  it("offers to open a folder when none is open, the log otherwise", () => {
+    assert.deepEqual(describeAskError({ code: -32003, message: "no folder" }).actions.map((a) => a.action), ["openFolder"]);
+    assert.deepEqual(describeAskError({ code: -32002, message: "401" }).actions.map((a) => a.action), ["openSettings", "showLog"]);
+    assert.deepEqual(describeAskError(new Error("boom")).actions.map((a) => a.action), ["showLog"]);
+    assert.equal(describeAskError(undefined).message, "Unknown error");
+  });
+});
+
+describe("status", () => {
+  it("describes each state", () => {
+    assert.equal(describeStatus({ kind: "idle" }).text, "$(hubot) Agent: idle");
+    assert.equal(describeStatus({ kind: "working", turn: 2 }).text, "$(sync~spin) Agent: working: turn 2");
+    assert.equal(describeStatus({ kind: "working" }).text, "$(sync~spin) Agent: working");
+    const error = describeStatus({ kind: "error", message: "401 Unauthorized" });
+    assert.equal(error.isError, true);
+    assert.match(error.tooltip, /401 Unauthorized/);
+  });
+
+  it("reads the turn from progress messages", () => {
+    assert.equal(turnFromProgress("turn 2: read_file src/app.py"), 2);
+    assert.equal(turnFromProgress("answer ready"), undefined);
+    assert.equal(turnFromProgress(undefined), undefined);
+  });
+});
+
+describe("toolPickItems", () => {
+  it("marks read-only and destructive tools", () => {
+    const items = toolPickItems([
+      { name: "read_file", description: "Read a file.", annotations: { readOnlyHint: true } },
+      { name: "bash", title: "Run a command", description: "Run\n a shell command.", annotations: { readOnlyHint: false, destructiveHint: true } },
+      { name: "write_file", description: "Write.", annotations: { readOnlyHint: false, destructiveHint: false } },
+    ]);
+    assert.deepEqual(items, [
+      { label: "$(eye) read_file", description: "read-only", detail: "Read a file." },
+      { label: "$(warning) bash", description: "destructive · Run a command", detail: "Run a shell command." },
+      { label: "$(edit) write_file", description: "writes", detail: "Write." },
+    ]);
+  });
+});

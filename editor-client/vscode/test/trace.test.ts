@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { AskResult, ToolActivity } from "../src/protocol";
+import {
+  formatActivityLine,
+  formatAnswerLine,
+  formatAskLine,
+  formatOutcomeLine,
+  formatTime,
+  shortSession,
+} from "../src/trace";
+
+const at = new Date(2025, 0, 2, 14, 3, 7, 120);
+
+function activity(overrides: Partial<ToolActivity>): ToolActivity {
+  return {
+    sessionId: "3f2a9c1e-77aa-4b1c-9a00-000000000000",
+    callId: "call_1",
+    name: "bash",
+    arguments: '{"command": "ls -la src"}',
+    status: "started",
+    turn: 2,
+    ...overrides,
+  };
+}
+
+describe("trace lines", () => {
+  it("formats local time with milliseconds", () => {
+    assert.equal(formatTime(at), "14:03:07.120");
+  });
+
+  it("shortens session ids", () => {
+    assert.equal(shortSession("3f2a9c1e-77aa"), "3f2a9c1e");
+    assert.equal(shortSession("session-abcdef123456"), "abcdef12");
+    assert.equal(shortSession(undefined), "--------");
+  });
+
+  it("writes a start line: time, session, turn, tool, argument summary", () => {
+    assert.equal(formatActivityLine(activity({}), at), "14:03:07.120 [3f2a9c1e] turn 2 ▶ bash ls -la src");
+  });
+
+  it("writes an end line with status and duration", () => {
+    const line = formatActivityLine(activity({ status: "completed", durationMs: 290, output: "a\nb" }), at);
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms");
+  });
+
+  it("adds the first output line for failures only", () => {
+    const line = formatActivityLine(
+      activity({
+        name: "read_file",
+        arguments: '{"path": "nope.py"}',
+        status: "failed",
+        durationMs: 3,
+        output: "\nError: no such file: nope.py\nTraceback...",
+      }),
+      at,
+    );
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✗ read_file nope.py — failed 3ms: Error: no such file: nope.py");
+  });
+
+  it("stays one line whatever the arguments hold", () => {
+    const line = formatActivityLine(activity({ arguments: '{"command": "a\\nb\\r\\nc"}' }), at);
+    assert.ok(!line.includes("\n"));
+    assert.ok(line.endsWith("bash a b c"));
+  });
+
+  it("omits the turn when the server sends none", () => {
+    const { turn: _turn, ...withoutTurn } = activity({ arguments: "{}" });
+    const line = formatActivityLine(withoutTurn, at);
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] ▶ bash");
+  });
+
+  it("writes ask, answer and outcome lines", () => {
+    assert.equal(formatAskLine("Why\ndoes it fail?", undefined, at), "14:03:07.120 [new] ask: Why does it fail?");
+    const result: AskResult = {
+      answer: "x",
+      sessionId: "abcdef0123",
+      stopReason: "max_turns",
+      toolCalls: [{ id: "1", name: "bash", arguments: "{}", ok: true }],
+      usage: { total_tokens: 42 },
+    };
+    assert.equal(
+      formatAnswerLine(result, 1500, at),
+      "14:03:07.120 [abcdef01] answered (1 tool call, stopped: max_turns, 42 tokens, 1.50s)",
+    );
+    assert.equal(
+      formatOutcomeLine("abcdef0123", "cancelled", "", at),
+      "14:03:07.120 [abcdef01] ask cancelled by user",
+    );
+    assert.equal(
+      formatOutcomeLine(undefined, "error", "Model not configured:\nset MODEL_API_KEY", at),
+      "14:03:07.120 [--------] ask error: Model not configured: set MODEL_API_KEY",
+    );
+  });
+});

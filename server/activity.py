@@ -1,0 +1,49 @@
+"""Editor-facing views of loop events: activity notifications and progress text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .events import ToolCallFinished, ToolCallStarted
+
+PREVIEW_CHARS = 2_000
+SUMMARY_CHARS = 80
+
+
+def summarize_arguments(name: str, arguments: str) -> str:
+    """One line naming what a call acts on, e.g. ``src/app.py`` or ``pytest -q``."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        for key in ("path", "command", "pattern"):
+            value = parsed.get(key)
+            if isinstance(value, str) and value:
+                return _one_line(value)
+        return _one_line(json.dumps(parsed, ensure_ascii=False))
+    return _one_line(arguments)
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
+
+
+def activity_params(session_id: str, event: ToolCallStarted | ToolCallFinished) -> dict[str, Any]:
+    """Params of an ``agent/toolActivity`` notification."""
+    params: dict[str, Any] = {
+        "sessionId": session_id,
+        "callId": event.call_id,
+        "name": event.name,
+        "arguments": event.arguments,
+        "turn": event.turn,
+    }
+    if isinstance(event, ToolCallStarted):
+        params["status"] = "started"
+    else:
+        params["status"] = "completed" if event.ok else "failed"
+        params["output"] = event.output[:PREVIEW_CHARS]
+        params["durationMs"] = round(event.duration_ms, 1)
+    return params

@@ -1,0 +1,293 @@
+"""The agent loop shared by every front end.
+
+Ask the model, run the tool calls it makes, feed the results back, repeat until
+it answers without tools (or the turn budget runs out). The loop appends to the
+message list it is given, so a conversation continues where it stopped.
+
+Invariants the rest of the server relies on:
+
+- Every tool call of an appended assistant message gets exactly one
+  ``role="tool"`` message with its ``tool_call_id`` -- errors, unknown tools,
+  unsupported call types, cancellation and tool bugs included -- so the history
+  is always valid to send again.
+- A cancelled (or failed) model request appends nothing.
+- Consecutive calls to read-only tools in one response run concurrently; their
+  results are still appended in call order. Any other call is a barrier.
+
+``openai`` is not imported here at module level (it costs ~1 s); the client is
+passed in and the SDK's exception types are looked up only when a request fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from tooling.contract import is_error
+
+from .events import (
+    AgentEvent,
+    EventSink,
+    FinalAnswer,
+    ModelRequestStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .model_config import ModelRequestError, scrub, translate_model_error
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from tooling.runtime import ToolRuntime
+
+log = logging.getLogger(__name__)
+
+PREVIEW_LIMIT = 2000
+CANCELLED_OUTPUT = "Error: cancelled"
+
+StopReason = Literal["end_turn", "max_turns"]
+
+
+@dataclass
+class ToolCallRecord:
+    id: str
+    name: str
+    arguments: str
+    ok: bool
+    output: str  # preview, at most PREVIEW_LIMIT characters
+    duration_ms: float
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, usage: Any) -> None:
+        """Add a response's ``usage`` (``None`` on endpoints that do not report it)."""
+        if usage is None:
+            return
+        self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+        self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+        self.total_tokens += getattr(usage, "total_tokens", 0) or 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass
+class LoopResult:
+    text: str
+    stop_reason: StopReason
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+
+
+def preview(output: str, limit: int = PREVIEW_LIMIT) -> str:
+    """``output`` cut to at most ``limit`` characters, saying how much was left out."""
+    if len(output) <= limit:
+        return output
+    # Sized with len(output) so the real (smaller) count always fits within ``limit``.
+    marker = f"\n… [{len(output)} more characters]"
+    head = output[: limit - len(marker)]
+    return head + f"\n… [{len(output) - len(head)} more characters]"
+
+
+async def agent_loop(
+    messages: list[dict[str, Any]],
+    runtime: ToolRuntime,
+    *,
+    client: AsyncOpenAI,
+    model: str,
+    max_turns: int = 50,
+    on_event: EventSink | None = None,
+) -> LoopResult:
+    """Run the loop on ``messages`` (appended to in place) and return the final text.
+
+    One turn is one chat.completions request. When ``max_turns`` requests have been
+    made and the model still wants tools, those calls are run (and paired) and the
+    loop stops with ``stop_reason="max_turns"`` and the last assistant text.
+
+    Raises :class:`~server.model_config.ModelRequestError` when a request fails;
+    ``CancelledError`` propagates after the history has been made consistent.
+    """
+    if max_turns < 1:
+        raise ValueError("max_turns must be >= 1")
+    emit = on_event or _ignore
+    schemas = runtime.schemas()  # once per run: the registry does not change mid-run
+    # An empty registry sends no ``tools`` at all: some endpoints reject ``tools: []``.
+    options: dict[str, Any] = {"tools": schemas, "tool_choice": "auto"} if schemas else {}
+
+    usage = Usage()
+    records: list[ToolCallRecord] = []
+    text = ""
+    for turn in range(1, max_turns + 1):
+        emit(ModelRequestStarted(turn=turn))
+        message = await _request(client, model, messages, options, usage)
+        messages.append(message.model_dump(exclude_none=True))
+        text = message.content or getattr(message, "refusal", None) or ""
+        calls = list(message.tool_calls or ())
+        if not calls:
+            emit(FinalAnswer(text=text, stop_reason="end_turn"))
+            return LoopResult(text, "end_turn", records, usage, turn)
+        await _run_tool_calls(calls, runtime, messages, records, turn, emit)
+
+    emit(FinalAnswer(text=text, stop_reason="max_turns"))
+    return LoopResult(text, "max_turns", records, usage, max_turns)
+
+
+async def _request(
+    client: AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    options: dict[str, Any],
+    usage: Usage,
+) -> Any:
+    """One chat.completions request; its message, or a ModelRequestError."""
+    import openai  # already loaded: the caller built ``client`` with it
+
+    api_key = getattr(client, "api_key", None)
+    secrets = [api_key] if isinstance(api_key, str) else []
+    base_url = str(getattr(client, "base_url", "") or "").rstrip("/") or None
+    try:
+        response = await client.chat.completions.create(
+            model=model, messages=list(messages), **options
+        )
+    except (openai.OpenAIError, json.JSONDecodeError) as exc:
+        raise translate_model_error(exc, secrets=secrets, base_url=base_url) from None
+
+    choices = getattr(response, "choices", None)
+    message = getattr(choices[0], "message", None) if choices else None
+    if message is None:
+        what = "no choices" if not choices else "no message in the first choice"
+        where = f" from {base_url}" if base_url else ""
+        detail = scrub(f"Malformed model response{where}: {what}", secrets)
+        raise ModelRequestError(detail, kind="malformed")
+    usage.add(getattr(response, "usage", None))
+    return message
+
+
+async def _run_tool_calls(
+    calls: Sequence[Any],
+    runtime: ToolRuntime,
+    messages: list[dict[str, Any]],
+    records: list[ToolCallRecord],
+    turn: int,
+    emit: EventSink,
+) -> None:
+    """Run one response's calls, appending one tool message per call in call order."""
+    outputs: dict[int, str] = {}
+    finished: dict[int, ToolCallRecord] = {}
+    started: dict[int, float] = {}
+    appended = 0
+
+    async def run(index: int) -> None:
+        call = calls[index]
+        name, arguments = _describe(call)
+        started[index] = time.perf_counter()
+        emit(ToolCallStarted(turn=turn, call_id=call.id, name=name, arguments=arguments))
+        if getattr(call, "type", "function") != "function":
+            output = f"Error: unsupported tool call type {call.type}"
+        else:
+            output = await runtime.execute(name, arguments)
+        outputs[index] = output
+        _finish(index, output, ok=not is_error(output))
+
+    def _finish(index: int, output: str, *, ok: bool) -> None:
+        call = calls[index]
+        name, arguments = _describe(call)
+        duration_ms = (time.perf_counter() - started[index]) * 1000
+        shown = preview(output)
+        finished[index] = ToolCallRecord(call.id, name, arguments, ok, shown, duration_ms)
+        emit(ToolCallFinished(turn, call.id, name, arguments, ok, shown, duration_ms))
+
+    def append(index: int, output: str) -> None:
+        if index in finished:
+            records.append(finished[index])
+        messages.append({"role": "tool", "tool_call_id": calls[index].id, "content": output})
+
+    try:
+        index = 0
+        while index < len(calls):
+            end = index + 1
+            if _is_read_only(calls[index], runtime):
+                while end < len(calls) and _is_read_only(calls[end], runtime):
+                    end += 1
+            if end - index == 1:
+                await run(index)
+            else:
+                await _run_concurrently(run, range(index, end))
+            for done in range(index, end):
+                append(done, outputs[done])
+                appended = done + 1
+            index = end
+    except BaseException as exc:
+        # Pair what is left so the history stays valid; finished results keep their text.
+        if isinstance(exc, asyncio.CancelledError):
+            reason = CANCELLED_OUTPUT
+        else:
+            reason = f"Error: the tool failed with an internal error ({type(exc).__name__})"
+        for index in range(appended, len(calls)):
+            output = outputs.get(index)
+            if output is None:
+                output = reason
+                if index in started:
+                    _safely(lambda i=index: _finish(i, reason, ok=False))
+            append(index, output)
+        raise
+
+
+async def _run_concurrently(run: Any, indices: range) -> None:
+    """Run ``run(i)`` for each index together; re-raise the first tool bug afterwards.
+
+    A TaskGroup waits for every child to finish, so on cancellation each tool has
+    cleaned up (killed its processes) before the loop's CancelledError goes on.
+    """
+    failures: list[BaseException] = []
+
+    async def guarded(index: int) -> None:
+        try:
+            await run(index)
+        except Exception as exc:  # a tool bug: let its siblings finish, raise it after
+            failures.append(exc)
+
+    async with asyncio.TaskGroup() as group:
+        for index in indices:
+            group.create_task(guarded(index))
+    if failures:
+        raise failures[0]
+
+
+def _is_read_only(call: Any, runtime: ToolRuntime) -> bool:
+    return getattr(call, "type", "function") == "function" and runtime.is_read_only(
+        call.function.name
+    )
+
+
+def _describe(call: Any) -> tuple[str, str]:
+    """(name, raw arguments) of a call of any type."""
+    function = getattr(call, "function", None)
+    if function is not None:
+        return function.name or "", function.arguments or ""
+    custom = getattr(call, "custom", None)
+    if custom is not None:
+        return getattr(custom, "name", "") or "", getattr(custom, "input", "") or ""
+    return "", ""
+
+
+def _safely(action: Any) -> None:
+    try:
+        action()
+    except Exception:  # an event sink failing while we unwind must not hide the cause
+        log.exception("Event sink failed while pairing interrupted tool calls")
+
+
+def _ignore(event: AgentEvent) -> None:
+    pass

@@ -1,0 +1,90 @@
+"""Conversations: the message history of a chat, kept in memory by the server.
+
+A conversation belongs to one workspace folder and holds the message list the
+agent loop appends to. Its ``lock`` serialises asks: one ask at a time per
+conversation (two loops appending to one list would interleave tool messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(eq=False)
+class Conversation:
+    id: str
+    workspace_root: Path
+    messages: list[dict[str, Any]]
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+
+    @property
+    def busy(self) -> bool:
+        """Whether an ask currently holds this conversation."""
+        return self.lock.locked()
+
+    def touch(self) -> None:
+        self.updated = time.time()
+
+
+class ConversationStore:
+    """Conversations by id, least recently used dropped beyond ``max_conversations``.
+
+    ``create`` and ``get`` count as use. When over the cap, the least recently
+    used conversation that is not busy is dropped (a busy one only if all are):
+    a running ask keeps its own reference, so dropping never breaks it.
+    """
+
+    def __init__(self, max_conversations: int = 100) -> None:
+        if max_conversations < 1:
+            raise ValueError("max_conversations must be >= 1")
+        self._max = max_conversations
+        self._items: OrderedDict[str, Conversation] = OrderedDict()
+
+    @property
+    def max_conversations(self) -> int:
+        return self._max
+
+    def create(self, workspace_root: Path, system_prompt: str) -> Conversation:
+        conversation = Conversation(
+            id=uuid.uuid4().hex,
+            workspace_root=workspace_root,
+            messages=[{"role": "system", "content": system_prompt}],
+        )
+        self._items[conversation.id] = conversation
+        self._evict()
+        return conversation
+
+    def get(self, conversation_id: str) -> Conversation | None:
+        conversation = self._items.get(conversation_id)
+        if conversation is not None:
+            self._items.move_to_end(conversation_id)
+            conversation.touch()
+        return conversation
+
+    def drop(self, conversation_id: str) -> bool:
+        return self._items.pop(conversation_id, None) is not None
+
+    def ids(self) -> list[str]:
+        """Ids from least to most recently used."""
+        return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, conversation_id: object) -> bool:
+        return conversation_id in self._items
+
+    def _evict(self) -> None:
+        while len(self._items) > self._max:
+            # Never the newest (just created); otherwise the oldest idle, else the oldest.
+            candidates = list(self._items.values())[:-1]
+            victim = next((c for c in candidates if not c.busy), candidates[0])
+            del self._items[victim.id]

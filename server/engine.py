@@ -1,0 +1,231 @@
+"""The agent engine: workspace folders, their tool runtimes, conversations, asks.
+
+Protocol-free (no pygls here) so every front end and the tests drive the same
+code; ``server.lsp_server`` is a thin mapping of JSON-RPC onto this class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tooling.runtime import ToolRuntime
+from tooling.workspace import Workspace, WorkspaceError
+
+from .agent_loop import LoopResult, agent_loop
+from .bootstrap import build_runtime, check_enabled
+from .conversations import Conversation, ConversationStore
+from .errors import InvalidParamsError, NoWorkspaceFolderError, SessionBusyError
+from .events import EventSink
+from .model_config import ModelSettings, create_client, load_model_settings
+from .prompts import system_prompt
+from .settings import AgentSettings
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+
+@dataclass
+class Folder:
+    """One open workspace folder and the runtime built for it."""
+
+    workspace: Workspace
+    runtime: ToolRuntime
+    runtime_key: tuple[Any, ...]
+
+
+@dataclass
+class AskResult:
+    answer: str
+    session_id: str
+    loop: LoopResult
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "sessionId": self.session_id,
+            "stopReason": self.loop.stop_reason,
+            "turns": self.loop.turns,
+            "toolCalls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "ok": call.ok,
+                    "output": call.output,
+                    "durationMs": round(call.duration_ms, 1),
+                }
+                for call in self.loop.tool_calls
+            ],
+            "usage": self.loop.usage.as_dict(),
+        }
+
+
+class AgentEngine:
+    def __init__(
+        self,
+        *,
+        environ: Mapping[str, str] | None = None,
+        max_conversations: int = 100,
+    ) -> None:
+        self._environ = environ
+        self._settings = AgentSettings()
+        self._folders: dict[Path, Folder] = {}
+        self._conversations = ConversationStore(max_conversations=max_conversations)
+        self._clients: dict[ModelSettings, AsyncOpenAI] = {}
+
+    # -- configuration -------------------------------------------------------------
+
+    @property
+    def settings(self) -> AgentSettings:
+        return self._settings
+
+    def update_settings(self, settings: AgentSettings) -> None:
+        """New editor settings; tool runtimes are rebuilt if their settings changed.
+
+        Asks already running keep the runtime they started with.
+        """
+        if settings.enabled_tools is not None:
+            # Checked before committing, so a typo leaves the old tools in place.
+            check_enabled(settings.enabled_tools)
+        self._settings = settings
+        for root, folder in list(self._folders.items()):
+            if folder.runtime_key != settings.runtime_key():
+                self._folders[root] = self._make_folder(folder.workspace)
+
+    # -- workspace folders -----------------------------------------------------------
+
+    def set_folders(self, paths: list[Path]) -> list[str]:
+        """Replace the open folders; returns warnings for folders that cannot be used."""
+        self._folders.clear()
+        return [w for path in paths if (w := self.add_folder(path))]
+
+    def add_folder(self, path: Path) -> str | None:
+        try:
+            workspace = Workspace(path)
+        except WorkspaceError as exc:
+            return str(exc)
+        self._folders.setdefault(workspace.root, self._make_folder(workspace))
+        return None
+
+    def remove_folder(self, path: Path) -> None:
+        self._folders.pop(Path(path).resolve(), None)
+
+    @property
+    def folders(self) -> list[Path]:
+        return list(self._folders)
+
+    def folder(self, path: Path | None) -> Folder:
+        """The named folder, or the first; errors name what is wrong."""
+        if not self._folders:
+            raise NoWorkspaceFolderError(
+                "No workspace folder is open: open a folder in the editor "
+                "(agent-lsp acts only inside the editor's workspace folders)."
+            )
+        if path is None:
+            return next(iter(self._folders.values()))
+        resolved = Path(path).resolve()
+        found = self._folders.get(resolved)
+        if found is None:
+            raise InvalidParamsError(
+                "workspaceFolder", f"{path} is not one of the open workspace folders"
+            )
+        return found
+
+    def _make_folder(self, workspace: Workspace) -> Folder:
+        settings = self._settings
+        runtime = build_runtime(
+            workspace,
+            enabled=settings.enabled_tools,
+            bash_timeout=settings.bash_timeout,
+        )
+        return Folder(workspace, runtime, settings.runtime_key())
+
+    # -- requests ------------------------------------------------------------------
+
+    def list_tools(self, folder: Path | None = None) -> list[dict[str, Any]]:
+        return self.folder(folder).runtime.describe()
+
+    def end_session(self, session_id: str) -> bool:
+        return self._conversations.drop(session_id)
+
+    def model_settings(self) -> ModelSettings:
+        """Resolved model settings; raises ModelNotConfiguredError with what to set."""
+        return load_model_settings(self._settings.model_overrides(), environ=self._environ)
+
+    def _client(self, settings: ModelSettings) -> AsyncOpenAI:
+        client = self._clients.get(settings)
+        if client is None:
+            client = self._clients[settings] = create_client(settings)
+        return client
+
+    async def ask(
+        self,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        folder: Path | None = None,
+        on_event: EventSink | None = None,
+        on_session: Callable[[str], None] | None = None,
+    ) -> AskResult:
+        """Run one ask; ``on_session`` learns the session id before any tool runs."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidParamsError("prompt", "must be a non-empty string")
+
+        conversation: Conversation | None = None
+        if session_id is not None:
+            conversation = self._conversations.get(session_id)
+            if conversation is None:
+                raise InvalidParamsError("sessionId", f"unknown session {session_id!r}")
+            if folder is not None and Path(folder).resolve() != conversation.workspace_root:
+                raise InvalidParamsError(
+                    "workspaceFolder", "the session belongs to another workspace folder"
+                )
+            target = self.folder(conversation.workspace_root)
+        else:
+            target = self.folder(folder)
+
+        # Fail before touching the conversation when the model is not configured.
+        model_settings = self.model_settings()
+        client = self._client(model_settings)
+        settings = self._settings
+
+        created = conversation is None
+        if conversation is None:
+            conversation = self._conversations.create(
+                target.workspace.root,
+                system_prompt(target.workspace.root, self._settings.system_prompt),
+            )
+        if conversation.lock.locked():
+            raise SessionBusyError(
+                f"Session {conversation.id} is already answering another ask; "
+                "wait for it or cancel it first."
+            )
+
+        if on_session is not None:
+            on_session(conversation.id)
+        async with conversation.lock:
+            conversation.messages.append({"role": "user", "content": prompt})
+            try:
+                result = await agent_loop(
+                    conversation.messages,
+                    target.runtime,
+                    client=client,
+                    model=model_settings.model,
+                    max_turns=settings.max_turns,
+                    on_event=on_event,
+                )
+            except BaseException:
+                # A new conversation whose id the client never received is useless.
+                if created:
+                    self._conversations.drop(conversation.id)
+                raise
+        return AskResult(answer=result.text, session_id=conversation.id, loop=result)
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()

@@ -1,0 +1,108 @@
+"""Editor settings (section ``agentLsp``) parsed into one typed value.
+
+Bad values are dropped with a warning rather than failing ``initialize``: a typo
+in the user's settings should be reported, not take the server down. The API
+key is deliberately not a setting (see ``model_config``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SECTION = "agentLsp"
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    model: str | None = None
+    base_url: str | None = None
+    request_timeout: float | None = None
+    max_retries: int | None = None
+    max_turns: int = 50
+    enabled_tools: tuple[str, ...] | None = None
+    bash_timeout: float | None = None
+    system_prompt: str | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def model_overrides(self) -> dict[str, Any]:
+        """What the front end may set of the model configuration (never the key)."""
+        overrides: dict[str, Any] = {}
+        if self.model:
+            overrides["model"] = self.model
+        if self.base_url:
+            overrides["baseUrl"] = self.base_url
+        if self.request_timeout is not None:
+            overrides["timeout"] = self.request_timeout
+        if self.max_retries is not None:
+            overrides["maxRetries"] = self.max_retries
+        return overrides
+
+    def runtime_key(self) -> tuple[Any, ...]:
+        """The settings a tool runtime is built from: rebuild only when these change."""
+        return (self.enabled_tools, self.bash_timeout)
+
+
+def parse_settings(raw: Any) -> AgentSettings:
+    """Accept ``{"agentLsp": {...}}`` or the section itself; ``None`` gives defaults."""
+    if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
+        raw = raw[SECTION]
+    if raw is None:
+        return AgentSettings()
+    if not isinstance(raw, Mapping):
+        return AgentSettings(warnings=(f"{SECTION} settings must be an object; ignored",))
+
+    warnings: list[str] = []
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        if value is None or value == "":
+            return None
+        if isinstance(value, str):
+            return value
+        warnings.append(f"{SECTION}.{key} must be a string; ignored")
+        return None
+
+    def number(key: str, *, integer: bool = False, maximum: float | None = None) -> Any:
+        value = raw.get(key)
+        if value is None:
+            return None
+        kind_ok = isinstance(value, int if integer else (int, float))
+        if isinstance(value, bool) or not kind_ok or value <= 0:
+            kind = "integer" if integer else "number"
+            warnings.append(f"{SECTION}.{key} must be a positive {kind}; ignored")
+            return None
+        if maximum is not None and value > maximum:
+            warnings.append(f"{SECTION}.{key} must be at most {maximum:g}; ignored")
+            return None
+        return value
+
+    enabled: tuple[str, ...] | None = None
+    raw_enabled = raw.get("enabledTools")
+    if raw_enabled is not None:
+        if isinstance(raw_enabled, list) and all(isinstance(n, str) for n in raw_enabled):
+            enabled = tuple(raw_enabled)
+        else:
+            warnings.append(f"{SECTION}.enabledTools must be a list of tool names; ignored")
+
+    max_turns = number("maxTurns", integer=True, maximum=1000)
+    max_retries = raw.get("maxRetries")
+    if max_retries is not None and (
+        isinstance(max_retries, bool)
+        or not isinstance(max_retries, int)
+        or not 0 <= max_retries <= 10
+    ):
+        warnings.append(f"{SECTION}.maxRetries must be an integer from 0 to 10; ignored")
+        max_retries = None
+    return AgentSettings(
+        model=text("model"),
+        base_url=text("baseUrl"),
+        request_timeout=number("requestTimeout"),
+        max_retries=max_retries,
+        max_turns=max_turns if max_turns is not None else 50,
+        enabled_tools=enabled,
+        bash_timeout=number("bashTimeout", maximum=600),
+        system_prompt=text("systemPrompt"),
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,488 @@
+// E2E scenarios for the VS Code client, run by run.sh (which installs everything and sets the
+// environment below). Real parts only: code-server with the built .vsix, headless Chromium,
+// the real Python server started by the extension, the scripted model server over HTTP.
+// Prints one line per scenario and, last, "N passed, N failed".
+
+import { spawn, spawnSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run tests/e2e_vscode/run.sh`);
+  return value;
+};
+const CODE_SERVER = env("CODE_SERVER");
+const CHROMIUM = env("CHROMIUM");
+const VSIX = env("AGENT_LSP_VSIX");
+const PYTHON = env("AGENT_LSP_PYTHON");
+const ROOT = env("AGENT_LSP_ROOT");
+const OUTPUT = env("E2E_OUTPUT");
+const { chromium } = createRequire(import.meta.url)(env("PLAYWRIGHT_CORE"));
+
+const only = process.argv.slice(2).filter((a) => !a.startsWith("-"));
+const KEEP = process.argv.includes("--keep");
+const CANCEL_MARK = "sleep 987";
+
+const tmp = mkdtempSync(join(tmpdir(), "agent-lsp-e2e-"));
+mkdirSync(OUTPUT, { recursive: true });
+const children = [];
+const log = (...args) => console.error("[e2e]", ...args);
+
+// -- helpers: processes -------------------------------------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function start(command, args, options = {}) {
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true, ...options });
+  children.push(child);
+  return child;
+}
+
+function stopAll() {
+  for (const child of children.reverse()) {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid, "SIGTERM"); // its process group: code-server's children too
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+async function startModelServer(script) {
+  const scriptFile = join(tmp, "model-script.json");
+  const recordFile = join(tmp, "model-requests.jsonl");
+  writeFileSync(scriptFile, JSON.stringify(script, null, 2));
+  const child = start(PYTHON, ["-m", "tests.support.model_server", "--script", scriptFile, "--record", recordFile], { cwd: ROOT });
+  const url = await new Promise((resolve, reject) => {
+    let buffer = "";
+    const timer = setTimeout(() => reject(new Error("model server did not print READY")), 30_000);
+    child.stdout.on("data", (chunk) => {
+      buffer += chunk.toString();
+      const m = /^READY (\S+)/m.exec(buffer);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.stderr.on("data", (chunk) => appendFileSync(join(OUTPUT, "model-server.log"), chunk));
+    child.once("exit", (code) => reject(new Error(`model server exited (${code})`)));
+  });
+  return { url, recordFile };
+}
+
+function modelRequests(recordFile) {
+  if (!existsSync(recordFile)) return [];
+  return readFileSync(recordFile, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+}
+
+function lastUserText(body) {
+  const users = body.messages.filter((m) => m.role === "user");
+  const last = users[users.length - 1];
+  return typeof last?.content === "string" ? last.content : JSON.stringify(last?.content);
+}
+
+function userSettings(serverCommand) {
+  return {
+    "chat.disableAIFeatures": true,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoUpdate": false,
+    "extensions.autoCheckUpdates": false,
+    "extensions.ignoreRecommendations": true,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "security.workspace.trust.enabled": false,
+    "git.enabled": false,
+    "workbench.colorTheme": "Default Dark Modern",
+    "window.zoomLevel": 0,
+    "agentLsp.server.command": serverCommand,
+  };
+}
+
+let extensionsInstalled = false;
+
+/** A code-server of its own (user data, settings) whose processes inherit `agentEnv`. */
+async function startCodeServer(name, workspace, agentEnv) {
+  const userData = join(tmp, name, "user-data");
+  const extensions = join(tmp, "extensions");
+  const config = join(tmp, "code-server.yaml");
+  writeFileSync(config, "auth: none\ncert: false\n");
+  mkdirSync(join(userData, "User"), { recursive: true });
+  writeFileSync(join(userData, "User", "settings.json"), JSON.stringify(userSettings([PYTHON, "-m", "server"]), null, 2));
+  const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--config", config];
+  if (!extensionsInstalled) {
+    const install = spawnSync(CODE_SERVER, [...common, "--install-extension", VSIX], { encoding: "utf8" });
+    if (install.status !== 0) throw new Error(`--install-extension failed: ${install.stderr}${install.stdout}`);
+    extensionsInstalled = true;
+  }
+  const port = await freePort();
+  const child = start(
+    CODE_SERVER,
+    [
+      ...common,
+      "--auth", "none",
+      "--bind-addr", `127.0.0.1:${port}`,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      workspace,
+    ],
+    { env: { ...process.env, AGENT_LSP_ENV_FILE: join(tmp, "no-such.env"), ...agentEnv } },
+  );
+  const logFile = join(OUTPUT, `code-server-${name}.log`);
+  writeFileSync(logFile, "");
+  child.stdout.on("data", (c) => appendFileSync(logFile, c));
+  child.stderr.on("data", (c) => appendFileSync(logFile, c));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 120; i++) {
+    try {
+      const response = await fetch(`${url}/healthz`);
+      if (response.ok) return { url, userData, child };
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}); see ${logFile}`);
+    await sleep(250);
+  }
+  throw new Error("code-server did not come up");
+}
+
+// -- helpers: the workbench --------------------------------------------------------------------
+
+async function until(what, fn, timeout = 30_000, interval = 250) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
+    await sleep(interval);
+  }
+}
+
+/** Open the command palette and run `label`; retries until the command is registered. */
+async function runCommand(page, label, timeout = 60_000) {
+  const input = page.locator(".quick-input-widget input");
+  await until(`command "${label}" in the palette`, async () => {
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("F1");
+    await input.waitFor({ state: "visible", timeout: 5000 });
+    await input.fill(`>${label}`);
+    const row = page.locator(".quick-input-list .monaco-list-row", {
+      has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }),
+    }).first();
+    try {
+      await row.waitFor({ state: "visible", timeout: 2500 });
+    } catch {
+      return false;
+    }
+    await row.click();
+    return true;
+  }, timeout, 500);
+}
+
+/** The text of the visible notification toasts. */
+async function notifications(page) {
+  return page.locator(".notifications-toasts .notification-toast").allInnerTexts();
+}
+
+async function waitForNotification(page, pattern, timeout = 30_000) {
+  return until(`a notification matching ${pattern}`, async () => {
+    const texts = await notifications(page);
+    return texts.find((t) => pattern.test(t));
+  }, timeout);
+}
+
+/** The frame of the Agent webview panel (nested iframes; Playwright sees through them). */
+async function panelFrame(page) {
+  return until("the Agent panel", async () => {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.$("#conversation")) return frame;
+      } catch {
+        // frame navigated away
+      }
+    }
+    return undefined;
+  });
+}
+
+/** The Agent Tool Trace channel as the extension wrote it (VS Code backs output channels with files). */
+function traceFileLines(userData) {
+  const found = [];
+  const walk = (dir) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith("Agent Tool Trace.log")) found.push(path);
+    }
+  };
+  walk(join(userData, "logs"));
+  if (found.length === 0) return [];
+  found.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  return readFileSync(found[0], "utf8").split("\n").filter((l) => l.trim() !== "");
+}
+
+/** The lines the Output view shows now, in order (Monaco positions lines absolutely). */
+async function visibleOutputLines(page) {
+  return page.evaluate(() => {
+    const editor = document.querySelector(".part.panel .output-view .monaco-editor, .part.panel .monaco-editor");
+    if (!editor) return [];
+    return Array.from(editor.querySelectorAll(".view-lines .view-line"))
+      .map((el) => ({ top: parseFloat(el.style.top || "0"), text: (el.textContent || "").replace(/\u00a0/g, " ") }))
+      .sort((a, b) => a.top - b.top)
+      .map((l) => l.text);
+  });
+}
+
+async function ask(page, prompt) {
+  await runCommand(page, "Agent: Ask");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await until("the Ask input box", async () => (await page.locator(".quick-input-widget").innerText()).includes("Ask the agent") || (await page.locator(".quick-input-widget").innerText()).includes("Continue the conversation"), 10_000);
+  await input.fill(prompt);
+  await page.keyboard.press("Enter");
+}
+
+function pgrep(pattern) {
+  const result = spawnSync("pgrep", ["-f", pattern], { encoding: "utf8" });
+  return result.stdout.split("\n").filter((l) => l.trim() !== "" && Number(l) !== process.pid);
+}
+
+function assert(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+// -- the scenarios -----------------------------------------------------------------------------
+
+const SCRIPT = [
+  {
+    match: "E2E-FIRST",
+    replies: [
+      { tool_calls: [{ name: "bash", arguments: { command: "echo hello-from-bash" } }] },
+      { tool_calls: [{ name: "read_file", arguments: { path: "src/app.py" } }] },
+      { tool_calls: [{ name: "read_file", arguments: { path: "missing.py" } }] },
+      {
+        content:
+          "## Findings\n\nThe entry point [src/app.py](src/app.py) prints **hello from app**.\n\n" +
+          "| tool | result |\n|---|---|\n| `bash` | ok |\n| `read_file` | ok, then not found |\n\n" +
+          "<script>document.title='pwned'</script>",
+      },
+    ],
+  },
+  { match: "E2E-SECOND", replies: [{ content: "Yes: this *continues* the same conversation (FOLLOW-UP-OK)." }] },
+  {
+    match: "E2E-CANCEL",
+    replies: [
+      { tool_calls: [{ name: "bash", arguments: { command: `${CANCEL_MARK}; echo never` } }] },
+      { content: "should not be reached" },
+    ],
+  },
+  { match: "*", replies: [{ content: "fallback answer" }] },
+];
+
+const scenarios = [];
+const scenario = (name, fn, options = {}) => scenarios.push({ name, fn, ...options });
+const state = {};
+
+scenario("list tools shows the five tools with their marks", async ({ page }) => {
+  await runCommand(page, "Agent: List Tools");
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  await until("five tools in the quick pick", async () => (await rows.count()) === 5, 30_000);
+  const labels = await rows.allInnerTexts();
+  const text = labels.join("\n");
+  for (const name of ["bash", "read_file", "write_file", "edit_file", "glob"]) {
+    assert(labels.some((l) => l.includes(name)), `tool ${name} missing from:\n${text}`);
+  }
+  assert(/read_file[\s\S]*read-only/.test(labels.find((l) => l.includes("read_file")) ?? ""), `read_file not marked read-only:\n${text}`);
+  assert(/destructive/.test(labels.find((l) => l.includes("bash")) ?? ""), `bash not marked destructive:\n${text}`);
+  await page.screenshot({ path: join(OUTPUT, "list-tools.png") });
+  await page.keyboard.press("Escape");
+});
+
+scenario("ask: prompt reaches the model, answer rendered, trace in order", async ({ page, model, userData }) => {
+  await ask(page, "E2E-FIRST what does src/app.py do?");
+  const frame = await panelFrame(page);
+  await until("the rendered answer", async () => (await frame.locator(".entry.done .answer h2").count()) > 0, 60_000);
+  const answer = frame.locator(".entry.done .answer");
+  assert((await answer.locator("h2").innerText()) === "Findings", "heading not rendered");
+  assert((await answer.locator("strong").innerText()) === "hello from app", "bold not rendered");
+  assert((await answer.locator("table td").count()) === 4, "table not rendered");
+  assert((await answer.locator("a[href='src/app.py']").count()) === 1, "file link missing");
+  const injected = await frame.evaluate(() =>
+    document.title === "pwned" || Array.from(document.scripts).some((s) => (s.textContent ?? "").includes("pwned")),
+  );
+  assert(!injected, "a script from the answer reached the page");
+  assert((await answer.innerText()).includes("<script>"), "raw HTML was not shown escaped");
+  const summary = frame.locator(".entry.done details.tools summary");
+  assert((await summary.innerText()) === "3 tool calls (1 failed)", `tool summary: ${await summary.innerText()}`);
+  assert(!(await frame.locator(".entry.done details.tools").getAttribute("open") !== null), "tool list not collapsed");
+  // The prompt reached the model.
+  const requests = modelRequests(model.recordFile);
+  assert(requests.length === 4, `expected 4 model requests, got ${requests.length}`);
+  assert(lastUserText(requests[0]).includes("E2E-FIRST"), "the prompt did not reach the model");
+  // The trace: start and end lines for each call, in order.
+  const lines = await until("the trace lines", () => {
+    const l = traceFileLines(userData);
+    return l.some((x) => x.includes("answered")) ? l : undefined;
+  });
+  const calls = lines.filter((l) => /[▶✓✗] /.test(l));
+  const expected = [/▶ bash echo hello-from-bash$/, /✓ bash echo hello-from-bash — ok \d/, /▶ read_file src\/app.py$/, /✓ read_file src\/app.py — ok/, /▶ read_file missing.py$/, /✗ read_file missing.py — failed \S+: \S/];
+  assert(calls.length === expected.length, `trace lines:\n${lines.join("\n")}`);
+  expected.forEach((re, i) => assert(re.test(calls[i]), `trace line ${i} ${JSON.stringify(calls[i])} !~ ${re}`));
+  assert(/^\d\d:\d\d:\d\d\.\d{3} \[[0-9a-zA-Z-]{1,8}\] turn 1 ▶ bash/.test(calls[0]), `line format: ${calls[0]}`);
+  // The trace channel opened by itself (first ask) and shows the same lines.
+  const visible = await until("the trace in the Output view", async () => {
+    const v = await visibleOutputLines(page);
+    return v.some((l) => l.includes("answered")) ? v : undefined;
+  });
+  assert(visible.some((l) => /✗ read_file missing.py — failed/.test(l)), `Output view shows:\n${visible.join("\n")}`);
+  // Clicking the file link opens it in an editor.
+  await answer.locator("a[href='src/app.py']").click();
+  await until("app.py opened from the link", async () => (await page.locator(".tabs-container .tab", { hasText: "app.py" }).count()) > 0, 15_000);
+  state.sessionShort = /\[([^\]]+)\] answered/.exec(lines.find((l) => l.includes("answered")))?.[1];
+  await frame.locator(".entry.done details.tools summary").click(); // expanded for the screenshot
+  await page.screenshot({ path: join(OUTPUT, "panel-and-trace.png") });
+});
+
+scenario("follow-up continues the conversation", async ({ page, model, userData }) => {
+  await ask(page, "E2E-SECOND is this the same conversation?");
+  const frame = await panelFrame(page);
+  await until("the second answer", async () => (await frame.locator(".entry.done").count()) === 2, 60_000);
+  const prompts = await frame.locator(".entry .prompt .text").allInnerTexts();
+  assert(prompts.length === 2 && prompts[0].includes("E2E-FIRST") && prompts[1].includes("E2E-SECOND"), `prompts: ${prompts}`);
+  assert((await frame.locator(".entry.done").nth(1).locator(".answer em").innerText()) === "continues", "second answer not rendered");
+  const requests = modelRequests(model.recordFile);
+  const last = requests[requests.length - 1];
+  const users = last.messages.filter((m) => m.role === "user").map((m) => m.content);
+  assert(users.length === 2 && users[0].includes("E2E-FIRST") && users[1].includes("E2E-SECOND"), `follow-up carried ${JSON.stringify(users)}`);
+  assert(last.messages.some((m) => m.role === "tool"), "earlier tool results not in the follow-up's context");
+  const lines = traceFileLines(userData);
+  const askLine = lines.find((l) => l.includes("ask: E2E-SECOND"));
+  assert(askLine && state.sessionShort && askLine.includes(`[${state.sessionShort}]`), `follow-up ask line ${askLine} not in session ${state.sessionShort}`);
+  await page.screenshot({ path: join(OUTPUT, "follow-up.png") });
+});
+
+scenario("cancel during a long bash stops it", async ({ page, userData }) => {
+  await ask(page, "E2E-CANCEL run the long job");
+  await until("the long bash to start", () => pgrep(CANCEL_MARK).length > 0, 60_000);
+  await until("the trace start line", () => traceFileLines(userData).some((l) => l.includes(`▶ bash ${CANCEL_MARK}`)), 15_000);
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "Agent" });
+  await until("the progress notification", async () => (await toast.count()) > 0, 15_000);
+  const progressText = await toast.first().innerText();
+  assert(/turn 1: bash sleep 987/.test(progressText), `progress shows: ${progressText}`);
+  await page.screenshot({ path: join(OUTPUT, "cancel-progress.png") });
+  await toast.first().hover();
+  await toast.first().getByRole("button", { name: "Cancel" }).click();
+  await waitForNotification(page, /request cancelled/i, 20_000);
+  await until("the bash process to be gone", () => pgrep(CANCEL_MARK).length === 0, 10_000);
+  const lines = traceFileLines(userData);
+  assert(lines.some((l) => l.includes("ask cancelled by user")), `trace:\n${lines.join("\n")}`);
+  const frame = await panelFrame(page);
+  await until("the cancelled entry", async () => (await frame.locator(".entry.cancelled").count()) === 1);
+  const status = await page.locator(".statusbar-item", { hasText: "Agent:" }).first().innerText();
+  assert(/idle/.test(status), `status bar after cancel: ${status}`);
+  await page.screenshot({ path: join(OUTPUT, "cancelled.png") });
+});
+
+scenario("unconfigured model shows the server's error text", async ({ page }) => {
+  // This window's code-server (so the agent server too) has no MODEL_API_KEY.
+  await ask(page, "E2E-UNCONF hello");
+  const text = await waitForNotification(page, /No model API key/, 30_000);
+  assert(/MODEL_API_KEY/.test(text), `notification: ${text}`);
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "No model API key" }).first();
+  assert((await toast.getByRole("button", { name: "Open Settings" }).count()) === 1, "no Open Settings button");
+  const status = await page.locator(".statusbar-item", { hasText: "Agent:" }).first().innerText();
+  assert(/error/.test(status), `status bar: ${status}`);
+  const frame = await panelFrame(page);
+  assert((await frame.locator(".entry.error").innerText()).includes("MODEL_API_KEY"), "panel does not show the error");
+  await page.screenshot({ path: join(OUTPUT, "unconfigured.png") });
+}, { unconfigured: true });
+
+// -- main ------------------------------------------------------------------------------------
+
+let passed = 0;
+let failed = 0;
+const t0 = Date.now();
+try {
+  const workspace = join(tmp, "workspace");
+  mkdirSync(join(workspace, "src"), { recursive: true });
+  writeFileSync(join(workspace, "src", "app.py"), 'def main():\n    print("hello from app")\n\n\nif __name__ == "__main__":\n    main()\n');
+  writeFileSync(join(workspace, "README.md"), "# demo\n");
+  const model = await startModelServer(SCRIPT);
+  const withoutKey = Object.fromEntries(["MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"].map((k) => [k, undefined]));
+  const groups = [
+    // The agent server inherits the model endpoint from code-server's environment.
+    { name: "configured", env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted" }, unconfigured: false },
+    { name: "unconfigured", env: withoutKey, unconfigured: true },
+  ];
+  for (const group of groups) {
+    const selected = scenarios.filter(
+      (sc) => Boolean(sc.unconfigured) === group.unconfigured && (!only.length || only.some((o) => sc.name.includes(o))),
+    );
+    if (selected.length === 0) continue;
+    const groupStart = Date.now();
+    const { url, userData, child } = await startCodeServer(group.name, workspace, group.env);
+    log(`${group.name}: code-server at ${url}, model at ${model.url}, tmp ${tmp}`);
+    const context = await chromium.launchPersistentContext(join(tmp, group.name, "chromium-profile"), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1600, height: 1000 },
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    log(`${group.name}: workbench loaded after ${((Date.now() - groupStart) / 1000).toFixed(1)}s`);
+    for (const { name, fn } of selected) {
+      const started = Date.now();
+      try {
+        await fn({ page, model, userData });
+        passed++;
+        console.log(`PASS ${name} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
+      } catch (error) {
+        failed++;
+        console.log(`FAIL ${name} (${((Date.now() - started) / 1000).toFixed(1)}s)\n  ${String(error?.stack ?? error).split("\n").slice(0, 6).join("\n  ")}`);
+        const safe = name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
+        await page.screenshot({ path: join(OUTPUT, `FAILED-${safe}.png`) }).catch(() => {});
+      }
+    }
+    await context.close();
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // gone
+    }
+  }
+} catch (error) {
+  failed++;
+  console.log(`FAIL setup\n  ${String(error?.stack ?? error)}`);
+} finally {
+  stopAll();
+  if (!KEEP) rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`e2e-vscode: ${((Date.now() - t0) / 1000).toFixed(1)}s, screenshots in ${OUTPUT}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);

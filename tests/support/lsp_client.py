@@ -1,0 +1,103 @@
+"""Start the real agent-lsp server over stdio with a pytest-lsp client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+REPO = Path(__file__).resolve().parents[2]
+SERVER_COMMAND = [sys.executable, "-m", "server"]
+
+
+class AgentTestClient(LanguageClient):
+    """pytest-lsp's client plus a record of ``agent/toolActivity`` notifications."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.activity: list[dict[str, Any]] = []
+
+
+def make_client() -> AgentTestClient:
+    # Same converter as the server, so custom params and results stay plain JSON.
+    client = AgentTestClient(converter_factory=get_converter)
+    register_lsp_features(client)
+
+    @client.feature("agent/toolActivity")
+    def on_activity(params: dict[str, Any]) -> None:
+        client.activity.append(params)
+
+    return client
+
+
+def server_env(base_url: str | None, **extra: str | None) -> dict[str, str]:
+    """The server's whole environment (pytest-lsp replaces it, not extends it)."""
+    env = {k: v for k, v in os.environ.items() if k not in _MODEL_VARS}
+    # Never pick up a developer's real .env in tests.
+    env["AGENT_LSP_ENV_FILE"] = os.devnull
+    env["PYTHONPATH"] = str(REPO)
+    if base_url is not None:
+        env.update(MODEL_API_KEY="test-key-123", BASE_URL=base_url, MODEL="scripted")
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+_MODEL_VARS = {"MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"}
+
+
+async def start_client(
+    env: dict[str, str],
+    folders: list[Path],
+    *,
+    settings: dict[str, Any] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
+) -> AgentTestClient:
+    config = ClientServerConfig(
+        server_command=SERVER_COMMAND, server_env=env, client_factory=make_client
+    )
+    client = await config.start()
+    assert isinstance(client, AgentTestClient)
+    uris = [folder.resolve().as_uri() for folder in folders]
+    client.initialize_result = await client.initialize_session(  # type: ignore[attr-defined]
+        types.InitializeParams(
+            capabilities=capabilities or types.ClientCapabilities(),
+            root_uri=uris[0] if uris else None,
+            workspace_folders=[
+                types.WorkspaceFolder(uri=uri, name=Path(folder).name)
+                for uri, folder in zip(uris, folders, strict=True)
+            ],
+            initialization_options=settings,
+        )
+    )
+    return client
+
+
+async def ask(client: LanguageClient, **params: Any) -> Any:
+    return await client.protocol.send_request_async("agent/ask", params)
+
+
+class RunningAsk:
+    """An ask in flight that the test can cancel the way an editor does."""
+
+    def __init__(self, client: LanguageClient, params: dict[str, Any]) -> None:
+        self._client = client
+        self.msg_id = f"ask-{uuid.uuid4().hex[:8]}"
+        self.result = asyncio.wrap_future(
+            client.protocol.send_request("agent/ask", params, msg_id=self.msg_id)
+        )
+
+    def cancel(self) -> None:
+        """Send ``$/cancelRequest`` (cancelling the local future alone sends nothing)."""
+        self._client.protocol.notify("$/cancelRequest", types.CancelParams(id=self.msg_id))

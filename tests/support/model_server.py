@@ -1,0 +1,668 @@
+"""A scripted OpenAI-compatible Chat Completions server for tests and benchmarks.
+
+A real HTTP server on 127.0.0.1 (stdlib ``ThreadingHTTPServer``, one daemon thread
+per connection, Nagle off, HTTP/1.1 keep-alive) that the real ``openai`` SDK talks
+to. It serves ``POST /v1/chat/completions`` (and ``/chat/completions``) and
+``GET /v1/models``, and records every chat request in ``.requests`` as
+``{"path", "headers", "body"}`` (header names lower-cased).
+
+In-process use::
+
+    with ScriptedModel() as model:
+        model.reply(tool_calls=[tool_call("read_file", {"path": "a.txt"})])
+        model.reply("The file says hello.")
+        client = AsyncOpenAI(api_key="test", base_url=model.base_url, max_retries=0)
+        ...
+        assert model.requests[1]["body"]["messages"][-1]["role"] == "tool"
+
+Replies are consumed in order. When the queue is empty the ``responder`` (a
+callable ``request_body -> Reply | None``) answers; with no responder, or when it
+returns ``None``, the server answers HTTP 500 "script exhausted" so a test that
+makes more requests than it scripted fails loudly. ``latency`` adds a fixed delay
+to every reply (``delay`` adds to one); delays never block other requests.
+
+Like real providers, the server checks tool-call pairing (every assistant
+``tool_calls`` id answered by a following ``role="tool"`` message, no stray tool
+messages) and answers HTTP 400 otherwise (``strict=False`` turns this off).
+
+Responders shipped here:
+
+- :class:`ScriptResponder` -- rules from a JSON script (the CLI's ``--script``).
+- :func:`instant_responder` -- for loop-overhead benchmarks: while fewer than
+  ``tool_turns`` tool results follow the last user message it calls ``tool_name``,
+  then it answers ``answer``; stateless, so concurrent conversations are fine.
+  With ``tool_turns=1`` it alternates a no-op tool call and a final answer.
+
+Command line (editor E2E tests, benchmarks)::
+
+    python -m tests.support.model_server --script FILE.json [--port N] [--latency S]
+        [--instant [--instant-tool NAME] [--instant-args JSON] [--instant-turns N]]
+        [--record FILE.jsonl]
+
+prints ``READY http://127.0.0.1:PORT/v1`` as its first stdout line (flushed) and
+serves until killed. ``--record`` appends each request body as one JSON line.
+The script is a JSON list of rules (or ``{"rules": [...], "latency": S}``)::
+
+    [
+      {"match": "list the files",
+       "replies": [{"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]},
+                   {"content": "There are two files."}]},
+      {"match": "^echo:", "echo": true},
+      {"match": "*", "replies": [{"content": "fallback", "delay": 0.2}]}
+    ]
+
+A rule matches when ``match`` is a substring of the latest *user* message in the
+request, or a regular expression ``re.search`` finds in it (``"*"``, ``""`` or no
+``match`` matches anything); the first matching rule answers. Follow-up turns of
+one ask carry tool messages after that user message, so they reach the same rule.
+Each rule has a cursor: its replies are used in order, and once they run out it
+answers its last reply's content without tool calls (or ``"(script exhausted)"``).
+An ``"echo": true`` rule answers with the user message itself. Reply objects take
+``content``, ``tool_calls`` (``{"name", "arguments", "id"?}``; ``"type": "custom"``
+makes an unsupported-type call), ``delay``, ``status``, ``error_message``,
+``usage``, ``finish_reason``. No matching rule and no ``--instant`` -> HTTP 500.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+MODELS_PATHS = ("/v1/models", "/models")
+OMIT_USAGE = "omit"  # pass as ``usage`` to send a response without a usage block
+EXHAUSTED_TEXT = "(script exhausted)"
+
+ToolCallSpec = tuple[str, str, Mapping[str, Any] | str] | Mapping[str, Any]
+Responder = Callable[[dict[str, Any]], "Reply | None"]
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def tool_call(
+    name: str, args: Mapping[str, Any] | str | None = None, id: str | None = None
+) -> tuple[str, str, Mapping[str, Any] | str]:
+    """A ``(id, name, arguments)`` tuple for :meth:`ScriptedModel.reply`.
+
+    A mapping is sent as JSON; a string is sent verbatim (for malformed JSON).
+    """
+    return (id or new_call_id(), name, {} if args is None else args)
+
+
+@dataclass
+class Reply:
+    """One scripted answer. Build with :func:`make_reply` to normalise tool calls."""
+
+    content: str | None = None
+    # Normalised: {"id", "type": "function", "function": {"name", "arguments"}} or custom.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    error_message: str | None = None
+    delay: float = 0.0
+    usage: Mapping[str, Any] | str | None = None
+    finish_reason: str | None = None
+    body: Any = None  # sent verbatim instead of a built completion (dict/list -> JSON)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Reply:
+        """A reply from a script object (``{"content", "tool_calls", "delay", ...}``)."""
+        known = {"content", "tool_calls", "status", "error_message", "delay", "usage"}
+        known |= {"finish_reason", "body", "error"}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"Unknown reply field(s): {', '.join(sorted(unknown))}")
+        return make_reply(
+            data.get("content"),
+            tool_calls=data.get("tool_calls"),
+            status=int(data.get("status", 200)),
+            error_message=data.get("error_message", data.get("error")),
+            delay=float(data.get("delay", 0.0)),
+            usage=data.get("usage"),
+            finish_reason=data.get("finish_reason"),
+            body=data.get("body"),
+        )
+
+
+def make_reply(
+    content: str | None = None,
+    *,
+    tool_calls: Iterable[ToolCallSpec] | None = None,
+    status: int = 200,
+    error_message: str | None = None,
+    delay: float = 0.0,
+    usage: Mapping[str, Any] | str | None = None,
+    finish_reason: str | None = None,
+    body: Any = None,
+) -> Reply:
+    return Reply(
+        content=content,
+        tool_calls=[_normalise_call(spec) for spec in tool_calls or ()],
+        status=status,
+        error_message=error_message,
+        delay=delay,
+        usage=usage,
+        finish_reason=finish_reason,
+        body=body,
+    )
+
+
+def _normalise_call(spec: ToolCallSpec) -> dict[str, Any]:
+    if isinstance(spec, tuple):
+        call_id, name, args = spec
+        kind = "function"
+    elif isinstance(spec, Mapping):
+        call_id = spec.get("id") or new_call_id()
+        name = spec["name"]
+        kind = spec.get("type", "function")
+        args = spec.get("arguments", spec.get("input", {}))
+    else:
+        raise TypeError(f"tool call must be a (id, name, args) tuple or a dict, got {spec!r}")
+    text = args if isinstance(args, str) else json.dumps(args)
+    if kind == "function":
+        return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
+    return {"id": call_id, "type": kind, kind: {"name": name, "input": text}}
+
+
+class ScriptedModel:
+    """The server; a context manager (or call :meth:`start` / :meth:`stop`)."""
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        latency: float = 0.0,
+        strict: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: TextIO | None = None,
+    ) -> None:
+        self.responder = responder
+        self.latency = latency
+        self.strict = strict
+        self.requests: list[dict[str, Any]] = []
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._stopping = threading.Event()
+        self._record = record
+        self._address = (host, port)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------
+
+    def start(self) -> ScriptedModel:
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = _Server(self._address, _Handler)
+        server.owner = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="scripted-model",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self._stopping.set()  # wakes replies still sleeping on a delay
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedModel:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("ScriptedModel is not running")
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- scripting -------------------------------------------------------
+
+    def reply(
+        self,
+        content: str | None = None,
+        *,
+        tool_calls: Iterable[ToolCallSpec] | None = None,
+        status: int = 200,
+        error_message: str | None = None,
+        delay: float = 0.0,
+        usage: Mapping[str, Any] | str | None = None,
+        finish_reason: str | None = None,
+        body: Any = None,
+        times: int = 1,
+    ) -> None:
+        """Queue the next answer (see :func:`make_reply`; ``usage=OMIT_USAGE`` sends none).
+
+        ``times`` queues it repeatedly, e.g. an error for every retry the SDK makes
+        (clients built with the default ``max_retries=2`` send a 5xx/429 request 3 times).
+        """
+        for _ in range(times):
+            self.enqueue(
+                make_reply(
+                    content,
+                    tool_calls=tool_calls,
+                    status=status,
+                    error_message=error_message,
+                    delay=delay,
+                    usage=usage,
+                    finish_reason=finish_reason,
+                    body=body,
+                )
+            )
+
+    def enqueue(self, reply: Reply) -> None:
+        with self._lock:
+            self._queue.append(reply)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet consumed."""
+        with self._lock:
+            return len(self._queue)
+
+    # --- inspection --------------------------------------------------------
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the chat requests received so far."""
+        with self._lock:
+            return [request["body"] for request in self.requests]
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> bool:
+        """Block until ``count`` chat requests have arrived (False on timeout)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= count, timeout)
+
+    # --- serving (handler threads) -------------------------------------------
+
+    def _answer(self, path: str, headers: dict[str, str], body: Any) -> tuple[Reply, float]:
+        with self._arrived:
+            self.requests.append({"path": path, "headers": headers, "body": body})
+            self._arrived.notify_all()
+        if self._record is not None:
+            with self._lock:
+                self._record.write(json.dumps(body) + "\n")
+                self._record.flush()
+
+        problem = _request_problem(body, strict=self.strict)
+        if problem is not None:
+            return _error_reply(400, problem, "invalid_request_error"), 0.0
+        with self._lock:
+            reply = self._queue.popleft() if self._queue else None
+        if reply is None and self.responder is not None:
+            try:
+                reply = self.responder(body)
+            except Exception as exc:  # a broken responder must fail the test loudly
+                return _error_reply(500, f"responder raised {exc!r}", "server_error"), 0.0
+        if reply is None:
+            last = _latest_user_text(body.get("messages", []))
+            message = (
+                f"script exhausted: no scripted reply left for request #{len(self.requests)} "
+                f"(last user message: {last[:200]!r})"
+            )
+            return _error_reply(500, message, "server_error"), 0.0
+        return reply, self.latency + reply.delay
+
+    def _wait(self, delay: float) -> bool:
+        """Sleep ``delay`` seconds; False if the server is stopping meanwhile."""
+        return delay <= 0 or not self._stopping.wait(delay)
+
+
+def _error_reply(status: int, message: str, kind: str) -> Reply:
+    return Reply(status=status, error_message=message, body={"error": _error(message, kind)})
+
+
+def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"message": message, "type": kind, "param": None, "code": code}
+
+
+def completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions response the openai SDK parses."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": str(request.get("model") or "scripted"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+    }
+    if reply.usage != OMIT_USAGE:
+        body["usage"] = (
+            dict(reply.usage) if isinstance(reply.usage, Mapping) else _usage(reply, request)
+        )
+    return body
+
+
+def _usage(reply: Reply, request: Mapping[str, Any]) -> dict[str, int]:
+    # A rough, deterministic estimate (4 characters a token), enough to sum and compare.
+    prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
+    produced = len(reply.content or "") + sum(len(json.dumps(c)) for c in reply.tool_calls)
+    completion = max(1, produced // 4)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _request_problem(body: Any, *, strict: bool) -> str | None:
+    """What a real provider would reject with HTTP 400, or None."""
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array"
+    if not body.get("model"):
+        return "'model' is required"
+    if "tools" in body and not body["tools"]:
+        return "'tools' must not be empty when present"
+    if strict:
+        return _pairing_problem(messages)
+    return None
+
+
+def _pairing_problem(messages: list[Any]) -> str | None:
+    waiting: list[str] = []  # tool_call ids of the last assistant message not yet answered
+    answerable: set[str] = set()
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in answerable:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceding message with 'tool_calls' (tool_call_id {call_id!r})."
+                )
+            if call_id in waiting:
+                waiting.remove(call_id)
+            continue
+        if waiting:
+            return _unanswered(waiting)
+        answerable = set()
+        if role == "assistant" and message.get("tool_calls"):
+            waiting = [call.get("id") for call in message["tool_calls"]]
+            answerable = set(waiting)
+    if waiting:
+        return _unanswered(waiting)
+    return None
+
+
+def _unanswered(ids: list[str]) -> str:
+    return (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        f"to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+        f"{', '.join(map(str, ids))}"
+    )
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+    return ""
+
+
+def _latest_user_text(messages: Iterable[Any]) -> str:
+    for message in reversed(list(messages)):
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            return _message_text(message)
+    return ""
+
+
+def _tool_results_since_user(messages: list[Any]) -> int:
+    count = 0
+    for message in reversed(messages):
+        role = message.get("role") if isinstance(message, Mapping) else None
+        if role == "user":
+            break
+        if role == "tool":
+            count += 1
+    return count
+
+
+# --- responders -----------------------------------------------------------------
+
+
+def instant_responder(
+    tool_name: str = "noop",
+    arguments: Mapping[str, Any] | str | None = None,
+    *,
+    tool_turns: int = 1,
+    answer: str = "done",
+) -> Responder:
+    """Call ``tool_name`` until ``tool_turns`` tool results follow the user message, then answer."""
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _tool_results_since_user(body.get("messages", [])) < tool_turns:
+            return make_reply(tool_calls=[tool_call(tool_name, arguments)])
+        return make_reply(answer)
+
+    return respond
+
+
+@dataclass
+class _Rule:
+    match: str
+    pattern: re.Pattern[str] | None
+    replies: list[Reply]
+    echo: bool
+    cursor: int = 0
+
+    def matches(self, text: str) -> bool:
+        if self.match in ("", "*") or self.match in text:
+            return True
+        return self.pattern is not None and self.pattern.search(text) is not None
+
+
+class ScriptResponder:
+    """Answers from script rules (see the module docstring); None when no rule matches."""
+
+    def __init__(self, rules: Iterable[Mapping[str, Any]], *, fallback: Responder | None = None):
+        self._rules = [self._rule(rule) for rule in rules]
+        self._fallback = fallback
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _rule(data: Mapping[str, Any]) -> _Rule:
+        unknown = set(data) - {"match", "replies", "echo"}
+        if unknown:
+            raise ValueError(f"Unknown rule field(s): {', '.join(sorted(unknown))}")
+        match = str(data.get("match") or "")
+        try:
+            pattern = re.compile(match) if match else None
+        except re.error:
+            pattern = None  # not a regex: substring matching only
+        replies = [Reply.from_dict(reply) for reply in data.get("replies", [])]
+        return _Rule(match, pattern, replies, bool(data.get("echo", False)))
+
+    def __call__(self, body: dict[str, Any]) -> Reply | None:
+        text = _latest_user_text(body.get("messages", []))
+        rule = next((rule for rule in self._rules if rule.matches(text)), None)
+        if rule is None:
+            return self._fallback(body) if self._fallback is not None else None
+        if rule.echo:
+            return make_reply(text)
+        with self._lock:
+            if rule.cursor < len(rule.replies):
+                rule.cursor += 1
+                return rule.replies[rule.cursor - 1]
+        last = rule.replies[-1].content if rule.replies else None
+        return make_reply(last or EXHAUSTED_TEXT)
+
+
+def load_script(path: Path) -> tuple[list[dict[str, Any]], float]:
+    """(rules, latency) from a script file: a list of rules or {"rules", "latency"}."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, list):
+        return data, 0.0
+    if isinstance(data, dict) and isinstance(data.get("rules"), list):
+        return data["rules"], float(data.get("latency", 0.0))
+    raise ValueError(f"{path}: expected a list of rules or an object with 'rules'")
+
+
+# --- HTTP plumbing --------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a reply sleeping on its delay never blocks shutdown
+    request_queue_size = 128
+    owner: ScriptedModel
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that hang up (timeouts, cancelled requests) are expected here.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as with a real provider
+    disable_nagle_algorithm = True  # else ~40 ms per response (Nagle + delayed ACK)
+    server: _Server
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if path not in CHAT_PATHS:
+            self._send(404, {"error": _error(f"Unknown path {path}", "invalid_request_error")})
+            return
+        try:
+            body = json.loads(raw or b"null")
+        except json.JSONDecodeError as exc:
+            self._send(400, {"error": _error(f"Invalid JSON body: {exc}", "invalid_request_error")})
+            return
+        model = self.server.owner
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        reply, delay = model._answer(path, headers, body)
+        if not model._wait(delay):
+            self.close_connection = True
+            return
+        if reply.body is not None:
+            self._send(reply.status, reply.body)
+        elif reply.status >= 400:
+            message = reply.error_message or f"Scripted error {reply.status}"
+            kind = "rate_limit_error" if reply.status == 429 else "server_error"
+            if 400 <= reply.status < 500 and reply.status != 429:
+                kind = "invalid_request_error"
+            self._send(reply.status, {"error": _error(message, kind)})
+        else:
+            self._send(reply.status, completion_body(reply, body))
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        if path in MODELS_PATHS:
+            models = [{"id": "scripted", "object": "model", "created": 0, "owned_by": "tests"}]
+            self._send(200, {"object": "list", "data": models})
+        else:
+            self._send(404, {"error": _error(f"Unknown path {path}", "invalid_request_error")})
+
+    def _send(self, status: int, payload: Any) -> None:
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        head = (
+            f"HTTP/1.1 {status} {self.responses.get(status, ('Scripted',))[0]}\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n"
+            "\r\n"
+        )
+        # One write: headers and body leave in a single segment.
+        self.wfile.write(head.encode("latin-1") + data)
+        self.wfile.flush()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # stdout/stderr stay quiet; inspect ``.requests`` instead
+
+
+# --- command line ----------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.model_server",
+        description="Scripted OpenAI-compatible Chat Completions server.",
+    )
+    parser.add_argument("--script", type=Path, help="JSON rules (see the module docstring)")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    parser.add_argument("--latency", type=float, default=None, help="seconds added to every reply")
+    parser.add_argument(
+        "--instant",
+        action="store_true",
+        help="answer unmatched requests with "
+        "a tool call then a final answer (loop-overhead benchmarks)",
+    )
+    parser.add_argument("--instant-tool", default="noop", help="tool the --instant mode calls")
+    parser.add_argument("--instant-args", default="{}", help="JSON arguments for that tool")
+    parser.add_argument("--instant-turns", type=int, default=1, help="tool turns per ask")
+    parser.add_argument("--record", type=Path, help="append each request body as a JSON line")
+    options = parser.parse_args(argv)
+    if options.script is None and not options.instant:
+        parser.error("give --script FILE.json and/or --instant")
+
+    fallback = None
+    if options.instant:
+        fallback = instant_responder(
+            options.instant_tool,
+            json.loads(options.instant_args),
+            tool_turns=options.instant_turns,
+        )
+    latency = 0.0
+    responder: Responder | None = fallback
+    if options.script is not None:
+        rules, latency = load_script(options.script)
+        responder = ScriptResponder(rules, fallback=fallback)
+    if options.latency is not None:
+        latency = options.latency
+
+    record = options.record.open("a", encoding="utf-8") if options.record else None
+    model = ScriptedModel(responder, latency=latency, port=options.port, record=record)
+    model.start()
+    print(f"READY {model.base_url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        model.stop()
+        if record is not None:
+            record.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

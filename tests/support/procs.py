@@ -1,0 +1,36 @@
+"""Look for processes by a unique tag in their command line (Linux /proc)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+
+def unique_tag() -> str:
+    return f"agentlsptag{uuid.uuid4().hex[:12]}"
+
+
+def pids_with(tag: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().split(") ", 1)[1][:1]
+        except OSError:
+            continue
+        if tag.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())

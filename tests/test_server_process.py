@@ -1,0 +1,160 @@
+"""The server as a process: stdout hygiene, exit on EOF, the command line and terminal client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.framing import StrictReader, send
+from tests.support.lsp_client import REPO, server_env
+from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.procs import pids_with, unique_tag, wait_until
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as scripted:
+        yield scripted
+
+
+def start_raw_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], StrictReader]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "--stdio"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None
+    return proc, StrictReader(proc.stdout)
+
+
+def initialize(proc: subprocess.Popen[bytes], reader: StrictReader, folder: Path) -> None:
+    uri = folder.as_uri()
+    send(
+        proc,
+        {
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "processId": None,
+                "capabilities": {},
+                "rootUri": uri,
+                "workspaceFolders": [{"uri": uri, "name": "ws"}],
+            },
+        },
+    )
+    reader.wait_for(lambda m: m.get("id") == 1)
+    send(proc, {"method": "initialized", "params": {}})
+
+
+def test_nothing_but_frames_reach_stdout(model: ScriptedModel, tmp_path: Path) -> None:
+    # Tool output that writes straight to the *server's* fd 1 (and a stray
+    # unterminated write) must not corrupt the stream.
+    command = "printf 'JUNK-NO-NEWLINE' > /proc/$PPID/fd/1; printf 'more junk\\n' >&1"
+    model.reply(tool_calls=[tool_call("bash", {"command": command})])
+    model.reply("done")
+    proc, reader = start_raw_server(server_env(model.base_url))
+    try:
+        initialize(proc, reader, tmp_path)
+        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "pollute"}})
+        answer = reader.wait_for(lambda m: m.get("id") == 2)
+        assert answer["result"]["answer"] == "done"
+        send(proc, {"id": 3, "method": "agent/listTools", "params": {}})
+        assert len(reader.wait_for(lambda m: m.get("id") == 3)["result"]["tools"]) == 5
+        assert reader.error is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_stdin_eof_ends_the_server_and_its_children(model: ScriptedModel, tmp_path: Path) -> None:
+    tag = unique_tag()
+    marker = tmp_path / "marker"
+    command = f"(sleep 1.5; touch {marker}) & sleep 60 # {tag}"
+    model.reply(tool_calls=[tool_call("bash", {"command": command})])
+    proc, reader = start_raw_server(server_env(model.base_url))
+    try:
+        initialize(proc, reader, tmp_path)
+        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "long"}})
+        assert wait_until(lambda: bool(pids_with(tag)), 10)
+        assert proc.stdin is not None
+        proc.stdin.close()  # the editor died
+        proc.wait(timeout=10)
+        assert wait_until(lambda: not pids_with(tag), 3)
+        import time
+
+        time.sleep(2)
+        assert not marker.exists()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_shutdown_and_exit(model: ScriptedModel, tmp_path: Path) -> None:
+    proc, reader = start_raw_server(server_env(model.base_url))
+    try:
+        initialize(proc, reader, tmp_path)
+        send(proc, {"id": 9, "method": "shutdown"})
+        reader.wait_for(lambda m: m.get("id") == 9)
+        send(proc, {"method": "exit"})
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "server", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_version_and_help() -> None:
+    env = server_env(None)
+    version = run_cli("--version", env=env)
+    assert version.returncode == 0
+    assert version.stdout.startswith("agent-lsp ")
+    usage = run_cli("--help", env=env)
+    assert usage.returncode == 0
+    assert "--stdio" in usage.stdout
+    assert "--tcp" in usage.stdout
+    assert "ask" in usage.stdout
+
+
+def test_terminal_client_end_to_end(model: ScriptedModel, tmp_path: Path) -> None:
+    (tmp_path / "hello.txt").write_text("hello from the file\n")
+    model.reply(tool_calls=[tool_call("read_file", {"path": "hello.txt"})])
+    model.reply("The file greets you.")
+    result = run_cli(
+        "ask",
+        "what does hello.txt say?",
+        "--workspace",
+        str(tmp_path),
+        env=server_env(model.base_url),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The file greets you.\n"
+    lines = [line for line in result.stderr.splitlines() if "read_file" in line]
+    assert len(lines) == 2
+    assert "→ read_file hello.txt" in lines[0]
+    assert "✓ read_file hello.txt" in lines[1]
+    assert model.bodies[0]["messages"][-1]["content"] == "what does hello.txt say?"
+
+
+def test_terminal_client_reports_the_unconfigured_model(tmp_path: Path) -> None:
+    result = run_cli("ask", "hi", "--workspace", str(tmp_path), env=server_env(None))
+    assert result.returncode == 1
+    assert "MODEL_API_KEY" in result.stderr
+    assert result.stdout == ""

@@ -1,0 +1,358 @@
+"""The ``bash`` tool: run one shell command in the workspace, bounded in time and output.
+
+Policies (the parts a caller can observe):
+
+- **Process tree.** ``bash -c COMMAND`` runs with cwd = workspace root, stdin from
+  ``/dev/null`` (it must never read the editor's protocol stream) and stdout+stderr
+  merged into one pipe, in its own session, so its process group holds everything it
+  starts. The call owns that group for exactly its own duration: when the shell exits,
+  the pipe gets a short grace (``DRAIN_GRACE``) to deliver what leftovers already wrote,
+  then whatever is still running in the group is stopped (SIGTERM, then SIGKILL after
+  ``TERM_GRACE``). So ``sleep 100 &`` neither holds the call nor outlives it; a command
+  that needs a background server must use it and stop it within the same command. The
+  same group kill runs on timeout and when the awaiting task is cancelled (then
+  ``CancelledError`` is re-raised). A process that leaves the group on purpose
+  (``setsid``, daemons) escapes: this is a process-lifetime rule, not a sandbox.
+- **Exit status.** A non-zero exit is a failure by the tool contract, so the result
+  starts with ``Error: exit code N`` followed by the output, and a client marks the call
+  failed (a shell killed by a signal reports the signal). Exit 0 returns the bare output.
+  A timeout returns ``Error: command timed out after N s`` plus the output so far.
+- **Output.** Read as it arrives into a head and a tail buffer, so memory is O(cap)
+  however much the command prints; at most ``OUTPUT_LIMIT`` characters are kept (the
+  first and last half) with a marker saying how many bytes were dropped between them.
+  Bytes are decoded as UTF-8 with replacement; no output at all gives ``(no output)``.
+- **Environment.** The child gets ``os.environ`` minus the ``hidden_env`` names (exact,
+  case-sensitive match), so the agent cannot print the model credentials.
+
+Exit is observed through ``SubprocessProtocol.process_exited`` (``loop.subprocess_exec``,
+the public API ``asyncio.create_subprocess_exec`` wraps) rather than ``Process.wait()``:
+CPython resolves ``wait()`` only once every pipe is closed, so a background child holding
+stdout would keep it blocked until the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from collections.abc import Awaitable, Iterable
+from pathlib import Path
+from typing import Any
+
+from tooling.contract import ToolDefinition
+from tooling.workspace import Workspace
+
+DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
+
+# Characters of output kept per call (first half + last half of the stream).
+OUTPUT_LIMIT = 50_000
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_TIMEOUT = 600.0
+# After the shell exits: how long background leftovers may keep the pipe open.
+DRAIN_GRACE = 0.25
+# Between SIGTERM and SIGKILL to the process group.
+TERM_GRACE = 0.4
+# After the kill: bound on waiting for the exit status and pipe EOF (a process that
+# escaped the group may hold the pipe forever).
+SETTLE_TIMEOUT = 0.4
+_POLL_INTERVAL = 0.025
+
+# Cleanups that outlived a second cancellation of their caller; kept referenced so
+# they are not garbage-collected before finishing.
+_background_cleanups: set[asyncio.Task[None]] = set()
+
+
+def bash_tool(
+    workspace: Workspace,
+    *,
+    default_timeout: float | None = None,
+    max_timeout: float = DEFAULT_MAX_TIMEOUT,
+    hidden_env: Iterable[str] = DEFAULT_SECRET_ENV,
+) -> ToolDefinition:
+    """The ``bash`` tool bound to ``workspace`` (``default_timeout=None`` means 120 s)."""
+    timeout = DEFAULT_TIMEOUT if default_timeout is None else float(default_timeout)
+    if max_timeout <= 0:
+        raise ValueError(f"max_timeout must be positive, got {max_timeout}")
+    if not 0 < timeout <= max_timeout:
+        raise ValueError(f"default_timeout must be in (0, {max_timeout:g}], got {timeout:g}")
+    hidden = frozenset(hidden_env)
+
+    async def handler(arguments: dict[str, Any]) -> str:
+        # Types and bounds are already checked by the runtime against the schema.
+        return await run_command(
+            workspace.root,
+            arguments["command"],
+            time_limit=float(arguments.get("timeout_seconds", timeout)),
+            hidden_env=hidden,
+        )
+
+    return ToolDefinition(
+        name="bash",
+        description=(
+            "Run a shell command with `bash -c` in the workspace folder and return its "
+            "combined stdout and stderr. There is no terminal and stdin is empty, so "
+            "interactive programs see end-of-file. The command is stopped after "
+            f"timeout_seconds (default {timeout:g}, max {max_timeout:g}); processes it "
+            "leaves running in the background are stopped when it returns. Long output "
+            f"keeps the first and last {OUTPUT_LIMIT // 2:,} characters. A non-zero exit "
+            "status is reported as an error together with the output."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The bash command line to run.",
+                },
+                "timeout_seconds": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": max_timeout,
+                    "description": f"Time limit in seconds (default {timeout:g}).",
+                },
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+        handler=handler,
+        read_only=False,
+        destructive=True,
+        title="Run shell command",
+    )
+
+
+async def run_command(
+    cwd: Path, command: str, *, time_limit: float, hidden_env: frozenset[str] = frozenset()
+) -> str:
+    """Run ``bash -c command`` under the module's policies and return the result text."""
+    missing = _missing_workspace(cwd)
+    if missing:
+        return missing
+    env = {name: value for name, value in os.environ.items() if name not in hidden_env}
+    output = BoundedOutput(OUTPUT_LIMIT)
+    loop = asyncio.get_running_loop()
+
+    # Shielded so that a cancel arriving mid-spawn still lets us learn the pid and kill
+    # the whole group (asyncio's own cleanup would kill only the shell).
+    spawn = asyncio.ensure_future(
+        loop.subprocess_exec(
+            lambda: _ShellProtocol(output),
+            "bash",
+            "-c",
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    )
+    try:
+        transport, protocol = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        await _finish_despite_cancel(_abandon(spawn))
+        raise
+    except OSError as exc:
+        return _missing_workspace(cwd) or f"Error: could not start bash: {exc}"
+
+    try:
+        exited = await _wait_event(protocol.exited, time_limit)
+        await _settle(transport, protocol, drain=exited)
+    except asyncio.CancelledError:
+        await _finish_despite_cancel(_settle(transport, protocol, drain=False))
+        raise
+
+    text = output.render()
+    if not exited:
+        return f"Error: command timed out after {time_limit:g} s\n{text}"
+    code = transport.get_returncode()
+    if code is None or code == 0:
+        return text
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"Error: killed by {name} (exit code {code})\n{text}"
+    return f"Error: exit code {code}\n{text}"
+
+
+def _missing_workspace(cwd: Path) -> str | None:
+    # One stat: cheap enough for the event loop (the spawn itself costs far more).
+    if cwd.is_dir():
+        return None
+    return f"Error: workspace folder no longer exists: {cwd}"
+
+
+class BoundedOutput:
+    """Keeps the first and last ``limit // 2`` bytes of a stream and counts the rest.
+
+    Bytes bound characters from above (UTF-8 decoding never yields more characters
+    than bytes), so the rendered text stays within ``limit`` characters plus marker.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._head_limit = limit // 2
+        self._tail_limit = limit - self._head_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            # Trim only when twice the limit: amortised O(1) per byte, memory O(limit).
+            if len(self._tail) > 2 * self._tail_limit:
+                del self._tail[: -self._tail_limit]
+
+    def render(self) -> str:
+        head = bytes(self._head)
+        tail = bytes(self._tail[-self._tail_limit :]) if self._tail_limit else b""
+        if len(head) + len(tail) == self.total:
+            text = (head + tail).decode("utf-8", errors="replace")
+            return text if text else "(no output)"
+        # Cut at character boundaries so the edges do not decode to replacement marks.
+        head = _drop_partial_char_at_end(head)
+        tail = _drop_partial_char_at_start(tail)
+        dropped = self.total - len(head) - len(tail)
+        return (
+            head.decode("utf-8", errors="replace")
+            + f"\n\n[... {dropped:,} bytes of output omitted ...]\n\n"
+            + tail.decode("utf-8", errors="replace")
+        )
+
+
+def _drop_partial_char_at_end(data: bytes) -> bytes:
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:  # continuation byte: keep looking for the lead byte
+            continue
+        if byte >= 0xC0:
+            needed = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            if needed > back:
+                return data[:-back]
+        break
+    return data
+
+
+def _drop_partial_char_at_start(data: bytes) -> bytes:
+    skip = 0
+    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+        skip += 1
+    return data[skip:]
+
+
+class _ShellProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, output: BoundedOutput) -> None:
+        self._output = output
+        self.exited = asyncio.Event()
+        self.output_closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self._output.feed(data if isinstance(data, bytes) else data.encode())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self.output_closed.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+
+async def _settle(
+    transport: asyncio.SubprocessTransport, protocol: _ShellProtocol, *, drain: bool
+) -> None:
+    """End the call: let the pipe drain briefly, stop the group, release the transport."""
+    try:
+        if drain:
+            await _wait_event(protocol.output_closed, DRAIN_GRACE)
+        await _terminate_group(transport.get_pid())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_TIMEOUT
+        for event in (protocol.exited, protocol.output_closed):
+            await _wait_event(event, max(0.0, deadline - loop.time()))
+    finally:
+        transport.close()
+
+
+async def _abandon(spawn: asyncio.Future[tuple[asyncio.SubprocessTransport, Any]]) -> None:
+    try:
+        transport, protocol = await spawn
+    except Exception:
+        return  # nothing started (or asyncio already cleaned up its half-started shell)
+    await _settle(transport, protocol, drain=False)
+
+
+async def _terminate_group(pgid: int) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is still running after a grace."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TERM_GRACE
+    while loop.time() < deadline:
+        await asyncio.sleep(_POLL_INTERVAL)
+        if not _group_running(pgid):
+            return
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether any non-zombie process is left in the group.
+
+    ``killpg(pgid, 0)`` also counts zombies, and orphans stay zombies for good under
+    an init that does not reap (common in containers), so consult ``/proc`` when it
+    exists instead of waiting out the grace for processes that are already dead.
+    """
+    if not _signal_group(pgid, 0):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+async def _wait_event(event: asyncio.Event, seconds: float) -> bool:
+    """Wait up to ``seconds``; whether the event is set."""
+    if event.is_set():
+        return True
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _finish_despite_cancel(cleanup: Awaitable[None]) -> None:
+    """Run ``cleanup`` to the end even if the caller is cancelled again meanwhile."""
+    task = asyncio.ensure_future(cleanup)
+    _background_cleanups.add(task)
+    task.add_done_callback(_background_cleanups.discard)
+    await asyncio.shield(task)
