@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
 from . import __version__
 
@@ -31,6 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("AGENT_LSP_LOG_LEVEL", "WARNING").upper(),
         help="stderr log level (default WARNING; INFO and below log message bodies)",
     )
+    parser.add_argument(
+        "--session-dir",
+        type=Path,
+        help="keep conversations as files in DIR so they survive the process (off by default)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     ask = commands.add_parser(
         "ask",
@@ -42,7 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("prompt", help="what to ask the agent")
     ask.add_argument("--workspace", default=".", help="workspace folder (default: .)")
-    ask.add_argument("--session", help="continue a conversation by its id")
+    ask.add_argument("--session", help="continue a conversation by its id (printed after each ask)")
+    ask.add_argument(
+        "--session-dir",
+        type=Path,
+        dest="ask_session_dir",
+        help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
+    )
     ask.add_argument("--model", help="model name (overrides MODEL)")
     ask.add_argument("--max-turns", type=int, help="model turns allowed for this ask")
     return parser
@@ -67,10 +79,11 @@ def _drop_reported_request_errors(record: logging.LogRecord) -> bool:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from .engine import AgentEngine
     from .lsp_server import create_server
     from .stdio import claim_stdout
 
-    server = create_server()
+    server = create_server(AgentEngine(session_dir=args.session_dir))
     if args.tcp:
         server.start_tcp(args.host, args.port)
         return 0

@@ -13,7 +13,10 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .session_files import SessionFiles
 
 
 @dataclass(eq=False)
@@ -42,11 +45,13 @@ class ConversationStore:
     a running ask keeps its own reference, so dropping never breaks it.
     """
 
-    def __init__(self, max_conversations: int = 100) -> None:
+    def __init__(self, max_conversations: int = 100, files: SessionFiles | None = None) -> None:
         if max_conversations < 1:
             raise ValueError("max_conversations must be >= 1")
         self._max = max_conversations
         self._items: OrderedDict[str, Conversation] = OrderedDict()
+        # Optional persistence (the terminal client): misses fall back to files.
+        self._files = files
 
     @property
     def max_conversations(self) -> int:
@@ -64,13 +69,25 @@ class ConversationStore:
 
     def get(self, conversation_id: str) -> Conversation | None:
         conversation = self._items.get(conversation_id)
+        if conversation is None and self._files is not None:
+            conversation = self._files.load(conversation_id)
+            if conversation is not None:
+                self._items[conversation_id] = conversation
+                self._evict()
         if conversation is not None:
             self._items.move_to_end(conversation_id)
             conversation.touch()
         return conversation
 
     def drop(self, conversation_id: str) -> bool:
+        if self._files is not None:
+            self._files.delete(conversation_id)
         return self._items.pop(conversation_id, None) is not None
+
+    def save(self, conversation: Conversation) -> None:
+        """Persist the conversation if this store keeps files (a no-op otherwise)."""
+        if self._files is not None:
+            self._files.save(conversation)
 
     def ids(self) -> list[str]:
         """Ids from least to most recently used."""

@@ -21,6 +21,7 @@ from .errors import InvalidParamsError, NoWorkspaceFolderError, SessionBusyError
 from .events import EventSink
 from .model_config import ModelSettings, create_client, load_model_settings
 from .prompts import system_prompt
+from .session_files import SessionFiles
 from .settings import AgentSettings
 
 if TYPE_CHECKING:
@@ -70,11 +71,13 @@ class AgentEngine:
         *,
         environ: Mapping[str, str] | None = None,
         max_conversations: int = 100,
+        session_dir: Path | None = None,
     ) -> None:
         self._environ = environ
         self._settings = AgentSettings()
         self._folders: dict[Path, Folder] = {}
-        self._conversations = ConversationStore(max_conversations=max_conversations)
+        files = SessionFiles(session_dir) if session_dir is not None else None
+        self._conversations = ConversationStore(max_conversations=max_conversations, files=files)
         self._clients: dict[ModelSettings, AsyncOpenAI] = {}
 
     # -- configuration -------------------------------------------------------------
@@ -222,7 +225,10 @@ class AgentEngine:
                 # A new conversation whose id the client never received is useless.
                 if created:
                     self._conversations.drop(conversation.id)
+                else:
+                    self._conversations.save(conversation)
                 raise
+            self._conversations.save(conversation)
         return AskResult(answer=result.text, session_id=conversation.id, loop=result)
 
     async def aclose(self) -> None:

@@ -214,6 +214,7 @@ def _rpc_error(exc: Exception) -> JsonRpcException:
 
 
 def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
+    """The server with its features wired in one place (esbonio style)."""
     server = AgentLanguageServer(engine)
 
     @server.feature(types.INITIALIZE)

@@ -66,8 +66,8 @@ def parse_settings(raw: Any) -> AgentSettings:
 
     def number(key: str, *, integer: bool = False, maximum: float | None = None) -> Any:
         value = raw.get(key)
-        if value is None:
-            return None
+        if value is None or (value == 0 and not isinstance(value, bool)):
+            return None  # editors send 0 for "the server's default"
         kind_ok = isinstance(value, int if integer else (int, float))
         if isinstance(value, bool) or not kind_ok or value <= 0:
             kind = "integer" if integer else "number"

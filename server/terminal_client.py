@@ -52,7 +52,17 @@ def run_ask(args: argparse.Namespace) -> int:
         options["model"] = args.model
     if args.max_turns:
         options["maxTurns"] = args.max_turns
-    return asyncio.run(ask_once(args.prompt, workspace, session_id=args.session, settings=options))
+    from .session_files import default_session_dir
+
+    return asyncio.run(
+        ask_once(
+            args.prompt,
+            workspace,
+            session_id=args.session,
+            settings=options,
+            session_dir=args.ask_session_dir or default_session_dir(),
+        )
+    )
 
 
 async def ask_once(
@@ -61,6 +71,7 @@ async def ask_once(
     *,
     session_id: str | None = None,
     settings: dict[str, Any] | None = None,
+    session_dir: Path | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -81,7 +92,10 @@ async def ask_once(
         if params.type in (types.MessageType.Error, types.MessageType.Warning):
             print(f"agent-lsp: {params.message}", file=err, flush=True)
 
-    await client.start_io(sys.executable, "-m", "server", "--stdio")
+    command = ["-m", "server", "--stdio"]
+    if session_dir is not None:
+        command += ["--session-dir", str(session_dir)]
+    await client.start_io(sys.executable, *command)
     server = client._server
     assert server is not None
     forward = asyncio.create_task(_forward_stderr(server, err))
@@ -108,6 +122,8 @@ async def ask_once(
         print(result["answer"], file=out, flush=True)
         if result.get("stopReason") == "max_turns":
             print("agent-lsp: stopped at the turn limit (maxTurns)", file=err, flush=True)
+        if session_dir is not None:
+            print(f"session: {result['sessionId']} (continue with --session)", file=err, flush=True)
         return 0
     finally:
         try:

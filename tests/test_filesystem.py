@@ -348,10 +348,15 @@ async def test_write_refuses_folders_and_blocked_parents(rt: ToolRuntime, ws: Pa
     assert temp_leftovers(ws) == []
 
 
-async def test_write_refuses_unencodable_text(rt: ToolRuntime, ws: Path) -> None:
+async def test_write_and_edit_refuse_unencodable_text(rt: ToolRuntime, ws: Path) -> None:
     out = await rt.execute("write_file", '{"path": "s.txt", "content": "bad \\ud800"}')
     assert is_error(out) and "surrogate" in out
     assert not (ws / "s.txt").exists()
+    (ws / "e.txt").write_text("good\n")
+    raw = '{"path": "e.txt", "old_text": "good", "new_text": "bad \\udc80"}'
+    out = await rt.execute("edit_file", raw)
+    assert is_error(out) and "surrogate" in out
+    assert (ws / "e.txt").read_text() == "good\n"
 
 
 @not_root
@@ -532,6 +537,8 @@ async def test_glob_pattern_semantics(rt: ToolRuntime, ws: Path) -> None:
         "src/deep/x/d.py",
     ]
     assert await glob_lines(rt, "src/*.{ts,tsx}") == ["src/b.ts", "src/c.tsx"]
+    assert await glob_lines(rt, "src/*.{t{s,sx},py}") == ["src/a.py", "src/b.ts", "src/c.tsx"]
+    assert await glob_lines(rt, "{docs,src}/a.py") == ["docs/a.py", "src/a.py"]
     assert await glob_lines(rt, "src/deep/e?.txt") == ["src/deep/e1.txt", "src/deep/e2.txt"]
     assert await glob_lines(rt, "src/deep/e[!1].txt") == ["src/deep/e2.txt"]
     assert await glob_lines(rt, "*/a.py") == ["docs/a.py", "src/a.py"]
@@ -558,6 +565,8 @@ async def test_glob_refuses_bad_patterns_and_paths(rt: ToolRuntime, links: Path)
         ({"pattern": "*", "path": "real/inner.txt"}, "not a folder"),
         ({"pattern": "*", "path": "missing"}, "not found"),
         ({"pattern": "."}, "names no files"),
+        ({"pattern": "{..,real}/*"}, "'..'"),
+        ({"pattern": "[z-a]*"}, "invalid pattern"),
     ]
     for arguments, expected in cases:
         out = await call(rt, "glob", **arguments)

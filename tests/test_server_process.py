@@ -137,13 +137,8 @@ def test_terminal_client_end_to_end(model: ScriptedModel, tmp_path: Path) -> Non
     (tmp_path / "hello.txt").write_text("hello from the file\n")
     model.reply(tool_calls=[tool_call("read_file", {"path": "hello.txt"})])
     model.reply("The file greets you.")
-    result = run_cli(
-        "ask",
-        "what does hello.txt say?",
-        "--workspace",
-        str(tmp_path),
-        env=server_env(model.base_url),
-    )
+    env = server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
+    result = run_cli("ask", "what does hello.txt say?", "--workspace", str(tmp_path), env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "The file greets you.\n"
     lines = [line for line in result.stderr.splitlines() if "read_file" in line]
@@ -154,7 +149,38 @@ def test_terminal_client_end_to_end(model: ScriptedModel, tmp_path: Path) -> Non
 
 
 def test_terminal_client_reports_the_unconfigured_model(tmp_path: Path) -> None:
-    result = run_cli("ask", "hi", "--workspace", str(tmp_path), env=server_env(None))
+    env = server_env(None, XDG_STATE_HOME=str(tmp_path / "state"))
+    result = run_cli("ask", "hi", "--workspace", str(tmp_path), env=env)
     assert result.returncode == 1
     assert "MODEL_API_KEY" in result.stderr
     assert result.stdout == ""
+
+
+def test_terminal_client_continues_a_session_across_runs(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("alpha\n")
+    sessions = tmp_path / "sessions"
+    env = server_env(model.base_url)
+    model.reply(tool_calls=[tool_call("read_file", {"path": "a.txt"})])
+    model.reply("It says alpha.")
+    args = ("--workspace", str(workspace), "--session-dir", str(sessions))
+    first = run_cli("ask", "read a.txt", *args, env=env)
+    assert first.returncode == 0, first.stderr
+    session_id = first.stderr.split("session: ")[1].split()[0]
+    saved = sessions / f"{session_id}.json"
+    assert saved.exists()
+    assert saved.stat().st_mode & 0o077 == 0  # private: it holds prompts and tool output
+
+    model.reply("Yes, alpha.")
+    second = run_cli("ask", "sure?", "--session", session_id, *args, env=env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Yes, alpha.\n"
+    sent = model.bodies[-1]["messages"]
+    assert any(m["role"] == "tool" and "alpha" in m["content"] for m in sent)
+
+    unknown = run_cli("ask", "x", "--session", "0" * 32, *args, env=env)
+    assert unknown.returncode == 1
+    assert "sessionId" in unknown.stderr

@@ -285,3 +285,10 @@ def test_workspace_refuses_a_prefix_sibling(tmp_path: Path) -> None:
 def test_workspace_root_must_exist(tmp_path: Path) -> None:
     with pytest.raises(WorkspaceError):
         Workspace(tmp_path / "missing")
+
+
+def test_workspace_reports_symlink_loops(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(WorkspaceError, match="Cannot resolve"):
+        Workspace(tmp_path).resolve("a/x")

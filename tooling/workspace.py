@@ -37,7 +37,10 @@ class Workspace:
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self._root / candidate
-        resolved = candidate.resolve()
+        try:
+            resolved = candidate.resolve()
+        except (RuntimeError, OSError) as exc:  # 3.11 reports symlink loops as RuntimeError
+            raise WorkspaceError(f"Cannot resolve {path}: {exc}") from None
         if not self.contains(resolved):
             raise WorkspaceError(f"Path escapes workspace: {path}")
         return resolved

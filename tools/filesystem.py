@@ -342,9 +342,13 @@ def _edit_file(
     except EditError as exc:
         return f"Error: {shown}: {exc} Nothing was changed."
     try:
+        new_data = edit.text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "Error: new_text is not valid Unicode text (it has unpaired surrogates)"
+    try:
         if not os.access(target, os.W_OK):
             return f"Error: permission denied: {shown} is not writable"
-        atomic_write(target, edit.text.encode("utf-8"), expected=before)
+        atomic_write(target, new_data, expected=before)
     except FileChangedError:
         return (
             f"Error: {shown} changed on disk while it was being edited; nothing was "

@@ -11,8 +11,10 @@ Policies (the parts a caller can observe):
   ``TERM_GRACE``). So ``sleep 100 &`` neither holds the call nor outlives it; a command
   that needs a background server must use it and stop it within the same command. The
   same group kill runs on timeout and when the awaiting task is cancelled (then
-  ``CancelledError`` is re-raised). A process that leaves the group on purpose
-  (``setsid``, daemons) escapes: this is a process-lifetime rule, not a sandbox.
+  ``CancelledError`` is re-raised); either way the call returns at most
+  ``TERM_GRACE + SETTLE_TIMEOUT`` (0.8 s) after its deadline or cancel. A process that
+  leaves the group on purpose (``setsid``, daemons) escapes: this is a process-lifetime
+  rule, not a sandbox.
 - **Exit status.** A non-zero exit is a failure by the tool contract, so the result
   starts with ``Error: exit code N`` followed by the output, and a client marks the call
   failed (a shell killed by a signal reports the signal). Exit 0 returns the bare output.
@@ -48,7 +50,7 @@ DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
 # Characters of output kept per call (first half + last half of the stream).
 OUTPUT_LIMIT = 50_000
 DEFAULT_TIMEOUT = 120.0
-DEFAULT_MAX_TIMEOUT = 600.0
+DEFAULT_MAX_TIMEOUT: float = 600
 # After the shell exits: how long background leftovers may keep the pipe open.
 DRAIN_GRACE = 0.25
 # Between SIGTERM and SIGKILL to the process group.

@@ -103,51 +103,55 @@ def read_window(path: Path, offset: int, max_lines: int, max_chars: int) -> Line
     lines longer than ``MAX_LINE_CHARS`` are cut with a marker.
     """
     with open_regular(path) as f:
-        size = os.fstat(f.fileno()).st_size
-        if looks_binary(f.read(SNIFF_BYTES)):
-            raise BinaryFileError(str(path))
-        f.seek(0)
-        skipped = _skip_lines(f, offset - 1)
-        if skipped < offset - 1:
-            raise OffsetPastEndError(skipped)
+        return window_of(f, os.fstat(f.fileno()).st_size, offset, max_lines, max_chars)
 
-        lines: list[str] = []
-        chars = 0
-        invalid = False
-        held_back = False  # a line was read but left out (char limit)
-        while len(lines) < max_lines:
-            line, bad = _read_line(f)
-            if line is None:
-                break
-            invalid = invalid or bad
-            if lines and chars + len(line) + 1 > max_chars:
-                held_back = True
-                break
-            lines.append(line)
-            chars += len(line) + 1
 
-        if not lines and offset > 1:
-            raise OffsetPastEndError(offset - 1)
+def window_of(f: BinaryIO, size: int, offset: int, max_lines: int, max_chars: int) -> LineWindow:
+    """:func:`read_window` over an open stream of ``size`` bytes (a file or a buffer)."""
+    if looks_binary(f.read(SNIFF_BYTES)):
+        raise BinaryFileError("binary content")
+    f.seek(0)
+    skipped = _skip_lines(f, offset - 1)
+    if skipped < offset - 1:
+        raise OffsetPastEndError(skipped)
 
-        more = held_back
-        if not more and len(lines) == max_lines:
-            more = bool(f.read(1))
-            if more:
-                f.seek(-1, os.SEEK_CUR)
-        remaining = None
+    lines: list[str] = []
+    chars = 0
+    invalid = False
+    held_back = False  # a line was read but left out (char limit)
+    while len(lines) < max_lines:
+        line, bad = _read_line(f)
+        if line is None:
+            break
+        invalid = invalid or bad
+        if lines and chars + len(line) + 1 > max_chars:
+            held_back = True
+            break
+        lines.append(line)
+        chars += len(line) + 1
+
+    if not lines and offset > 1:
+        raise OffsetPastEndError(offset - 1)
+
+    more = held_back
+    if not more and len(lines) == max_lines:
+        more = bool(f.read(1))
         if more:
-            rest = size - f.tell()
-            if rest <= COUNT_REST_LIMIT:
-                remaining = _count_lines(f.read(rest)) + (1 if held_back else 0)
-        return LineWindow(
-            lines=lines,
-            first=offset,
-            more=more,
-            remaining=remaining,
-            hit_char_limit=held_back,
-            invalid_utf8=invalid,
-            file_size=size,
-        )
+            f.seek(-1, os.SEEK_CUR)
+    remaining = None
+    if more:
+        rest = size - f.tell()
+        if rest <= COUNT_REST_LIMIT:
+            remaining = _count_lines(f.read(rest)) + (1 if held_back else 0)
+    return LineWindow(
+        lines=lines,
+        first=offset,
+        more=more,
+        remaining=remaining,
+        hit_char_limit=held_back,
+        invalid_utf8=invalid,
+        file_size=size,
+    )
 
 
 def _count_lines(data: bytes) -> int:

@@ -271,6 +271,34 @@ function pgrep(pattern) {
   return result.stdout.split("\n").filter((l) => l.trim() !== "" && Number(l) !== process.pid);
 }
 
+/** Processes under `root` (by parent pid), with their command lines. */
+function descendants(root) {
+  const parents = new Map();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").join(" ");
+      parents.set(Number(name), { pid: Number(name), ppid, cmdline });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const found = [];
+  const queue = [root];
+  while (queue.length) {
+    const pid = queue.shift();
+    for (const p of parents.values()) {
+      if (p.ppid === pid) {
+        found.push(p);
+        queue.push(p.pid);
+      }
+    }
+  }
+  return found;
+}
+
 function assert(condition, message) {
   if (!condition) throw new Error(message);
 }
@@ -365,6 +393,8 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
   state.sessionShort = /\[([^\]]+)\] answered/.exec(lines.find((l) => l.includes("answered")))?.[1];
   await frame.locator(".entry.done details.tools summary").click(); // expanded for the screenshot
   await page.screenshot({ path: join(OUTPUT, "panel-and-trace.png") });
+  await frame.locator("#conversation").screenshot({ path: join(OUTPUT, "panel.png") });
+  await page.locator(".part.panel").screenshot({ path: join(OUTPUT, "trace.png") });
 });
 
 scenario("follow-up continues the conversation", async ({ page, model, userData }) => {
@@ -405,6 +435,32 @@ scenario("cancel during a long bash stops it", async ({ page, userData }) => {
   const status = await page.locator(".statusbar-item", { hasText: "Agent:" }).first().innerText();
   assert(/idle/.test(status), `status bar after cancel: ${status}`);
   await page.screenshot({ path: join(OUTPUT, "cancelled.png") });
+});
+
+scenario("a dead server is restarted and the user is told", async ({ page, model, codeServerPid }) => {
+  const servers = () => descendants(codeServerPid).filter((p) => p.cmdline.includes("-m server") && p.cmdline.includes("--stdio"));
+  const before = await until("the agent server process", () => (servers().length === 1 ? servers() : undefined), 10_000);
+  process.kill(before[0].pid, "SIGKILL");
+  await waitForNotification(page, /server stopped unexpectedly and is being restarted/, 20_000);
+  const after = await until("a new agent server process", () => {
+    const now = servers();
+    return now.length === 1 && now[0].pid !== before[0].pid ? now : undefined;
+  }, 20_000);
+  assert(after[0].pid !== before[0].pid, "not restarted");
+  await until("the status bar back to idle", async () => /idle/.test(await page.locator(".statusbar-item", { hasText: "Agent:" }).first().innerText()), 20_000);
+  // The conversation starts over: the next ask carries only its own prompt.
+  const count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-SECOND after the restart");
+  const frame = await panelFrame(page);
+  await until("the answer after the restart", async () => {
+    const last = frame.locator(".entry").last();
+    return (await last.getAttribute("class")) === "entry done" && (await last.innerText()).includes("after the restart");
+  }, 30_000);
+  const requests = modelRequests(model.recordFile).slice(count);
+  const users = requests[0].messages.filter((m) => m.role === "user");
+  assert(users.length === 1, `a fresh conversation expected, got ${users.length} user messages`);
+  assert((await frame.locator(".notice").count()) === 0, "the restart notice stays after a new answer");
+  await page.screenshot({ path: join(OUTPUT, "restarted.png") });
 });
 
 scenario("unconfigured model shows the server's error text", async ({ page }) => {
@@ -459,7 +515,7 @@ try {
     for (const { name, fn } of selected) {
       const started = Date.now();
       try {
-        await fn({ page, model, userData });
+        await fn({ page, model, userData, codeServerPid: child.pid });
         passed++;
         console.log(`PASS ${name} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
       } catch (error) {

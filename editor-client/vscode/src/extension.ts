@@ -28,7 +28,13 @@ import {
 } from "./settings";
 import { type AgentState, describeStatus, turnFromProgress } from "./status";
 import { toolPickItems } from "./tools-view";
-import { formatActivityLine, formatAnswerLine, formatAskLine, formatOutcomeLine } from "./trace";
+import {
+  formatActivityLine,
+  formatAnswerLine,
+  formatAskLine,
+  formatNoteLine,
+  formatOutcomeLine,
+} from "./trace";
 
 const RESTART_WINDOW_MS = 3 * 60_000;
 const MAX_RESTARTS = 4;
@@ -140,7 +146,7 @@ class AgentClient implements vscode.Disposable {
     this.conversation.sessionId = undefined;
     this.conversation.notice = "The agent-lsp server stopped; the next ask starts a new conversation.";
     this.panel.update(this.conversation);
-    this.trace.appendLine(`${new Date().toISOString()} agent-lsp server stopped unexpectedly`);
+    this.trace.appendLine(formatNoteLine("agent-lsp server stopped unexpectedly", new Date()));
     if (this.restarts.length > MAX_RESTARTS) {
       const message = `The agent-lsp server stopped ${this.restarts.length} times in 3 minutes and was not restarted.`;
       this.setState({ kind: "stopped", message });
@@ -337,7 +343,7 @@ class AgentClient implements vscode.Disposable {
     this.sessionId = undefined;
     this.conversation = { entries: [] };
     this.panel.update(this.conversation);
-    this.trace.appendLine(`${"-".repeat(20)} new conversation ${"-".repeat(20)}`);
+    this.trace.appendLine(formatNoteLine("new conversation", new Date()));
     if (!this.running) this.setState({ kind: "idle" });
     if (ended && this.client?.isRunning()) {
       try {
@@ -486,7 +492,13 @@ class AgentClient implements vscode.Disposable {
     }
     try {
       const document = await vscode.workspace.openTextDocument(uri);
-      const options: vscode.TextDocumentShowOptions = { viewColumn: vscode.ViewColumn.One, preview: true };
+      // Keep the conversation in view: open the file in another editor group than the panel's.
+      const panelColumn = this.panel.viewColumn;
+      const viewColumn =
+        panelColumn === undefined || panelColumn !== vscode.ViewColumn.One
+          ? vscode.ViewColumn.One
+          : vscode.ViewColumn.Beside;
+      const options: vscode.TextDocumentShowOptions = { viewColumn, preview: true };
       if (target.line !== undefined) {
         const position = new vscode.Position(target.line - 1, Math.max(0, (target.column ?? 1) - 1));
         options.selection = new vscode.Range(position, position);

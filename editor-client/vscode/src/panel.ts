@@ -15,6 +15,10 @@ export class AgentPanel implements vscode.Disposable {
     return this.panel !== undefined;
   }
 
+  get viewColumn(): vscode.ViewColumn | undefined {
+    return this.panel?.viewColumn;
+  }
+
   /** Open (or reveal) the panel beside the editor without taking focus unless asked. */
   show(preserveFocus = true): void {
     if (this.panel) {

@@ -4,7 +4,7 @@
 /** Keys that say what a call is about, shown first and unlabelled. */
 const PRIMARY_KEYS = ["command", "path", "file_path", "pattern", "query", "url"];
 /** Keys whose value is bulk text: shown as a size, never inline. */
-const BULK_KEYS = new Set(["content", "old_string", "new_string", "text", "patch", "stdin"]);
+const BULK_KEYS = new Set(["content", "old_text", "new_text", "old_string", "new_string", "text", "patch", "stdin"]);
 
 export const DEFAULT_SUMMARY_LENGTH = 100;
 

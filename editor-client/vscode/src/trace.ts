@@ -68,3 +68,8 @@ export function formatOutcomeLine(
   const tail = detail ? `: ${truncate(oneLine(detail), 200)}` : "";
   return `${formatTime(now)} [${shortSession(sessionId)}] ask ${what}${tail}`;
 }
+
+/** Lines about the client itself (server restarts, new conversations), in the same layout. */
+export function formatNoteLine(note: string, now: Date): string {
+  return `${formatTime(now)} [--------] ${oneLine(note)}`;
+}

@@ -17,8 +17,8 @@ describe("summarizeArguments", () => {
   it("shows bulk text as a size, never inline", () => {
     const args = JSON.stringify({ path: "a.py", content: "x = 1\ny = 2\nprint(x)\n" });
     assert.equal(summarizeArguments(args), "a.py content=4 lines");
-    const edit = JSON.stringify({ path: "a.py", old_string: "foo", new_string: "bar" });
-    assert.equal(summarizeArguments(edit), "a.py old_string=3 chars new_string=3 chars");
+    const edit = JSON.stringify({ path: "a.py", old_text: "foo", new_text: "bar\nbaz", replace_all: true });
+    assert.equal(summarizeArguments(edit), "a.py old_text=3 chars new_text=2 lines replace_all=true");
   });
 
   it("keeps the glob pattern before the folder", () => {

@@ -5,6 +5,7 @@ import {
   formatActivityLine,
   formatAnswerLine,
   formatAskLine,
+  formatNoteLine,
   formatOutcomeLine,
   formatTime,
   shortSession,
@@ -68,6 +69,10 @@ describe("trace lines", () => {
     const { turn: _turn, ...withoutTurn } = activity({ arguments: "{}" });
     const line = formatActivityLine(withoutTurn, at);
     assert.equal(line, "14:03:07.120 [3f2a9c1e] ▶ bash");
+  });
+
+  it("writes client notes in the same layout", () => {
+    assert.equal(formatNoteLine("new\nconversation", at), "14:03:07.120 [--------] new conversation");
   });
 
   it("writes ask, answer and outcome lines", () => {

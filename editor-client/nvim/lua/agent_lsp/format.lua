@@ -1,0 +1,71 @@
+-- Trace lines for agent/toolActivity, the same format as the terminal client
+-- (server/terminal_client.py format_activity):
+--   12:00:01 → read_file src/app.py
+--   12:00:01 ✓ read_file src/app.py (3 ms)
+--   12:00:02 ✗ bash make test (512 ms): Error: exit status 2
+local M = {}
+
+local SUMMARY_CHARS = 80 -- server/activity.py SUMMARY_CHARS
+local FIRST_LINE_CHARS = 200
+
+local function trim(text)
+  return (text:gsub('^%s+', ''):gsub('%s+$', ''))
+end
+
+--- Collapse whitespace to single spaces and cut to `max` characters with an ellipsis.
+function M.one_line(text, max)
+  max = max or SUMMARY_CHARS
+  local line = trim(text:gsub('%s+', ' '))
+  if vim.fn.strchars(line) <= max then
+    return line
+  end
+  return vim.fn.strcharpart(line, 0, max - 1) .. '…'
+end
+
+--- What a call acts on: the first non-empty string among `path`, `command`,
+--- `pattern`; otherwise the argument text itself on one line.
+function M.summarize(arguments)
+  if type(arguments) ~= 'string' or arguments:match('^%s*$') then
+    return '{}'
+  end
+  local ok, parsed = pcall(vim.json.decode, arguments)
+  if ok and type(parsed) == 'table' then
+    for _, key in ipairs({ 'path', 'command', 'pattern' }) do
+      local value = parsed[key]
+      if type(value) == 'string' and value ~= '' then
+        return M.one_line(value)
+      end
+    end
+  end
+  return M.one_line(arguments)
+end
+
+local function first_line(output)
+  if type(output) ~= 'string' then
+    return ''
+  end
+  local line = trim(output):match('^[^\r\n]*') or ''
+  return vim.fn.strcharpart(line, 0, FIRST_LINE_CHARS)
+end
+
+--- One trace line for an agent/toolActivity notification.
+function M.activity_line(params, now)
+  local stamp = os.date('%H:%M:%S', now)
+  local name = type(params.name) == 'string' and params.name or '?'
+  local summary = M.summarize(params.arguments)
+  if params.status == 'started' then
+    return string.format('%s → %s %s', stamp, name, summary)
+  end
+  local mark = params.status == 'completed' and '✓' or '✗'
+  local ms = tonumber(params.durationMs) or 0
+  local line = string.format('%s %s %s %s (%.0f ms)', stamp, mark, name, summary, ms)
+  if params.status == 'failed' then
+    local first = first_line(params.output)
+    if first ~= '' then
+      line = line .. ': ' .. first
+    end
+  end
+  return line
+end
+
+return M

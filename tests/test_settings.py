@@ -1,0 +1,79 @@
+"""Editor settings parsing: bad values are reported and ignored, never fatal."""
+
+from __future__ import annotations
+
+from server.settings import AgentSettings, parse_settings
+
+
+def test_defaults() -> None:
+    assert parse_settings(None) == AgentSettings()
+    assert parse_settings({}) == AgentSettings()
+
+
+def test_section_or_flat() -> None:
+    flat = parse_settings({"model": "m", "maxTurns": 3})
+    nested = parse_settings({"agentLsp": {"model": "m", "maxTurns": 3}})
+    assert flat == nested
+    assert flat.model == "m"
+    assert flat.max_turns == 3
+
+
+def test_all_fields() -> None:
+    settings = parse_settings(
+        {
+            "model": "deepseek-chat",
+            "baseUrl": "http://127.0.0.1:1/v1",
+            "requestTimeout": 30,
+            "maxRetries": 0,
+            "maxTurns": 7,
+            "enabledTools": ["read_file"],
+            "bashTimeout": 5.5,
+            "systemPrompt": "Work in {workspace}",
+        }
+    )
+    assert settings.warnings == ()
+    assert settings.model_overrides() == {
+        "model": "deepseek-chat",
+        "baseUrl": "http://127.0.0.1:1/v1",
+        "timeout": 30,
+        "maxRetries": 0,
+    }
+    assert settings.enabled_tools == ("read_file",)
+    assert settings.bash_timeout == 5.5
+    assert settings.runtime_key() == (("read_file",), 5.5)
+
+
+def test_zero_means_the_servers_default() -> None:
+    settings = parse_settings({"bashTimeout": 0, "requestTimeout": 0, "model": ""})
+    assert settings.warnings == ()
+    assert settings.bash_timeout is None
+    assert settings.model_overrides() == {}
+
+
+def test_bad_values_are_ignored_with_warnings() -> None:
+    settings = parse_settings(
+        {
+            "model": 5,
+            "maxTurns": -1,
+            "bashTimeout": 601,
+            "enabledTools": "bash",
+            "maxRetries": True,
+        }
+    )
+    assert settings.model is None
+    assert settings.max_turns == 50
+    assert settings.bash_timeout is None
+    assert settings.enabled_tools is None
+    assert settings.max_retries is None
+    assert len(settings.warnings) == 5
+    assert any("agentLsp.bashTimeout must be at most 600" in w for w in settings.warnings)
+
+
+def test_api_key_is_not_a_setting() -> None:
+    settings = parse_settings({"apiKey": "sk-secret", "model": "m"})
+    assert "sk-secret" not in repr(settings)
+    assert "apiKey" not in settings.model_overrides()
+
+
+def test_non_object() -> None:
+    assert parse_settings([1, 2]).warnings
