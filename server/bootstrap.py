@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
-
 from tooling.contract import ToolDefinition
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
+from tools.documents import EditorDocuments
+from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
 from tools.shell import DEFAULT_SECRET_ENV, bash_tool
 
 DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
@@ -26,11 +26,14 @@ def build_runtime(
     enabled: Iterable[str] | None = None,
     bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
+    documents: EditorDocuments | None = None,
 ) -> ToolRuntime:
     """A fresh runtime whose tools act on ``workspace`` only.
 
-    ``enabled`` narrows the default set (unknown names raise ``ValueError`` so a
-    typo in the editor's settings is reported, not silently ignored).
+    ``documents`` (the editor's open buffers) lets the file tools read unsaved text
+    and edit open documents through the editor. ``enabled`` narrows the default set
+    (unknown names raise ``ValueError`` so a typo in the editor's settings is
+    reported, not silently ignored).
     """
     factories: dict[str, Callable[[], ToolDefinition]] = {
         "bash": lambda: bash_tool(
@@ -38,9 +41,9 @@ def build_runtime(
             default_timeout=bash_timeout,
             hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
         ),
-        "read_file": lambda: read_file_tool(workspace),
-        "write_file": lambda: write_file_tool(workspace),
-        "edit_file": lambda: edit_file_tool(workspace),
+        "read_file": lambda: read_file_tool(workspace, documents),
+        "write_file": lambda: write_file_tool(workspace, documents),
+        "edit_file": lambda: edit_file_tool(workspace, documents),
         "glob": lambda: glob_tool(workspace),
     }
     names = list(DEFAULT_TOOLS if enabled is None else enabled)

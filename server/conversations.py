@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tools.ledger import ReadLedger
+
 if TYPE_CHECKING:
     from .session_files import SessionFiles
 
@@ -27,6 +29,9 @@ class Conversation:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
+    # What the agent has read of each file (stale-edit protection); not persisted,
+    # so a conversation loaded from a file re-reads before it edits.
+    ledger: ReadLedger = field(default_factory=ReadLedger, repr=False)
 
     @property
     def busy(self) -> bool:

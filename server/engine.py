@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace, WorkspaceError
+from tools.documents import EditorDocuments
+from tools.ledger import use_ledger
 
 from .agent_loop import LoopResult, agent_loop
 from .bootstrap import build_runtime, check_enabled
@@ -79,6 +81,13 @@ class AgentEngine:
         files = SessionFiles(session_dir) if session_dir is not None else None
         self._conversations = ConversationStore(max_conversations=max_conversations, files=files)
         self._clients: dict[ModelSettings, AsyncOpenAI] = {}
+        self._documents: EditorDocuments | None = None
+
+    def attach_documents(self, documents: EditorDocuments | None) -> None:
+        """Give the file tools the editor's open buffers (the language server does)."""
+        self._documents = documents
+        for root, folder in list(self._folders.items()):
+            self._folders[root] = self._make_folder(folder.workspace)
 
     # -- configuration -------------------------------------------------------------
 
@@ -144,6 +153,7 @@ class AgentEngine:
             workspace,
             enabled=settings.enabled_tools,
             bash_timeout=settings.bash_timeout,
+            documents=self._documents,
         )
         return Folder(workspace, runtime, settings.runtime_key())
 
@@ -213,14 +223,15 @@ class AgentEngine:
         async with conversation.lock:
             conversation.messages.append({"role": "user", "content": prompt})
             try:
-                result = await agent_loop(
-                    conversation.messages,
-                    target.runtime,
-                    client=client,
-                    model=model_settings.model,
-                    max_turns=settings.max_turns,
-                    on_event=on_event,
-                )
+                with use_ledger(conversation.ledger):
+                    result = await agent_loop(
+                        conversation.messages,
+                        target.runtime,
+                        client=client,
+                        model=model_settings.model,
+                        max_turns=settings.max_turns,
+                        on_event=on_event,
+                    )
             except BaseException:
                 # A new conversation whose id the client never received is useless.
                 if created:

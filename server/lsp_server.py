@@ -24,6 +24,7 @@ from pygls.uris import to_fs_path
 
 from . import __version__
 from .activity import activity_params, summarize_arguments
+from .documents import LspDocuments
 from .engine import AgentEngine
 from .errors import (
     MODEL_NOT_CONFIGURED,
@@ -74,6 +75,7 @@ class AgentLanguageServer(LanguageServer):
             converter_factory=get_converter,
         )
         self.engine = engine or AgentEngine()
+        self.engine.attach_documents(LspDocuments(self))
         self.asks: set[asyncio.Task[Any]] = set()
         self._pending_warnings: list[str] = []
 

@@ -24,6 +24,10 @@ class AgentSettings:
     enabled_tools: tuple[str, ...] | None = None
     bash_timeout: float | None = None
     system_prompt: str | None = None
+    # Edits to documents open in the editor go through workspace/applyEdit.
+    edit_through_editor: bool = True
+    # ...marked needsConfirmation, so the editor asks the user first.
+    confirm_edits: bool = False
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def model_overrides(self) -> dict[str, Any]:
@@ -86,6 +90,15 @@ def parse_settings(raw: Any) -> AgentSettings:
         else:
             warnings.append(f"{SECTION}.enabledTools must be a list of tool names; ignored")
 
+    def flag(key: str, default: bool) -> bool:
+        value = raw.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        warnings.append(f"{SECTION}.{key} must be true or false; ignored")
+        return default
+
     max_turns = number("maxTurns", integer=True, maximum=1000)
     max_retries = raw.get("maxRetries")
     if max_retries is not None and (
@@ -104,5 +117,7 @@ def parse_settings(raw: Any) -> AgentSettings:
         enabled_tools=enabled,
         bash_timeout=number("bashTimeout", maximum=600),
         system_prompt=text("systemPrompt"),
+        edit_through_editor=flag("editThroughEditor", True),
+        confirm_edits=flag("confirmEdits", False),
         warnings=tuple(warnings),
     )

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import io
 import os
 import threading
 from pathlib import Path
@@ -49,6 +50,7 @@ from typing import Any
 from tooling.contract import ToolDefinition
 from tooling.workspace import Workspace, WorkspaceError
 
+from .documents import EditorDocuments, minimal_edit
 from .globbing import (
     Matcher,
     PatternError,
@@ -58,6 +60,7 @@ from .globbing import (
     split_pattern,
     walk,
 )
+from .ledger import active_ledger, fingerprint
 from .textedit import EditError, apply_edit, lines_phrase
 from .textfiles import (
     BinaryFileError,
@@ -68,6 +71,7 @@ from .textfiles import (
     looks_binary,
     open_regular,
     read_window,
+    window_of,
 )
 
 DEFAULT_LINES = 2000
@@ -102,15 +106,18 @@ READ_FILE_PARAMETERS: dict[str, Any] = {
 }
 
 
-def read_file_tool(workspace: Workspace) -> ToolDefinition:
+def read_file_tool(
+    workspace: Workspace, documents: EditorDocuments | None = None
+) -> ToolDefinition:
     async def handler(arguments: dict[str, Any]) -> str:
-        return await asyncio.to_thread(
-            _read_file,
-            workspace,
-            arguments["path"],
-            arguments.get("offset", 1),
-            arguments.get("limit"),
-        )
+        path, offset, limit = arguments["path"], arguments.get("offset", 1), arguments.get("limit")
+        target = _resolve(workspace, path)
+        if isinstance(target, str):
+            return target
+        buffer = documents.buffer_text(target) if documents is not None else None
+        if buffer is not None:
+            return await asyncio.to_thread(_read_buffer, workspace, target, buffer, offset, limit)
+        return await asyncio.to_thread(_read_file, workspace, path, offset, limit)
 
     return ToolDefinition(
         name="read_file",
@@ -119,7 +126,8 @@ def read_file_tool(workspace: Workspace) -> ToolDefinition:
             f"numbers; CRLF shown as LF), at most {DEFAULT_LINES} lines or "
             f"{OUTPUT_CHARS:,} characters per call; a trailing [bracketed note] tells how "
             "to continue with offset=N when more lines follow. Lines over 2,000 characters "
-            "are truncated. Binary files are refused."
+            "are truncated. Binary files are refused. A file open in the editor is read from "
+            "the editor's buffer, unsaved changes included."
         ),
         parameters=READ_FILE_PARAMETERS,
         handler=handler,
@@ -150,9 +158,50 @@ def _read_file(workspace: Workspace, path: str, offset: int, limit: int | None) 
     except OSError as exc:
         return _os_error(exc, shown, "read")
 
+    _remember_disk(target)
+    return _format_window(shown, window, offset, [])
+
+
+def _read_buffer(
+    workspace: Workspace, target: Path, buffer: str, offset: int, limit: int | None
+) -> str:
+    """read_file of a document open in the editor: its buffer, not the disk."""
+    shown = workspace.relative(target)
+    data = buffer.encode("utf-8", "surrogatepass")
+    try:
+        window = window_of(
+            io.BytesIO(data),
+            len(data),
+            offset,
+            DEFAULT_LINES if limit is None else limit,
+            OUTPUT_CHARS,
+        )
+    except BinaryFileError:
+        return f"Error: {shown} looks like binary content (it contains NUL characters)"
+    except OffsetPastEndError as exc:
+        return (
+            f"Error: offset {offset} is past the end of {shown}, which has "
+            f"{exc.total_lines:,} line{'s' if exc.total_lines != 1 else ''}"
+        )
+    ledger = active_ledger()
+    if ledger is not None:
+        ledger.record(target, fingerprint(data))
+    on_disk = _disk_bytes(target)
+    if on_disk is None:
+        source = "[read from the editor's buffer: this file is not saved to disk yet]"
+    elif on_disk != data:
+        source = (
+            "[read from the editor's buffer: it has unsaved changes; commands run with bash "
+            "see the saved file on disk]"
+        )
+    else:
+        source = ""
+    return _format_window(shown, window, offset, [source] if source else [])
+
+
+def _format_window(shown: str, window: Any, offset: int, notes: list[str]) -> str:
     if not window.lines:
-        return f"[{shown} is empty]"
-    notes = []
+        return "\n".join([f"[{shown} is empty]", *notes])
     if window.invalid_utf8:
         notes.append(
             f"[note: {shown} is not valid UTF-8; undecodable bytes are shown as U+FFFD (�), "
@@ -179,6 +228,67 @@ def _read_file(workspace: Workspace, path: str, offset: int, limit: int | None) 
     return text + "\n\n" + "\n".join(notes) if notes else text
 
 
+def _disk_bytes(target: Path) -> bytes | None:
+    try:
+        with open_regular(target) as f:
+            if os.fstat(f.fileno()).st_size > MAX_EDIT_BYTES:
+                return b""
+            return f.read()
+    except OSError:
+        return None
+
+
+def _disk_print(target: Path) -> str | None:
+    """The fingerprint of a file on disk, or None if there is no file.
+
+    Content hash up to ``MAX_EDIT_BYTES`` (the largest file edit_file takes); for
+    bigger files size, mtime and inode stand in, since hashing would read it all.
+    """
+    try:
+        st = target.stat()
+        if st.st_size > MAX_EDIT_BYTES:
+            return f"stat:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        with open_regular(target) as f:
+            return fingerprint(f.read())
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "unreadable"
+
+
+def _remember_disk(target: Path) -> None:
+    ledger = active_ledger()
+    if ledger is not None and (print_ := _disk_print(target)) is not None:
+        ledger.record(target, print_)
+
+
+def _stale(target: Path, shown: str, current: str | None) -> str | None:
+    """Stale-edit protection: an ``Error:`` if writing over ``target`` would be blind."""
+    ledger = active_ledger()
+    if ledger is None or current is None:  # outside an ask, or a new file
+        return None
+    return ledger.problem(target, current, shown)
+
+
+async def _apply_in_editor(
+    documents: EditorDocuments, target: Path, shown: str, base: str, new: str, label: str
+) -> str | None:
+    """Change an open buffer through the editor; None on success, else ``Error:`` text."""
+    outcome = await documents.apply_edits(target, base, [minimal_edit(base, new)], label=label)
+    if not outcome.applied:
+        return f"Error: {shown} was not changed: {outcome.reason}"
+    # The editor reports its new text with didChange, usually just before or after
+    # answering; wait briefly so the next read sees the agent's own edit.
+    for _ in range(100):
+        if documents.buffer_text(target) == new:
+            break
+        await asyncio.sleep(0.01)
+    ledger = active_ledger()
+    if ledger is not None:
+        ledger.record(target, fingerprint(new))
+    return None
+
+
 # --- write_file ---------------------------------------------------------------------
 
 WRITE_FILE_PARAMETERS: dict[str, Any] = {
@@ -196,18 +306,37 @@ WRITE_FILE_PARAMETERS: dict[str, Any] = {
 }
 
 
-def write_file_tool(workspace: Workspace) -> ToolDefinition:
+def write_file_tool(
+    workspace: Workspace, documents: EditorDocuments | None = None
+) -> ToolDefinition:
     async def handler(arguments: dict[str, Any]) -> str:
-        return await asyncio.to_thread(
-            _write_file, workspace, arguments["path"], arguments["content"]
-        )
+        path, content = arguments["path"], arguments["content"]
+        target = _resolve(workspace, path)
+        if isinstance(target, str):
+            return target
+        buffer = documents.buffer_text(target) if documents is not None else None
+        if documents is not None and buffer is not None and documents.can_edit():
+            shown = workspace.relative(target)
+            problem = _stale(target, shown, fingerprint(buffer)) or _unicode_problem(content)
+            if problem:
+                return problem
+            failed = await _apply_in_editor(
+                documents, target, shown, buffer, content, "agent-lsp: write_file"
+            )
+            return failed or (
+                f"Wrote {len(content)} characters to {shown} in the editor (the change is in "
+                "its buffer, unsaved; the user saves it)"
+            )
+        return await asyncio.to_thread(_write_file, workspace, path, content, buffer)
 
     return ToolDefinition(
         name="write_file",
         description=(
             "Create a file or replace its whole content (UTF-8), creating missing parent "
             "folders. The write is atomic and keeps an existing file's permissions. To "
-            "change part of an existing file, prefer edit_file."
+            "change part of an existing file, prefer edit_file. An existing file must have "
+            "been read (read_file) in this conversation and not changed since. A file open "
+            "in the editor is changed in its buffer (undoable there) instead of on disk."
         ),
         parameters=WRITE_FILE_PARAMETERS,
         handler=handler,
@@ -217,7 +346,7 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
     )
 
 
-def _write_file(workspace: Workspace, path: str, content: str) -> str:
+def _write_file(workspace: Workspace, path: str, content: str, buffer: str | None = None) -> str:
     target = _resolve(workspace, path)
     if isinstance(target, str):
         return target
@@ -226,6 +355,11 @@ def _write_file(workspace: Workspace, path: str, content: str) -> str:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
         return "Error: content is not valid Unicode text (it has unpaired surrogates)"
+    on_disk = _disk_bytes(target) if buffer is not None else None
+    if problem := _unsaved_problem(shown, buffer, on_disk) or _stale(
+        target, shown, _disk_print(target)
+    ):
+        return problem
     try:
         if target.exists() and not os.access(target, os.W_OK):
             return f"Error: permission denied: {shown} is not writable"
@@ -239,7 +373,31 @@ def _write_file(workspace: Workspace, path: str, content: str) -> str:
         atomic_write(target, data)
     except OSError as exc:
         return _write_error(exc, workspace, target)
+    _remember_disk(target)
     return f"Wrote {len(data)} bytes to {shown}"
+
+
+def _unsaved_problem(shown: str, buffer: str | None, on_disk: bytes | None) -> str | None:
+    """A buffer with unsaved changes that the editor cannot change for us.
+
+    Writing the disk under it would be overwritten by the user's next save (or
+    overwrite their changes), so refuse; a clean buffer simply reloads.
+    """
+    if buffer is None or on_disk is None or buffer.encode("utf-8", "surrogatepass") == on_disk:
+        return None
+    return (
+        f"Error: {shown} has unsaved changes in the editor, and this editor does not accept "
+        "edits from agent-lsp (workspace/applyEdit); ask the user to save or close it first "
+        "(nothing was written)"
+    )
+
+
+def _unicode_problem(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "Error: the text is not valid Unicode (it has unpaired surrogates)"
+    return None
 
 
 def _blocking_file(workspace: Workspace, folder: Path) -> str:
@@ -278,15 +436,22 @@ EDIT_FILE_PARAMETERS: dict[str, Any] = {
 }
 
 
-def edit_file_tool(workspace: Workspace) -> ToolDefinition:
+def edit_file_tool(
+    workspace: Workspace, documents: EditorDocuments | None = None
+) -> ToolDefinition:
     async def handler(arguments: dict[str, Any]) -> str:
+        path, old_text, new_text = arguments["path"], arguments["old_text"], arguments["new_text"]
+        replace_all = arguments.get("replace_all", False)
+        target = _resolve(workspace, path)
+        if isinstance(target, str):
+            return target
+        buffer = documents.buffer_text(target) if documents is not None else None
+        if documents is not None and buffer is not None and documents.can_edit():
+            return await _edit_buffer(
+                workspace, documents, target, buffer, old_text, new_text, replace_all
+            )
         return await asyncio.to_thread(
-            _edit_file,
-            workspace,
-            arguments["path"],
-            arguments["old_text"],
-            arguments["new_text"],
-            arguments.get("replace_all", False),
+            _edit_file, workspace, path, old_text, new_text, replace_all, buffer
         )
 
     return ToolDefinition(
@@ -295,7 +460,9 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
             "Replace old_text with new_text in a UTF-8 text file. old_text must match the "
             "file exactly (copy it from read_file) and occur exactly once, unless "
             "replace_all is true. The file's line endings (LF or CRLF) are preserved. The "
-            "result names the line(s) changed."
+            "result names the line(s) changed. The file must have been read (read_file) in "
+            "this conversation and not changed since. A file open in the editor is edited in "
+            "its buffer (undoable there), keeping the user's unsaved changes."
         ),
         parameters=EDIT_FILE_PARAMETERS,
         handler=handler,
@@ -305,8 +472,44 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
     )
 
 
+async def _edit_buffer(
+    workspace: Workspace,
+    documents: EditorDocuments,
+    target: Path,
+    buffer: str,
+    old_text: str,
+    new_text: str,
+    replace_all: bool,
+) -> str:
+    """edit_file on a document open in the editor: edit its buffer via the editor."""
+    shown = workspace.relative(target)
+    if old_text == new_text:
+        return "Error: old_text and new_text are identical; there is nothing to change"
+    if problem := _stale(target, shown, fingerprint(buffer)) or _unicode_problem(new_text):
+        return problem
+    try:
+        edit = apply_edit(buffer, old_text, new_text, replace_all=replace_all)
+    except EditError as exc:
+        return f"Error: {shown}: {exc} Nothing was changed."
+    failed = await _apply_in_editor(
+        documents, target, shown, buffer, edit.text, "agent-lsp: edit_file"
+    )
+    if failed:
+        return failed
+    noun = "occurrence" if edit.count == 1 else "occurrences"
+    return (
+        f"Replaced {edit.count} {noun} in {shown} at {lines_phrase(edit.lines, edit.count)} "
+        "in the editor (the change is in its buffer, unsaved; the user saves it)"
+    )
+
+
 def _edit_file(
-    workspace: Workspace, path: str, old_text: str, new_text: str, replace_all: bool
+    workspace: Workspace,
+    path: str,
+    old_text: str,
+    new_text: str,
+    replace_all: bool,
+    buffer: str | None = None,
 ) -> str:
     if old_text == new_text:
         return "Error: old_text and new_text are identical; there is nothing to change"
@@ -329,6 +532,8 @@ def _edit_file(
         return _os_error(exc, shown, "read")
     if looks_binary(data):
         return f"Error: {shown} looks like a binary file (it contains NUL bytes); not edited"
+    if problem := _unsaved_problem(shown, buffer, data) or _stale(target, shown, fingerprint(data)):
+        return problem
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -356,6 +561,7 @@ def _edit_file(
         )
     except OSError as exc:
         return _write_error(exc, workspace, target)
+    _remember_disk(target)
     noun = "occurrence" if edit.count == 1 else "occurrences"
     return f"Replaced {edit.count} {noun} in {shown} at {lines_phrase(edit.lines, edit.count)}"
 

@@ -120,13 +120,13 @@ function userSettings(serverCommand) {
 let extensionsInstalled = false;
 
 /** A code-server of its own (user data, settings) whose processes inherit `agentEnv`. */
-async function startCodeServer(name, workspace, agentEnv) {
+async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHON, "-m", "server"]) {
   const userData = join(tmp, name, "user-data");
   const extensions = join(tmp, "extensions");
   const config = join(tmp, "code-server.yaml");
   writeFileSync(config, "auth: none\ncert: false\n");
   mkdirSync(join(userData, "User"), { recursive: true });
-  writeFileSync(join(userData, "User", "settings.json"), JSON.stringify(userSettings([PYTHON, "-m", "server"]), null, 2));
+  writeFileSync(join(userData, "User", "settings.json"), JSON.stringify(userSettings(serverCommand), null, 2));
   const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--config", config];
   if (!extensionsInstalled) {
     const install = spawnSync(CODE_SERVER, [...common, "--install-extension", VSIX], { encoding: "utf8" });
@@ -328,6 +328,14 @@ const SCRIPT = [
       { content: "should not be reached" },
     ],
   },
+  {
+    match: "E2E-TURNS",
+    replies: [
+      { tool_calls: [{ name: "bash", arguments: { command: "echo one" } }] },
+      { tool_calls: [{ name: "bash", arguments: { command: "echo two" } }] },
+      { content: "did both" },
+    ],
+  },
   { match: "*", replies: [{ content: "fallback answer" }] },
 ];
 
@@ -463,6 +471,32 @@ scenario("a dead server is restarted and the user is told", async ({ page, model
   await page.screenshot({ path: join(OUTPUT, "restarted.png") });
 });
 
+scenario("a changed setting reaches the running server", async ({ page, userData }) => {
+  await runCommand(page, "Preferences: Open User Settings");
+  const search = page.locator(".settings-editor .settings-header .monaco-editor textarea, .settings-editor .suggest-input-container textarea").first();
+  await search.waitFor({ state: "visible", timeout: 15_000 });
+  await page.keyboard.type("agentLsp.maxTurns");
+  const item = page.locator(".settings-editor .setting-item", { hasText: "Max Turns" }).first();
+  await item.waitFor({ state: "visible", timeout: 15_000 });
+  const input = item.locator("input").first();
+  await input.fill("1");
+  await input.press("Tab");
+  // The settings editor writes after a debounce; then VS Code tells the extension, which sends
+  // workspace/didChangeConfiguration before the next request on the same connection.
+  await until("maxTurns in settings.json", () => /"agentLsp\.maxTurns":\s*1\b/.test(readFileSync(join(userData, "User", "settings.json"), "utf8")), 15_000);
+  await sleep(1000);
+  await page.keyboard.press("Escape");
+  await runCommand(page, "View: Close All Editors");
+  await ask(page, "E2E-TURNS do two things");
+  const frame = await panelFrame(page);
+  await until("the turn-limited answer", async () => {
+    const last = frame.locator(".entry").last();
+    return (await last.innerText()).includes("E2E-TURNS") && (await last.getAttribute("class")) === "entry done";
+  }, 30_000);
+  const text = await frame.locator(".entry").last().innerText();
+  assert(/reached the turn limit/.test(text), `the server did not apply maxTurns=1:\n${text}`);
+}, { changesSettings: true });
+
 scenario("unconfigured model shows the server's error text", async ({ page }) => {
   // This window's code-server (so the agent server too) has no MODEL_API_KEY.
   await ask(page, "E2E-UNCONF hello");
@@ -476,6 +510,20 @@ scenario("unconfigured model shows the server's error text", async ({ page }) =>
   assert((await frame.locator(".entry.error").innerText()).includes("MODEL_API_KEY"), "panel does not show the error");
   await page.screenshot({ path: join(OUTPUT, "unconfigured.png") });
 }, { unconfigured: true });
+
+scenario("a server command that cannot start is reported with a way to fix it", async ({ page }) => {
+  const text = await waitForNotification(page, /Could not start the agent-lsp server/, 30_000);
+  assert(text.includes("agentLsp.server.command"), `notification: ${text}`);
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "Could not start" }).first();
+  assert((await toast.getByRole("button", { name: "Open Settings" }).count()) === 1, "no Open Settings button");
+  const status = await page.locator(".statusbar-item", { hasText: "Agent:" }).first().innerText();
+  assert(/stopped/.test(status), `status bar: ${status}`);
+  await page.screenshot({ path: join(OUTPUT, "no-server.png") });
+  await toast.getByRole("button", { name: "Open Settings" }).click();
+  await until("the settings editor on agentLsp", async () => (await page.locator(".settings-editor").count()) > 0, 15_000);
+  await until("the server command setting", async () => (await page.locator(".settings-editor .setting-item-label", { hasText: "Command" }).count()) > 0, 15_000);
+  await page.screenshot({ path: join(OUTPUT, "settings.png") });
+}, { noServer: true });
 
 // -- main ------------------------------------------------------------------------------------
 
@@ -491,16 +539,20 @@ try {
   const withoutKey = Object.fromEntries(["MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"].map((k) => [k, undefined]));
   const groups = [
     // The agent server inherits the model endpoint from code-server's environment.
-    { name: "configured", env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted" }, unconfigured: false },
+    { name: "configured", env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted", AGENT_LSP_LOG_LEVEL: process.env.AGENT_LSP_LOG_LEVEL }, unconfigured: false },
     { name: "unconfigured", env: withoutKey, unconfigured: true },
+    { name: "no-server", env: withoutKey, noServer: true, serverCommand: [join(tmp, "missing", "agent-lsp")] },
   ];
   for (const group of groups) {
     const selected = scenarios.filter(
-      (sc) => Boolean(sc.unconfigured) === group.unconfigured && (!only.length || only.some((o) => sc.name.includes(o))),
+      (sc) =>
+        Boolean(sc.unconfigured) === Boolean(group.unconfigured) &&
+        Boolean(sc.noServer) === Boolean(group.noServer) &&
+        (!only.length || only.some((o) => sc.name.includes(o))),
     );
     if (selected.length === 0) continue;
     const groupStart = Date.now();
-    const { url, userData, child } = await startCodeServer(group.name, workspace, group.env);
+    const { url, userData, child } = await startCodeServer(group.name, workspace, group.env, group.serverCommand);
     log(`${group.name}: code-server at ${url}, model at ${model.url}, tmp ${tmp}`);
     const context = await chromium.launchPersistentContext(join(tmp, group.name, "chromium-profile"), {
       executablePath: CHROMIUM,

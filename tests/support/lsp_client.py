@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,10 @@ async def start_client(
     *,
     settings: dict[str, Any] | None = None,
     capabilities: types.ClientCapabilities | None = None,
+    client_factory: Callable[[], AgentTestClient] = make_client,
 ) -> AgentTestClient:
     config = ClientServerConfig(
-        server_command=SERVER_COMMAND, server_env=env, client_factory=make_client
+        server_command=SERVER_COMMAND, server_env=env, client_factory=client_factory
     )
     client = await config.start()
     assert isinstance(client, AgentTestClient)

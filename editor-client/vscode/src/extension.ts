@@ -28,6 +28,7 @@ import {
 } from "./settings";
 import { type AgentState, describeStatus, turnFromProgress } from "./status";
 import { toolPickItems } from "./tools-view";
+import { findExecutable } from "./which";
 import {
   formatActivityLine,
   formatAnswerLine,
@@ -85,6 +86,25 @@ class AgentClient implements vscode.Disposable {
     if (!command.ok) {
       this.setState({ kind: "stopped", message: command.error });
       void this.showError({ cancelled: false, message: command.error, actions: [{ title: "Open Settings", action: "openSettings" }] });
+      return;
+    }
+    const program = findExecutable(command.command, process.env.PATH);
+    if (program === undefined) {
+      const message =
+        `Could not start the agent-lsp server: "${command.command}" was not found` +
+        (command.command.includes("/") ? "" : " on PATH") +
+        ". Install it (uv tool install /path/to/agent-lsp) or set agentLsp.server.command " +
+        'to the server\'s command line, e.g. ["uv", "run", "--directory", "/path/to/agent-lsp", "agent-lsp"].';
+      this.log.error(message);
+      this.setState({ kind: "stopped", message });
+      void this.showError({
+        cancelled: false,
+        message,
+        actions: [
+          { title: "Open Settings", action: "openSettings" },
+          { title: "Setup Guide", action: "openReadme" },
+        ],
+      });
       return;
     }
     const serverOptions: ServerOptions = {

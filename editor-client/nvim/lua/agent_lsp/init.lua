@@ -1,0 +1,587 @@
+-- agent-lsp for Neovim: a thin client for the agent-lsp language server.
+--
+-- The server does all the agent work; this module starts it per project root with
+-- the built-in LSP client, attaches the project's buffers (so the server sees
+-- unsaved text), sends `agent/ask`, and shows the conversation and the tool trace
+-- in scratch buffers. Works on Neovim 0.7.2 and later.
+local format = require('agent_lsp.format')
+
+local M = {}
+
+local defaults = {
+  -- Server command line (argv). Any `agent-lsp` launcher works, e.g.
+  -- { 'uv', 'run', '--directory', '/path/to/agent-lsp', 'agent-lsp', '--stdio' }.
+  cmd = { 'agent-lsp', '--stdio' },
+  -- Extra environment for the server process (nil: inherit Neovim's).
+  cmd_env = nil,
+  -- The `agentLsp` settings section (model, baseUrl, maxTurns, enabledTools, ...),
+  -- sent as initializationOptions and answered to workspace/configuration.
+  -- Never the API key: the server reads it from its own environment or .env file.
+  settings = {},
+  -- A project root is the nearest folder upwards holding one of these, else the
+  -- current directory; `root_dir = function(bufnr) return path end` overrides it.
+  root_markers = { '.git', '.hg', '.svn' },
+  root_dir = nil,
+  -- Ex command that opens a window for the conversation (and trace, tools).
+  open_cmd = 'botright vsplit',
+}
+
+M.config = vim.deepcopy(defaults)
+
+local api = vim.api
+local uv = vim.uv or vim.loop
+local CONVERSATION = 'agent-lsp://conversation'
+local TRACE = 'agent-lsp://trace'
+local TOOLS = 'agent-lsp://tools'
+local CANCEL_WAIT_MS = 10000
+
+-- Client methods are called `client:request()` from 0.11 on (the dot form warns there).
+local COLON_METHODS = vim.fn.has('nvim-0.11') == 1
+
+local function call(client, method, ...)
+  if COLON_METHODS then
+    return client[method](client, ...)
+  end
+  return client[method](...)
+end
+
+local function notify(message, level)
+  vim.notify('agent-lsp: ' .. message, level or vim.log.levels.INFO)
+end
+
+-- State ---------------------------------------------------------------------
+
+local clients = {} -- root -> client id
+local on_ready = {} -- client id -> callbacks waiting for `initialized`
+local buffers = {} -- scratch buffer name -> bufnr
+local asks = 0 -- counter for workDoneTokens
+
+-- One conversation at a time: the project root it acts in, its server session,
+-- and the ask in flight (`request`).
+local conv = { root = nil, session_id = nil, request = nil }
+
+-- Paths ---------------------------------------------------------------------
+
+local function normalize(path)
+  local full = vim.fn.fnamemodify(path, ':p'):gsub('/+$', '')
+  return full == '' and '/' or full
+end
+
+local function is_under(path, root)
+  return root == '/' or path == root or path:sub(1, #root + 1) == root .. '/'
+end
+
+local function is_ours(bufnr)
+  for _, buf in pairs(buffers) do
+    if buf == bufnr then
+      return true
+    end
+  end
+  return false
+end
+
+--- The project root for a buffer (default: the current one).
+function M.root_for(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  if conv.root and is_ours(bufnr) then
+    return conv.root
+  end
+  if M.config.root_dir then
+    local dir = M.config.root_dir(bufnr)
+    if dir then
+      return normalize(dir)
+    end
+  end
+  local cwd = normalize(vim.fn.getcwd())
+  local name = api.nvim_buf_get_name(bufnr)
+  local start = cwd
+  if name ~= '' and vim.bo[bufnr].buftype == '' then
+    start = normalize(vim.fn.fnamemodify(name, ':p:h'))
+  end
+  local dir = start
+  while true do
+    for _, marker in ipairs(M.config.root_markers or {}) do
+      if uv.fs_stat(dir .. '/' .. marker) then
+        return dir
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ':h')
+    if parent == dir then
+      break
+    end
+    dir = parent
+  end
+  return is_under(start, cwd) and cwd or start
+end
+
+-- Scratch buffers -----------------------------------------------------------
+
+local function scratch(name, filetype)
+  local buf = buffers[name]
+  if buf and api.nvim_buf_is_valid(buf) then
+    return buf
+  end
+  buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(buf, name)
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = filetype
+  vim.bo[buf].modifiable = false
+  buffers[name] = buf
+  return buf
+end
+
+local function windows_of(buf)
+  local found = {}
+  for _, win in ipairs(api.nvim_list_wins()) do
+    if api.nvim_win_get_buf(win) == buf then
+      table.insert(found, win)
+    end
+  end
+  return found
+end
+
+local function scroll_to_end(buf)
+  local last = api.nvim_buf_line_count(buf)
+  for _, win in ipairs(windows_of(buf)) do
+    api.nvim_win_set_cursor(win, { last, 0 })
+  end
+end
+
+-- Replace lines [first, last) (0-based, -1 = end); an empty buffer is replaced whole.
+local function set_lines(buf, first, last, lines)
+  vim.bo[buf].modifiable = true
+  if api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == '' then
+    first, last = 0, -1
+  end
+  api.nvim_buf_set_lines(buf, first, last, false, lines)
+  vim.bo[buf].modifiable = false
+  scroll_to_end(buf)
+end
+
+local function append(buf, lines)
+  set_lines(buf, -1, -1, lines)
+end
+
+local function text_lines(text)
+  local lines = vim.split((tostring(text or '')):gsub('\r\n', '\n'), '\n', { plain = true })
+  return lines
+end
+
+--- Show a buffer in a window of the current tab page (opened with `open_cmd`).
+local function show(buf, focus)
+  local win
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == buf then
+      win = w
+      break
+    end
+  end
+  local previous = api.nvim_get_current_win()
+  if not win then
+    vim.cmd(M.config.open_cmd)
+    win = api.nvim_get_current_win()
+    api.nvim_win_set_buf(win, buf)
+    vim.wo[win].wrap = true
+    vim.wo[win].linebreak = true
+  end
+  api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
+  api.nvim_set_current_win(focus and win or previous)
+end
+
+local function conversation_buf()
+  return scratch(CONVERSATION, 'markdown')
+end
+
+local function trace_buf()
+  return scratch(TRACE, 'agentlsptrace')
+end
+
+-- Clients ---------------------------------------------------------------------
+
+local function client_by_id(id)
+  local client = id and vim.lsp.get_client_by_id(id)
+  if client and call(client, 'is_stopped') then
+    return nil
+  end
+  return client
+end
+
+local function maybe_attach(bufnr)
+  if not api.nvim_buf_is_loaded(bufnr) or vim.bo[bufnr].buftype ~= '' then
+    return
+  end
+  local name = api.nvim_buf_get_name(bufnr)
+  if name == '' then
+    return
+  end
+  local path = normalize(name)
+  for root, id in pairs(clients) do
+    if is_under(path, root) and client_by_id(id) then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
+  end
+end
+
+local function section()
+  local settings = M.config.settings or {}
+  return next(settings) and settings or vim.empty_dict()
+end
+
+local function set_status(req, text)
+  if conv.request ~= req or not req.status_line then
+    return
+  end
+  local buf = conversation_buf()
+  set_lines(buf, req.status_line, req.status_line + 1, { '_' .. text .. '_' })
+end
+
+--- End the ask `req`: its status line becomes `lines`.
+local function finish(req, lines)
+  if conv.request ~= req then
+    return
+  end
+  conv.request = nil
+  local buf = conversation_buf()
+  table.insert(lines, '')
+  if req.status_line then
+    set_lines(buf, req.status_line, -1, lines)
+  else
+    append(buf, lines)
+  end
+end
+
+local function on_activity(_, params)
+  if type(params) == 'table' then
+    append(trace_buf(), { format.activity_line(params) })
+  end
+end
+
+local function on_progress(err, result, ctx, config)
+  -- Keep the usual progress handling (LspProgressUpdate / LspProgress, statuslines).
+  local default = vim.lsp.handlers['$/progress']
+  if default then
+    default(err, result, ctx, config)
+  end
+  local req = conv.request
+  local value = type(result) == 'table' and result.value
+  if req and type(value) == 'table' and result.token == req.token and value.kind ~= 'end' then
+    if type(value.message) == 'string' and not req.cancelling then
+      set_status(req, 'working: ' .. value.message)
+    end
+  end
+end
+
+local function on_exit(root, client_id, code)
+  if clients[root] == client_id then
+    clients[root] = nil
+  end
+  on_ready[client_id] = nil
+  local req = conv.request
+  if req and req.root == root then
+    finish(req, { string.format('**Error**: the agent-lsp server exited (code %s).', code) })
+  end
+  if conv.root == root and conv.session_id then
+    conv.session_id = nil
+    append(conversation_buf(), { '_The server stopped; the next ask starts a new conversation._', '' })
+  end
+end
+
+local function start_client(root)
+  local config = {
+    name = 'agent-lsp',
+    cmd = M.config.cmd,
+    cmd_env = M.config.cmd_env,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
+    init_options = section(),
+    settings = { agentLsp = section() },
+    handlers = {
+      ['agent/toolActivity'] = on_activity,
+      ['$/progress'] = on_progress,
+    },
+    on_init = function(client)
+      local id = client.id
+      -- Requests sent before `initialized` are lost, so asks wait for this; run
+      -- them once the client is registered as active.
+      vim.schedule(function()
+        local waiting = on_ready[id] or {}
+        on_ready[id] = nil
+        local ready = client_by_id(id)
+        for _, callback in ipairs(waiting) do
+          if ready then
+            callback(ready)
+          end
+        end
+      end)
+    end,
+    on_exit = function(code, _, client_id)
+      vim.schedule(function()
+        on_exit(root, client_id, code)
+      end)
+    end,
+  }
+  local ok, id
+  if vim.fn.has('nvim-0.11') == 1 then
+    -- start_client() is deprecated from 0.11; start() without attaching is the same.
+    ok, id = pcall(vim.lsp.start, config, {
+      attach = false,
+      reuse_client = function()
+        return false
+      end,
+    })
+  else
+    ok, id = pcall(vim.lsp.start_client, config)
+  end
+  if not ok or not id then
+    notify('could not start ' .. table.concat(M.config.cmd, ' ') .. ': ' .. tostring(id), vim.log.levels.ERROR)
+    return nil
+  end
+  clients[root] = id
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    maybe_attach(buf)
+  end
+  return id
+end
+
+--- Run `callback(client)` once the server for `root` is initialized (starting it if needed).
+local function with_client(root, callback)
+  local id = clients[root]
+  local client = client_by_id(id)
+  if not client then
+    id = start_client(root)
+    if not id then
+      return false
+    end
+    client = client_by_id(id)
+  end
+  if client and client.initialized and not on_ready[id] then
+    callback(client)
+  else
+    on_ready[id] = on_ready[id] or {}
+    table.insert(on_ready[id], callback)
+  end
+  return true
+end
+
+-- Commands ------------------------------------------------------------------
+
+local function start_conversation(root)
+  local buf = conversation_buf()
+  local empty = api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ''
+  local header = { '# agent-lsp: ' .. root, '' }
+  append(buf, empty and header or vim.list_extend({ '---', '' }, header))
+  conv.root = root
+  conv.session_id = nil
+end
+
+local function on_answer(req, err, result)
+  if conv.request ~= req then
+    return
+  end
+  if err then
+    if err.code == -32800 then
+      finish(req, { '_(cancelled)_' })
+      return
+    end
+    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), tostring(err.message)))
+    local data = type(err.data) == 'table' and err.data or {}
+    if err.code == -32602 and data.field == 'sessionId' then
+      conv.session_id = nil
+      table.insert(lines, '_The next ask starts a new conversation._')
+    end
+    finish(req, lines)
+    return
+  end
+  conv.session_id = result.sessionId
+  local lines = text_lines(result.answer)
+  local calls = type(result.toolCalls) == 'table' and #result.toolCalls or 0
+  local notes = { string.format('%d tool call%s', calls, calls == 1 and '' or 's') }
+  if result.stopReason and result.stopReason ~= 'end_turn' then
+    table.insert(notes, 'stopped: ' .. tostring(result.stopReason))
+  end
+  vim.list_extend(lines, { '', '_(' .. table.concat(notes, ', ') .. ')_' })
+  finish(req, lines)
+  -- The agent may have changed files on disk: reload unmodified buffers ('autoread').
+  pcall(vim.cmd, 'checktime')
+end
+
+--- Send `prompt` as `agent/ask`; no prompt asks for one with vim.ui.input.
+function M.ask(prompt)
+  if prompt == nil or prompt:match('^%s*$') then
+    vim.ui.input({ prompt = 'Ask the agent: ' }, function(input)
+      if input and not input:match('^%s*$') then
+        M.ask(input)
+      end
+    end)
+    return
+  end
+  if conv.request then
+    notify('an ask is already running (:AgentCancel stops it)', vim.log.levels.WARN)
+    return
+  end
+  local root = M.root_for(0)
+  if conv.root ~= root then
+    start_conversation(root)
+  end
+  local buf = conversation_buf()
+  append(buf, vim.list_extend(vim.list_extend({ '## You', '' }, text_lines(prompt)), { '', '## Agent', '' }))
+  asks = asks + 1
+  local req = { root = root, token = 'agent-lsp-nvim-' .. asks }
+  req.status_line = api.nvim_buf_line_count(buf)
+  conv.request = req
+  append(buf, { '_working: starting the server_' })
+  show(buf, false)
+  local started = with_client(root, function(client)
+    if conv.request ~= req then
+      return -- cancelled before the server was ready
+    end
+    local params = { prompt = prompt, sessionId = conv.session_id, workDoneToken = req.token }
+    local ok, id = call(client, 'request', 'agent/ask', params, function(err, result)
+      on_answer(req, err, result)
+    end)
+    if not ok then
+      finish(req, { '**Error**: the agent-lsp server is not running.' })
+      return
+    end
+    req.client_id, req.id = client.id, id
+    set_status(req, 'working: waiting for the model')
+  end)
+  if not started then
+    finish(req, { '**Error**: could not start the agent-lsp server (see :messages).' })
+  end
+end
+
+--- Cancel the running ask with $/cancelRequest.
+function M.cancel()
+  local req = conv.request
+  if not req then
+    notify('no ask is running')
+    return
+  end
+  if req.cancelling then
+    return
+  end
+  req.cancelling = true
+  local client = client_by_id(req.client_id)
+  if not (req.id and client) then
+    finish(req, { '_(cancelled)_' })
+    return
+  end
+  set_status(req, 'cancelling…')
+  call(client, 'cancel_request', req.id)
+  -- Neovim hides the server's RequestCancelled reply from handlers; the reply
+  -- does remove the request from client.requests, which is what we wait for.
+  local deadline = uv.now() + CANCEL_WAIT_MS
+  local function wait()
+    if conv.request ~= req then
+      return
+    end
+    local c = client_by_id(req.client_id)
+    if not c or c.requests[req.id] == nil or uv.now() > deadline then
+      finish(req, { '_(cancelled)_' })
+    else
+      vim.defer_fn(wait, 20)
+    end
+  end
+  wait()
+end
+
+--- Start a new conversation (the running ask, if any, is cancelled).
+function M.new()
+  local req = conv.request
+  if req then
+    M.cancel()
+    finish(req, { '_(cancelled)_' })
+  end
+  local client = client_by_id(conv.root and clients[conv.root])
+  if client and conv.session_id then
+    call(client, 'request', 'agent/endSession', { sessionId = conv.session_id }, function() end)
+  end
+  local root = M.root_for(0)
+  start_conversation(root)
+  append(trace_buf(), { '-- new conversation --' })
+  show(conversation_buf(), false)
+end
+
+--- Open the trace buffer (one line per tool call start and end).
+function M.trace()
+  show(trace_buf(), true)
+end
+
+--- List the tools the agent can call.
+function M.tools()
+  local root = M.root_for(0)
+  with_client(root, function(client)
+    call(client, 'request', 'agent/listTools', vim.empty_dict(), function(err, result)
+      if err then
+        notify('agent/listTools failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        return
+      end
+      local lines = { '# agent-lsp tools: ' .. root, '' }
+      for _, tool in ipairs(result.tools or {}) do
+        local hints = type(tool.annotations) == 'table' and tool.annotations or {}
+        local kind = hints.readOnlyHint == true and 'read-only' or (hints.destructiveHint == true and 'destructive' or '')
+        local description = text_lines(type(tool.description) == 'string' and tool.description or '')[1]
+        local line = '- **' .. tool.name .. '**'
+        if kind ~= '' then
+          line = line .. ' (' .. kind .. ')'
+        end
+        table.insert(lines, line .. ': ' .. description)
+      end
+      local buf = scratch(TOOLS, 'markdown')
+      set_lines(buf, 0, -1, lines)
+      show(buf, true)
+    end)
+  end)
+end
+
+--- The conversation state (for statuslines and tests).
+function M.status()
+  local req = conv.request
+  return {
+    root = conv.root,
+    session_id = conv.session_id,
+    running = req ~= nil,
+    request_id = req and req.id,
+    client_id = req and req.client_id or (conv.root and clients[conv.root]),
+    conversation_buf = buffers[CONVERSATION],
+    trace_buf = buffers[TRACE],
+    tools_buf = buffers[TOOLS],
+  }
+end
+
+--- The id of the running client for a project root (default: the current buffer's), if any.
+function M.client_id(root)
+  local id = clients[root or M.root_for(0)]
+  return client_by_id(id) and id or nil
+end
+
+--- Configure (any time): keys of `defaults` above. New settings reach running servers.
+function M.setup(opts)
+  for key, value in pairs(opts or {}) do
+    M.config[key] = value
+  end
+  if opts and opts.settings then
+    for _, id in pairs(clients) do
+      local client = client_by_id(id)
+      if client then
+        -- Where workspace/configuration answers come from: config (0.7) or the client (0.9+).
+        client.config.settings = { agentLsp = section() }
+        client.settings = client.config.settings
+        call(client, 'notify', 'workspace/didChangeConfiguration', { settings = { agentLsp = section() } })
+      end
+    end
+  end
+end
+
+local group = api.nvim_create_augroup('agent_lsp', { clear = true })
+api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
+  group = group,
+  callback = function(args)
+    maybe_attach(args.buf)
+  end,
+})
+
+return M

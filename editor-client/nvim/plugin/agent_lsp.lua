@@ -1,0 +1,26 @@
+-- agent-lsp commands; the module loads on first use. Configure with
+-- require('agent_lsp').setup({ cmd = {...}, settings = {...} }).
+if vim.g.loaded_agent_lsp then
+  return
+end
+vim.g.loaded_agent_lsp = 1
+
+local function command(name, fn, opts)
+  vim.api.nvim_create_user_command(name, fn, opts)
+end
+
+command('AgentAsk', function(opts)
+  require('agent_lsp').ask(opts.args)
+end, { nargs = '*', desc = 'agent-lsp: ask the agent (no argument: prompt for it)' })
+command('AgentCancel', function()
+  require('agent_lsp').cancel()
+end, { nargs = 0, desc = 'agent-lsp: cancel the running ask' })
+command('AgentNew', function()
+  require('agent_lsp').new()
+end, { nargs = 0, desc = 'agent-lsp: start a new conversation' })
+command('AgentTools', function()
+  require('agent_lsp').tools()
+end, { nargs = 0, desc = 'agent-lsp: list the tools the agent can call' })
+command('AgentTrace', function()
+  require('agent_lsp').trace()
+end, { nargs = 0, desc = 'agent-lsp: open the tool trace' })

@@ -1,0 +1,119 @@
+"""The editor's open documents over LSP, for the file tools (``tools.documents``).
+
+Reads come from pygls's incrementally synchronised copies; writes go to the editor
+with ``workspace/applyEdit`` as a versioned, annotated edit, so they land in the
+buffer, can be undone there, keep the user's other unsaved text, and are refused
+by the editor if the buffer changed in the meantime.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from tools.documents import BufferEdit, EditOutcome, LineIndex
+
+if TYPE_CHECKING:
+    from pygls.workspace import TextDocument
+
+    from .lsp_server import AgentLanguageServer
+
+ANNOTATION_ID = "agent-lsp"
+
+
+class LspDocuments:
+    def __init__(self, ls: AgentLanguageServer) -> None:
+        self._ls = ls
+
+    def _document(self, path: Path) -> TextDocument | None:
+        try:
+            documents = self._ls.workspace.text_documents
+        except RuntimeError:  # not initialized yet
+            return None
+        for uri, document in documents.items():
+            fs_path = to_fs_path(uri)
+            if fs_path and Path(fs_path).resolve() == path:
+                return document
+        return None
+
+    def buffer_text(self, path: Path) -> str | None:
+        document = self._document(path)
+        return None if document is None else document.source
+
+    def can_edit(self) -> bool:
+        if not self._ls.engine.settings.edit_through_editor:
+            return False
+        workspace = self._ls.client_capabilities.workspace
+        return bool(workspace and workspace.apply_edit)
+
+    async def apply_edits(
+        self, path: Path, base_text: str, edits: list[BufferEdit], *, label: str
+    ) -> EditOutcome:
+        document = self._document(path)
+        if document is None or document.source != base_text:
+            return EditOutcome(False, "the document changed in the editor meanwhile; read it again")
+        confirm = self._ls.engine.settings.confirm_edits
+        edit_caps = self._edit_capabilities()
+        annotate = bool(edit_caps and edit_caps.change_annotation_support)
+        index = LineIndex(base_text, _encoding(self._ls))
+
+        def text_edit(edit: BufferEdit) -> types.TextEdit:
+            start, end = index.position(edit.start), index.position(edit.end)
+            span = types.Range(start=types.Position(*start), end=types.Position(*end))
+            if annotate:
+                return types.AnnotatedTextEdit(
+                    range=span, new_text=edit.text, annotation_id=ANNOTATION_ID
+                )
+            return types.TextEdit(range=span, new_text=edit.text)
+
+        text_edits = [text_edit(edit) for edit in edits]
+        if edit_caps and edit_caps.document_changes:
+            # The version makes the editor refuse the edit if the user typed meanwhile.
+            workspace_edit = types.WorkspaceEdit(
+                document_changes=[
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(
+                            uri=document.uri, version=document.version
+                        ),
+                        edits=text_edits,
+                    )
+                ],
+                change_annotations=(
+                    {
+                        ANNOTATION_ID: types.ChangeAnnotation(
+                            label=label,
+                            needs_confirmation=confirm,
+                            description="Change proposed by the agent",
+                        )
+                    }
+                    if annotate
+                    else None
+                ),
+            )
+        else:
+            workspace_edit = types.WorkspaceEdit(changes={document.uri: text_edits})
+        result = await self._ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=workspace_edit, label=label)
+        )
+        if result.applied:
+            return EditOutcome(True)
+        if confirm and annotate:
+            reason = "the user rejected this edit"
+        else:
+            reason = "the editor refused the edit"
+        if result.failure_reason:
+            reason += f" ({result.failure_reason})"
+        return EditOutcome(False, reason)
+
+    def _edit_capabilities(self) -> types.WorkspaceEditClientCapabilities | None:
+        workspace = self._ls.client_capabilities.workspace
+        return workspace.workspace_edit if workspace else None
+
+
+def _encoding(ls: AgentLanguageServer) -> str:
+    encoding = ls.workspace.position_encoding
+    value = getattr(encoding, "value", encoding)
+    return str(value) if value in ("utf-8", "utf-32") else "utf-16"

@@ -1,0 +1,379 @@
+"""The Neovim client (editor-client/nvim) in headless Neovim, against the real server.
+
+Each test writes a Lua script (a shared prelude plus the test's steps), runs
+``nvim --headless --clean`` on it with the real server as the LSP command and the
+scripted model behind it, and reads back JSON records the script writes to stdout.
+A step can pause at ``T.sync(name)`` while the test checks processes, then resume.
+Neovim 0.7.2 (Debian 12) has no ``nvim -l``, hence ``-c "luafile ..."``; ``print()``
+goes to the message area, hence ``io.stdout:write``. ``AGENT_LSP_NVIM`` picks another
+binary (e.g. a newer release) to run the same tests against.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.lsp_client import REPO, server_env
+from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.procs import pids_with, unique_tag, wait_until
+
+NVIM = os.environ.get("AGENT_LSP_NVIM", "nvim")
+PLUGIN = REPO / "editor-client" / "nvim"
+SERVER_COMMAND = [sys.executable, "-m", "server", "--stdio"]
+MARK = "@@agent-test "
+RUN_TIMEOUT = 60.0
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(NVIM) is None,
+    reason=f"{NVIM!r} is not installed (CI installs it: apt-get install neovim)",
+)
+
+PRELUDE = r"""
+local config = vim.json.decode(os.getenv('AGENT_TEST_CONFIG'))
+local T = {}
+function T.emit(record)
+  io.stdout:write('@@agent-test ' .. vim.json.encode(record) .. '\n')
+  io.stdout:flush()
+end
+function T.wait(what, predicate, ms)
+  if not vim.wait(ms or 20000, predicate, 10) then
+    error('timed out waiting for ' .. what)
+  end
+end
+-- Pause until the test has looked (it creates the file named after the step).
+function T.sync(name)
+  T.emit({ sync = name })
+  local path = config.sync_dir .. '/' .. name
+  T.wait('the test at ' .. name, function() return vim.loop.fs_stat(path) ~= nil end)
+end
+function T.lines(buf)
+  if not buf then return {} end
+  return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+function T.has_line(buf, pattern)
+  for _, line in ipairs(T.lines(buf)) do
+    if line:find(pattern) then return true end
+  end
+  return false
+end
+function T.idle()
+  T.wait('the ask to finish', function() return not agent.status().running end)
+end
+
+vim.opt.runtimepath:prepend(config.plugin)
+vim.cmd('runtime plugin/agent_lsp.lua')
+agent = require('agent_lsp')
+agent.setup({ cmd = config.cmd, settings = config.settings })
+
+local ok, err = xpcall(function()
+%s
+end, debug.traceback)
+if not ok then
+  T.emit({ error = tostring(err) })
+end
+vim.cmd(ok and 'qa!' or 'cquit 1')
+"""
+
+
+def run_nvim(
+    tmp_path: Path,
+    model: ScriptedModel,
+    workspace: Path,
+    body: str,
+    *,
+    settings: dict[str, Any] | None = None,
+    on_sync: dict[str, Callable[[], None]] | None = None,
+) -> dict[str, Any]:
+    """Run one Lua test body; returns the records it emitted, merged into one dict."""
+    home = tmp_path / "home"
+    sync_dir = tmp_path / "sync"
+    for folder in (home, sync_dir):
+        folder.mkdir(exist_ok=True)
+    script = tmp_path / "test.lua"
+    script.write_text(PRELUDE % body, encoding="utf-8")
+    config = {
+        "plugin": str(PLUGIN),
+        "cmd": SERVER_COMMAND,
+        "settings": settings or {},
+        "sync_dir": str(sync_dir),
+    }
+    env = server_env(model.base_url)
+    env.update(
+        AGENT_TEST_CONFIG=json.dumps(config),
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CACHE_HOME=str(home / "cache"),
+    )
+    proc = subprocess.Popen(
+        [NVIM, "--headless", "--clean", "-n", "-i", "NONE", "-c", f"luafile {script}"],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    records: dict[str, Any] = {}
+    try:
+        while True:
+            line = lines.get(timeout=RUN_TIMEOUT)
+            if line is None:
+                break
+            if not line.startswith(MARK):
+                continue
+            record = json.loads(line[len(MARK) :])
+            if "sync" in record:
+                (on_sync or {})[record["sync"]]()
+                (sync_dir / record["sync"]).touch()
+            else:
+                records.update(record)
+        proc.wait(timeout=RUN_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert "error" not in records, records["error"] + "\n" + stderr
+    assert proc.returncode == 0, stderr
+    return records
+
+
+@pytest.fixture
+def model() -> Any:
+    with ScriptedModel() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello from the notes\n", encoding="utf-8")
+    return folder
+
+
+STAMP = r"\d\d:\d\d:\d\d"
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+def test_ask_shows_answer_trace_and_follow_up_reuses_session(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    outside = tmp_path / "elsewhere" / "other.txt"
+    outside.parent.mkdir()
+    outside.write_text("not in the project\n", encoding="utf-8")
+    model.reply(
+        tool_calls=[
+            tool_call("read_file", {"path": "notes.txt"}),
+            tool_call("read_file", {"path": "missing.txt"}),
+        ]
+    )
+    model.reply("The notes say *hello*.\nSecond line.")
+    model.reply("Still hello.")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        f"""
+        local progress = 0
+        local function count() progress = progress + 1 end
+        -- 0.7 fires User LspProgressUpdate; 0.10+ fires LspProgress.
+        vim.api.nvim_create_autocmd('User', {{ pattern = 'LspProgressUpdate', callback = count }})
+        pcall(vim.api.nvim_create_autocmd, 'LspProgress', {{ callback = count }})
+        vim.cmd('edit notes.txt')
+        local file_buf = vim.api.nvim_get_current_buf()
+        vim.cmd('AgentAsk what do the notes say?')
+        T.idle()
+        local first = agent.status()
+        vim.cmd('AgentAsk and again?')
+        T.idle()
+        local second = agent.status()
+        vim.cmd('edit {outside}')
+        local outside_buf = vim.api.nvim_get_current_buf()
+        T.emit({{
+          conversation = T.lines(second.conversation_buf),
+          trace = T.lines(second.trace_buf),
+          first_session = first.session_id,
+          second_session = second.session_id,
+          root = second.root,
+          attached = vim.lsp.buf_is_attached(file_buf, second.client_id),
+          outside_attached = vim.lsp.buf_is_attached(outside_buf, second.client_id),
+          progress = progress,
+        }})
+        """,
+    )
+    conversation = "\n".join(records["conversation"])
+    assert (
+        "## You\n\nwhat do the notes say?\n\n## Agent\n\nThe notes say *hello*.\nSecond line."
+        in (conversation)
+    )
+    assert "## You\n\nand again?\n\n## Agent\n\nStill hello." in conversation
+    assert "_working" not in conversation
+
+    trace = records["trace"]
+    assert len(trace) == 4, trace
+    patterns = [
+        rf"{STAMP} → read_file notes\.txt",
+        rf"{STAMP} ✓ read_file notes\.txt \(\d+ ms\)",
+        rf"{STAMP} → read_file missing\.txt",
+        rf"{STAMP} ✗ read_file missing\.txt \(\d+ ms\): Error: \S.*",
+    ]
+    for pattern in patterns:
+        assert any(re.fullmatch(pattern, line) for line in trace), (pattern, trace)
+
+    assert records["first_session"] and records["first_session"] == records["second_session"]
+    follow_up = model.bodies[-1]
+    assert user_texts(follow_up) == ["what do the notes say?", "and again?"]
+    assert any(
+        m["role"] == "assistant" and m.get("content") == "The notes say *hello*.\nSecond line."
+        for m in follow_up["messages"]
+    )
+    # The agent acted in the project root: the read succeeded with the file's text.
+    tool_results = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert any("hello from the notes" in text for text in tool_results)
+    assert records["root"] == str(workspace.resolve())
+    assert records["attached"] is True
+    assert records["outside_attached"] is False
+    assert records["progress"] > 0
+
+
+def test_settings_tools_prompt_input_and_new_conversation(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    model.reply("first answer")
+    model.reply("fresh answer")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        vim.cmd('AgentTools')
+        T.wait('the tool list', function() return T.has_line(agent.status().tools_buf, 'glob') end)
+        local tools = T.lines(agent.status().tools_buf)
+        -- :AgentAsk without an argument asks for the prompt with vim.ui.input.
+        local asked
+        vim.ui.input = function(opts, on_confirm) asked = opts.prompt; on_confirm('typed question') end
+        vim.cmd('AgentAsk')
+        T.idle()
+        local first = agent.status().session_id
+        vim.cmd('AgentNew')
+        vim.cmd('AgentAsk start over')
+        T.idle()
+        T.emit({
+          tools = tools,
+          input_prompt = asked,
+          first_session = first,
+          second_session = agent.status().session_id,
+          conversation = T.lines(agent.status().conversation_buf),
+          trace = T.lines(agent.status().trace_buf),
+        })
+        """,
+        settings={"enabledTools": ["read_file", "glob"], "maxTurns": 3},
+    )
+    tools = "\n".join(records["tools"])
+    assert "- **read_file** (read-only): " in tools
+    assert "- **glob** (read-only): " in tools
+    assert "bash" not in tools
+    # The settings went to the server as initializationOptions.
+    offered = [t["function"]["name"] for t in model.bodies[0]["tools"]]
+    assert sorted(offered) == ["glob", "read_file"]
+
+    assert records["input_prompt"]
+    assert user_texts(model.bodies[0]) == ["typed question"]
+    assert user_texts(model.bodies[1]) == ["start over"]
+    assert records["first_session"] and records["second_session"]
+    assert records["first_session"] != records["second_session"]
+    conversation = "\n".join(records["conversation"])
+    assert (
+        conversation.index("first answer")
+        < conversation.index("---")
+        < conversation.index("fresh answer")
+    )
+    assert "-- new conversation --" in records["trace"]
+
+
+def test_cancel_stops_a_long_bash_and_the_session_continues(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    tag = unique_tag()
+    # `; : tag` keeps bash itself alive (and tagged) instead of exec-ing sleep.
+    model.reply("ready")
+    model.reply(tool_calls=[tool_call("bash", {"command": f"sleep 30; : {tag}"}, id="long")])
+    model.reply("after the cancel")
+    seen: dict[str, Any] = {}
+
+    def running() -> None:
+        seen["running"] = wait_until(lambda: len(pids_with(tag)) > 0, 10)
+
+    def cancelled() -> None:
+        seen["gone"] = wait_until(lambda: not pids_with(tag), 5)
+
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        vim.lsp.set_log_level('debug')
+        vim.cmd('AgentAsk warm up')
+        T.idle()
+        vim.cmd('AgentAsk run the long thing')
+        T.wait('bash to start', function() return T.has_line(agent.status().trace_buf, '→ bash') end)
+        T.sync('running')
+        vim.cmd('AgentCancel')
+        T.idle()
+        T.sync('cancelled')
+        vim.cmd('AgentAsk go on')
+        T.idle()
+        T.emit({
+          conversation = T.lines(agent.status().conversation_buf),
+          trace = T.lines(agent.status().trace_buf),
+          log = vim.lsp.get_log_path(),
+        })
+        """,
+        on_sync={"running": running, "cancelled": cancelled},
+    )
+    assert seen == {"running": True, "gone": True}
+    conversation = "\n".join(records["conversation"])
+    assert "## You\n\nrun the long thing\n\n## Agent\n\n_(cancelled)_" in conversation
+    assert "## You\n\ngo on\n\n## Agent\n\nafter the cancel" in conversation
+    assert any(
+        re.fullmatch(rf"{STAMP} ✗ bash sleep 30; : {tag} \(\d+ ms\): .+", line)
+        for line in records["trace"]
+    ), records["trace"]
+    # The server answered the $/cancelRequest with RequestCancelled (Neovim logs it).
+    log = Path(records["log"]).read_text(encoding="utf-8", errors="replace")
+    assert re.search(r"Received cancellation ack.{0,300}?-32800", log, re.DOTALL), log[-2000:]
+    # The follow-up continued the session, which stayed consistent: the cancelled
+    # call got its tool result.
+    assert user_texts(model.bodies[-1]) == ["warm up", "run the long thing", "go on"]
+    cancelled_results = [m for m in model.bodies[-1]["messages"] if m.get("tool_call_id") == "long"]
+    assert cancelled_results == [
+        {"role": "tool", "tool_call_id": "long", "content": "Error: cancelled"}
+    ]
