@@ -1,0 +1,447 @@
+;;; agent-lsp.el --- Agent chat over the agent-lsp language server  -*- lexical-binding: t; -*-
+
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
+;; Keywords: tools, convenience, languages
+;; URL: https://github.com/agent-lsp/agent-lsp
+
+;;; Commentary:
+
+;; A thin client for the agent-lsp language server: the server runs the coding
+;; agent (model, tools, workspace sandbox); this package starts it through eglot
+;; for the current project, sends `agent/ask', and shows
+;;
+;; - the conversation in the `*agent-lsp*' buffer (Markdown; asks continue one
+;;   server session until `agent-lsp-new-conversation'),
+;; - one line per tool call start and end in `*agent-lsp-trace*', fed by the
+;;   server's `agent/toolActivity' notifications,
+;; - progress ("turn 2: read_file src/app.py") in the mode line of `*agent-lsp*'.
+;;
+;; Commands: `agent-lsp-ask', `agent-lsp-cancel', `agent-lsp-new-conversation',
+;; `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-shutdown'.
+;;
+;; Works with Emacs 28 and Debian's elpa-eglot (eglot 1.9), and with Emacs 29+
+;; where eglot is built in.  The protocol is in docs/protocol.md.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'eglot)
+(require 'jsonrpc)
+(require 'project)
+(require 'subr-x)
+
+(defgroup agent-lsp nil
+  "Coding agent over the agent-lsp language server."
+  :group 'tools
+  :prefix "agent-lsp-")
+
+(defcustom agent-lsp-server-command '("agent-lsp" "--stdio")
+  "Command line of the agent-lsp server: program and arguments.
+For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
+\"agent-lsp\" \"--stdio\")."
+  :type '(repeat string))
+
+(defcustom agent-lsp-settings nil
+  "The `agentLsp' settings section as a plist, e.g. (:model \"gpt-4o-mini\").
+Keys: :model, :baseUrl, :requestTimeout, :maxTurns, :enabledTools (a vector
+of tool names), :bashTimeout, :systemPrompt.  Sent as initializationOptions
+and answered to `workspace/configuration'.  Never the API key: the server
+reads it from its own environment or .env file."
+  :type 'plist)
+
+(defcustom agent-lsp-managed-modes nil
+  "Major modes whose project buffers the agent-lsp server manages through eglot.
+The server then sees their unsaved text.  Eglot gives a buffer one server
+only, so list only modes that use no other language server in your projects."
+  :type '(repeat symbol))
+
+(defcustom agent-lsp-save-before-ask t
+  "Non-nil means offer to save modified project buffers before an ask.
+Buffers the server does not manage are read from disk by the agent."
+  :type 'boolean)
+
+(defconst agent-lsp--buffer "*agent-lsp*")
+(defconst agent-lsp--trace-buffer "*agent-lsp-trace*")
+(defconst agent-lsp--tools-buffer "*agent-lsp-tools*")
+(defconst agent-lsp--summary-chars 80 "As SUMMARY_CHARS in server/activity.py.")
+
+(defvar agent-lsp--servers nil "Live agent-lsp eglot servers, newest first.")
+(defvar agent-lsp--asks 0 "Counter for workDoneTokens.")
+(defvar agent-lsp--history nil "Prompt history.")
+
+;; One conversation at a time: its server, session and the ask in flight.
+(defvar agent-lsp--conversation-server nil)
+(defvar agent-lsp--session-id nil)
+(defvar agent-lsp--request nil
+  "The running ask: a plist (:server :id :token :status-marker :cancelling).")
+
+;;; The eglot server class
+
+(defclass agent-lsp-server (eglot-lsp-server) ()
+  :documentation "An eglot connection to the agent-lsp language server.")
+
+(defun agent-lsp--settings-object ()
+  "The `agentLsp' settings as a JSON object for jsonrpc."
+  (or agent-lsp-settings (make-hash-table)))
+
+(cl-defmethod eglot-initialization-options ((_server agent-lsp-server))
+  (agent-lsp--settings-object))
+
+(cl-defmethod eglot-handle-request
+  ((_server agent-lsp-server) (_method (eql 'workspace/configuration)) &key items)
+  "Answer the server's pull of the `agentLsp' section from `agent-lsp-settings'."
+  (apply #'vector
+         (mapcar (lambda (item)
+                   (when (equal (plist-get item :section) "agentLsp")
+                     (agent-lsp--settings-object)))
+                 items)))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/toolActivity)) &rest params
+   &key &allow-other-keys)
+  (agent-lsp--trace-insert (agent-lsp-format-activity params)))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql '$/progress)) &key token value)
+  (if (and agent-lsp--request (equal token (plist-get agent-lsp--request :token)))
+      (let ((message (plist-get value :message)))
+        (when (and (stringp message) (not (equal (plist-get value :kind) "end"))
+                   (not (plist-get agent-lsp--request :cancelling)))
+          (agent-lsp--set-status (concat "working: " message))))
+    (cl-call-next-method)))
+
+(defun agent-lsp--remember-server (server)
+  "Track SERVER (from `eglot-server-initialized-hook') if it is ours."
+  (when (cl-typep server 'agent-lsp-server)
+    (push server agent-lsp--servers)))
+
+(add-hook 'eglot-server-initialized-hook #'agent-lsp--remember-server)
+
+(defun agent-lsp--modes ()
+  "The major modes the server is started for.
+`agent-lsp-conversation-mode' buffers visit no file, so eglot manages none of
+them: without `agent-lsp-managed-modes' the server manages no buffer."
+  (cons 'agent-lsp-conversation-mode agent-lsp-managed-modes))
+
+(defun agent-lsp-register-with-eglot ()
+  "Register the server in `eglot-server-programs' for `agent-lsp-managed-modes'.
+Then \\[eglot] in a buffer of those modes starts agent-lsp too."
+  (interactive)
+  (setq eglot-server-programs
+        (cl-remove-if (lambda (entry) (eq (car-safe (cdr entry)) 'agent-lsp-server))
+                      eglot-server-programs))
+  (push (cons (agent-lsp--modes) (cons 'agent-lsp-server agent-lsp-server-command))
+        eglot-server-programs))
+
+(agent-lsp-register-with-eglot)
+
+;;; Projects and servers
+
+(defun agent-lsp--project ()
+  (or (project-current) (cons 'transient (expand-file-name default-directory))))
+
+(defun agent-lsp--root (&optional project)
+  (file-name-as-directory (expand-file-name (project-root (or project (agent-lsp--project))))))
+
+(defun agent-lsp--server-root (server)
+  (agent-lsp--root (eglot--project server)))
+
+(defun agent-lsp--live-server (root)
+  "The running agent-lsp server for ROOT, if any."
+  (setq agent-lsp--servers (cl-remove-if-not #'jsonrpc-running-p agent-lsp--servers))
+  (cl-find root agent-lsp--servers :key #'agent-lsp--server-root :test #'equal))
+
+(defun agent-lsp--ensure-server ()
+  "The server for the current project, started (synchronously) if needed."
+  (let* ((project (agent-lsp--project))
+         (root (agent-lsp--root project)))
+    (or (agent-lsp--live-server root)
+        (progn
+          (agent-lsp-register-with-eglot)
+          ;; A temporary buffer: `eglot' must not see (and replace) a server
+          ;; that manages the current buffer.  eglot 1.9 takes one language id
+          ;; string; later versions also accept one.
+          (with-temp-buffer
+            (setq default-directory root)
+            (let ((eglot-sync-connect t))
+              (eglot (agent-lsp--modes) project 'agent-lsp-server
+                     agent-lsp-server-command "plaintext")))
+          (or (agent-lsp--live-server root)
+              (error "agent-lsp: the server did not start (see the *EGLOT ... stderr* buffer)"))))))
+
+;;; Trace lines (same format as the terminal and Neovim clients)
+
+(defun agent-lsp--one-line (text &optional max)
+  "TEXT with whitespace runs collapsed to one space, cut to MAX chars with an ellipsis."
+  (let ((max (or max agent-lsp--summary-chars))
+        (line (string-trim (replace-regexp-in-string "[ \t\n\r\f\v]+" " " text))))
+    (if (<= (length line) max) line (concat (substring line 0 (1- max)) "…"))))
+
+(defun agent-lsp--parse-json (text)
+  "TEXT parsed as JSON (objects as hash tables), or nil."
+  (condition-case nil
+      (if (fboundp 'json-parse-string)
+          (json-parse-string text :object-type 'hash-table :null-object nil)
+        (let ((json-object-type 'hash-table)) (json-read-from-string text)))
+    (error nil)))
+
+(defun agent-lsp-summarize-arguments (arguments)
+  "What a call acts on: its `path', `command' or `pattern', else ARGUMENTS itself."
+  (if (or (not (stringp arguments)) (string-blank-p arguments))
+      "{}"
+    (let ((parsed (agent-lsp--parse-json arguments)))
+      (or (and (hash-table-p parsed)
+               (cl-loop for key in '("path" "command" "pattern")
+                        for value = (gethash key parsed)
+                        when (and (stringp value) (not (string-empty-p value)))
+                        return (agent-lsp--one-line value)))
+          (agent-lsp--one-line arguments)))))
+
+(defun agent-lsp-format-activity (params)
+  "One trace line for an `agent/toolActivity' notification PARAMS (a plist)."
+  (let* ((stamp (format-time-string "%H:%M:%S"))
+         (name (let ((n (plist-get params :name))) (if (stringp n) n "?")))
+         (summary (agent-lsp-summarize-arguments (plist-get params :arguments)))
+         (status (plist-get params :status)))
+    (if (equal status "started")
+        (format "%s → %s %s" stamp name summary)
+      (let* ((ms (plist-get params :durationMs))
+             (line (format "%s %s %s %s (%.0f ms)" stamp
+                           (if (equal status "completed") "✓" "✗")
+                           name summary (if (numberp ms) ms 0)))
+             (output (plist-get params :output))
+             (first (and (equal status "failed") (stringp output)
+                         (car (split-string (string-trim output) "[\r\n]")))))
+        (if (and first (not (string-empty-p first)))
+            (concat line ": " (truncate-string-to-width first 200))
+          line)))))
+
+;;; Buffers
+
+(defalias 'agent-lsp--conversation-parent-mode
+  (if (fboundp 'markdown-mode) #'markdown-mode #'text-mode))
+
+(define-derived-mode agent-lsp-conversation-mode agent-lsp--conversation-parent-mode
+  "agent-lsp"
+  "Major mode of the `*agent-lsp*' conversation buffer (Markdown)."
+  (setq buffer-read-only t)
+  (setq-local truncate-lines nil)
+  (visual-line-mode 1))
+
+(define-derived-mode agent-lsp-trace-mode special-mode "agent-lsp-trace"
+  "Major mode of the `*agent-lsp-trace*' buffer: one line per tool call start and end.")
+
+(defun agent-lsp--get-buffer (name mode)
+  (let ((buffer (get-buffer name)))
+    (or buffer
+        (with-current-buffer (get-buffer-create name)
+          (funcall mode)
+          (current-buffer)))))
+
+(defun agent-lsp--append (name mode text)
+  "Append TEXT to buffer NAME, keeping windows that showed its end at the end."
+  (with-current-buffer (agent-lsp--get-buffer name mode)
+    (let ((inhibit-read-only t)
+          (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
+                                       (get-buffer-window-list (current-buffer) nil t))))
+      (save-excursion
+        (goto-char (point-max))
+        (insert text))
+      (dolist (window followers)
+        (set-window-point window (point-max))))))
+
+(defun agent-lsp--say (text)
+  (agent-lsp--append agent-lsp--buffer #'agent-lsp-conversation-mode text))
+
+(defun agent-lsp--trace-insert (line)
+  (agent-lsp--append agent-lsp--trace-buffer #'agent-lsp-trace-mode (concat line "\n")))
+
+(defun agent-lsp--set-status (text)
+  "Show TEXT as the running ask's status line and in the mode line."
+  (let ((marker (plist-get agent-lsp--request :status-marker)))
+    (when (and marker (marker-buffer marker))
+      (with-current-buffer (marker-buffer marker)
+        (let ((inhibit-read-only t))
+          (save-excursion
+            (goto-char marker)
+            (delete-region marker (point-max))
+            (insert "_" text "_\n")))
+        (setq mode-line-process (format " [%s]" text))
+        (force-mode-line-update)))))
+
+(defun agent-lsp--finish (request text)
+  "End REQUEST: its status line is replaced by TEXT."
+  (when (eq request agent-lsp--request)
+    (setq agent-lsp--request nil)
+    (when-let ((timer (plist-get request :cancel-timer))) (cancel-timer timer))
+    (let ((marker (plist-get request :status-marker)))
+      (when (and marker (marker-buffer marker))
+        (with-current-buffer (marker-buffer marker)
+          (let ((inhibit-read-only t))
+            (delete-region marker (point-max)))
+          (setq mode-line-process nil)
+          (force-mode-line-update))))
+    (agent-lsp--say (concat text "\n\n"))))
+
+(defun agent-lsp--start-conversation (server root)
+  (with-current-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)
+    (agent-lsp--say (concat (if (> (buffer-size) 0) "---\n\n" "")
+                            "# agent-lsp: " root "\n\n"))
+    (setq default-directory root))
+  (setq agent-lsp--conversation-server server
+        agent-lsp--session-id nil))
+
+(defun agent-lsp--revert-changed-buffers (root)
+  "Reload unmodified buffers under ROOT whose files the agent changed."
+  (dolist (buffer (buffer-list))
+    (with-current-buffer buffer
+      (when (and buffer-file-name (not (buffer-modified-p))
+                 (string-prefix-p root (expand-file-name buffer-file-name))
+                 (file-exists-p buffer-file-name)
+                 (not (verify-visited-file-modtime buffer)))
+        (revert-buffer t t t)))))
+
+;;; Commands
+
+(defun agent-lsp--on-answer (request result)
+  (when (eq request agent-lsp--request)
+    (setq agent-lsp--session-id (plist-get result :sessionId))
+    (let* ((calls (length (plist-get result :toolCalls)))
+           (stop (plist-get result :stopReason))
+           (notes (concat (format "%d tool call%s" calls (if (= calls 1) "" "s"))
+                          (if (and stop (not (equal stop "end_turn")))
+                              (format ", stopped: %s" stop) ""))))
+      (agent-lsp--finish request (format "%s\n\n_(%s)_" (plist-get result :answer) notes)))
+    (agent-lsp--revert-changed-buffers (plist-get request :root))))
+
+(defun agent-lsp--on-error (request error)
+  (when (eq request agent-lsp--request)
+    (let ((code (plist-get error :code))
+          (data (plist-get error :data)))
+      (cond
+       ((eql code -32800) (agent-lsp--finish request "_(cancelled)_"))
+       (t
+        (let ((text (format "**Error** (%s): %s" code (plist-get error :message))))
+          (when (and (eql code -32602) (equal (plist-get data :field) "sessionId"))
+            (setq agent-lsp--session-id nil)
+            (setq text (concat text "\n_The next ask starts a new conversation._")))
+          (agent-lsp--finish request text)))))))
+
+(defun agent-lsp--async-request (server method params &rest args)
+  "Send an async request and return its id.
+`jsonrpc-async-request' returns the id from jsonrpc 1.0.24 (Emacs 30) on, nil
+before; `jsonrpc--async-request-1' returns (ID ...) in every version."
+  (car (apply (if (fboundp 'jsonrpc--async-request-1)
+                  #'jsonrpc--async-request-1
+                #'jsonrpc-async-request)
+              server method params args)))
+
+;;;###autoload
+(defun agent-lsp-ask (prompt)
+  "Ask the agent PROMPT in the current project; the answer goes to `*agent-lsp*'."
+  (interactive (list (read-string "Ask the agent: " nil 'agent-lsp--history)))
+  (when (or (not (stringp prompt)) (string-blank-p prompt))
+    (user-error "agent-lsp: the prompt is empty"))
+  (when agent-lsp--request
+    (user-error "agent-lsp: an ask is already running (M-x agent-lsp-cancel stops it)"))
+  (let* ((root (if (eq (current-buffer) (get-buffer agent-lsp--buffer))
+                   default-directory
+                 (agent-lsp--root)))
+         (default-directory root)
+         (server (agent-lsp--ensure-server)))
+    (when agent-lsp-save-before-ask
+      (save-some-buffers nil (lambda ()
+                               (and buffer-file-name
+                                    (string-prefix-p root (expand-file-name buffer-file-name))))))
+    (unless (eq server agent-lsp--conversation-server)
+      (agent-lsp--start-conversation server root))
+    (agent-lsp--say (format "## You\n\n%s\n\n## Agent\n\n" prompt))
+    (let* ((token (format "agent-lsp-emacs-%d" (cl-incf agent-lsp--asks)))
+           (marker (with-current-buffer agent-lsp--buffer (copy-marker (point-max))))
+           (request (list :server server :token token :root root :status-marker marker))
+           (params (append (list :prompt prompt :workDoneToken token)
+                           (and agent-lsp--session-id
+                                (list :sessionId agent-lsp--session-id)))))
+      (setq agent-lsp--request request)
+      (agent-lsp--set-status "working: waiting for the model")
+      (display-buffer agent-lsp--buffer)
+      (plist-put request :id
+                 (agent-lsp--async-request
+                  server :agent/ask params
+                  :success-fn (lambda (result) (agent-lsp--on-answer request result))
+                  :error-fn (lambda (error) (agent-lsp--on-error request error))
+                  ;; An ask runs as long as it needs; `agent-lsp-cancel' stops it.
+                  :timeout nil))
+      request)))
+
+;;;###autoload
+(defun agent-lsp-cancel ()
+  "Cancel the running ask (`$/cancelRequest'; the server answers RequestCancelled)."
+  (interactive)
+  (let ((request agent-lsp--request))
+    (unless request
+      (user-error "agent-lsp: no ask is running"))
+    (unless (plist-get request :cancelling)
+      (plist-put request :cancelling t)
+      (agent-lsp--set-status "cancelling…")
+      (jsonrpc-notify (plist-get request :server) :$/cancelRequest
+                      (list :id (plist-get request :id)))
+      ;; The server's -32800 reply ends the ask; don't wait forever for it.
+      (plist-put request :cancel-timer
+                 (run-with-timer 10 nil (lambda ()
+                                          (agent-lsp--finish request "_(cancelled)_")))))))
+
+;;;###autoload
+(defun agent-lsp-new-conversation ()
+  "Start a new conversation; a running ask is cancelled."
+  (interactive)
+  (let ((request agent-lsp--request)
+        (server agent-lsp--conversation-server))
+    (when request
+      (agent-lsp-cancel)
+      (agent-lsp--finish request "_(cancelled)_"))
+    (when (and server agent-lsp--session-id (jsonrpc-running-p server))
+      (agent-lsp--async-request server :agent/endSession
+                                (list :sessionId agent-lsp--session-id)
+                                :success-fn #'ignore :error-fn #'ignore))
+    (setq agent-lsp--conversation-server nil
+          agent-lsp--session-id nil)
+    (agent-lsp--trace-insert "-- new conversation --")))
+
+;;;###autoload
+(defun agent-lsp-list-tools ()
+  "Show the tools the agent can call in `*agent-lsp-tools*'."
+  (interactive)
+  (let* ((server (agent-lsp--ensure-server))
+         (tools (plist-get (jsonrpc-request server :agent/listTools (make-hash-table)) :tools)))
+    (with-current-buffer (agent-lsp--get-buffer agent-lsp--tools-buffer #'agent-lsp-conversation-mode)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert "# agent-lsp tools: " (agent-lsp--server-root server) "\n\n")
+        (seq-doseq (tool tools)
+          (let* ((hints (plist-get tool :annotations))
+                 (kind (cond ((eq (plist-get hints :readOnlyHint) t) " (read-only)")
+                             ((eq (plist-get hints :destructiveHint) t) " (destructive)")
+                             (t "")))
+                 (description (car (split-string (or (plist-get tool :description) "") "\n"))))
+            (insert (format "- **%s**%s: %s\n" (plist-get tool :name) kind description)))))
+      (goto-char (point-min)))
+    (pop-to-buffer agent-lsp--tools-buffer)))
+
+;;;###autoload
+(defun agent-lsp-trace ()
+  "Show the tool trace buffer."
+  (interactive)
+  (pop-to-buffer (agent-lsp--get-buffer agent-lsp--trace-buffer #'agent-lsp-trace-mode)))
+
+;;;###autoload
+(defun agent-lsp-shutdown ()
+  "Shut down the agent-lsp server of the current project."
+  (interactive)
+  (let ((server (agent-lsp--live-server (agent-lsp--root))))
+    (unless server (user-error "agent-lsp: no server runs for this project"))
+    (eglot-shutdown server)))
+
+(provide 'agent-lsp)
+;;; agent-lsp.el ends here
