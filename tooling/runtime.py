@@ -48,18 +48,16 @@ class ToolRuntime:
         if not isinstance(arguments, dict):
             return "Error: arguments must be an object"
 
-        problem = _first_violation(self._validators[name], arguments)
-        if problem is not None:
-            return f"Error: Invalid arguments for {name}: {problem}"
+        validator = self._validators[name]
+        if not validator.is_valid(arguments):  # the fast path; errors are described below
+            return f"Error: Invalid arguments for {name}: {_first_violation(validator, arguments)}"
 
         # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
         return await tool.handler(arguments)
 
 
-def _first_violation(validator: Validator, arguments: dict[str, Any]) -> str | None:
+def _first_violation(validator: Validator, arguments: dict[str, Any]) -> str:
     errors = sorted(validator.iter_errors(arguments), key=_error_order)
-    if not errors:
-        return None
     return _describe(errors[0])
 
 
