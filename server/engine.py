@@ -30,13 +30,26 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 
-@dataclass
 class Folder:
-    """One open workspace folder and the runtime built for it."""
+    """One open workspace folder and the runtime built for it.
 
-    workspace: Workspace
-    runtime: ToolRuntime
-    runtime_key: tuple[Any, ...]
+    The runtime is built on first use, not when the editor announces the folder,
+    so ``initialize`` stays fast.
+    """
+
+    def __init__(
+        self, workspace: Workspace, build: Callable[[], ToolRuntime], key: tuple[Any, ...]
+    ) -> None:
+        self.workspace = workspace
+        self.runtime_key = key
+        self._build = build
+        self._runtime: ToolRuntime | None = None
+
+    @property
+    def runtime(self) -> ToolRuntime:
+        if self._runtime is None:
+            self._runtime = self._build()
+        return self._runtime
 
 
 @dataclass
@@ -148,14 +161,17 @@ class AgentEngine:
         return found
 
     def _make_folder(self, workspace: Workspace) -> Folder:
-        settings = self._settings
-        runtime = build_runtime(
+        settings, documents = self._settings, self._documents
+        return Folder(
             workspace,
-            enabled=settings.enabled_tools,
-            bash_timeout=settings.bash_timeout,
-            documents=self._documents,
+            lambda: build_runtime(
+                workspace,
+                enabled=settings.enabled_tools,
+                bash_timeout=settings.bash_timeout,
+                documents=documents,
+            ),
+            settings.runtime_key(),
         )
-        return Folder(workspace, runtime, settings.runtime_key())
 
     # -- requests ------------------------------------------------------------------
 

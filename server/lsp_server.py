@@ -165,9 +165,10 @@ class Progress:
 
 def _import_sdk() -> None:
     try:
+        import jsonschema  # noqa: F401
         import openai  # noqa: F401
     except Exception:  # the ask will report it properly
-        logger.debug("could not pre-import openai", exc_info=True)
+        logger.debug("could not pre-import the SDK", exc_info=True)
 
 
 def _client_supports_progress(ls: AgentLanguageServer) -> bool:
@@ -239,8 +240,9 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         for warning in ls._pending_warnings:
             ls.warn_user(warning)
         ls._pending_warnings.clear()
-        # Importing the SDK takes about a second; do it now, off the event loop,
-        # rather than in the user's first ask (and not before initialize answers).
+        # Importing the SDK (and jsonschema) takes about a second; do it now, off the
+        # event loop, rather than in the user's first ask (and not before initialize
+        # answers).
         threading.Thread(target=_import_sdk, name="agent-lsp-warm-sdk", daemon=True).start()
         if not ls.engine.folders:
             ls.window_log_message(

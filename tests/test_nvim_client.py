@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from server.terminal_client import format_activity
 from tests.support.lsp_client import REPO, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, unique_tag, wait_until
@@ -78,7 +79,7 @@ agent = require('agent_lsp')
 agent.setup({ cmd = config.cmd, settings = config.settings })
 
 local ok, err = xpcall(function()
-%s
+{BODY}
 end, debug.traceback)
 if not ok then
   T.emit({ error = tostring(err) })
@@ -95,6 +96,7 @@ def run_nvim(
     *,
     settings: dict[str, Any] | None = None,
     on_sync: dict[str, Callable[[], None]] | None = None,
+    data: Any = None,
 ) -> dict[str, Any]:
     """Run one Lua test body; returns the records it emitted, merged into one dict."""
     home = tmp_path / "home"
@@ -102,12 +104,13 @@ def run_nvim(
     for folder in (home, sync_dir):
         folder.mkdir(exist_ok=True)
     script = tmp_path / "test.lua"
-    script.write_text(PRELUDE % body, encoding="utf-8")
+    script.write_text(PRELUDE.replace("{BODY}", body), encoding="utf-8")
     config = {
         "plugin": str(PLUGIN),
         "cmd": SERVER_COMMAND,
         "settings": settings or {},
         "sync_dir": str(sync_dir),
+        "data": data,
     }
     env = server_env(model.base_url)
     env.update(
@@ -118,16 +121,18 @@ def run_nvim(
         XDG_STATE_HOME=str(home / "state"),
         XDG_CACHE_HOME=str(home / "cache"),
     )
-    proc = subprocess.Popen(
-        [NVIM, "--headless", "--clean", "-n", "-i", "NONE", "-c", f"luafile {script}"],
-        cwd=workspace,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-    )
+    stderr_path = tmp_path / "nvim-stderr.txt"
+    with stderr_path.open("w") as stderr:
+        proc = subprocess.Popen(
+            [NVIM, "--headless", "--clean", "-n", "-i", "NONE", "-c", f"luafile {script}"],
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            encoding="utf-8",
+        )
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
@@ -140,7 +145,13 @@ def run_nvim(
     records: dict[str, Any] = {}
     try:
         while True:
-            line = lines.get(timeout=RUN_TIMEOUT)
+            try:
+                line = lines.get(timeout=RUN_TIMEOUT)
+            except queue.Empty:
+                pytest.fail(
+                    f"Neovim said nothing for {RUN_TIMEOUT:.0f} s:\n"
+                    + stderr_path.read_text(encoding="utf-8", errors="replace")
+                )
             if line is None:
                 break
             if not line.startswith(MARK):
@@ -156,7 +167,7 @@ def run_nvim(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    stderr = proc.stderr.read() if proc.stderr else ""
+    stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
     assert "error" not in records, records["error"] + "\n" + stderr
     assert proc.returncode == 0, stderr
     return records
@@ -179,8 +190,85 @@ def workspace(tmp_path: Path) -> Path:
 STAMP = r"\d\d:\d\d:\d\d"
 
 
+# Activity notifications whose trace lines must match the terminal client's exactly.
+FORMAT_CASES: list[dict[str, Any]] = [
+    {"name": "read_file", "arguments": '{"path": "src/app.py", "offset": 3}', "status": "started"},
+    {
+        "name": "read_file",
+        "arguments": '{"path": "src/app.py"}',
+        "status": "completed",
+        "output": "x",
+        "durationMs": 2.5,
+    },
+    {
+        "name": "bash",
+        "arguments": json.dumps({"command": "  pytest\n  -q\t--maxfail=1 "}),
+        "status": "failed",
+        "output": "\n  Error: exit status 1\nmore",
+        "durationMs": 1234.6,
+    },
+    {
+        "name": "bash",
+        "arguments": '{"path": "", "command": "ls", "pattern": "*.py"}',
+        "status": "completed",
+        "output": "",
+        "durationMs": 0.4,
+    },
+    {"name": "glob", "arguments": '{"path": 7, "pattern": "**/*.ts"}', "status": "started"},
+    {"name": "write_file", "arguments": '{"path": "' + "é" * 120 + '"}', "status": "started"},
+    {
+        "name": "edit_file",
+        "arguments": "not json {",
+        "status": "failed",
+        "output": "Error: bad arguments",
+        "durationMs": 1,
+    },
+    {"name": "edit_file", "arguments": "", "status": "started"},
+    {"name": "edit_file", "arguments": "[1, 2]", "status": "started"},
+    {
+        "name": "custom",
+        "arguments": '{"a": 1, "b": "two"}',
+        "status": "completed",
+        "durationMs": 12.5,
+    },
+    {
+        "name": "bash",
+        "arguments": '{"command": "x"}',
+        "status": "failed",
+        "output": "E" * 300,
+        "durationMs": 7,
+    },
+]
+
+
+def expected_lines() -> list[str]:
+    """The terminal client's lines without their ``HH:MM:SS `` stamp."""
+    return [format_activity(case)[9:] for case in FORMAT_CASES]
+
+
 def user_texts(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+def test_trace_lines_match_the_terminal_client(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        local format = require('agent_lsp.format')
+        local lines = {}
+        for _, params in ipairs(config.data) do
+          table.insert(lines, format.activity_line(params))
+        end
+        T.emit({ lines = lines })
+        """,
+        data=FORMAT_CASES,
+    )
+    assert [line[9:] for line in records["lines"]] == expected_lines()
+    assert all(re.fullmatch(STAMP + " ", line[:9]) for line in records["lines"])
 
 
 def test_ask_shows_answer_trace_and_follow_up_reuses_session(
@@ -264,6 +352,39 @@ def test_ask_shows_answer_trace_and_follow_up_reuses_session(
     assert records["progress"] > 0
 
 
+def test_the_agent_reads_and_edits_unsaved_project_buffers(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    notes = workspace / "notes.txt"
+    model.reply(tool_calls=[tool_call("read_file", {"path": "notes.txt"})])
+    model.reply(
+        tool_calls=[
+            tool_call("edit_file", {"path": "notes.txt", "old_text": "typed", "new_text": "fixed"})
+        ]
+    )
+    model.reply("Edited.")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        vim.cmd('edit notes.txt')
+        local buf = vim.api.nvim_get_current_buf()
+        vim.api.nvim_buf_set_lines(buf, 0, -1, false, { 'typed but not saved' })
+        vim.cmd('AgentAsk fix my notes')
+        T.idle()
+        T.emit({ lines = T.lines(buf), modified = vim.bo[buf].modified })
+        """,
+    )
+    # read_file saw the buffer, not the disk; edit_file went through workspace/applyEdit
+    # into the buffer, which stays unsaved (undoable there).
+    read_result = next(m for m in model.bodies[1]["messages"] if m["role"] == "tool")
+    assert "typed but not saved" in read_result["content"]
+    assert records["lines"] == ["fixed but not saved"]
+    assert records["modified"] is True
+    assert notes.read_text(encoding="utf-8") == "hello from the notes\n"
+
+
 def test_settings_tools_prompt_input_and_new_conversation(
     tmp_path: Path, model: ScriptedModel, workspace: Path
 ) -> None:
@@ -279,11 +400,15 @@ def test_settings_tools_prompt_input_and_new_conversation(
         local tools = T.lines(agent.status().tools_buf)
         -- :AgentAsk without an argument asks for the prompt with vim.ui.input.
         local asked
-        vim.ui.input = function(opts, on_confirm) asked = opts.prompt; on_confirm('typed question') end
+        vim.ui.input = function(opts, on_confirm)
+          asked = opts.prompt
+          on_confirm('typed question')
+        end
         vim.cmd('AgentAsk')
         T.idle()
         local first = agent.status().session_id
         vim.cmd('AgentNew')
+        agent.setup({ settings = { enabledTools = { 'glob' } } }) -- reaches the running server
         vim.cmd('AgentAsk start over')
         T.idle()
         T.emit({
@@ -308,6 +433,7 @@ def test_settings_tools_prompt_input_and_new_conversation(
     assert records["input_prompt"]
     assert user_texts(model.bodies[0]) == ["typed question"]
     assert user_texts(model.bodies[1]) == ["start over"]
+    assert [t["function"]["name"] for t in model.bodies[1]["tools"]] == ["glob"]
     assert records["first_session"] and records["second_session"]
     assert records["first_session"] != records["second_session"]
     conversation = "\n".join(records["conversation"])
@@ -344,7 +470,9 @@ def test_cancel_stops_a_long_bash_and_the_session_continues(
         vim.cmd('AgentAsk warm up')
         T.idle()
         vim.cmd('AgentAsk run the long thing')
-        T.wait('bash to start', function() return T.has_line(agent.status().trace_buf, '→ bash') end)
+        T.wait('bash to start', function()
+          return T.has_line(agent.status().trace_buf, '→ bash')
+        end)
         T.sync('running')
         vim.cmd('AgentCancel')
         T.idle()

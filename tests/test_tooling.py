@@ -183,17 +183,17 @@ def test_invalid_declared_schema_is_refused_at_assembly() -> None:
 
 
 async def test_validators_are_compiled_once_per_tool(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tooling.runtime as runtime_module
+    import jsonschema
 
     built: list[object] = []
-    real = runtime_module.Draft202012Validator
+    real = jsonschema.Draft202012Validator
 
     def counting(schema: dict[str, Any]) -> Any:
         built.append(schema)
         return real(schema)
 
     counting.check_schema = real.check_schema  # type: ignore[attr-defined]
-    monkeypatch.setattr(runtime_module, "Draft202012Validator", counting)
+    monkeypatch.setattr(jsonschema, "Draft202012Validator", counting)
     runtime = ToolRuntime(ToolRegistry([make_tool()]))
     for _ in range(5):
         await runtime.execute("echo", '{"text": "a"}')

@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from .registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 
 class ToolRuntime:
     def __init__(self, registry: ToolRegistry) -> None:
         self._registry = registry
+        # Imported here, not at module level: jsonschema is a sizeable share of the
+        # server's start-up, and a runtime is only built when a folder is first used.
+        import jsonschema
+
         # Compiled once per tool: the declared schema is the single source of truth
         # for argument shape, so handlers only check what a schema cannot express.
         self._validators: dict[str, Validator] = {}
         for tool in registry:
-            Draft202012Validator.check_schema(tool.parameters)
-            self._validators[tool.name] = Draft202012Validator(tool.parameters)
+            jsonschema.Draft202012Validator.check_schema(tool.parameters)
+            self._validators[tool.name] = jsonschema.Draft202012Validator(tool.parameters)
+        self._described: list[dict[str, Any]] | None = None
 
     @property
     def registry(self) -> ToolRegistry:
@@ -30,7 +35,10 @@ class ToolRuntime:
         return self._registry.schemas()
 
     def describe(self) -> list[dict[str, Any]]:
-        return self._registry.describe()
+        """MCP tool descriptions; built once (callers must treat them as read-only)."""
+        if self._described is None:
+            self._described = self._registry.describe()
+        return self._described
 
     def is_read_only(self, name: str) -> bool:
         tool = self._registry.get(name)

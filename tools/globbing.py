@@ -40,8 +40,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 MAX_ALTERNATIVES = 64
 GIT_TIMEOUT = 60.0
@@ -62,6 +61,10 @@ _GIT_LOCAL_ENV = (
     "GIT_SHALLOW_FILE",
     "GIT_INTERNAL_SUPER_PREFIX",
 )
+
+
+if TYPE_CHECKING:
+    import pathspec
 
 
 class PatternError(ValueError):
@@ -377,6 +380,8 @@ class _IgnoreRules:
 
 
 def _load_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+    import pathspec  # only the non-git walk needs it; keeps it off the server's start-up
+
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:

@@ -3,7 +3,6 @@
 ;; Version: 0.1.0
 ;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
 ;; Keywords: tools, convenience, languages
-;; URL: https://github.com/agent-lsp/agent-lsp
 
 ;;; Commentary:
 
@@ -18,7 +17,9 @@
 ;; - progress ("turn 2: read_file src/app.py") in the mode line of `*agent-lsp*'.
 ;;
 ;; Commands: `agent-lsp-ask', `agent-lsp-cancel', `agent-lsp-new-conversation',
-;; `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-shutdown'.
+;; `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
+;; `agent-lsp-apply-settings', `agent-lsp-shutdown'; all of them (but the last
+;; two) are on `agent-lsp-command-map'.
 ;;
 ;; Works with Emacs 28 and Debian's elpa-eglot (eglot 1.9), and with Emacs 29+
 ;; where eglot is built in.  The protocol is in docs/protocol.md.
@@ -44,16 +45,18 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
 
 (defcustom agent-lsp-settings nil
   "The `agentLsp' settings section as a plist, e.g. (:model \"gpt-4o-mini\").
-Keys: :model, :baseUrl, :requestTimeout, :maxTurns, :enabledTools (a vector
-of tool names), :bashTimeout, :systemPrompt.  Sent as initializationOptions
-and answered to `workspace/configuration'.  Never the API key: the server
-reads it from its own environment or .env file."
+Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
+:enabledTools (a vector of tool names), :bashTimeout, :systemPrompt,
+:editThroughEditor, :confirmEdits (t or :json-false).  Sent as
+initializationOptions and answered to `workspace/configuration'.  Never the
+API key: the server reads it from its own environment or .env file."
   :type 'plist)
 
 (defcustom agent-lsp-managed-modes nil
   "Major modes whose project buffers the agent-lsp server manages through eglot.
-The server then sees their unsaved text.  Eglot gives a buffer one server
-only, so list only modes that use no other language server in your projects."
+The agent then reads their unsaved text and edits them through eglot
+\(`workspace/applyEdit').  Eglot gives a buffer one server only, so list only
+modes that use no other language server in your projects."
   :type '(repeat symbol))
 
 (defcustom agent-lsp-save-before-ask t
@@ -78,19 +81,22 @@ Buffers the server does not manage are read from disk by the agent."
 
 ;;; The eglot server class
 
-(defclass agent-lsp-server (eglot-lsp-server) ()
+(defclass agent-lsp-server (eglot-lsp-server)
+  ((root :initform nil :accessor agent-lsp--server-root
+         :documentation "The project root the server acts in."))
   :documentation "An eglot connection to the agent-lsp language server.")
 
 (defun agent-lsp--settings-object ()
-  "The `agentLsp' settings as a JSON object for jsonrpc."
+  "Return the `agentLsp' settings as a JSON object for jsonrpc."
   (or agent-lsp-settings (make-hash-table)))
 
 (cl-defmethod eglot-initialization-options ((_server agent-lsp-server))
+  "Send `agent-lsp-settings' as initializationOptions."
   (agent-lsp--settings-object))
 
 (cl-defmethod eglot-handle-request
   ((_server agent-lsp-server) (_method (eql 'workspace/configuration)) &key items)
-  "Answer the server's pull of the `agentLsp' section from `agent-lsp-settings'."
+  "Answer the pull of the `agentLsp' section in ITEMS from `agent-lsp-settings'."
   (apply #'vector
          (mapcar (lambda (item)
                    (when (equal (plist-get item :section) "agentLsp")
@@ -100,10 +106,12 @@ Buffers the server does not manage are read from disk by the agent."
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/toolActivity)) &rest params
    &key &allow-other-keys)
+  "Add a trace line for the tool call activity in PARAMS."
   (agent-lsp--trace-insert (agent-lsp-format-activity params)))
 
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql '$/progress)) &key token value)
+  "Show progress VALUE on the running ask's TOKEN; leave other tokens to eglot."
   (if (and agent-lsp--request (equal token (plist-get agent-lsp--request :token)))
       (let ((message (plist-get value :message)))
         (when (and (stringp message) (not (equal (plist-get value :kind) "end"))
@@ -112,8 +120,11 @@ Buffers the server does not manage are read from disk by the agent."
     (cl-call-next-method)))
 
 (defun agent-lsp--remember-server (server)
-  "Track SERVER (from `eglot-server-initialized-hook') if it is ours."
+  "Track SERVER (from `eglot-server-initialized-hook') if it is ours.
+Eglot runs the hook with `default-directory' bound to the project root."
   (when (cl-typep server 'agent-lsp-server)
+    (setf (agent-lsp--server-root server)
+          (file-name-as-directory (expand-file-name default-directory)))
     (push server agent-lsp--servers)))
 
 (add-hook 'eglot-server-initialized-hook #'agent-lsp--remember-server)
@@ -139,21 +150,20 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
 ;;; Projects and servers
 
 (defun agent-lsp--project ()
+  "Return the current project (outside projects, a transient one)."
   (or (project-current) (cons 'transient (expand-file-name default-directory))))
 
 (defun agent-lsp--root (&optional project)
+  "Return the root folder of PROJECT (default: the current one), with a slash."
   (file-name-as-directory (expand-file-name (project-root (or project (agent-lsp--project))))))
 
-(defun agent-lsp--server-root (server)
-  (agent-lsp--root (eglot--project server)))
-
 (defun agent-lsp--live-server (root)
-  "The running agent-lsp server for ROOT, if any."
+  "Return the running agent-lsp server for ROOT, if any."
   (setq agent-lsp--servers (cl-remove-if-not #'jsonrpc-running-p agent-lsp--servers))
   (cl-find root agent-lsp--servers :key #'agent-lsp--server-root :test #'equal))
 
 (defun agent-lsp--ensure-server ()
-  "The server for the current project, started (synchronously) if needed."
+  "Return the server for the current project, started (synchronously) if needed."
   (let* ((project (agent-lsp--project))
          (root (agent-lsp--root project)))
     (or (agent-lsp--live-server root)
@@ -168,12 +178,12 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
               (eglot (agent-lsp--modes) project 'agent-lsp-server
                      agent-lsp-server-command "plaintext")))
           (or (agent-lsp--live-server root)
-              (error "agent-lsp: the server did not start (see the *EGLOT ... stderr* buffer)"))))))
+              (error "The agent-lsp server did not start (see its *EGLOT ... stderr* buffer)"))))))
 
 ;;; Trace lines (same format as the terminal and Neovim clients)
 
 (defun agent-lsp--one-line (text &optional max)
-  "TEXT with whitespace runs collapsed to one space, cut to MAX chars with an ellipsis."
+  "Collapse whitespace in TEXT to single spaces; cut it to MAX chars with `…'."
   (let ((max (or max agent-lsp--summary-chars))
         (line (string-trim (replace-regexp-in-string "[ \t\n\r\f\v]+" " " text))))
     (if (<= (length line) max) line (concat (substring line 0 (1- max)) "…"))))
@@ -187,7 +197,8 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
     (error nil)))
 
 (defun agent-lsp-summarize-arguments (arguments)
-  "What a call acts on: its `path', `command' or `pattern', else ARGUMENTS itself."
+  "Summarize ARGUMENTS (JSON text) by their `path', `command' or `pattern'.
+Without one of those, ARGUMENTS itself on one line."
   (if (or (not (stringp arguments)) (string-blank-p arguments))
       "{}"
     (let ((parsed (agent-lsp--parse-json arguments)))
@@ -230,9 +241,10 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
   (visual-line-mode 1))
 
 (define-derived-mode agent-lsp-trace-mode special-mode "agent-lsp-trace"
-  "Major mode of the `*agent-lsp-trace*' buffer: one line per tool call start and end.")
+  "Major mode of `*agent-lsp-trace*': a line per tool call start and end.")
 
 (defun agent-lsp--get-buffer (name mode)
+  "Buffer NAME, created in major MODE if needed."
   (let ((buffer (get-buffer name)))
     (or buffer
         (with-current-buffer (get-buffer-create name)
@@ -240,21 +252,26 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
           (current-buffer)))))
 
 (defun agent-lsp--append (name mode text)
-  "Append TEXT to buffer NAME, keeping windows that showed its end at the end."
+  "Append TEXT to buffer NAME (created in MODE).
+Where point was at the end, it stays at the end."
   (with-current-buffer (agent-lsp--get-buffer name mode)
     (let ((inhibit-read-only t)
+          (at-end (= (point) (point-max)))
           (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
                                        (get-buffer-window-list (current-buffer) nil t))))
       (save-excursion
         (goto-char (point-max))
         (insert text))
+      (when at-end (goto-char (point-max)))
       (dolist (window followers)
         (set-window-point window (point-max))))))
 
 (defun agent-lsp--say (text)
+  "Append TEXT to the conversation buffer."
   (agent-lsp--append agent-lsp--buffer #'agent-lsp-conversation-mode text))
 
 (defun agent-lsp--trace-insert (line)
+  "Append LINE to the trace buffer."
   (agent-lsp--append agent-lsp--trace-buffer #'agent-lsp-trace-mode (concat line "\n")))
 
 (defun agent-lsp--set-status (text)
@@ -285,6 +302,7 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
     (agent-lsp--say (concat text "\n\n"))))
 
 (defun agent-lsp--start-conversation (server root)
+  "Start a conversation with SERVER in ROOT: a heading, no session yet."
   (with-current-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)
     (agent-lsp--say (concat (if (> (buffer-size) 0) "---\n\n" "")
                             "# agent-lsp: " root "\n\n"))
@@ -305,6 +323,7 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
 ;;; Commands
 
 (defun agent-lsp--on-answer (request result)
+  "Show the RESULT of `agent/ask' REQUEST and keep its session."
   (when (eq request agent-lsp--request)
     (setq agent-lsp--session-id (plist-get result :sessionId))
     (let* ((calls (length (plist-get result :toolCalls)))
@@ -316,6 +335,7 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
 (defun agent-lsp--on-error (request error)
+  "Show the ERROR reply to `agent/ask' REQUEST (-32800: it was cancelled)."
   (when (eq request agent-lsp--request)
     (let ((code (plist-get error :code))
           (data (plist-get error :data)))
@@ -329,7 +349,7 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
           (agent-lsp--finish request text)))))))
 
 (defun agent-lsp--async-request (server method params &rest args)
-  "Send an async request and return its id.
+  "Send METHOD with PARAMS to SERVER, ARGS as for jsonrpc; return the request id.
 `jsonrpc-async-request' returns the id from jsonrpc 1.0.24 (Emacs 30) on, nil
 before; `jsonrpc--async-request-1' returns (ID ...) in every version."
   (car (apply (if (fboundp 'jsonrpc--async-request-1)
@@ -339,12 +359,12 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
 
 ;;;###autoload
 (defun agent-lsp-ask (prompt)
-  "Ask the agent PROMPT in the current project; the answer goes to `*agent-lsp*'."
+  "Ask the agent PROMPT in the current project; show the answer in `*agent-lsp*'."
   (interactive (list (read-string "Ask the agent: " nil 'agent-lsp--history)))
   (when (or (not (stringp prompt)) (string-blank-p prompt))
-    (user-error "agent-lsp: the prompt is empty"))
+    (user-error "The prompt is empty"))
   (when agent-lsp--request
-    (user-error "agent-lsp: an ask is already running (M-x agent-lsp-cancel stops it)"))
+    (user-error "An ask is already running (M-x agent-lsp-cancel stops it)"))
   (let* ((root (if (eq (current-buffer) (get-buffer agent-lsp--buffer))
                    default-directory
                  (agent-lsp--root)))
@@ -366,13 +386,16 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
       (setq agent-lsp--request request)
       (agent-lsp--set-status "working: waiting for the model")
       (display-buffer agent-lsp--buffer)
-      (plist-put request :id
-                 (agent-lsp--async-request
-                  server :agent/ask params
-                  :success-fn (lambda (result) (agent-lsp--on-answer request result))
-                  :error-fn (lambda (error) (agent-lsp--on-error request error))
-                  ;; An ask runs as long as it needs; `agent-lsp-cancel' stops it.
-                  :timeout nil))
+      (condition-case err
+          (plist-put request :id
+                     (agent-lsp--async-request
+                      server :agent/ask params
+                      :success-fn (lambda (result) (agent-lsp--on-answer request result))
+                      :error-fn (lambda (error) (agent-lsp--on-error request error))
+                      ;; An ask runs as long as it needs; `agent-lsp-cancel' stops it.
+                      :timeout nil))
+        (error (agent-lsp--finish request (format "**Error**: %s" (error-message-string err)))
+               (signal (car err) (cdr err))))
       request)))
 
 ;;;###autoload
@@ -381,7 +404,7 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
   (interactive)
   (let ((request agent-lsp--request))
     (unless request
-      (user-error "agent-lsp: no ask is running"))
+      (user-error "No agent-lsp ask is running"))
     (unless (plist-get request :cancelling)
       (plist-put request :cancelling t)
       (agent-lsp--set-status "cancelling…")
@@ -389,8 +412,10 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
                       (list :id (plist-get request :id)))
       ;; The server's -32800 reply ends the ask; don't wait forever for it.
       (plist-put request :cancel-timer
-                 (run-with-timer 10 nil (lambda ()
-                                          (agent-lsp--finish request "_(cancelled)_")))))))
+                 (run-with-timer
+                  10 nil (lambda ()
+                           (agent-lsp--finish
+                            request "_(cancelled; the server did not confirm)_")))))))
 
 ;;;###autoload
 (defun agent-lsp-new-conversation ()
@@ -430,18 +455,45 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
     (pop-to-buffer agent-lsp--tools-buffer)))
 
 ;;;###autoload
+(defun agent-lsp-show ()
+  "Show the conversation buffer `*agent-lsp*'."
+  (interactive)
+  (display-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)))
+
+;;;###autoload
 (defun agent-lsp-trace ()
   "Show the tool trace buffer."
   (interactive)
   (pop-to-buffer (agent-lsp--get-buffer agent-lsp--trace-buffer #'agent-lsp-trace-mode)))
 
 ;;;###autoload
+(defun agent-lsp-apply-settings ()
+  "Send `agent-lsp-settings' to the running agent-lsp servers."
+  (interactive)
+  (dolist (server (cl-remove-if-not #'jsonrpc-running-p agent-lsp--servers))
+    (jsonrpc-notify server :workspace/didChangeConfiguration
+                    (list :settings (list :agentLsp (agent-lsp--settings-object))))))
+
+;;;###autoload
 (defun agent-lsp-shutdown ()
   "Shut down the agent-lsp server of the current project."
   (interactive)
   (let ((server (agent-lsp--live-server (agent-lsp--root))))
-    (unless server (user-error "agent-lsp: no server runs for this project"))
+    (unless server (user-error "No agent-lsp server runs for this project"))
     (eglot-shutdown server)))
+
+;;;###autoload
+(defvar agent-lsp-command-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "a" #'agent-lsp-ask)
+    (define-key map "c" #'agent-lsp-cancel)
+    (define-key map "n" #'agent-lsp-new-conversation)
+    (define-key map "l" #'agent-lsp-list-tools)
+    (define-key map "t" #'agent-lsp-trace)
+    (define-key map "b" #'agent-lsp-show)
+    map)
+  "Keymap of agent-lsp commands.
+Bind it to a prefix, e.g. (global-set-key (kbd \"C-c a\") agent-lsp-command-map).")
 
 (provide 'agent-lsp)
 ;;; agent-lsp.el ends here

@@ -188,7 +188,15 @@ async function runCommand(page, label, timeout = 60_000) {
   await until(`command "${label}" in the palette`, async () => {
     await page.keyboard.press("Escape");
     await page.keyboard.press("F1");
-    await input.waitFor({ state: "visible", timeout: 5000 });
+    try {
+      await input.waitFor({ state: "visible", timeout: 5000 });
+    } catch (error) {
+      if (process.env.E2E_DEBUG) {
+        log("no palette", label, await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 300)));
+        await page.screenshot({ path: join(OUTPUT, "debug-no-palette.png") });
+      }
+      throw error;
+    }
     await input.fill(`>${label}`);
     const row = page.locator(".quick-input-list .monaco-list-row", {
       has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }),
@@ -196,9 +204,18 @@ async function runCommand(page, label, timeout = 60_000) {
     try {
       await row.waitFor({ state: "visible", timeout: 2500 });
     } catch {
+      if (process.env.E2E_DEBUG) {
+        log("palette miss", label, await page.locator(".quick-input-widget").innerText().catch(() => "?"));
+        await page.screenshot({ path: join(OUTPUT, "debug-palette.png") });
+      }
       return false;
     }
-    await row.click();
+    // The exact label ranks first and is focused: Enter runs it. (A click can be held up for
+    // Playwright's whole actionability timeout by overlapping toasts.)
+    const first = page.locator(".quick-input-list .monaco-list-row").first();
+    const firstLabel = await first.locator(".label-name").first().innerText().catch(() => "");
+    if (firstLabel.trim() === label) await input.press("Enter");
+    else await row.click({ timeout: 5000 });
     return true;
   }, timeout, 500);
 }

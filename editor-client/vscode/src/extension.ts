@@ -67,6 +67,8 @@ class AgentClient implements vscode.Disposable {
   private stopping = false;
   private restarts: number[] = [];
   private turn: number | undefined;
+  /** The settings the server last got (initializationOptions or didChangeConfiguration). */
+  private sentSettings: string | undefined;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly context: vscode.ExtensionContext) {
@@ -117,7 +119,11 @@ class AgentClient implements vscode.Disposable {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: () => toInitializationOptions(config()),
+      initializationOptions: () => {
+        const options = toInitializationOptions(config());
+        this.sentSettings = JSON.stringify(options);
+        return options;
+      },
       errorHandler: {
         error: (_error, _message, count) => ({
           action: (count ?? 0) <= 3 ? ClientErrorAction.Continue : ClientErrorAction.Shutdown,
@@ -130,7 +136,10 @@ class AgentClient implements vscode.Disposable {
       this.onToolActivity(activity),
     );
     client.onDidChangeState((e) => {
-      if (e.newState === State.Running && !this.running) this.setState({ kind: "idle" });
+      if (e.newState !== State.Running) return;
+      if (!this.running) this.setState({ kind: "idle" });
+      // Settings changed while the server was starting: initialize carried the old ones.
+      void this.sendSettings(client, false);
     });
     this.client = client;
     this.setState({ kind: "starting" });
@@ -223,13 +232,17 @@ class AgentClient implements vscode.Disposable {
       if (pick) await this.restart();
       return;
     }
-    const client = this.client;
-    if (client?.isRunning()) {
-      await client.sendNotification(
-        DidChangeConfigurationNotification.type,
-        toDidChangeConfigurationParams(config()),
-      );
-    }
+    // Not running yet: sent when it is (see onDidChangeState in start()).
+    if (this.client?.isRunning()) await this.sendSettings(this.client, true);
+  }
+
+  private async sendSettings(client: LanguageClient, always: boolean): Promise<void> {
+    const params = toDidChangeConfigurationParams(config());
+    const text = JSON.stringify(params.settings.agentLsp);
+    if (!always && text === this.sentSettings) return;
+    this.sentSettings = text;
+    this.log.info(`sending agentLsp settings: ${text}`);
+    await client.sendNotification(DidChangeConfigurationNotification.type, params);
   }
 
   /** The running client, or undefined after telling the user why there is none. */

@@ -40,6 +40,16 @@ function M.summarize(arguments)
   return M.one_line(arguments)
 end
 
+-- Python's format(x, '.0f') rounds half to even; LuaJIT's string.format does not.
+local function round_half_even(x)
+  local floor = math.floor(x)
+  local rest = x - floor
+  if rest > 0.5 or (rest == 0.5 and floor % 2 == 1) then
+    return floor + 1
+  end
+  return floor
+end
+
 local function first_line(output)
   if type(output) ~= 'string' then
     return ''
@@ -58,7 +68,7 @@ function M.activity_line(params, now)
   end
   local mark = params.status == 'completed' and '✓' or '✗'
   local ms = tonumber(params.durationMs) or 0
-  local line = string.format('%s %s %s %s (%.0f ms)', stamp, mark, name, summary, ms)
+  local line = string.format('%s %s %s %s (%.0f ms)', stamp, mark, name, summary, round_half_even(ms))
   if params.status == 'failed' then
     local first = first_line(params.output)
     if first ~= '' then

@@ -14,7 +14,7 @@ local defaults = {
   cmd = { 'agent-lsp', '--stdio' },
   -- Extra environment for the server process (nil: inherit Neovim's).
   cmd_env = nil,
-  -- The `agentLsp` settings section (model, baseUrl, maxTurns, enabledTools, ...),
+  -- The `agentLsp` settings section (model, baseUrl, maxTurns, enabledTools, confirmEdits, ...),
   -- sent as initializationOptions and answered to workspace/configuration.
   -- Never the API key: the server reads it from its own environment or .env file.
   settings = {},
@@ -229,12 +229,22 @@ local function section()
   return next(settings) and settings or vim.empty_dict()
 end
 
-local function set_status(req, text)
-  if conv.request ~= req or not req.status_line then
-    return
+-- The ask's status line, unless the user wiped the conversation buffer meanwhile.
+local function status_line(req)
+  local buf = buffers[CONVERSATION]
+  if req.status_line and buf == req.buf and buf and api.nvim_buf_is_valid(buf) then
+    if req.status_line < api.nvim_buf_line_count(buf) then
+      return req.status_line
+    end
   end
-  local buf = conversation_buf()
-  set_lines(buf, req.status_line, req.status_line + 1, { '_' .. text .. '_' })
+  return nil
+end
+
+local function set_status(req, text)
+  local line = conv.request == req and status_line(req)
+  if line then
+    set_lines(req.buf, line, line + 1, { '_' .. text .. '_' })
+  end
 end
 
 --- End the ask `req`: its status line becomes `lines`.
@@ -243,12 +253,12 @@ local function finish(req, lines)
     return
   end
   conv.request = nil
-  local buf = conversation_buf()
+  local line = status_line(req)
   table.insert(lines, '')
-  if req.status_line then
-    set_lines(buf, req.status_line, -1, lines)
+  if line then
+    set_lines(req.buf, line, -1, lines)
   else
-    append(buf, lines)
+    append(conversation_buf(), lines)
   end
 end
 
@@ -428,7 +438,7 @@ function M.ask(prompt)
   local buf = conversation_buf()
   append(buf, vim.list_extend(vim.list_extend({ '## You', '' }, text_lines(prompt)), { '', '## Agent', '' }))
   asks = asks + 1
-  local req = { root = root, token = 'agent-lsp-nvim-' .. asks }
+  local req = { root = root, token = 'agent-lsp-nvim-' .. asks, buf = buf }
   req.status_line = api.nvim_buf_line_count(buf)
   conv.request = req
   append(buf, { '_working: starting the server_' })
@@ -479,8 +489,10 @@ function M.cancel()
       return
     end
     local c = client_by_id(req.client_id)
-    if not c or c.requests[req.id] == nil or uv.now() > deadline then
+    if not c or c.requests[req.id] == nil then
       finish(req, { '_(cancelled)_' })
+    elseif uv.now() > deadline then
+      finish(req, { '_(cancelled; the server did not confirm)_' })
     else
       vim.defer_fn(wait, 20)
     end
@@ -522,11 +534,12 @@ function M.tools()
       local lines = { '# agent-lsp tools: ' .. root, '' }
       for _, tool in ipairs(result.tools or {}) do
         local hints = type(tool.annotations) == 'table' and tool.annotations or {}
-        local kind = hints.readOnlyHint == true and 'read-only' or (hints.destructiveHint == true and 'destructive' or '')
         local description = text_lines(type(tool.description) == 'string' and tool.description or '')[1]
         local line = '- **' .. tool.name .. '**'
-        if kind ~= '' then
-          line = line .. ' (' .. kind .. ')'
+        if hints.readOnlyHint == true then
+          line = line .. ' (read-only)'
+        elseif hints.destructiveHint == true then
+          line = line .. ' (destructive)'
         end
         table.insert(lines, line .. ': ' .. description)
       end

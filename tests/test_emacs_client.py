@@ -1,0 +1,503 @@
+"""The Emacs client (editor-client/emacs/agent-lsp.el) in batch Emacs, against the real server.
+
+Each test writes an Emacs Lisp script (a shared prelude plus the test's steps), runs
+``emacs --batch -Q`` on it with the real server as the eglot contact and the scripted
+model behind it, and reads back JSON records the script writes with ``message``
+(stderr, unbuffered). A step can pause at ``(test-sync NAME)`` while the test checks
+processes, then resume. ``-Q`` skips Debian's site files, so the prelude adds
+Debian's elpa folder (from ``dpkg -L elpa-eglot``) before ``package-initialize``;
+Emacs 29+ has eglot built in. ``AGENT_LSP_EMACS`` picks another binary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.terminal_client import format_activity
+from tests.support.lsp_client import REPO, server_env
+from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.procs import pids_with, unique_tag, wait_until
+
+EMACS = os.environ.get("AGENT_LSP_EMACS", "emacs")
+PLUGIN = REPO / "editor-client" / "emacs"
+SERVER_COMMAND = [sys.executable, "-m", "server", "--stdio"]
+MARK = "@@agent-test "
+RUN_TIMEOUT = 60.0
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(EMACS) is None,
+    reason=f"{EMACS!r} is not installed (CI installs it: apt-get install emacs-nox elpa-eglot)",
+)
+
+PRELUDE = r"""
+(require 'package)
+(require 'cl-lib)
+(defvar test-config (json-parse-string (getenv "AGENT_TEST_CONFIG")
+                                       :object-type 'plist :array-type 'list))
+(setq package-user-dir (expand-file-name "elpa" (getenv "HOME")))
+(dolist (dir (plist-get test-config :elpa))
+  (add-to-list 'package-directory-list dir))
+(package-initialize)
+(add-to-list 'load-path (plist-get test-config :plugin))
+(require 'agent-lsp)
+(setq agent-lsp-server-command (plist-get test-config :cmd))
+(setq agent-lsp-settings
+      (json-parse-string (plist-get test-config :settings) :object-type 'plist))
+
+(defun test-emit (&rest record)
+  (message "%s" (concat "@@agent-test " (json-serialize record))))
+(defun test-wait (what predicate &optional seconds)
+  (let ((deadline (+ (float-time) (or seconds 20))))
+    (while (not (funcall predicate))
+      (when (> (float-time) deadline) (error "Timed out waiting for %s" what))
+      (accept-process-output nil 0.02))))
+(defun test-sync (name)
+  "Pause until the test has looked (it creates the file named after the step)."
+  (test-emit :sync name)
+  (let ((path (expand-file-name name (plist-get test-config :sync_dir))))
+    (test-wait (concat "the test at " name) (lambda () (file-exists-p path)))))
+(defun test-lines (name)
+  (if (get-buffer name)
+      (with-current-buffer name (vconcat (split-string (buffer-string) "\n")))
+    []))
+(defun test-text (name)
+  (if (get-buffer name) (with-current-buffer name (buffer-string)) ""))
+(defun test-idle ()
+  (test-wait "the ask to finish" (lambda () (null agent-lsp--request))))
+
+(condition-case err
+    (progn
+{BODY}
+      )
+  (error (test-emit :error (format "%S" err))
+         (kill-emacs 1)))
+(kill-emacs 0)
+"""
+
+
+def debian_elpa_dirs() -> list[str]:
+    """Debian's compiled elpa folder (site-lisp/elpa), else its sources (elpa-src)."""
+    try:
+        listing = subprocess.run(
+            ["dpkg", "-L", "elpa-eglot"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    folders: list[str] = []
+    for line in listing.splitlines():
+        if line.endswith("/site-lisp/elpa-src"):
+            compiled = Path(line).with_name("elpa")
+            folders.append(str(compiled if compiled.is_dir() else line))
+    return folders
+
+
+@pytest.fixture(scope="module")
+def elpa() -> list[str]:
+    dirs = debian_elpa_dirs()
+    folders = " ".join(json.dumps(folder) for folder in dirs)
+    probe = (
+        "(progn (require 'package) "
+        f"(setq package-directory-list (append '({folders}) package-directory-list)) "
+        "(package-initialize) "
+        '(princ (if (require \'eglot nil t) "eglot-ok" "no-eglot")))'
+    )
+    result = subprocess.run(
+        [EMACS, "--batch", "-Q", "--eval", probe], capture_output=True, text=True, timeout=60
+    )
+    if "eglot-ok" not in result.stdout:
+        pytest.skip("eglot is not available to Emacs (CI installs it: apt-get install elpa-eglot)")
+    return dirs
+
+
+def run_emacs(
+    tmp_path: Path,
+    model: ScriptedModel,
+    workspace: Path,
+    elpa: list[str],
+    body: str,
+    *,
+    settings: dict[str, Any] | None = None,
+    on_sync: dict[str, Callable[[], None]] | None = None,
+    data: Any = None,
+) -> dict[str, Any]:
+    """Run one Lisp test body; returns the records it emitted, merged into one dict."""
+    home = tmp_path / "home"
+    sync_dir = tmp_path / "sync"
+    for folder in (home, sync_dir):
+        folder.mkdir(exist_ok=True)
+    script = tmp_path / "test.el"
+    script.write_text(PRELUDE.replace("{BODY}", body), encoding="utf-8")
+    config = {
+        "plugin": str(PLUGIN),
+        "cmd": SERVER_COMMAND,
+        "settings": json.dumps(settings or {}),
+        "sync_dir": str(sync_dir),
+        "data": data,
+        "elpa": elpa,
+    }
+    env = server_env(model.base_url)
+    env.update(AGENT_TEST_CONFIG=json.dumps(config), HOME=str(home))
+    proc = subprocess.Popen(
+        [EMACS, "--batch", "-Q", "-l", str(script)],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    records: dict[str, Any] = {}
+    log: list[str] = []
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=RUN_TIMEOUT)
+            except queue.Empty:
+                pytest.fail(f"Emacs said nothing for {RUN_TIMEOUT:.0f} s:\n" + "".join(log))
+            if line is None:
+                break
+            if not line.startswith(MARK):
+                log.append(line)
+                continue
+            record = json.loads(line[len(MARK) :])
+            if "sync" in record:
+                (on_sync or {})[record["sync"]]()
+                (sync_dir / record["sync"]).touch()
+            else:
+                records.update(record)
+        proc.wait(timeout=RUN_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "error" not in records, records["error"] + "\n" + "".join(log)
+    assert proc.returncode == 0, "".join(log)
+    return records
+
+
+@pytest.fixture
+def model() -> Any:
+    with ScriptedModel() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello from the notes\n", encoding="utf-8")
+    return folder
+
+
+STAMP = r"\d\d:\d\d:\d\d"
+
+
+# Activity notifications whose trace lines must match the terminal client's exactly.
+FORMAT_CASES: list[dict[str, Any]] = [
+    {"name": "read_file", "arguments": '{"path": "src/app.py", "offset": 3}', "status": "started"},
+    {
+        "name": "read_file",
+        "arguments": '{"path": "src/app.py"}',
+        "status": "completed",
+        "output": "x",
+        "durationMs": 2.5,
+    },
+    {
+        "name": "bash",
+        "arguments": json.dumps({"command": "  pytest\n  -q\t--maxfail=1 "}),
+        "status": "failed",
+        "output": "\n  Error: exit status 1\nmore",
+        "durationMs": 1234.6,
+    },
+    {
+        "name": "bash",
+        "arguments": '{"path": "", "command": "ls", "pattern": "*.py"}',
+        "status": "completed",
+        "output": "",
+        "durationMs": 0.4,
+    },
+    {"name": "glob", "arguments": '{"path": 7, "pattern": "**/*.ts"}', "status": "started"},
+    {"name": "write_file", "arguments": '{"path": "' + "é" * 120 + '"}', "status": "started"},
+    {
+        "name": "edit_file",
+        "arguments": "not json {",
+        "status": "failed",
+        "output": "Error: bad arguments",
+        "durationMs": 1,
+    },
+    {"name": "edit_file", "arguments": "", "status": "started"},
+    {"name": "edit_file", "arguments": "[1, 2]", "status": "started"},
+    {
+        "name": "custom",
+        "arguments": '{"a": 1, "b": "two"}',
+        "status": "completed",
+        "durationMs": 12.5,
+    },
+    {
+        "name": "bash",
+        "arguments": '{"command": "x"}',
+        "status": "failed",
+        "output": "E" * 300,
+        "durationMs": 7,
+    },
+]
+
+
+def expected_lines() -> list[str]:
+    """The terminal client's lines without their ``HH:MM:SS `` stamp."""
+    return [format_activity(case)[9:] for case in FORMAT_CASES]
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+def test_trace_lines_match_the_terminal_client(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (test-emit :lines (vconcat (mapcar #'agent-lsp-format-activity
+                                           (plist-get test-config :data))))
+        """,
+        data=FORMAT_CASES,
+    )
+    assert [line[9:] for line in records["lines"]] == expected_lines()
+    assert all(re.fullmatch(STAMP + " ", line[:9]) for line in records["lines"])
+
+
+def test_ask_shows_answer_trace_and_follow_up_reuses_session(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    model.reply(
+        tool_calls=[
+            tool_call("read_file", {"path": "notes.txt"}),
+            tool_call("read_file", {"path": "missing.txt"}),
+        ]
+    )
+    model.reply("The notes say *hello*.\nSecond line.")
+    model.reply("Still hello.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (find-file "notes.txt")
+        (agent-lsp-ask "what do the notes say?")
+        (test-idle)
+        (setq first-session agent-lsp--session-id)
+        (agent-lsp-ask "and again?")
+        (test-idle)
+        (test-emit :conversation (test-text "*agent-lsp*")
+                   :trace (test-lines "*agent-lsp-trace*")
+                   :first_session first-session
+                   :second_session agent-lsp--session-id
+                   :root (agent-lsp--server-root agent-lsp--conversation-server)
+                   :mode (with-current-buffer "*agent-lsp*" (symbol-name major-mode)))
+        """,
+    )
+    conversation = records["conversation"]
+    assert (
+        "## You\n\nwhat do the notes say?\n\n## Agent\n\nThe notes say *hello*.\nSecond line."
+        in (conversation)
+    )
+    assert "## You\n\nand again?\n\n## Agent\n\nStill hello." in conversation
+    assert "_working" not in conversation
+    assert records["mode"] == "agent-lsp-conversation-mode"
+
+    trace = [line for line in records["trace"] if line]
+    assert len(trace) == 4, trace
+    patterns = [
+        rf"{STAMP} → read_file notes\.txt",
+        rf"{STAMP} ✓ read_file notes\.txt \(\d+ ms\)",
+        rf"{STAMP} → read_file missing\.txt",
+        rf"{STAMP} ✗ read_file missing\.txt \(\d+ ms\): Error: \S.*",
+    ]
+    for pattern in patterns:
+        assert any(re.fullmatch(pattern, line) for line in trace), (pattern, trace)
+
+    assert records["first_session"] and records["first_session"] == records["second_session"]
+    follow_up = model.bodies[-1]
+    assert user_texts(follow_up) == ["what do the notes say?", "and again?"]
+    tool_results = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert any("hello from the notes" in text for text in tool_results)
+    assert records["root"] == str(workspace.resolve()) + "/"
+
+
+def test_managed_modes_let_the_agent_read_and_edit_unsaved_buffers(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    notes = workspace / "notes.txt"
+    model.reply(tool_calls=[tool_call("read_file", {"path": "notes.txt"})])
+    model.reply(
+        tool_calls=[
+            tool_call("edit_file", {"path": "notes.txt", "old_text": "typed", "new_text": "fixed"})
+        ]
+    )
+    model.reply("Edited.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (setq agent-lsp-managed-modes '(text-mode)
+              agent-lsp-save-before-ask nil
+              eglot-confirm-server-initiated-edits nil)
+        (find-file "notes.txt")
+        (text-mode)
+        (erase-buffer)
+        (insert "typed but not saved")
+        (agent-lsp-ask "fix my notes")
+        (test-idle)
+        (test-emit :text (with-current-buffer "notes.txt" (buffer-string))
+                   :modified (if (buffer-modified-p (get-buffer "notes.txt")) t :json-false)
+                   :managed (if (with-current-buffer "notes.txt" eglot--managed-mode)
+                                t :json-false))
+        """,
+    )
+    # eglot synchronised the buffer: read_file saw it, and edit_file went through
+    # workspace/applyEdit into the buffer, which stays unsaved.
+    read_result = next(m for m in model.bodies[1]["messages"] if m["role"] == "tool")
+    assert "typed but not saved" in read_result["content"]
+    assert records["managed"] is True
+    assert records["text"] == "fixed but not saved"
+    assert records["modified"] is True
+    assert notes.read_text(encoding="utf-8") == "hello from the notes\n"
+
+
+def test_settings_tools_prompt_input_and_new_conversation(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    model.reply("first answer")
+    model.reply("fresh answer")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-list-tools)
+        (setq tools (test-text "*agent-lsp-tools*"))
+        ;; Interactively, the prompt is read in the minibuffer.
+        (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "typed question")))
+          (call-interactively #'agent-lsp-ask))
+        (test-idle)
+        (setq first-session agent-lsp--session-id)
+        (agent-lsp-new-conversation)
+        (setq agent-lsp-settings '(:enabledTools ["glob"]))
+        (agent-lsp-apply-settings)
+        (agent-lsp-ask "start over")
+        (test-idle)
+        (test-emit :tools tools
+                   :first_session first-session
+                   :second_session agent-lsp--session-id
+                   :conversation (test-text "*agent-lsp*")
+                   :trace (test-lines "*agent-lsp-trace*")
+                   :registered (if (cl-find 'agent-lsp-server eglot-server-programs
+                                            :key (lambda (e) (car-safe (cdr e))))
+                                   t :json-false))
+        """,
+        settings={"enabledTools": ["read_file", "glob"], "maxTurns": 3},
+    )
+    tools = records["tools"]
+    assert "- **read_file** (read-only): " in tools
+    assert "- **glob** (read-only): " in tools
+    assert "bash" not in tools
+    offered = [t["function"]["name"] for t in model.bodies[0]["tools"]]
+    assert sorted(offered) == ["glob", "read_file"]
+
+    assert user_texts(model.bodies[0]) == ["typed question"]
+    assert user_texts(model.bodies[1]) == ["start over"]
+    assert [t["function"]["name"] for t in model.bodies[1]["tools"]] == ["glob"]
+    assert records["first_session"] and records["second_session"]
+    assert records["first_session"] != records["second_session"]
+    conversation = records["conversation"]
+    assert (
+        conversation.index("first answer")
+        < conversation.index("---")
+        < conversation.index("fresh answer")
+    )
+    assert "-- new conversation --" in records["trace"]
+    assert records["registered"] is True
+
+
+def test_cancel_stops_a_long_bash_and_the_session_continues(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    tag = unique_tag()
+    model.reply("ready")
+    # `; : tag` keeps bash itself alive (and tagged) instead of exec-ing sleep.
+    model.reply(tool_calls=[tool_call("bash", {"command": f"sleep 30; : {tag}"}, id="long")])
+    model.reply("after the cancel")
+    seen: dict[str, Any] = {}
+
+    def running() -> None:
+        seen["running"] = wait_until(lambda: len(pids_with(tag)) > 0, 10)
+
+    def cancelled() -> None:
+        seen["gone"] = wait_until(lambda: not pids_with(tag), 5)
+
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "warm up")
+        (test-idle)
+        (agent-lsp-ask "run the long thing")
+        (test-wait "bash to start"
+                   (lambda () (string-match-p "→ bash" (test-text "*agent-lsp-trace*"))))
+        (test-sync "running")
+        (agent-lsp-cancel)
+        (test-idle)
+        (test-sync "cancelled")
+        (agent-lsp-ask "go on")
+        (test-idle)
+        (test-emit :conversation (test-text "*agent-lsp*")
+                   :trace (test-lines "*agent-lsp-trace*"))
+        """,
+        on_sync={"running": running, "cancelled": cancelled},
+    )
+    assert seen == {"running": True, "gone": True}
+    conversation = records["conversation"]
+    # "_(cancelled)_" is written only for the server's -32800 reply.
+    assert "## You\n\nrun the long thing\n\n## Agent\n\n_(cancelled)_\n" in conversation
+    assert "## You\n\ngo on\n\n## Agent\n\nafter the cancel" in conversation
+    assert any(
+        re.fullmatch(rf"{STAMP} ✗ bash sleep 30; : {tag} \(\d+ ms\): .+", line)
+        for line in records["trace"]
+    ), records["trace"]
+    assert user_texts(model.bodies[-1]) == ["warm up", "run the long thing", "go on"]
+    cancelled_results = [m for m in model.bodies[-1]["messages"] if m.get("tool_call_id") == "long"]
+    assert cancelled_results == [
+        {"role": "tool", "tool_call_id": "long", "content": "Error: cancelled"}
+    ]
