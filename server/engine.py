@@ -249,8 +249,10 @@ class AgentEngine:
                         on_event=on_event,
                     )
             except BaseException:
-                # A new conversation whose id the client never received is useless.
-                if created:
+                # A new conversation that failed before the model answered once is
+                # useless (its id was never shown); otherwise keep it: tool activity
+                # already named it, and it can continue after a cancel.
+                if created and len(conversation.messages) <= 2:
                     self._conversations.drop(conversation.id)
                 else:
                     self._conversations.save(conversation)

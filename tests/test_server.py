@@ -383,3 +383,35 @@ async def test_workspace_folder_changes(
     result = await ask(client, prompt="read x", workspaceFolder=uri)
     assert "in other" in result["toolCalls"][0]["output"]
     assert json.loads(result["toolCalls"][0]["arguments"]) == {"path": "x.txt"}
+
+
+async def test_a_cancelled_first_ask_leaves_a_usable_session(
+    client: AgentTestClient, model: ScriptedModel
+) -> None:
+    tag = unique_tag()
+    model.reply(tool_calls=[tool_call("bash", {"command": f"sleep 30; : {tag}"}, id="b1")])
+    request = RunningAsk(client, {"prompt": "start something long"})
+    assert await asyncio.to_thread(wait_until, lambda: len(pids_with(tag)) > 0, 10)
+    request.cancel()
+    await expect_error(-32800, request.result)
+    session_id = client.activity[0]["sessionId"]  # the editor learned it from the activity
+    model.reply("picking up where we left off")
+    result = await ask(client, prompt="continue", sessionId=session_id)
+    assert result["sessionId"] == session_id
+    sent = model.bodies[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "user"]
+    assert sent[3]["content"] == "Error: cancelled"
+
+
+async def test_a_failed_first_ask_leaves_no_session(model: ScriptedModel, workspace: Path) -> None:
+    client = await start_client(server_env(model.base_url), [workspace], settings={"maxRetries": 0})
+    try:
+        model.reply(status=503, error_message="overloaded")
+        await expect_error(-32002, ask(client, prompt="hi"))
+        model.reply("fine now")
+        result = await ask(client, prompt="hi again")
+        assert [m["role"] for m in model.bodies[-1]["messages"]] == ["system", "user"]
+        assert result["answer"] == "fine now"
+    finally:
+        await client.shutdown_session()
+        await client.stop()

@@ -168,12 +168,16 @@ async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHO
 // -- helpers: the workbench --------------------------------------------------------------------
 
 async function until(what, fn, timeout = 30_000, interval = 250) {
-  const deadline = Date.now() + timeout;
+  const started = Date.now();
+  const deadline = started + timeout;
   let last;
   for (;;) {
     try {
       const value = await fn();
-      if (value) return value;
+      if (value) {
+        if (process.env.E2E_DEBUG && Date.now() - started > 3000) log(`slow: ${what} took ${Date.now() - started}ms`);
+        return value;
+      }
     } catch (error) {
       last = error;
     }
