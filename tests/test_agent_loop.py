@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,6 @@ from tooling.workspace import Workspace
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-loop-0123456789"
 OBJECT = {"type": "object"}
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel() as scripted:
-        yield scripted
 
 
 @pytest.fixture

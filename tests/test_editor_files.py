@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,6 @@ from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_cl
 from tests.support.framing import StrictReader, send
 from tests.support.lsp_client import REPO, AgentTestClient, ask, server_env, start_client
 from tests.support.model_server import ScriptedModel, tool_call
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel() as scripted:
-        yield scripted
 
 
 @pytest.fixture

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from server.terminal_client import format_activity
 from tests.support.lsp_client import REPO, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, unique_tag, wait_until
+from tests.support.trace_cases import FORMAT_CASES, STAMP, expected_lines, user_texts
 
 EMACS = os.environ.get("AGENT_LSP_EMACS", "emacs")
 PLUGIN = REPO / "editor-client" / "emacs"
@@ -198,80 +198,11 @@ def run_emacs(
 
 
 @pytest.fixture
-def model() -> Any:
-    with ScriptedModel() as scripted:
-        yield scripted
-
-
-@pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     folder = tmp_path / "ws"
     folder.mkdir()
     (folder / "notes.txt").write_text("hello from the notes\n", encoding="utf-8")
     return folder
-
-
-STAMP = r"\d\d:\d\d:\d\d"
-
-
-# Activity notifications whose trace lines must match the terminal client's exactly.
-FORMAT_CASES: list[dict[str, Any]] = [
-    {"name": "read_file", "arguments": '{"path": "src/app.py", "offset": 3}', "status": "started"},
-    {
-        "name": "read_file",
-        "arguments": '{"path": "src/app.py"}',
-        "status": "completed",
-        "output": "x",
-        "durationMs": 2.5,
-    },
-    {
-        "name": "bash",
-        "arguments": json.dumps({"command": "  pytest\n  -q\t--maxfail=1 "}),
-        "status": "failed",
-        "output": "\n  Error: exit status 1\nmore",
-        "durationMs": 1234.6,
-    },
-    {
-        "name": "bash",
-        "arguments": '{"path": "", "command": "ls", "pattern": "*.py"}',
-        "status": "completed",
-        "output": "",
-        "durationMs": 0.4,
-    },
-    {"name": "glob", "arguments": '{"path": 7, "pattern": "**/*.ts"}', "status": "started"},
-    {"name": "write_file", "arguments": '{"path": "' + "é" * 120 + '"}', "status": "started"},
-    {
-        "name": "edit_file",
-        "arguments": "not json {",
-        "status": "failed",
-        "output": "Error: bad arguments",
-        "durationMs": 1,
-    },
-    {"name": "edit_file", "arguments": "", "status": "started"},
-    {"name": "edit_file", "arguments": "[1, 2]", "status": "started"},
-    {
-        "name": "custom",
-        "arguments": '{"a": 1, "b": "two"}',
-        "status": "completed",
-        "durationMs": 12.5,
-    },
-    {
-        "name": "bash",
-        "arguments": '{"command": "x"}',
-        "status": "failed",
-        "output": "E" * 300,
-        "durationMs": 7,
-    },
-]
-
-
-def expected_lines() -> list[str]:
-    """The terminal client's lines without their ``HH:MM:SS `` stamp."""
-    return [format_activity(case)[9:] for case in FORMAT_CASES]
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in body["messages"] if m["role"] == "user"]
 
 
 def test_trace_lines_match_the_terminal_client(

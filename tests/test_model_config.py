@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -219,12 +218,6 @@ async def test_create_client_uses_the_settings() -> None:
 
 
 # --- typed model errors -------------------------------------------------------------
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel() as scripted:
-        yield scripted
 
 
 async def ask(base_url: str, *, request_timeout: float = 10.0) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,6 @@ from pygls.exceptions import JsonRpcException
 from tests.support.lsp_client import AgentTestClient, RunningAsk, ask, server_env, start_client
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, unique_tag, wait_until
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel() as scripted:
-        yield scripted
 
 
 @pytest.fixture

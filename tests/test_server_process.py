@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.support.framing import StrictReader, send
 from tests.support.lsp_client import REPO, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, unique_tag, wait_until
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel() as scripted:
-        yield scripted
 
 
 def start_raw_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], StrictReader]:

@@ -1,0 +1,70 @@
+"""Activity notifications whose trace lines every client must format like the terminal client."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from server.terminal_client import format_activity
+
+STAMP = r"\d\d:\d\d:\d\d"
+
+
+# Activity notifications whose trace lines must match the terminal client's exactly.
+FORMAT_CASES: list[dict[str, Any]] = [
+    {"name": "read_file", "arguments": '{"path": "src/app.py", "offset": 3}', "status": "started"},
+    {
+        "name": "read_file",
+        "arguments": '{"path": "src/app.py"}',
+        "status": "completed",
+        "output": "x",
+        "durationMs": 2.5,
+    },
+    {
+        "name": "bash",
+        "arguments": json.dumps({"command": "  pytest\n  -q\t--maxfail=1 "}),
+        "status": "failed",
+        "output": "\n  Error: exit status 1\nmore",
+        "durationMs": 1234.6,
+    },
+    {
+        "name": "bash",
+        "arguments": '{"path": "", "command": "ls", "pattern": "*.py"}',
+        "status": "completed",
+        "output": "",
+        "durationMs": 0.4,
+    },
+    {"name": "glob", "arguments": '{"path": 7, "pattern": "**/*.ts"}', "status": "started"},
+    {"name": "write_file", "arguments": '{"path": "' + "é" * 120 + '"}', "status": "started"},
+    {
+        "name": "edit_file",
+        "arguments": "not json {",
+        "status": "failed",
+        "output": "Error: bad arguments",
+        "durationMs": 1,
+    },
+    {"name": "edit_file", "arguments": "", "status": "started"},
+    {"name": "edit_file", "arguments": "[1, 2]", "status": "started"},
+    {
+        "name": "custom",
+        "arguments": '{"a": 1, "b": "two"}',
+        "status": "completed",
+        "durationMs": 12.5,
+    },
+    {
+        "name": "bash",
+        "arguments": '{"command": "x"}',
+        "status": "failed",
+        "output": "E" * 300,
+        "durationMs": 7,
+    },
+]
+
+
+def expected_lines() -> list[str]:
+    """The terminal client's lines without their ``HH:MM:SS `` stamp."""
+    return [format_activity(case)[9:] for case in FORMAT_CASES]
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
