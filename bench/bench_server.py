@@ -272,9 +272,10 @@ t1 = time.perf_counter()
 sys.stderr.write("--agent-lsp-bench--\\n"); sys.stderr.flush()
 import server.cli, server.lsp_server, server.stdio
 t2 = time.perf_counter()
+sys.stderr.write("--agent-lsp-bench-end--\\n"); sys.stderr.flush()
 from server.bootstrap import build_runtime
 from tooling.workspace import Workspace
-build_runtime(Workspace("."))  # what `initialize` builds per folder, first time in a process
+build_runtime(Workspace("."))  # built on a folder's first use (listTools or ask), not at start
 t3 = time.perf_counter()
 print(t1 - t0, t2 - t1, t3 - t2)
 """
@@ -317,6 +318,8 @@ def import_breakdown() -> dict[str, Any]:
         for line in traced.stderr.splitlines():
             if line.startswith("--agent-lsp-bench--"):
                 after_mark = True
+            elif line.startswith("--agent-lsp-bench-end--"):
+                after_mark = False
             elif after_mark and line.startswith("import time:") and "|" in line:
                 self_us, _cumulative, name = line.removeprefix("import time:").split("|")
                 if self_us.strip().isdigit():
@@ -645,8 +648,9 @@ def render(
         f"agent-lsp's `server.cli` + `server.lsp_server` on top of those "
         f"{imports['extra_s'] * ms:.0f} ms (start-up gap: "
         f"{(start_ours - start_bare) * ms:.0f} ms). Split of that extra by top-level "
-        f"package (`-X importtime` self time): {shares}. Then `initialize` builds the "
-        f"folder's runtime (`build_runtime`, first call in a process): "
+        f"package (`-X importtime` self time): {shares}. A folder's tool runtime is built "
+        f"on its first use (the first listTools or ask), not during `initialize`; "
+        f"`build_runtime` the first time in a process (jsonschema import included): "
         f"{imports['runtime_s'] * ms:.0f} ms.",
         "",
     ]

@@ -175,3 +175,25 @@ def test_terminal_client_continues_a_session_across_runs(
     unknown = run_cli("ask", "x", "--session", "0" * 32, *args, env=env)
     assert unknown.returncode == 1
     assert "sessionId" in unknown.stderr
+
+
+def test_shutdown_cancels_running_asks_and_kills_their_tools(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    tag = unique_tag()
+    model.reply(tool_calls=[tool_call("bash", {"command": f"sleep 60; : {tag}"})])
+    proc, reader = start_raw_server(server_env(model.base_url))
+    try:
+        initialize(proc, reader, tmp_path)
+        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "long"}})
+        assert wait_until(lambda: bool(pids_with(tag)), 10)
+        send(proc, {"id": 3, "method": "shutdown"})
+        reader.wait_for(lambda m: m.get("id") == 3)
+        # By the time shutdown answers, the ask is cancelled and its tool is gone.
+        assert reader.wait_for(lambda m: m.get("id") == 2)["error"]["code"] == -32800
+        assert not pids_with(tag)
+        send(proc, {"method": "exit"})
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()

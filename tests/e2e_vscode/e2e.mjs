@@ -180,6 +180,7 @@ async function until(what, fn, timeout = 30_000, interval = 250) {
       }
     } catch (error) {
       last = error;
+      if (process.env.E2E_DEBUG) log(`retry: ${what}: ${String(error?.message ?? error).split("\n")[0]}`);
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
     await sleep(interval);
@@ -188,7 +189,7 @@ async function until(what, fn, timeout = 30_000, interval = 250) {
 
 /** Open the command palette and run `label`; retries until the command is registered. */
 async function runCommand(page, label, timeout = 60_000) {
-  const input = page.locator(".quick-input-widget input");
+  const input = page.locator(".quick-input-widget:visible input");
   await until(`command "${label}" in the palette`, async () => {
     await page.keyboard.press("Escape");
     await page.keyboard.press("F1");
@@ -201,7 +202,9 @@ async function runCommand(page, label, timeout = 60_000) {
       }
       throw error;
     }
-    await input.fill(`>${label}`);
+    // F1 focuses the palette's input; type into it (fill can wait on a second, hidden input).
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type(`>${label}`);
     const row = page.locator(".quick-input-list .monaco-list-row", {
       has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }),
     }).first();
@@ -209,16 +212,16 @@ async function runCommand(page, label, timeout = 60_000) {
       await row.waitFor({ state: "visible", timeout: 2500 });
     } catch {
       if (process.env.E2E_DEBUG) {
-        log("palette miss", label, await page.locator(".quick-input-widget").innerText().catch(() => "?"));
+        log("palette miss", label, await page.locator(".quick-input-widget:visible").innerText().catch(() => "?"));
         await page.screenshot({ path: join(OUTPUT, "debug-palette.png") });
       }
       return false;
     }
     // The exact label ranks first and is focused: Enter runs it. (A click can be held up for
     // Playwright's whole actionability timeout by overlapping toasts.)
-    const first = page.locator(".quick-input-list .monaco-list-row").first();
-    const firstLabel = await first.locator(".label-name").first().innerText().catch(() => "");
-    if (firstLabel.trim() === label) await input.press("Enter");
+    const focused = page.locator(".quick-input-list .monaco-list-row.focused .label-name").first();
+    const focusedLabel = await focused.textContent({ timeout: 1000 }).catch(() => "");
+    if ((focusedLabel ?? "").trim() === label) await page.keyboard.press("Enter");
     else await row.click({ timeout: 5000 });
     return true;
   }, timeout, 500);
@@ -280,10 +283,10 @@ async function visibleOutputLines(page) {
 
 async function ask(page, prompt) {
   await runCommand(page, "Agent: Ask");
-  const input = page.locator(".quick-input-widget input");
+  const input = page.locator(".quick-input-widget:visible input");
   await input.waitFor({ state: "visible" });
-  await until("the Ask input box", async () => (await page.locator(".quick-input-widget").innerText()).includes("Ask the agent") || (await page.locator(".quick-input-widget").innerText()).includes("Continue the conversation"), 10_000);
-  await input.fill(prompt);
+  await until("the Ask input box", async () => (await page.locator(".quick-input-widget:visible").innerText()).includes("Ask the agent") || (await page.locator(".quick-input-widget:visible").innerText()).includes("Continue the conversation"), 10_000);
+  await page.keyboard.type(prompt);
   await page.keyboard.press("Enter");
 }
 
@@ -453,8 +456,11 @@ scenario("cancel during a long bash stops it", async ({ page, userData }) => {
   const progressText = await toast.first().innerText();
   assert(/turn 1: bash sleep 987/.test(progressText), `progress shows: ${progressText}`);
   await page.screenshot({ path: join(OUTPUT, "cancel-progress.png") });
+  const t = Date.now();
   await toast.first().hover();
+  if (process.env.E2E_DEBUG) log(`hover ${Date.now() - t}ms`);
   await toast.first().getByRole("button", { name: "Cancel" }).click();
+  if (process.env.E2E_DEBUG) log(`click ${Date.now() - t}ms`);
   await waitForNotification(page, /request cancelled/i, 20_000);
   await until("the bash process to be gone", () => pgrep(CANCEL_MARK).length === 0, 10_000);
   const lines = traceFileLines(userData);
