@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -88,12 +89,21 @@ def serve(args: argparse.Namespace) -> int:
         server.start_tcp(args.host, args.port)
         return 0
     protocol_out = claim_stdout()
+    # SIGTERM/SIGHUP (an editor stopping us, a closed terminal) end the loop the same
+    # way as stdin EOF: asyncio.run cancels every ask, so tools kill their process
+    # groups before the process exits.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit_on_signal)
     server.start_io(sys.stdin.buffer, protocol_out)
     code = server.exit_code
     sys.stderr.flush()
     # pygls's reader thread may still sit in a blocking stdin read; the interpreter
     # would wait for it at exit. Asks were cancelled and tool processes killed by now.
     os._exit(code)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:

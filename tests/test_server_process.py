@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.framing import StrictReader, send
 from tests.support.lsp_client import REPO, server_env
@@ -194,6 +197,25 @@ def test_shutdown_cancels_running_asks_and_kills_their_tools(
         assert not pids_with(tag)
         send(proc, {"method": "exit"})
         assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminating_signal_kills_the_tools_too(
+    model: ScriptedModel, tmp_path: Path, signum: int
+) -> None:
+    tag = unique_tag()
+    model.reply(tool_calls=[tool_call("bash", {"command": f"sleep 60; : {tag}"})])
+    proc, reader = start_raw_server(server_env(model.base_url))
+    try:
+        initialize(proc, reader, tmp_path)
+        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "long"}})
+        assert wait_until(lambda: bool(pids_with(tag)), 10)
+        proc.send_signal(signum)
+        proc.wait(timeout=10)
+        assert wait_until(lambda: not pids_with(tag), 3)
     finally:
         proc.kill()
         proc.wait()

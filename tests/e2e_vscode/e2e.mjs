@@ -26,9 +26,11 @@ const { chromium } = createRequire(import.meta.url)(env("PLAYWRIGHT_CORE"));
 
 const only = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const KEEP = process.argv.includes("--keep");
-const CANCEL_MARK = "sleep 987";
+// Unique per run, so a process left by an earlier run can't be mistaken for this one's.
+const CANCEL_MARK = `sleep ${9000 + Math.floor(Math.random() * 999)}`;
 
 const tmp = mkdtempSync(join(tmpdir(), "agent-lsp-e2e-"));
+rmSync(OUTPUT, { recursive: true, force: true }); // this run's screenshots and logs only
 mkdirSync(OUTPUT, { recursive: true });
 const children = [];
 const log = (...args) => console.error("[e2e]", ...args);
@@ -52,14 +54,32 @@ function start(command, args, options = {}) {
   return child;
 }
 
-function stopAll() {
-  for (const child of children.reverse()) {
-    if (child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-child.pid, "SIGTERM"); // its process group: code-server's children too
-      } catch {
-        // already gone
-      }
+const running = (child) => child.exitCode === null && child.signalCode === null;
+
+/** Stop a child as an editor would go away: the process first, then what is left of its group. */
+async function stop(child) {
+  if (!running(child)) return;
+  try {
+    process.kill(child.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 30 && running(child); i++) await sleep(100);
+  try {
+    process.kill(-child.pid, "SIGTERM"); // its process group: code-server's children too
+  } catch {
+    // already gone
+  }
+}
+
+async function stopAll() {
+  for (const child of children.reverse()) await stop(child);
+  // The long command of the cancel scenario is ours: never leave it behind.
+  for (const pid of pgrep(CANCEL_MARK)) {
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // gone
     }
   }
 }
@@ -448,21 +468,23 @@ scenario("follow-up continues the conversation", async ({ page, model, userData 
 });
 
 scenario("cancel during a long bash stops it", async ({ page, userData }) => {
+  assert(pgrep(CANCEL_MARK).length === 0, `a ${CANCEL_MARK} process exists before the test`);
   await ask(page, "E2E-CANCEL run the long job");
   await until("the long bash to start", () => pgrep(CANCEL_MARK).length > 0, 60_000);
   await until("the trace start line", () => traceFileLines(userData).some((l) => l.includes(`▶ bash ${CANCEL_MARK}`)), 15_000);
-  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "Agent" });
-  await until("the progress notification", async () => (await toast.count()) > 0, 15_000);
-  const progressText = await toast.first().innerText();
-  assert(/turn 1: bash sleep 987/.test(progressText), `progress shows: ${progressText}`);
+  // The progress notification, fed by the server's work-done progress.
+  const toast = page
+    .locator(".notifications-toasts .notification-toast", { hasText: new RegExp(`turn 1: bash ${CANCEL_MARK}`) })
+    .first();
+  await until("the progress notification to show the bash call", async () => (await toast.count()) > 0, 15_000);
   await page.screenshot({ path: join(OUTPUT, "cancel-progress.png") });
-  const t = Date.now();
-  await toast.first().hover();
-  if (process.env.E2E_DEBUG) log(`hover ${Date.now() - t}ms`);
-  await toast.first().getByRole("button", { name: "Cancel" }).click();
-  if (process.env.E2E_DEBUG) log(`click ${Date.now() - t}ms`);
+  const clicked = Date.now();
+  await toast.hover();
+  await toast.getByRole("button", { name: "Cancel" }).click();
   await waitForNotification(page, /request cancelled/i, 20_000);
+  log(`cancel: "request cancelled" shown ${Date.now() - clicked}ms after the click`);
   await until("the bash process to be gone", () => pgrep(CANCEL_MARK).length === 0, 10_000);
+  log(`cancel: the process was gone ${Date.now() - clicked}ms after the click`);
   const lines = traceFileLines(userData);
   assert(lines.some((l) => l.includes("ask cancelled by user")), `trace:\n${lines.join("\n")}`);
   const frame = await panelFrame(page);
@@ -605,17 +627,13 @@ try {
       }
     }
     await context.close();
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // gone
-    }
+    await stop(child);
   }
 } catch (error) {
   failed++;
   console.log(`FAIL setup\n  ${String(error?.stack ?? error)}`);
 } finally {
-  stopAll();
+  await stopAll();
   if (!KEEP) rmSync(tmp, { recursive: true, force: true });
 }
 console.log(`e2e-vscode: ${((Date.now() - t0) / 1000).toFixed(1)}s, screenshots in ${OUTPUT}`);

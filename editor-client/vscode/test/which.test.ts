@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { findExecutable } from "../src/which";
 
 describe("findExecutable", () => {
   const dir = mkdtempSync(join(tmpdir(), "which-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
   mkdirSync(join(dir, "bin"));
   const program = join(dir, "bin", "agent-lsp");
   writeFileSync(program, "#!/bin/sh\n");
