@@ -87,15 +87,14 @@ class AgentLanguageServer(LanguageServer):
             types.ShowMessageParams(type=types.MessageType.Warning, message=message)
         )
 
-    def apply_settings(self, raw: Any) -> None:
+    def apply_settings(self, raw: Any) -> list[str]:
+        """Apply editor settings; returns the problems to show the user."""
         settings = parse_settings(raw)
         try:
             self.engine.update_settings(settings)
         except ValueError as exc:
-            self.warn_user(f"agent-lsp settings not applied: {exc}")
-            return
-        for warning in settings.warnings:
-            self.warn_user(f"agent-lsp: {warning}")
+            return [f"agent-lsp settings not applied: {exc}"]
+        return [f"agent-lsp: {warning}" for warning in settings.warnings]
 
     async def cancel_all_asks(self) -> None:
         """Cancel running asks and wait until their tool processes are gone."""
@@ -228,12 +227,8 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         if not paths and params.root_path:
             paths = [Path(params.root_path)]
         ls._pending_warnings.extend(ls.engine.set_folders(paths))
-        settings = parse_settings(params.initialization_options)
-        try:
-            ls.engine.update_settings(settings)
-        except ValueError as exc:
-            ls._pending_warnings.append(f"agent-lsp settings not applied: {exc}")
-        ls._pending_warnings.extend(f"agent-lsp: {w}" for w in settings.warnings)
+        # Shown once the client is ready for messages (after `initialized`).
+        ls._pending_warnings.extend(ls.apply_settings(params.initialization_options))
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
@@ -269,14 +264,17 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     ) -> None:
         raw = params.settings
         if isinstance(raw, dict) and SECTION in raw:
-            ls.apply_settings(raw[SECTION])
-            return
-        workspace = ls.client_capabilities.workspace
-        if workspace and workspace.configuration:
+            problems = ls.apply_settings(raw[SECTION])
+        else:
+            workspace = ls.client_capabilities.workspace
+            if not (workspace and workspace.configuration):
+                return
             # Pull model: the notification only says "something changed".
             items = [types.ConfigurationItem(section=SECTION)]
             values = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
-            ls.apply_settings(values[0] if values else None)
+            problems = ls.apply_settings(values[0] if values else None)
+        for problem in problems:
+            ls.warn_user(problem)
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: AgentLanguageServer, params: None) -> None:

@@ -409,3 +409,36 @@ async def test_a_failed_first_ask_leaves_no_session(model: ScriptedModel, worksp
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+async def test_bad_settings_are_reported_and_leave_the_tools_alone(
+    client: AgentTestClient,
+) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"agentLsp": {"enabledTools": ["bash", "rm_rf"], "maxTurns": "many"}}
+        )
+    )
+    result = await client.protocol.send_request_async("agent/listTools", {})
+    assert len(result["tools"]) == 5
+    await asyncio.sleep(0.1)
+    shown = [m.message for m in client.messages]
+    assert any("Unknown tool(s) in enabledTools: rm_rf" in m for m in shown), shown
+
+
+async def test_settings_are_pulled_when_the_client_sends_none(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    capabilities = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(configuration=True)
+    )
+    client = await start_client(server_env(model.base_url), [workspace], capabilities=capabilities)
+    try:
+        client.set_configuration({"enabledTools": ["glob"]}, section="agentLsp")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+        await asyncio.sleep(0.3)
+        result = await client.protocol.send_request_async("agent/listTools", {})
+        assert [t["name"] for t in result["tools"]] == ["glob"]
+    finally:
+        await client.shutdown_session()
+        await client.stop()
