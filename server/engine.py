@@ -13,11 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace, WorkspaceError
-from tools.documents import EditorDocuments
-from tools.ledger import use_ledger
 
-from .agent_loop import LoopResult, agent_loop
-from .bootstrap import build_runtime, check_enabled
 from .conversations import Conversation, ConversationStore
 from .errors import InvalidParamsError, NoWorkspaceFolderError, SessionBusyError
 from .events import EventSink
@@ -28,6 +24,13 @@ from .settings import AgentSettings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+    from tools.documents import EditorDocuments
+
+    from .agent_loop import LoopResult
+
+# The loop, the tools and their assembly are imported on first use (a folder's first
+# listTools or ask), keeping them off the server's start-up path.
 
 
 class Folder:
@@ -114,6 +117,8 @@ class AgentEngine:
         Asks already running keep the runtime they started with.
         """
         if settings.enabled_tools is not None:
+            from .bootstrap import check_enabled
+
             # Checked before committing, so a typo leaves the old tools in place.
             check_enabled(settings.enabled_tools)
         self._settings = settings
@@ -162,16 +167,18 @@ class AgentEngine:
 
     def _make_folder(self, workspace: Workspace) -> Folder:
         settings, documents = self._settings, self._documents
-        return Folder(
-            workspace,
-            lambda: build_runtime(
+
+        def build() -> ToolRuntime:
+            from .bootstrap import build_runtime
+
+            return build_runtime(
                 workspace,
                 enabled=settings.enabled_tools,
                 bash_timeout=settings.bash_timeout,
                 documents=documents,
-            ),
-            settings.runtime_key(),
-        )
+            )
+
+        return Folder(workspace, build, settings.runtime_key())
 
     # -- requests ------------------------------------------------------------------
 
@@ -236,6 +243,10 @@ class AgentEngine:
 
         if on_session is not None:
             on_session(conversation.id)
+        from tools.ledger import use_ledger
+
+        from .agent_loop import agent_loop
+
         async with conversation.lock:
             conversation.messages.append({"role": "user", "content": prompt})
             try:

@@ -311,24 +311,6 @@ async function visibleOutputLines(page) {
   });
 }
 
-/** Set a boolean user setting in the Settings editor, as a user would, then close the editor. */
-async function setBooleanSetting(page, userData, key, title, value) {
-  await runCommand(page, "Preferences: Open User Settings");
-  const search = page.locator(".settings-editor .settings-header .monaco-editor textarea, .settings-editor .suggest-input-container textarea").first();
-  await search.waitFor({ state: "visible", timeout: 15_000 });
-  await page.keyboard.type(key); // the search box has the focus
-  const item = page.locator(".settings-editor .setting-item-bool", { hasText: title }).first();
-  await item.waitFor({ state: "visible", timeout: 15_000 });
-  const checkbox = item.locator(".setting-value-checkbox").first();
-  if ((await checkbox.getAttribute("aria-checked")) !== String(value)) await checkbox.click();
-  // The Settings editor writes settings.json after a debounce; closing it earlier loses the change.
-  const settings = () => JSON.parse(readFileSync(join(userData, "User", "settings.json"), "utf8"));
-  await until(`${key} = ${value} in settings.json`, () => (settings()[key] ?? false) === value, 15_000);
-  await page.keyboard.press("Escape");
-  if (await page.locator(".settings-editor").isVisible()) await runCommand(page, "View: Close Editor");
-  await until("the Settings editor closed", async () => !(await page.locator(".settings-editor").isVisible()), 10_000);
-}
-
 /** Open a workspace file with Quick Open; resolves when its editor is the active one. */
 async function openFile(page, relative) {
   const name = relative.split("/").pop();
@@ -596,14 +578,14 @@ scenario("cancel during a long bash stops it", async ({ page, userData }) => {
 
 scenario("the agent reads an unsaved buffer and edits another line in it, undoably", async ({ page, model, workspace }) => {
   const file = join(workspace, "src", "greet.py");
-  const uri = pathToFileURL(file).pathname;
+  const path = pathToFileURL(file).pathname; // as in the editor's data-uri
   await openFile(page, "src/greet.py");
   // The user types a line and does not save.
-  await focusEditor(page, uri);
+  await focusEditor(page, path);
   await page.keyboard.press("Control+End");
   await page.keyboard.type(TYPED);
   await page.keyboard.press("Escape"); // a suggestion widget, if any
-  await until("the typed line in the editor", async () => (await editorText(page, uri)) === GREET + TYPED, 10_000);
+  await until("the typed line in the editor", async () => (await editorText(page, path)) === GREET + TYPED, 10_000);
   await until("the editor to be dirty", async () => (await page.locator(".tabs-container .tab.active.dirty", { hasText: "greet.py" }).count()) > 0, 10_000);
   try {
     const count = modelRequests(model.recordFile).length;
@@ -625,22 +607,22 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     assert(/^Replaced 1 occurrence in src\/greet\.py .*in the editor/.test(edited), `edit_file result:\n${edited}`);
     // (b) the buffer holds both the user's line and the agent's change; (c) the disk neither.
     const withEdit = GREET.replace(GREET_OLD, GREET_NEW) + TYPED;
-    await until("the agent's change in the editor", async () => (await editorText(page, uri)) === withEdit, 10_000);
+    await until("the agent's change in the editor", async () => (await editorText(page, path)) === withEdit, 10_000);
     assert(readFileSync(file, "utf8") === GREET, `the file on disk changed:\n${readFileSync(file, "utf8")}`);
     assert((await page.locator(".tabs-container .tab.dirty", { hasText: "greet.py" }).count()) === 1, "greet.py is not dirty");
     await last.locator("details.tools summary").click(); // the edit_file result, for the screenshot
     await page.screenshot({ path: join(OUTPUT, "unsaved-edit.png") });
     // (d) one undo takes back the agent's change and keeps the user's line.
-    await focusEditor(page, uri);
+    await focusEditor(page, path);
     await page.keyboard.press("Control+Z");
-    await until("the agent's change undone", async () => (await editorText(page, uri)) === GREET + TYPED, 10_000);
+    await until("the agent's change undone", async () => (await editorText(page, path)) === GREET + TYPED, 10_000);
     await sleep(300); // nothing more happens after a moment
-    const afterUndo = await editorText(page, uri);
+    const afterUndo = await editorText(page, path);
     assert(afterUndo === GREET + TYPED, `after one undo:\n${afterUndo}`);
     assert(readFileSync(file, "utf8") === GREET, "the file on disk changed after the undo");
   } finally {
     // Leave no dirty editor behind (a later "Close All Editors" would ask to save it).
-    await focusEditor(page, uri).catch(() => {});
+    await focusEditor(page, path).catch(() => {});
     await runCommand(page, "File: Revert File").catch(() => {});
     await runCommand(page, "View: Close Editor").catch(() => {});
   }
@@ -654,12 +636,17 @@ scenario("with confirmEdits the user sees VS Code's preview and can reject the e
     return sending.length > 0 && sending[sending.length - 1].includes(`"confirmEdits":${value}`);
   };
   // Changed once the server runs, the setting reaches it by didChangeConfiguration (logged).
+  // Set in the remote settings file, which VS Code watches (code-server's browser-side user
+  // settings file is not re-read when changed behind its back; the Settings UI is tested below).
   await until("the agent server", () => channelFileLines(userData, "Agent Server.log").some((l) => l.includes("agent-lsp server started")), 30_000);
-  await setBooleanSetting(page, userData, "agentLsp.confirmEdits", "Confirm Edits", true);
+  const machineSettings = join(userData, "Machine", "settings.json");
+  const original = readFileSync(machineSettings, "utf8");
+  writeFileSync(machineSettings, JSON.stringify({ ...JSON.parse(original), "agentLsp.confirmEdits": true }, null, 2));
   try {
     await until("confirmEdits sent to the server", sent(true), 15_000);
     await openFile(page, "src/greet.py");
-    await runCommand(page, "View: Keep Editor"); // not a preview tab, which the refactor preview would replace
+    // Pinned (double-click on its tab): the refactor preview would replace a preview tab.
+    await page.locator(".tabs-container .tab.active", { hasText: "greet.py" }).dblclick();
     const count = modelRequests(model.recordFile).length;
     await ask(page, "E2E-CONFIRM make the greeting friendlier, if I agree");
     // VS Code's refactor preview shows the annotated change and waits for the user.
@@ -686,8 +673,9 @@ scenario("with confirmEdits the user sees VS Code's preview and can reject the e
   } finally {
     await focusEditor(page, path).catch(() => {});
     await runCommand(page, "View: Close Editor").catch(() => {});
-    await setBooleanSetting(page, userData, "agentLsp.confirmEdits", "Confirm Edits", false).catch(() => {});
-    await until("confirmEdits off again", sent(false), 15_000).catch(() => {});
+    // Later scenarios expect edits without confirmation.
+    writeFileSync(machineSettings, original);
+    await until("confirmEdits off again", sent(false), 15_000).catch((error) => log(error.message));
   }
 }, { changesSettings: true });
 

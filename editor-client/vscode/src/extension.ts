@@ -21,6 +21,7 @@ import { AgentPanel } from "./panel";
 import { type Conversation, type ConversationEntry, toolCallViews } from "./panel-render";
 import { type AskParams, type AskResult, type ListToolsResult, Methods, type ToolActivity } from "./protocol";
 import {
+  answerConfigurationPull,
   SECTION,
   serverCommand,
   toDidChangeConfigurationParams,
@@ -69,6 +70,8 @@ class AgentClient implements vscode.Disposable {
   private turn: number | undefined;
   /** The settings the server last got (initializationOptions or didChangeConfiguration). */
   private sentSettings: string | undefined;
+  /** The server command line start() last used, to tell a real change from a no-op event. */
+  private startedCommand: string | undefined;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly context: vscode.ExtensionContext) {
@@ -85,6 +88,7 @@ class AgentClient implements vscode.Disposable {
 
   async start(): Promise<void> {
     const command = serverCommand(config());
+    this.startedCommand = JSON.stringify(command);
     if (!command.ok) {
       this.setState({ kind: "stopped", message: command.error });
       void this.showError({ cancelled: false, message: command.error, actions: [{ title: "Open Settings", action: "openSettings" }] });
@@ -115,7 +119,9 @@ class AgentClient implements vscode.Disposable {
       transport: TransportKind.stdio, // the client appends --stdio
     };
     const clientOptions: LanguageClientOptions = {
-      // Open files are synced so the agent sees unsaved edits.
+      // Every open file, whatever its language, is synced: the agent reads the editor's
+      // buffer (unsaved edits included), and its edits to open files come back as
+      // workspace/applyEdit, which the client applies as one undoable, versioned edit.
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
@@ -123,6 +129,16 @@ class AgentClient implements vscode.Disposable {
         const options = toInitializationOptions(config());
         this.sentSettings = JSON.stringify(options);
         return options;
+      },
+      middleware: {
+        workspace: {
+          // If the server pulls its section, it gets what initializationOptions carries.
+          configuration: async (params, token, next) => {
+            const result = await next(params, token);
+            if (!Array.isArray(result)) return result;
+            return answerConfigurationPull(params.items, result, config());
+          },
+        },
       },
       errorHandler: {
         error: (_error, _message, count) => ({
@@ -225,6 +241,8 @@ class AgentClient implements vscode.Disposable {
   private async onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
     if (!e.affectsConfiguration(SECTION)) return;
     if (e.affectsConfiguration(`${SECTION}.server`)) {
+      // A workspace value (ignored: machine scope) or an edit back to the same command.
+      if (JSON.stringify(serverCommand(config())) === this.startedCommand) return;
       const pick = await vscode.window.showInformationMessage(
         "agentLsp.server.command changed. Restart the agent-lsp server to use it?",
         "Restart Server",
@@ -476,7 +494,7 @@ class AgentClient implements vscode.Disposable {
     const action = report.actions.find((a) => a.title === pick)?.action;
     switch (action) {
       case "openSettings":
-        await vscode.commands.executeCommand("workbench.action.openSettings", `@ext:${this.context.extension.id}`);
+        await this.openSettings();
         break;
       case "openReadme":
         await this.openReadme();
@@ -490,6 +508,24 @@ class AgentClient implements vscode.Disposable {
       default:
         break;
     }
+  }
+
+  /**
+   * This extension's settings. In a remote window (Remote-SSH, WSL, code-server) the
+   * machine-scoped ones (server command, endpoint) are set in the remote's settings, and the
+   * User tab hides them, so open the Remote tab there.
+   */
+  private async openSettings(): Promise<void> {
+    const query = `@ext:${this.context.extension.id}`;
+    if (vscode.env.remoteName) {
+      try {
+        await vscode.commands.executeCommand("workbench.action.openRemoteSettings", { query });
+        return;
+      } catch (error) {
+        this.log.warn(`opening the remote settings: ${String(error)}`);
+      }
+    }
+    await vscode.commands.executeCommand("workbench.action.openSettings", query);
   }
 
   /** The README shipped in the .vsix (vsce stores it as readme.md). */

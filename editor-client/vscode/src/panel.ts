@@ -22,7 +22,11 @@ export class AgentPanel implements vscode.Disposable {
   /** Open (or reveal) the panel beside the editor without taking focus unless asked. */
   show(preserveFocus = true): void {
     if (this.panel) {
-      this.panel.reveal(undefined, preserveFocus);
+      // Brought to the front of its own group, a hidden panel would cover the editor the user
+      // is working in (whose buffer the agent may be about to edit): move it beside instead.
+      const active = vscode.window.activeTextEditor?.viewColumn;
+      const wouldCover = !this.panel.visible && active !== undefined && active === this.panel.viewColumn;
+      this.panel.reveal(wouldCover ? vscode.ViewColumn.Beside : undefined, preserveFocus);
       return;
     }
     const panel = vscode.window.createWebviewPanel(

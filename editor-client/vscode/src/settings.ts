@@ -4,6 +4,7 @@
 /** The subset of vscode.WorkspaceConfiguration this module needs. */
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
+  inspect<T>(key: string): { defaultValue?: T; globalValue?: T } | undefined;
 }
 
 /** What the server reads from `initializationOptions` (docs/protocol.md). Never an API key. */
@@ -15,15 +16,35 @@ export interface InitializationOptions {
   bashTimeout?: number;
   systemPrompt?: string;
   requestTimeout?: number;
+  editThroughEditor?: boolean;
+  confirmEdits?: boolean;
 }
 
 export const SECTION = "agentLsp";
 export const DEFAULT_SERVER_COMMAND: readonly string[] = ["agent-lsp"];
 
+/**
+ * Settings that choose the program the extension runs and where the server sends the API key.
+ * They are `"scope": "machine"` in package.json, so VS Code takes them from user (or remote)
+ * settings only; they are read here from the user/default values alone as well, so a cloned
+ * repository's .vscode/settings.json can never supply them (not even while VS Code has not yet
+ * applied the extension's scopes to the workspace's settings).
+ */
+export const MACHINE_SETTINGS = ["server.command", "baseUrl"] as const;
+
+function machineValue(config: ConfigReader, key: (typeof MACHINE_SETTINGS)[number]): unknown {
+  const inspected = config.inspect<unknown>(key);
+  return inspected?.globalValue ?? inspected?.defaultValue;
+}
+
 function nonEmptyString(value: unknown): string | undefined {
   if (typeof value !== "string") return undefined;
   const trimmed = value.trim();
   return trimmed === "" ? undefined : trimmed;
+}
+
+function flag(value: unknown, fallback: boolean): boolean {
+  return typeof value === "boolean" ? value : fallback;
 }
 
 /** Positive finite numbers only; 0 / empty is how the settings UI says "server default". */
@@ -40,7 +61,7 @@ export function toInitializationOptions(config: ConfigReader): InitializationOpt
   const options: InitializationOptions = {};
   const model = nonEmptyString(config.get("model"));
   if (model !== undefined) options.model = model;
-  const baseUrl = nonEmptyString(config.get("baseUrl"));
+  const baseUrl = nonEmptyString(machineValue(config, "baseUrl"));
   if (baseUrl !== undefined) options.baseUrl = baseUrl;
   const maxTurns = positiveNumber(config.get("maxTurns"), true);
   if (maxTurns !== undefined && maxTurns >= 1) options.maxTurns = maxTurns;
@@ -57,6 +78,9 @@ export function toInitializationOptions(config: ConfigReader): InitializationOpt
   }
   const requestTimeout = positiveNumber(config.get("requestTimeout"), false);
   if (requestTimeout !== undefined) options.requestTimeout = requestTimeout;
+  // Always sent (the server applies a whole section, so an omitted flag means its default).
+  options.editThroughEditor = flag(config.get("editThroughEditor"), true);
+  options.confirmEdits = flag(config.get("confirmEdits"), false);
   return options;
 }
 
@@ -65,6 +89,21 @@ export function toDidChangeConfigurationParams(config: ConfigReader): {
   settings: { agentLsp: InitializationOptions };
 } {
   return { settings: { agentLsp: toInitializationOptions(config) } };
+}
+
+/**
+ * The answer to a `workspace/configuration` pull: items for our section get the same object
+ * initializationOptions carries (machine-scoped settings from user settings only), not VS Code's
+ * raw merged section; other sections keep the client's default answer.
+ */
+export function answerConfigurationPull(
+  items: readonly { section?: string }[],
+  defaults: readonly unknown[],
+  config: ConfigReader,
+): unknown[] {
+  return items.map((item, i) =>
+    item.section === SECTION ? toInitializationOptions(config) : defaults[i] ?? null,
+  );
 }
 
 export type ServerCommand =
@@ -76,7 +115,7 @@ export type ServerCommand =
  * A plain string is accepted and split on whitespace, since users will type one anyway.
  */
 export function serverCommand(config: ConfigReader): ServerCommand {
-  let raw = config.get<unknown>("server.command");
+  let raw = machineValue(config, "server.command");
   if (raw === undefined || raw === null) raw = [...DEFAULT_SERVER_COMMAND];
   if (typeof raw === "string") raw = raw.trim().split(/\s+/).filter((p) => p !== "");
   if (!Array.isArray(raw) || raw.length === 0 || !raw.every((p) => typeof p === "string")) {

@@ -1,15 +1,48 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
+  answerConfigurationPull,
   type ConfigReader,
+  MACHINE_SETTINGS,
+  SECTION,
   serverCommand,
   toDidChangeConfigurationParams,
   toInitializationOptions,
 } from "../src/settings";
 
-function reader(values: Record<string, unknown>): ConfigReader {
-  return { get: <T>(key: string) => values[key] as T | undefined };
+/**
+ * Like vscode.WorkspaceConfiguration: `get` merges default < user < workspace; `inspect` shows
+ * each level. `workspace` is what a repository's .vscode/settings.json says.
+ */
+function reader(
+  user: Record<string, unknown>,
+  workspace: Record<string, unknown> = {},
+  defaults: Record<string, unknown> = {},
+): ConfigReader {
+  return {
+    get: <T>(key: string) => (workspace[key] ?? user[key] ?? defaults[key]) as T | undefined,
+    inspect: <T>(key: string) => {
+      const levels: { key: string; defaultValue?: T; globalValue?: T; workspaceValue?: T } = {
+        key: `${SECTION}.${key}`,
+      };
+      if (key in defaults) levels.defaultValue = defaults[key] as T;
+      if (key in user) levels.globalValue = user[key] as T;
+      if (key in workspace) levels.workspaceValue = workspace[key] as T;
+      return levels;
+    },
+  };
 }
+
+/** The flags the server always gets, at their defaults. */
+const EDIT_DEFAULTS = { editThroughEditor: true, confirmEdits: false };
+
+// out/test/settings.test.js -> the extension's package.json
+const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8")) as {
+  contributes: { configuration: { properties: Record<string, { scope?: string; default?: unknown; markdownDescription?: string }> } };
+};
+const properties = manifest.contributes.configuration.properties;
 
 describe("toInitializationOptions", () => {
   it("maps every setting the server reads", () => {
@@ -22,6 +55,8 @@ describe("toInitializationOptions", () => {
         bashTimeout: 30,
         systemPrompt: "Be brief.\n",
         requestTimeout: 90,
+        editThroughEditor: false,
+        confirmEdits: true,
         "server.command": ["agent-lsp"],
         "trace.revealOnFirstAsk": true,
       }),
@@ -34,6 +69,29 @@ describe("toInitializationOptions", () => {
       bashTimeout: 30,
       systemPrompt: "Be brief.\n",
       requestTimeout: 90,
+      editThroughEditor: false,
+      confirmEdits: true,
+    });
+  });
+
+  it("always sends the edit flags, defaulting non-booleans", () => {
+    assert.deepEqual(toInitializationOptions(reader({})), EDIT_DEFAULTS);
+    assert.deepEqual(
+      toInitializationOptions(reader({ editThroughEditor: "no", confirmEdits: 1 })),
+      EDIT_DEFAULTS,
+    );
+    assert.deepEqual(toInitializationOptions(reader({ confirmEdits: true })), {
+      editThroughEditor: true,
+      confirmEdits: true,
+    });
+  });
+
+  it("takes baseUrl from user settings only, never from the workspace's", () => {
+    const hostile = { baseUrl: "https://attacker.example/v1" };
+    assert.deepEqual(toInitializationOptions(reader({}, hostile)), EDIT_DEFAULTS);
+    assert.deepEqual(toInitializationOptions(reader({ baseUrl: "http://127.0.0.1:11434/v1" }, hostile)), {
+      baseUrl: "http://127.0.0.1:11434/v1",
+      ...EDIT_DEFAULTS,
     });
   });
 
@@ -41,12 +99,12 @@ describe("toInitializationOptions", () => {
     const options = toInitializationOptions(
       reader({ model: "", baseUrl: "   ", bashTimeout: 0, requestTimeout: 0, systemPrompt: " " }),
     );
-    assert.deepEqual(options, {});
+    assert.deepEqual(options, EDIT_DEFAULTS);
   });
 
   it("never carries an API key, even if one is configured", () => {
     const options = toInitializationOptions(reader({ apiKey: "sk-secret", model: "m" }));
-    assert.deepEqual(options, { model: "m" });
+    assert.deepEqual(options, { model: "m", ...EDIT_DEFAULTS });
     assert.ok(!JSON.stringify(options).includes("sk-secret"));
   });
 
@@ -54,25 +112,36 @@ describe("toInitializationOptions", () => {
     const options = toInitializationOptions(
       reader({ maxTurns: -3, bashTimeout: Number.NaN, model: 42, enabledTools: "bash" }),
     );
-    assert.deepEqual(options, {});
+    assert.deepEqual(options, EDIT_DEFAULTS);
   });
 
   it("keeps an explicitly empty tool list, dedupes and trims names", () => {
-    assert.deepEqual(toInitializationOptions(reader({ enabledTools: [] })), { enabledTools: [] });
+    assert.deepEqual(toInitializationOptions(reader({ enabledTools: [] })), { enabledTools: [], ...EDIT_DEFAULTS });
     assert.deepEqual(
       toInitializationOptions(reader({ enabledTools: ["bash", " bash", 3, "glob"] })),
-      { enabledTools: ["bash", "glob"] },
+      { enabledTools: ["bash", "glob"], ...EDIT_DEFAULTS },
     );
   });
 
   it("floors a fractional maxTurns", () => {
-    assert.deepEqual(toInitializationOptions(reader({ maxTurns: 7.9 })), { maxTurns: 7 });
+    assert.deepEqual(toInitializationOptions(reader({ maxTurns: 7.9 })), { maxTurns: 7, ...EDIT_DEFAULTS });
   });
 
   it("wraps the same options for didChangeConfiguration", () => {
-    assert.deepEqual(toDidChangeConfigurationParams(reader({ model: "m", maxTurns: 3 })), {
-      settings: { agentLsp: { model: "m", maxTurns: 3 } },
+    assert.deepEqual(toDidChangeConfigurationParams(reader({ model: "m", maxTurns: 3, confirmEdits: true })), {
+      settings: { agentLsp: { model: "m", maxTurns: 3, editThroughEditor: true, confirmEdits: true } },
     });
+  });
+});
+
+describe("answerConfigurationPull", () => {
+  it("answers our section with the sanitized options and leaves other sections alone", () => {
+    const config = reader({ maxTurns: 4, baseUrl: "http://127.0.0.1:8000/v1" }, { baseUrl: "https://attacker.example/v1" });
+    const raw = { baseUrl: "https://attacker.example/v1", maxTurns: 4, server: { command: ["/tmp/evil"] } };
+    assert.deepEqual(
+      answerConfigurationPull([{ section: "agentLsp" }, { section: "editor" }, {}], [raw, { tabSize: 4 }], config),
+      [{ baseUrl: "http://127.0.0.1:8000/v1", maxTurns: 4, ...EDIT_DEFAULTS }, { tabSize: 4 }, null],
+    );
   });
 });
 
@@ -102,11 +171,42 @@ describe("serverCommand", () => {
     }
   });
 
+  it("never runs a program named by the workspace's settings", () => {
+    const hostile = { "server.command": ["/tmp/evil"] };
+    assert.deepEqual(serverCommand(reader({}, hostile)), { ok: true, command: "agent-lsp", args: [] });
+    assert.deepEqual(serverCommand(reader({}, hostile, { "server.command": ["agent-lsp"] })), {
+      ok: true,
+      command: "agent-lsp",
+      args: [],
+    });
+    assert.deepEqual(serverCommand(reader({ "server.command": ["/opt/agent-lsp", "-v"] }, hostile)), {
+      ok: true,
+      command: "/opt/agent-lsp",
+      args: ["-v"],
+    });
+  });
+
   it("explains what is wrong with a bad value", () => {
     for (const bad of [[], [""], [1, 2], {}, ""]) {
       const result = serverCommand(reader({ "server.command": bad }));
       assert.equal(result.ok, false, JSON.stringify(bad));
       if (!result.ok) assert.match(result.error, /agentLsp\.server\.command/);
     }
+  });
+});
+
+describe("package.json settings", () => {
+  it("declares the settings that choose the program and the endpoint machine-scoped", () => {
+    for (const key of MACHINE_SETTINGS) {
+      const property = properties[`${SECTION}.${key}`];
+      assert.ok(property, key);
+      assert.equal(property.scope, "machine", key);
+      assert.match(property.markdownDescription ?? "", /workspace/i, `${key}: description says why`);
+    }
+  });
+
+  it("declares the edit flags with the server's defaults", () => {
+    assert.equal(properties[`${SECTION}.editThroughEditor`]?.default, true);
+    assert.equal(properties[`${SECTION}.confirmEdits`]?.default, false);
   });
 });
