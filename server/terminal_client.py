@@ -89,7 +89,8 @@ async def ask_once(
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
     def on_log(params: types.LogMessageParams) -> None:
-        if params.type in (types.MessageType.Error, types.MessageType.Warning):
+        # Errors of the ask itself arrive as its error response; print those once.
+        if params.type == types.MessageType.Warning:
             print(f"agent-lsp: {params.message}", file=err, flush=True)
 
     command = ["-m", "server", "--stdio"]

@@ -146,7 +146,7 @@ def test_terminal_client_reports_the_unconfigured_model(tmp_path: Path) -> None:
     env = server_env(None, XDG_STATE_HOME=str(tmp_path / "state"))
     result = run_cli("ask", "hi", "--workspace", str(tmp_path), env=env)
     assert result.returncode == 1
-    assert "MODEL_API_KEY" in result.stderr
+    assert result.stderr.count("No model API key: set MODEL_API_KEY") == 1
     assert result.stdout == ""
 
 
