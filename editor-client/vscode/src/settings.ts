@@ -24,13 +24,22 @@ export const SECTION = "agentLsp";
 export const DEFAULT_SERVER_COMMAND: readonly string[] = ["agent-lsp"];
 
 /**
- * Settings that choose the program the extension runs and where the server sends the API key.
- * They are `"scope": "machine"` in package.json, so VS Code takes them from user (or remote)
- * settings only; they are read here from the user/default values alone as well, so a cloned
- * repository's .vscode/settings.json can never supply them (not even while VS Code has not yet
- * applied the extension's scopes to the workspace's settings).
+ * Settings a cloned repository must not choose: the program the extension runs, where the
+ * server sends the API key, which tools the agent has (a repo could re-enable `bash`), its
+ * instructions, and whether edits ask first. They are `"scope": "machine"` in package.json, so
+ * VS Code takes them from user (or remote) settings only; they are read here from the
+ * user/default values alone as well, so a repository's .vscode/settings.json can never supply
+ * them (not even while VS Code has not yet applied the extension's scopes to the workspace's
+ * settings).
  */
-export const MACHINE_SETTINGS = ["server.command", "baseUrl"] as const;
+export const MACHINE_SETTINGS = [
+  "server.command",
+  "baseUrl",
+  "enabledTools",
+  "systemPrompt",
+  "confirmEdits",
+  "editThroughEditor",
+] as const;
 
 function machineValue(config: ConfigReader, key: (typeof MACHINE_SETTINGS)[number]): unknown {
   const inspected = config.inspect<unknown>(key);
@@ -65,22 +74,22 @@ export function toInitializationOptions(config: ConfigReader): InitializationOpt
   if (baseUrl !== undefined) options.baseUrl = baseUrl;
   const maxTurns = positiveNumber(config.get("maxTurns"), true);
   if (maxTurns !== undefined && maxTurns >= 1) options.maxTurns = maxTurns;
-  const tools = config.get<unknown>("enabledTools");
+  const tools = machineValue(config, "enabledTools");
   if (Array.isArray(tools)) {
     const names = tools.filter((t): t is string => typeof t === "string").map((t) => t.trim());
     options.enabledTools = [...new Set(names.filter((t) => t !== ""))];
   }
   const bashTimeout = positiveNumber(config.get("bashTimeout"), false);
   if (bashTimeout !== undefined) options.bashTimeout = bashTimeout;
-  const systemPrompt = config.get<unknown>("systemPrompt");
+  const systemPrompt = machineValue(config, "systemPrompt");
   if (typeof systemPrompt === "string" && systemPrompt.trim() !== "") {
     options.systemPrompt = systemPrompt;
   }
   const requestTimeout = positiveNumber(config.get("requestTimeout"), false);
   if (requestTimeout !== undefined) options.requestTimeout = requestTimeout;
   // Always sent (the server applies a whole section, so an omitted flag means its default).
-  options.editThroughEditor = flag(config.get("editThroughEditor"), true);
-  options.confirmEdits = flag(config.get("confirmEdits"), false);
+  options.editThroughEditor = flag(machineValue(config, "editThroughEditor"), true);
+  options.confirmEdits = flag(machineValue(config, "confirmEdits"), false);
   return options;
 }
 
