@@ -563,6 +563,7 @@ scenario("cancel during a long bash stops it", async ({ page, userData }) => {
   const clicked = Date.now();
   await toast.hover();
   await toast.getByRole("button", { name: "Cancel" }).click();
+  log(`cancel: the click landed ${Date.now() - clicked}ms after it was asked for`);
   await waitForNotification(page, /request cancelled/i, 20_000);
   log(`cancel: "request cancelled" shown ${Date.now() - clicked}ms after the click`);
   await until("the bash process to be gone", () => pgrep(CANCEL_MARK).length === 0, 10_000);
