@@ -7,7 +7,6 @@ from typing import Any
 
 from .events import ToolCallFinished, ToolCallStarted
 
-PREVIEW_CHARS = 2_000
 SUMMARY_CHARS = 80
 
 
@@ -44,6 +43,6 @@ def activity_params(session_id: str, event: ToolCallStarted | ToolCallFinished) 
         params["status"] = "started"
     else:
         params["status"] = "completed" if event.ok else "failed"
-        params["output"] = event.output[:PREVIEW_CHARS]
+        params["output"] = event.output  # already a preview (agent_loop.preview)
         params["durationMs"] = round(event.duration_ms, 1)
     return params

@@ -7,7 +7,7 @@ code; ``server.lsp_server`` is a thin mapping of JSON-RPC onto this class.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +60,6 @@ class AskResult:
     answer: str
     session_id: str
     loop: LoopResult
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {

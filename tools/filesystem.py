@@ -262,6 +262,18 @@ def _remember_disk(target: Path) -> None:
         ledger.record(target, print_)
 
 
+def _remember_written(target: Path, data: bytes) -> None:
+    """Record what the agent just wrote without reading it back (same print as
+    :func:`_disk_print`: the content hash, or the stat for files over the edit limit)."""
+    ledger = active_ledger()
+    if ledger is None:
+        return
+    if len(data) > MAX_EDIT_BYTES:
+        _remember_disk(target)
+    else:
+        ledger.record(target, fingerprint(data))
+
+
 def _stale(target: Path, shown: str, current: str | None) -> str | None:
     """Stale-edit protection: an ``Error:`` if writing over ``target`` would be blind."""
     ledger = active_ledger()
@@ -356,9 +368,9 @@ def _write_file(workspace: Workspace, path: str, content: str, buffer: str | Non
     except UnicodeEncodeError:
         return "Error: content is not valid Unicode text (it has unpaired surrogates)"
     on_disk = _disk_bytes(target) if buffer is not None else None
-    if problem := _unsaved_problem(shown, buffer, on_disk) or _stale(
-        target, shown, _disk_print(target)
-    ):
+    # Hashing the old file is only needed when a ledger will compare it.
+    current = _disk_print(target) if active_ledger() is not None else None
+    if problem := _unsaved_problem(shown, buffer, on_disk) or _stale(target, shown, current):
         return problem
     try:
         if target.exists() and not os.access(target, os.W_OK):
@@ -373,7 +385,7 @@ def _write_file(workspace: Workspace, path: str, content: str, buffer: str | Non
         atomic_write(target, data)
     except OSError as exc:
         return _write_error(exc, workspace, target)
-    _remember_disk(target)
+    _remember_written(target, data)
     return f"Wrote {len(data)} bytes to {shown}"
 
 
@@ -561,7 +573,7 @@ def _edit_file(
         )
     except OSError as exc:
         return _write_error(exc, workspace, target)
-    _remember_disk(target)
+    _remember_written(target, new_data)
     noun = "occurrence" if edit.count == 1 else "occurrences"
     return f"Replaced {edit.count} {noun} in {shown} at {lines_phrase(edit.lines, edit.count)}"
 
