@@ -5,6 +5,9 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -67,27 +70,34 @@ def test_nothing_but_frames_reach_stdout(model: ScriptedModel, tmp_path: Path) -
         proc.wait()
 
 
+@contextmanager
+def server_running_bash(
+    model: ScriptedModel, folder: Path, command: str, tag: str
+) -> Iterator[tuple[subprocess.Popen[bytes], StrictReader]]:
+    """A raw server whose ask (id 2) is running ``command`` (tagged ``tag``) in bash."""
+    model.reply(tool_calls=[tool_call("bash", {"command": command})])
+    proc, reader = start_raw_server(server_env(model.base_url))
+    try:
+        initialize(proc, reader, folder)
+        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "long"}})
+        assert wait_until(lambda: bool(pids_with(tag)), 10)
+        yield proc, reader
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_stdin_eof_ends_the_server_and_its_children(model: ScriptedModel, tmp_path: Path) -> None:
     tag = unique_tag()
     marker = tmp_path / "marker"
     command = f"(sleep 1.5; touch {marker}) & sleep 60 # {tag}"
-    model.reply(tool_calls=[tool_call("bash", {"command": command})])
-    proc, reader = start_raw_server(server_env(model.base_url))
-    try:
-        initialize(proc, reader, tmp_path)
-        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "long"}})
-        assert wait_until(lambda: bool(pids_with(tag)), 10)
+    with server_running_bash(model, tmp_path, command, tag) as (proc, _reader):
         assert proc.stdin is not None
         proc.stdin.close()  # the editor died
         proc.wait(timeout=10)
         assert wait_until(lambda: not pids_with(tag), 3)
-        import time
-
         time.sleep(2)
         assert not marker.exists()
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_shutdown_and_exit(model: ScriptedModel, tmp_path: Path) -> None:
@@ -184,12 +194,7 @@ def test_shutdown_cancels_running_asks_and_kills_their_tools(
     model: ScriptedModel, tmp_path: Path
 ) -> None:
     tag = unique_tag()
-    model.reply(tool_calls=[tool_call("bash", {"command": f"sleep 60; : {tag}"})])
-    proc, reader = start_raw_server(server_env(model.base_url))
-    try:
-        initialize(proc, reader, tmp_path)
-        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "long"}})
-        assert wait_until(lambda: bool(pids_with(tag)), 10)
+    with server_running_bash(model, tmp_path, f"sleep 60; : {tag}", tag) as (proc, reader):
         send(proc, {"id": 3, "method": "shutdown"})
         reader.wait_for(lambda m: m.get("id") == 3)
         # By the time shutdown answers, the ask is cancelled and its tool is gone.
@@ -197,9 +202,6 @@ def test_shutdown_cancels_running_asks_and_kills_their_tools(
         assert not pids_with(tag)
         send(proc, {"method": "exit"})
         assert proc.wait(timeout=10) == 0
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
@@ -207,15 +209,7 @@ def test_a_terminating_signal_kills_the_tools_too(
     model: ScriptedModel, tmp_path: Path, signum: int
 ) -> None:
     tag = unique_tag()
-    model.reply(tool_calls=[tool_call("bash", {"command": f"sleep 60; : {tag}"})])
-    proc, reader = start_raw_server(server_env(model.base_url))
-    try:
-        initialize(proc, reader, tmp_path)
-        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "long"}})
-        assert wait_until(lambda: bool(pids_with(tag)), 10)
+    with server_running_bash(model, tmp_path, f"sleep 60; : {tag}", tag) as (proc, _reader):
         proc.send_signal(signum)
         proc.wait(timeout=10)
         assert wait_until(lambda: not pids_with(tag), 3)
-    finally:
-        proc.kill()
-        proc.wait()
