@@ -90,8 +90,7 @@ class AgentClient implements vscode.Disposable {
     const command = serverCommand(config());
     this.startedCommand = JSON.stringify(command);
     if (!command.ok) {
-      this.setState({ kind: "stopped", message: command.error });
-      void this.showError({ cancelled: false, message: command.error, actions: [{ title: "Open Settings", action: "openSettings" }] });
+      this.reportStartFailure(command.error, [{ title: "Open Settings", action: "openSettings" }], false);
       return;
     }
     const program = findExecutable(command.command, process.env.PATH);
@@ -101,16 +100,10 @@ class AgentClient implements vscode.Disposable {
         (command.command.includes("/") ? "" : " on PATH") +
         ". Install it (uv tool install /path/to/agent-lsp) or set agentLsp.server.command " +
         'to the server\'s command line, e.g. ["uv", "run", "--directory", "/path/to/agent-lsp", "agent-lsp"].';
-      this.log.error(message);
-      this.setState({ kind: "stopped", message });
-      void this.showError({
-        cancelled: false,
-        message,
-        actions: [
-          { title: "Open Settings", action: "openSettings" },
-          { title: "Setup Guide", action: "openReadme" },
-        ],
-      });
+      this.reportStartFailure(message, [
+        { title: "Open Settings", action: "openSettings" },
+        { title: "Setup Guide", action: "openReadme" },
+      ]);
       return;
     }
     const serverOptions: ServerOptions = {
@@ -167,18 +160,19 @@ class AgentClient implements vscode.Disposable {
         `Could not start the agent-lsp server (${[command.command, ...command.args].join(" ")}): ` +
         `${error instanceof Error ? error.message : String(error)}. ` +
         "Set agentLsp.server.command to the server's command line.";
-      this.log.error(message);
-      this.setState({ kind: "stopped", message });
-      void this.showError({
-        cancelled: false,
-        message,
-        actions: [
-          { title: "Open Settings", action: "openSettings" },
-          { title: "Setup Guide", action: "openReadme" },
-          { title: "Show Server Log", action: "showLog" },
-        ],
-      });
+      this.reportStartFailure(message, [
+        { title: "Open Settings", action: "openSettings" },
+        { title: "Setup Guide", action: "openReadme" },
+        { title: "Show Server Log", action: "showLog" },
+      ]);
     }
+  }
+
+  /** The server could not start: say why (log, status bar, notification with fixes). */
+  private reportStartFailure(message: string, actions: ErrorReport["actions"], log = true): void {
+    if (log) this.log.error(message);
+    this.setState({ kind: "stopped", message });
+    void this.showError({ cancelled: false, message, actions });
   }
 
   private onServerClosed(): { action: CloseAction; handled: boolean } {
