@@ -39,6 +39,7 @@ from tests.support.model_server import (  # noqa: E402
     instant_responder,
     tool_call,
 )
+from tooling.context import ToolContext  # noqa: E402
 from tooling.contract import ToolDefinition  # noqa: E402
 from tooling.registry import ToolRegistry  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
@@ -53,7 +54,7 @@ PARALLEL_ROUNDS = 3
 EMPTY_OBJECT = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-async def _noop(arguments: dict[str, Any]) -> str:
+async def _noop(arguments: dict[str, Any], context: ToolContext) -> str:
     return "ok"
 
 
@@ -62,7 +63,7 @@ def _runtime(*, read_only: bool, sleep: float | None = None) -> ToolRuntime:
         tools = [ToolDefinition("noop", "Does nothing.", EMPTY_OBJECT, _noop, read_only=read_only)]
     else:
 
-        async def slow(arguments: dict[str, Any]) -> str:
+        async def slow(arguments: dict[str, Any], context: ToolContext) -> str:
             await asyncio.sleep(sleep)
             return "read"
 

@@ -21,6 +21,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from tooling.context import ToolContext  # noqa: E402
 from tooling.contract import ToolDefinition  # noqa: E402
 from tooling.registry import ToolRegistry  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
@@ -30,7 +31,7 @@ ROUNDS = 7
 TARGET_US = 50.0
 
 
-async def noop(arguments: dict[str, Any]) -> str:
+async def noop(arguments: dict[str, Any], context: ToolContext) -> str:
     return "ok"
 
 
@@ -64,7 +65,7 @@ async def main() -> str:
 
     direct, dispatched = [], []
     for _ in range(ROUNDS):  # interleaved so machine noise hits both alike
-        direct.append(await per_call_us(lambda: noop(dict(ARGUMENTS))))
+        direct.append(await per_call_us(lambda: noop(dict(ARGUMENTS), ToolContext())))
         dispatched.append(await per_call_us(lambda: runtime.execute("noop", raw)))
     base, ours = statistics.median(direct), statistics.median(dispatched)
     overhead = ours - base

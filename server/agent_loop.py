@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tooling.context import ToolContext
 from tooling.contract import is_error
 
 from .events import (
@@ -108,6 +109,7 @@ async def agent_loop(
     model: str,
     max_turns: int = 50,
     on_event: EventSink | None = None,
+    context: ToolContext | None = None,
 ) -> LoopResult:
     """Run the loop on ``messages`` (appended to in place) and return the final text.
 
@@ -115,12 +117,17 @@ async def agent_loop(
     made and the model still wants tools, those calls are run (and paired) and the
     loop stops with ``stop_reason="max_turns"`` and the last assistant text.
 
+    ``context`` is what the tools may use for this run (the conversation's ledger, the
+    editor's documents); each call gets its own copy via ``for_call``. Without one,
+    the tools get a fresh context for the run.
+
     Raises :class:`~server.model_config.ModelRequestError` when a request fails;
     ``CancelledError`` propagates after the history has been made consistent.
     """
     if max_turns < 1:
         raise ValueError("max_turns must be >= 1")
     emit = on_event or _ignore
+    context = context if context is not None else ToolContext()
     schemas = runtime.schemas()  # once per run: the registry does not change mid-run
     # An empty registry sends no ``tools`` at all: some endpoints reject ``tools: []``.
     options: dict[str, Any] = {"tools": schemas, "tool_choice": "auto"} if schemas else {}
@@ -137,7 +144,7 @@ async def agent_loop(
         if not calls:
             emit(FinalAnswer(text=text, stop_reason="end_turn"))
             return LoopResult(text, "end_turn", records, usage, turn)
-        await _run_tool_calls(calls, runtime, messages, records, turn, emit)
+        await _run_tool_calls(calls, runtime, context, messages, records, turn, emit)
 
     emit(FinalAnswer(text=text, stop_reason="max_turns"))
     return LoopResult(text, "max_turns", records, usage, max_turns)
@@ -177,6 +184,7 @@ async def _request(
 async def _run_tool_calls(
     calls: Sequence[Any],
     runtime: ToolRuntime,
+    context: ToolContext,
     messages: list[dict[str, Any]],
     records: list[ToolCallRecord],
     turn: int,
@@ -196,7 +204,7 @@ async def _run_tool_calls(
         if getattr(call, "type", "function") != "function":
             output = f"Error: unsupported tool call type {call.type}"
         else:
-            output = await runtime.execute(name, arguments)
+            output = await runtime.execute(name, arguments, context.for_call(call.id))
         outputs[index] = output
         _finish(index, output, ok=not is_error(output))
 

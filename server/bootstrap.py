@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from tooling.contract import ToolDefinition
+from tooling.documents import EditorDocuments
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools.documents import EditorDocuments
 from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
 from tools.shell import DEFAULT_SECRET_ENV, bash_tool
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tools.ledger import ReadLedger
+from tooling.ledger import FileLedger
 
 if TYPE_CHECKING:
     from .session_files import SessionFiles
@@ -31,7 +31,7 @@ class Conversation:
     updated: float = field(default_factory=time.time)
     # What the agent has read of each file (stale-edit protection); not persisted,
     # so a conversation loaded from a file re-reads before it edits.
-    ledger: ReadLedger = field(default_factory=ReadLedger, repr=False)
+    ledger: FileLedger = field(default_factory=FileLedger, repr=False)
 
     @property
     def busy(self) -> bool:

@@ -8,13 +8,14 @@ by the editor if the buffer changed in the meantime.
 
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from tools.documents import BufferEdit, EditOutcome, LineIndex
+from tooling.documents import BufferEdit, EditOutcome
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -117,3 +118,41 @@ def _encoding(ls: AgentLanguageServer) -> str:
     encoding = ls.workspace.position_encoding
     value = getattr(encoding, "value", encoding)
     return str(value) if value in ("utf-8", "utf-32") else "utf-16"
+
+
+class LineIndex:
+    """Offsets in a text to LSP positions (line, character in the chosen encoding).
+
+    LSP lines end at ``\\n``, ``\\r\\n`` or ``\\r``; characters are counted in UTF-16
+    code units unless the client negotiated another position encoding.
+    """
+
+    def __init__(self, text: str, encoding: str = "utf-16") -> None:
+        self._text = text
+        self._encoding = encoding
+        starts = [0]
+        i, n = 0, len(text)
+        while i < n:
+            ch = text[i]
+            if ch == "\r":
+                i += 2 if i + 1 < n and text[i + 1] == "\n" else 1
+                starts.append(i)
+            elif ch == "\n":
+                i += 1
+                starts.append(i)
+            else:
+                i += 1
+        self._starts = starts
+
+    def position(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._starts, offset) - 1
+        prefix = self._text[self._starts[line] : offset]
+        return line, units(prefix, self._encoding)
+
+
+def units(text: str, encoding: str) -> int:
+    if encoding == "utf-8":
+        return len(text.encode("utf-8", "surrogatepass"))
+    if encoding == "utf-32":
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2

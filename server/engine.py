@@ -25,7 +25,7 @@ from .settings import AgentSettings
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from tools.documents import EditorDocuments
+    from tooling.documents import EditorDocuments
 
     from .agent_loop import LoopResult
 
@@ -242,22 +242,26 @@ class AgentEngine:
 
         if on_session is not None:
             on_session(conversation.id)
-        from tools.ledger import use_ledger
+        from tooling.context import ToolContext
 
         from .agent_loop import agent_loop
 
         async with conversation.lock:
             conversation.messages.append({"role": "user", "content": prompt})
             try:
-                with use_ledger(conversation.ledger):
-                    result = await agent_loop(
-                        conversation.messages,
-                        target.runtime,
-                        client=client,
-                        model=model_settings.model,
-                        max_turns=settings.max_turns,
-                        on_event=on_event,
-                    )
+                result = await agent_loop(
+                    conversation.messages,
+                    target.runtime,
+                    client=client,
+                    model=model_settings.model,
+                    max_turns=settings.max_turns,
+                    on_event=on_event,
+                    context=ToolContext(
+                        ledger=conversation.ledger,
+                        documents=self._documents,
+                        session_id=conversation.id,
+                    ),
+                )
             except BaseException:
                 # A new conversation that failed before the model answered once is
                 # useless (its id was never shown); otherwise keep it: tool activity

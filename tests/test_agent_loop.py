@@ -24,6 +24,7 @@ from server.events import (
 )
 from server.model_config import ModelRequestError, ModelSettings, create_client
 from tests.support.model_server import OMIT_USAGE, ScriptedModel, tool_call
+from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
@@ -53,7 +54,7 @@ class Recorder:
     def tool(
         self, name: str, *, read_only: bool = False, delay: float = 0.0, output: str | None = None
     ) -> ToolDefinition:
-        async def handler(arguments: dict[str, Any]) -> str:
+        async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
             start = time.perf_counter()
             if delay:
                 await asyncio.sleep(delay)
@@ -82,7 +83,7 @@ def echo_tool() -> ToolDefinition:
         "additionalProperties": False,
     }
 
-    async def handler(arguments: dict[str, Any]) -> str:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         return f"echo: {arguments['text']}"
 
     return ToolDefinition("echo", "Echo text.", schema, handler)
@@ -428,7 +429,7 @@ async def test_malformed_responses_raise_typed_errors(
 async def test_a_tool_bug_propagates_after_pairing_the_calls(
     model: ScriptedModel, client: Any
 ) -> None:
-    async def broken(arguments: dict[str, Any]) -> str:
+    async def broken(arguments: dict[str, Any], context: ToolContext) -> str:
         raise RuntimeError("bug in tool")
 
     runtime = runtime_of(ToolDefinition("broken", "Broken.", OBJECT, broken), echo_tool())

@@ -9,10 +9,12 @@ import shutil
 import stat
 import subprocess
 import time
+import weakref
 from pathlib import Path
 
 import pytest
 
+from tooling.context import ToolContext
 from tooling.contract import is_error
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
@@ -57,8 +59,21 @@ def rt(ws: Path) -> ToolRuntime:
     )
 
 
+# One conversation per runtime: calls in a test share its ledger, as in an ask.
+_CONTEXTS: weakref.WeakKeyDictionary[ToolRuntime, ToolContext] = weakref.WeakKeyDictionary()
+
+
+def context_of(rt: ToolRuntime) -> ToolContext:
+    return _CONTEXTS.setdefault(rt, ToolContext())
+
+
 async def call(rt: ToolRuntime, name: str, **arguments: object) -> str:
-    return await rt.execute(name, json.dumps(arguments))
+    return await rt.execute(name, json.dumps(arguments), context_of(rt))
+
+
+async def seen(rt: ToolRuntime, path: str) -> None:
+    """The agent reads a file the test put there (edits need a read first)."""
+    await call(rt, "read_file", path=path)
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -326,6 +341,7 @@ async def test_write_new_file_gets_umask_mode(rt: ToolRuntime, ws: Path) -> None
 async def test_write_overwrites_atomically_keeping_mode(rt: ToolRuntime, ws: Path) -> None:
     target = ws / "run.sh"
     target.write_text("old\n")
+    await seen(rt, target.name)
     target.chmod(0o750)
     inode = target.stat().st_ino
     out = await call(rt, "write_file", path="run.sh", content="#!/bin/sh\necho new\n")
@@ -339,6 +355,7 @@ async def test_write_overwrites_atomically_keeping_mode(rt: ToolRuntime, ws: Pat
 async def test_write_refuses_folders_and_blocked_parents(rt: ToolRuntime, ws: Path) -> None:
     (ws / "dir").mkdir()
     (ws / "file.txt").write_text("keep\n")
+    await seen(rt, "file.txt")
     out = await call(rt, "write_file", path="dir", content="x")
     assert is_error(out) and "folder" in out
     out = await call(rt, "write_file", path="file.txt/child.txt", content="x")
@@ -349,12 +366,15 @@ async def test_write_refuses_folders_and_blocked_parents(rt: ToolRuntime, ws: Pa
 
 
 async def test_write_and_edit_refuse_unencodable_text(rt: ToolRuntime, ws: Path) -> None:
-    out = await rt.execute("write_file", '{"path": "s.txt", "content": "bad \\ud800"}')
+    out = await rt.execute(
+        "write_file", '{"path": "s.txt", "content": "bad \\ud800"}', context_of(rt)
+    )
     assert is_error(out) and "surrogate" in out
     assert not (ws / "s.txt").exists()
     (ws / "e.txt").write_text("good\n")
+    await seen(rt, "e.txt")
     raw = '{"path": "e.txt", "old_text": "good", "new_text": "bad \\udc80"}'
-    out = await rt.execute("edit_file", raw)
+    out = await rt.execute("edit_file", raw, context_of(rt))
     assert is_error(out) and "surrogate" in out
     assert (ws / "e.txt").read_text() == "good\n"
 
@@ -388,6 +408,7 @@ def test_atomic_write_cleans_up_when_it_fails(tmp_path: Path) -> None:
 
 async def test_edit_unique_match(rt: ToolRuntime, ws: Path) -> None:
     (ws / "m.py").write_text("import os\n\n\ndef f():\n    return 1\n")
+    await seen(rt, "m.py")
     (ws / "m.py").chmod(0o640)
     out = await call(rt, "edit_file", path="m.py", old_text="return 1", new_text="return 2")
     assert out == "Replaced 1 occurrence in m.py at line 5"
@@ -399,6 +420,7 @@ async def test_edit_unique_match(rt: ToolRuntime, ws: Path) -> None:
 async def test_edit_zero_matches_explains(rt: ToolRuntime, ws: Path) -> None:
     original = "def f():\n    return 1\n\nclass Thing:\n    pass\n"
     (ws / "m.py").write_text(original)
+    await seen(rt, "m.py")
     out = await call(rt, "edit_file", path="m.py", old_text="nothing like it", new_text="x")
     assert is_error(out) and "0 matches" in out and "m.py" in out
     out = await call(rt, "edit_file", path="m.py", old_text="def f():\n  return 1", new_text="x")
@@ -410,6 +432,7 @@ async def test_edit_zero_matches_explains(rt: ToolRuntime, ws: Path) -> None:
 
 async def test_edit_many_matches_and_replace_all(rt: ToolRuntime, ws: Path) -> None:
     (ws / "c.txt").write_text("x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n")
+    await seen(rt, "c.txt")
     out = await call(rt, "edit_file", path="c.txt", old_text="x = 1", new_text="x = 9")
     assert is_error(out) and "occurs 3 times" in out and "lines 1, 3, 5" in out
     assert "replace_all" in out
@@ -425,6 +448,7 @@ async def test_edit_many_matches_and_replace_all(rt: ToolRuntime, ws: Path) -> N
 
 async def test_edit_overlapping_occurrences_are_ambiguous(rt: ToolRuntime, ws: Path) -> None:
     (ws / "o.txt").write_text("aaa\n")
+    await seen(rt, "o.txt")
     out = await call(rt, "edit_file", path="o.txt", old_text="aa", new_text="b")
     assert is_error(out) and "occurs 2 times" in out
     out = await call(rt, "edit_file", path="o.txt", old_text="aa", new_text="b", replace_all=True)
@@ -434,6 +458,7 @@ async def test_edit_overlapping_occurrences_are_ambiguous(rt: ToolRuntime, ws: P
 
 async def test_edit_preserves_crlf(rt: ToolRuntime, ws: Path) -> None:
     (ws / "win.txt").write_bytes(b"first\r\nsecond\r\nthird\r\n")
+    await seen(rt, "win.txt")
     out = await call(
         rt, "edit_file", path="win.txt", old_text="first\nsecond\n", new_text="one\ntwo\nmore\n"
     )
@@ -446,16 +471,19 @@ async def test_edit_preserves_crlf(rt: ToolRuntime, ws: Path) -> None:
 
 async def test_edit_keeps_lf_files_lf_and_mixed_files_mixed(rt: ToolRuntime, ws: Path) -> None:
     (ws / "unix.txt").write_bytes(b"a\nb\n")
+    await seen(rt, "unix.txt")
     await call(rt, "edit_file", path="unix.txt", old_text="a\r\nb", new_text="A\r\nB")
     assert (ws / "unix.txt").read_bytes() == b"A\nB\n"
 
     (ws / "mixed.txt").write_bytes(b"l1\nl2\r\nl3\r\nl4\n")
+    await seen(rt, "mixed.txt")
     await call(rt, "edit_file", path="mixed.txt", old_text="l2\nl3", new_text="L2\nL3")
     assert (ws / "mixed.txt").read_bytes() == b"l1\nL2\r\nL3\r\nl4\n"
 
 
 async def test_edit_refuses_no_op(rt: ToolRuntime, ws: Path) -> None:
     (ws / "w.txt").write_bytes(b"a\r\nb\r\n")
+    await seen(rt, "w.txt")
     out = await call(rt, "edit_file", path="w.txt", old_text="a", new_text="a")
     assert is_error(out) and "identical" in out
     out = await call(rt, "edit_file", path="w.txt", old_text="a\nb", new_text="a\r\nb")
@@ -465,7 +493,9 @@ async def test_edit_refuses_no_op(rt: ToolRuntime, ws: Path) -> None:
 
 async def test_edit_refuses_binary_non_utf8_missing_and_folder(rt: ToolRuntime, ws: Path) -> None:
     (ws / "b.bin").write_bytes(b"abc\x00def")
+    await seen(rt, "b.bin")
     (ws / "l.txt").write_bytes("line\nnaïve\n".encode("latin-1"))
+    await seen(rt, "l.txt")
     (ws / "d").mkdir()
     out = await call(rt, "edit_file", path="b.bin", old_text="abc", new_text="x")
     assert is_error(out) and "binary" in out
@@ -481,6 +511,7 @@ async def test_edit_refuses_binary_non_utf8_missing_and_folder(rt: ToolRuntime, 
 
 async def test_edit_keeps_bom_and_unicode(rt: ToolRuntime, ws: Path) -> None:
     (ws / "u.txt").write_bytes("\ufeffπ = 3.14\n名前 = 'x'\n".encode())
+    await seen(rt, "u.txt")
     out = await call(rt, "edit_file", path="u.txt", old_text="名前 = 'x'", new_text="名前 = 'y'")
     assert out == "Replaced 1 occurrence in u.txt at line 2"
     assert (ws / "u.txt").read_bytes() == "\ufeffπ = 3.14\n名前 = 'y'\n".encode()

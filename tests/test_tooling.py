@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tooling.context import ToolContext
 from tooling.contract import ToolDefinition, is_error
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
@@ -19,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def make_tool(name: str = "echo", **kwargs: Any) -> ToolDefinition:
-    async def handler(arguments: dict[str, Any]) -> str:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         return json.dumps(arguments, sort_keys=True)
 
     parameters = kwargs.pop(
@@ -156,7 +157,7 @@ async def test_schema_violations_name_field_and_rule(
 async def test_handler_is_not_called_on_invalid_arguments() -> None:
     calls: list[dict[str, Any]] = []
 
-    async def handler(arguments: dict[str, Any]) -> str:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         calls.append(arguments)
         return "ok"
 
@@ -168,7 +169,7 @@ async def test_handler_is_not_called_on_invalid_arguments() -> None:
 
 
 async def test_handler_exceptions_propagate() -> None:
-    async def broken(arguments: dict[str, Any]) -> str:
+    async def broken(arguments: dict[str, Any], context: ToolContext) -> str:
         raise RuntimeError("bug in the tool")
 
     runtime = ToolRuntime(ToolRegistry([make_tool(handler=broken)]))

@@ -6,9 +6,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-# Receives the parsed, schema-validated arguments; returns the text that becomes
-# the ``role="tool"`` message. Recoverable problems are returned as ``Error: ...``.
-ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
+from .context import ToolContext
+
+# Receives the parsed, schema-validated arguments and the per-call context (what the
+# call may use: the conversation's ledger, the editor's documents, cancellation);
+# returns the text that becomes the ``role="tool"`` message. Recoverable problems
+# (bad input, what the environment refused) are returned as ``Error: ...``.
+ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
 
 ERROR_PREFIX = "Error:"
 

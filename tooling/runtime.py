@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
+from .context import ToolContext
 from .registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -44,7 +46,11 @@ class ToolRuntime:
         tool = self._registry.get(name)
         return tool is not None and tool.read_only
 
-    async def execute(self, name: str, raw_arguments: str) -> str:
+    async def execute(
+        self, name: str, raw_arguments: str, context: ToolContext | None = None
+    ) -> str:
+        """Run one call. ``context`` is what the handler may use; without one it gets a
+        fresh context (an empty ledger: writes over existing files are refused)."""
         tool = self._registry.get(name)
         if tool is None:
             return f"Error: Unknown tool: {name}"
@@ -60,8 +66,13 @@ class ToolRuntime:
         if not validator.is_valid(arguments):  # the fast path; errors are described below
             return f"Error: Invalid arguments for {name}: {_first_violation(validator, arguments)}"
 
-        # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
-        return await tool.handler(arguments)
+        context = context if context is not None else ToolContext()
+        try:
+            # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
+            return await tool.handler(arguments, context)
+        except asyncio.CancelledError:
+            context.cancelled.set()  # reaches work the handler runs in threads
+            raise
 
 
 def _first_violation(validator: Validator, arguments: dict[str, Any]) -> str:

@@ -48,9 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from tooling.contract import ToolDefinition
+from tooling.documents import EditorDocuments
 from tooling.workspace import Workspace, WorkspaceError
 
-from .documents import EditorDocuments, minimal_edit
+from .documents import minimal_edit
 from .globbing import (
     Matcher,
     PatternError,
@@ -60,7 +61,7 @@ from .globbing import (
     split_pattern,
     walk,
 )
-from .ledger import active_ledger, fingerprint
+from .ledger import active_ledger, fingerprint, with_context
 from .textedit import EditError, apply_edit, lines_phrase
 from .textfiles import (
     BinaryFileError,
@@ -130,7 +131,7 @@ def read_file_tool(
             "the editor's buffer, unsaved changes included."
         ),
         parameters=READ_FILE_PARAMETERS,
-        handler=handler,
+        handler=with_context(handler),
         read_only=True,
         title="Read file",
     )
@@ -250,8 +251,8 @@ def _disk_print(target: Path) -> str | None:
             return f"stat:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
         with open_regular(target) as f:
             return fingerprint(f.read())
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None  # nothing to overwrite blind (the write itself refuses a folder)
     except OSError:
         return "unreadable"
 
@@ -351,7 +352,7 @@ def write_file_tool(
             "in the editor is changed in its buffer (undoable there) instead of on disk."
         ),
         parameters=WRITE_FILE_PARAMETERS,
-        handler=handler,
+        handler=with_context(handler),
         read_only=False,
         destructive=True,
         title="Write file",
@@ -477,7 +478,7 @@ def edit_file_tool(
             "its buffer (undoable there), keeping the user's unsaved changes."
         ),
         parameters=EDIT_FILE_PARAMETERS,
-        handler=handler,
+        handler=with_context(handler),
         read_only=False,
         destructive=True,
         title="Edit file",
@@ -625,7 +626,7 @@ def glob_tool(workspace: Workspace) -> ToolDefinition:
             "unless include_ignored is true."
         ),
         parameters=GLOB_PARAMETERS,
-        handler=handler,
+        handler=with_context(handler),
         read_only=True,
         title="Find files",
     )

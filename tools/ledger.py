@@ -1,21 +1,18 @@
-"""What the agent has seen of each file, per conversation: stale-edit protection.
-
-The engine activates one ledger per conversation around each ask (a context
-variable, so the tool contract stays ``dict -> str`` and concurrent asks in other
-conversations keep their own). The file tools record a fingerprint of a file's
-content when the agent reads or writes it, and refuse to overwrite a file the
-agent has not read, or that changed since (the user typed or saved, or another
-process wrote), so nothing written after the agent's read is overwritten blind.
+"""Transitional: the file tools still reach their ledger through a context variable,
+set from the explicit ``ToolContext`` by each handler (see ``with_context``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from tooling.context import ToolContext
+from tooling.ledger import FileLedger, Fingerprint
 
 
 def fingerprint(content: str | bytes) -> str:
@@ -23,25 +20,27 @@ def fingerprint(content: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass
 class ReadLedger:
-    seen: dict[Path, str] = field(default_factory=dict)
+    """The old string-print view over a conversation's :class:`FileLedger`."""
+
+    def __init__(self, ledger: FileLedger) -> None:
+        self._ledger = ledger
 
     def record(self, path: Path, print_: str) -> None:
-        self.seen[path] = print_
+        self._ledger.record(path, Fingerprint("any", print_))
 
     def forget(self, path: Path) -> None:
-        self.seen.pop(path, None)
+        self._ledger.forget(path)
 
     def problem(self, path: Path, current: str, shown: str) -> str | None:
         """Why writing over ``path`` (now ``current``) would be blind, or None."""
-        known = self.seen.get(path)
+        known = self._ledger.recorded(path)
         if known is None:
             return (
                 f"Error: {shown} already exists and has not been read in this conversation; "
                 "read it with read_file first, then edit it (nothing was written)"
             )
-        if known != current:
+        if known.digest != current:
             return (
                 f"Error: {shown} changed since you last read it (edited in the editor, saved, "
                 "or written by another process); read it again with read_file before changing "
@@ -54,14 +53,23 @@ _active: ContextVar[ReadLedger | None] = ContextVar("agent_lsp_read_ledger", def
 
 
 def active_ledger() -> ReadLedger | None:
-    """The ledger of the conversation running this tool call (None outside an ask)."""
     return _active.get()
 
 
 @contextmanager
-def use_ledger(ledger: ReadLedger) -> Iterator[ReadLedger]:
-    token = _active.set(ledger)
+def use_ledger(ledger: FileLedger) -> Iterator[None]:
+    token = _active.set(ReadLedger(ledger))
     try:
-        yield ledger
+        yield
     finally:
         _active.reset(token)
+
+
+def with_context(
+    handler: Callable[[dict[str, Any]], Awaitable[str]],
+) -> Callable[[dict[str, Any], ToolContext], Awaitable[str]]:
+    async def run(arguments: dict[str, Any], context: ToolContext) -> str:
+        with use_ledger(context.ledger):
+            return await handler(arguments)
+
+    return run

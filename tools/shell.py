@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Iterable
 from pathlib import Path
 from typing import Any
 
+from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 from tooling.workspace import Workspace
 
@@ -80,7 +81,7 @@ def bash_tool(
         raise ValueError(f"default_timeout must be in (0, {max_timeout:g}], got {timeout:g}")
     hidden = frozenset(hidden_env)
 
-    async def handler(arguments: dict[str, Any]) -> str:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         # Types and bounds are already checked by the runtime against the schema.
         return await run_command(
             workspace.root,

@@ -1,0 +1,34 @@
+"""The per-call tool context: what a handler may use besides its arguments.
+
+State is passed in, never reached for: the runtime hands every handler one
+:class:`ToolContext`, built by the caller (the engine, per ask) and narrowed to
+one call by :meth:`ToolContext.for_call`. Nothing here is looked up from a global
+or a context variable, so two asks running at once never see each other's state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass, field
+
+from .documents import EditorDocuments
+from .ledger import FileLedger
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    # What this conversation has seen of each file (stale-edit protection). A fresh
+    # context has an empty ledger, so writes over existing files fail closed.
+    ledger: FileLedger = field(default_factory=FileLedger)
+    # The editor's open buffers, or None when the front end has no editor.
+    documents: EditorDocuments | None = None
+    session_id: str = ""
+    call_id: str = ""
+    # Set by the runtime when the call is cancelled: work running in a thread polls
+    # it (asyncio cancellation cannot reach a thread).
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def for_call(self, call_id: str) -> ToolContext:
+        """This context for one tool call: same conversation state, own cancel flag."""
+        return dataclasses.replace(self, call_id=call_id, cancelled=threading.Event())

@@ -1,0 +1,46 @@
+"""The editor's open documents, as tools see them (an interface, no protocol here).
+
+A language server knows the text of every document open in the editor, unsaved
+changes included, and can ask the editor to change a buffer
+(``workspace/applyEdit``) so the change is visible and undoable there. Tools depend
+only on this small interface; ``server.documents`` implements it over LSP, and
+without it (``None`` in the tool context) tools work on disk alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class BufferEdit:
+    """Replace ``[start, end)`` (offsets into the buffer's text) with ``text``."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    applied: bool
+    # Why not, in words for the model (e.g. "the user rejected this edit").
+    reason: str = ""
+
+
+class EditorDocuments(Protocol):
+    def buffer_text(self, path: Path) -> str | None:
+        """The text of ``path`` if it is open in the editor (unsaved changes included)."""
+        ...
+
+    def can_edit(self) -> bool:
+        """Whether buffers can be changed through the editor (``workspace/applyEdit``)."""
+        ...
+
+    async def apply_edits(
+        self, path: Path, base_text: str, edits: list[BufferEdit], *, label: str
+    ) -> EditOutcome:
+        """Ask the editor to apply ``edits`` (computed on ``base_text``) to the buffer."""
+        ...
