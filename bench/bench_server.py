@@ -57,7 +57,7 @@ from tests.support.lsp_client import server_env  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "server.md"
-SERVER_CMD = [sys.executable, "-m", "server", "--stdio"]
+SERVER_CMD = [sys.executable, "-I", "-m", "server", "--stdio"]
 BARE_CMD = [sys.executable, str(REPO_ROOT / "bench" / "bare_pygls_server.py")]
 ECHO = "bench/echo"
 LIST_TOOLS = "agent/listTools"

@@ -8,14 +8,13 @@ here (and in the user's ``enabledTools`` setting, if any) does.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from tooling.contract import ToolDefinition
-from tooling.documents import EditorDocuments
-from tooling.registry import ToolRegistry
-from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
-from tools.shell import DEFAULT_SECRET_ENV, bash_tool
+
+if TYPE_CHECKING:
+    from tooling.contract import ToolDefinition
+    from tooling.runtime import ToolRuntime
 
 DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
 
@@ -26,24 +25,30 @@ def build_runtime(
     enabled: Iterable[str] | None = None,
     bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
-    documents: EditorDocuments | None = None,
 ) -> ToolRuntime:
     """A fresh runtime whose tools act on ``workspace`` only.
 
-    ``documents`` (the editor's open buffers) lets the file tools read unsaved text
-    and edit open documents through the editor. ``enabled`` narrows the default set
-    (unknown names raise ``ValueError`` so a typo in the editor's settings is
+    What a call may use beyond that (the editor's documents, the conversation's
+    ledger) reaches it through its ``ToolContext``. ``enabled`` narrows the default
+    set (unknown names raise ``ValueError`` so a typo in the editor's settings is
     reported, not silently ignored).
     """
+    # Imported here, not at the top, so validating settings (check_enabled) stays
+    # cheap; the server imports these in a worker thread before the first ask.
+    from tooling.registry import ToolRegistry
+    from tooling.runtime import ToolRuntime
+    from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
+    from tools.shell import DEFAULT_SECRET_ENV, bash_tool
+
     factories: dict[str, Callable[[], ToolDefinition]] = {
         "bash": lambda: bash_tool(
             workspace,
             default_timeout=bash_timeout,
             hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
         ),
-        "read_file": lambda: read_file_tool(workspace, documents),
-        "write_file": lambda: write_file_tool(workspace, documents),
-        "edit_file": lambda: edit_file_tool(workspace, documents),
+        "read_file": lambda: read_file_tool(workspace),
+        "write_file": lambda: write_file_tool(workspace),
+        "edit_file": lambda: edit_file_tool(workspace),
         "glob": lambda: glob_tool(workspace),
     }
     names = list(DEFAULT_TOOLS if enabled is None else enabled)

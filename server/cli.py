@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -36,7 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--session-dir",
         type=Path,
-        help="keep conversations as files in DIR so they survive the process (off by default)",
+        help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
+    )
+    parser.add_argument(
+        "--memory-only",
+        action="store_true",
+        help="keep conversations in memory only (they end with the process)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     ask = commands.add_parser(
@@ -80,30 +84,27 @@ def _drop_reported_request_errors(record: logging.LogRecord) -> bool:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from .engine import AgentEngine
-    from .lsp_server import create_server
     from .stdio import claim_stdout
 
-    server = create_server(AgentEngine(session_dir=args.session_dir))
+    # First, before anything heavy is imported: from here on a stray print (ours, a
+    # library's, a child's) lands on stderr, never in the protocol stream.
+    protocol_out = claim_stdout()
+    from .engine import AgentEngine
+    from .lsp_server import create_server, serve_stdio
+    from .session_files import default_session_dir
+
+    session_dir = None if args.memory_only else (args.session_dir or default_session_dir())
+    server = create_server(AgentEngine(session_dir=session_dir))
     if args.tcp:
         server.start_tcp(args.host, args.port)
         return 0
-    protocol_out = claim_stdout()
-    # SIGTERM/SIGHUP (an editor stopping us, a closed terminal) end the loop the same
-    # way as stdin EOF: asyncio.run cancels every ask, so tools kill their process
-    # groups before the process exits.
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _exit_on_signal)
-    server.start_io(sys.stdin.buffer, protocol_out)
-    code = server.exit_code
+    # SIGTERM/SIGHUP (an editor stopping us, a closed terminal) and stdin EOF all
+    # cancel every ask, so tools kill their process groups before the process exits.
+    code = serve_stdio(server, sys.stdin.buffer, protocol_out)
     sys.stderr.flush()
-    # pygls's reader thread may still sit in a blocking stdin read; the interpreter
-    # would wait for it at exit. Asks were cancelled and tool processes killed by now.
+    # The stdin reader thread may still sit in a blocking read; the interpreter would
+    # wait for it at exit. Asks were cancelled and tool processes killed by now.
     os._exit(code)
-
-
-def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from tooling.ledger import FileLedger
 
 if TYPE_CHECKING:
-    from .session_files import SessionFiles
+    from .session_files import SessionFiles, SessionMeta
+
+TITLE_CHARS = 80
 
 
 @dataclass(eq=False)
@@ -32,6 +34,17 @@ class Conversation:
     # What the agent has read of each file (stale-edit protection); not persisted,
     # so a conversation loaded from a file re-reads before it edits.
     ledger: FileLedger = field(default_factory=FileLedger, repr=False)
+
+    @property
+    def title(self) -> str:
+        """The first prompt on one line, shortened (how clients list conversations)."""
+        first = next((m for m in self.messages if m.get("role") == "user"), None)
+        text = " ".join(str(first.get("content") or "").split()) if first else ""
+        return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+
+    @property
+    def asks(self) -> int:
+        return sum(1 for m in self.messages if m.get("role") == "user")
 
     @property
     def busy(self) -> bool:
@@ -93,6 +106,24 @@ class ConversationStore:
         """Persist the conversation if this store keeps files (a no-op otherwise)."""
         if self._files is not None:
             self._files.save(conversation)
+
+    def summaries(self, workspace_root: Path | None = None) -> list[SessionMeta]:
+        """Conversations of a folder (all if None), in memory or saved, newest first."""
+        from .session_files import SessionMeta
+
+        found = {
+            c.id: SessionMeta(c.id, c.workspace_root, c.title, c.created, c.updated, c.asks)
+            for c in self._items.values()
+            if workspace_root is None or c.workspace_root == workspace_root
+        }
+        if self._files is not None:
+            for meta in self._files.list(workspace_root):
+                found.setdefault(meta.id, meta)
+        return sorted(found.values(), key=lambda m: m.updated, reverse=True)
+
+    @property
+    def files(self) -> SessionFiles | None:
+        return self._files
 
     def ids(self) -> list[str]:
         """Ids from least to most recently used."""

@@ -1,19 +1,33 @@
 """The agent engine: workspace folders, their tool runtimes, conversations, asks.
 
 Protocol-free (no pygls here) so every front end and the tests drive the same
-code; ``server.lsp_server`` is a thin mapping of JSON-RPC onto this class.
+code; ``server.lsp_server`` is a thin mapping of JSON-RPC onto this class. Results
+are the protocol's typed values (``server.protocol``), plain attrs data.
+
+The engine never blocks its event loop on heavy work: the SDK, jsonschema, the
+loop and the tools are imported, and runtimes and model clients built, in a worker
+thread (:meth:`AgentEngine.warm_up`, started by the server after ``initialized``);
+an ask or listTools that arrives earlier awaits that work instead of doing it
+on the loop (importing on the loop while the warm-up thread holds the import
+lock would block every other request).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tooling.runtime import ToolRuntime
+from tooling.context import ToolContext
+from tooling.contract import is_error
 from tooling.workspace import Workspace, WorkspaceError
 
+from . import protocol as p
+from .agent_loop import LoopResult, agent_loop, preview
+from .bootstrap import check_enabled
 from .conversations import Conversation, ConversationStore
 from .errors import InvalidParamsError, NoWorkspaceFolderError, SessionBusyError
 from .events import EventSink
@@ -26,19 +40,16 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
     from tooling.documents import EditorDocuments
+    from tooling.runtime import ToolRuntime
 
-    from .agent_loop import LoopResult
+log = logging.getLogger(__name__)
 
-# The loop, the tools and their assembly are imported on first use (a folder's first
-# listTools or ask), keeping them off the server's start-up path.
+# History entries show tool output previews of this size (agent/toolOutput has it all).
+HISTORY_PREVIEW = 2000
 
 
 class Folder:
-    """One open workspace folder and the runtime built for it.
-
-    The runtime is built on first use, not when the editor announces the folder,
-    so ``initialize`` stays fast.
-    """
+    """One open workspace folder and the runtime built for it (on first use)."""
 
     def __init__(
         self, workspace: Workspace, build: Callable[[], ToolRuntime], key: tuple[Any, ...]
@@ -47,39 +58,27 @@ class Folder:
         self.runtime_key = key
         self._build = build
         self._runtime: ToolRuntime | None = None
+        self._lock = threading.Lock()  # the warm-up thread and an ask may both build it
 
-    @property
-    def runtime(self) -> ToolRuntime:
-        if self._runtime is None:
-            self._runtime = self._build()
-        return self._runtime
+    def runtime_now(self) -> ToolRuntime:
+        """The runtime, built here if needed (call from a worker thread)."""
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = self._build()
+            return self._runtime
+
+    async def runtime(self) -> ToolRuntime:
+        if self._runtime is not None:
+            return self._runtime
+        return await asyncio.to_thread(self.runtime_now)
 
 
-@dataclass
-class AskResult:
-    answer: str
-    session_id: str
-    loop: LoopResult
+def _import_heavy() -> None:
+    """What the first ask needs that takes long to import (~1 s in all)."""
+    import jsonschema  # noqa: F401
+    import openai  # noqa: F401
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "answer": self.answer,
-            "sessionId": self.session_id,
-            "stopReason": self.loop.stop_reason,
-            "turns": self.loop.turns,
-            "toolCalls": [
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "ok": call.ok,
-                    "output": call.output,
-                    "durationMs": round(call.duration_ms, 1),
-                }
-                for call in self.loop.tool_calls
-            ],
-            "usage": self.loop.usage.as_dict(),
-        }
+    from tools import filesystem, shell  # noqa: F401
 
 
 class AgentEngine:
@@ -93,16 +92,46 @@ class AgentEngine:
         self._environ = environ
         self._settings = AgentSettings()
         self._folders: dict[Path, Folder] = {}
-        files = SessionFiles(session_dir) if session_dir is not None else None
-        self._conversations = ConversationStore(max_conversations=max_conversations, files=files)
+        self._files = SessionFiles(session_dir) if session_dir is not None else None
+        self._conversations = ConversationStore(
+            max_conversations=max_conversations, files=self._files
+        )
         self._clients: dict[ModelSettings, AsyncOpenAI] = {}
         self._documents: EditorDocuments | None = None
+        self._warm: asyncio.Task[None] | None = None
 
     def attach_documents(self, documents: EditorDocuments | None) -> None:
         """Give the file tools the editor's open buffers (the language server does)."""
         self._documents = documents
-        for root, folder in list(self._folders.items()):
-            self._folders[root] = self._make_folder(folder.workspace)
+
+    # -- readiness -------------------------------------------------------------------
+
+    def warm_up(self) -> asyncio.Task[None]:
+        """Start (once) importing and building what asks need, off the event loop."""
+        if self._warm is None:
+            self._warm = asyncio.get_running_loop().create_task(self._warm_up())
+        return self._warm
+
+    async def _warm_up(self) -> None:
+        try:
+            await asyncio.to_thread(_import_heavy)
+        except Exception:  # an ask will report a broken install properly
+            log.exception("could not import the agent's dependencies")
+            return
+        for folder in list(self._folders.values()):
+            try:
+                await folder.runtime()
+            except Exception:
+                log.exception("could not build the tools for %s", folder.workspace.root)
+        try:
+            await self._client(self.model_settings())
+        except Exception:  # not configured yet: the ask says what to set
+            log.debug("model client not created during warm-up", exc_info=True)
+        if self._files is not None:
+            await asyncio.to_thread(self._files.prune)
+
+    async def _ready(self) -> None:
+        await asyncio.shield(self.warm_up())
 
     # -- configuration -------------------------------------------------------------
 
@@ -113,12 +142,10 @@ class AgentEngine:
     def update_settings(self, settings: AgentSettings) -> None:
         """New editor settings; tool runtimes are rebuilt if their settings changed.
 
-        Asks already running keep the runtime they started with.
+        Asks already running keep the runtime they started with. Unknown tool names
+        raise ``ValueError`` before anything changes (the old tools stay in place).
         """
         if settings.enabled_tools is not None:
-            from .bootstrap import check_enabled
-
-            # Checked before committing, so a typo leaves the old tools in place.
             check_enabled(settings.enabled_tools)
         self._settings = settings
         for root, folder in list(self._folders.items()):
@@ -165,36 +192,120 @@ class AgentEngine:
         return found
 
     def _make_folder(self, workspace: Workspace) -> Folder:
-        settings, documents = self._settings, self._documents
+        settings = self._settings
 
         def build() -> ToolRuntime:
             from .bootstrap import build_runtime
 
             return build_runtime(
-                workspace,
-                enabled=settings.enabled_tools,
-                bash_timeout=settings.bash_timeout,
-                documents=documents,
+                workspace, enabled=settings.enabled_tools, bash_timeout=settings.bash_timeout
             )
 
         return Folder(workspace, build, settings.runtime_key())
 
-    # -- requests ------------------------------------------------------------------
+    # -- sessions --------------------------------------------------------------------
 
-    def list_tools(self, folder: Path | None = None) -> list[dict[str, Any]]:
-        return self.folder(folder).runtime.describe()
+    def new_session(self, folder: Path | None = None) -> Conversation:
+        """A conversation in ``folder`` (default: the first), before any ask."""
+        target = self.folder(folder)
+        root = target.workspace.root
+        return self._conversations.create(root, system_prompt(root, self._settings.system_prompt))
+
+    def conversation(self, session_id: str) -> Conversation:
+        conversation = self._conversations.get(session_id)
+        if conversation is None:
+            raise InvalidParamsError("sessionId", f"unknown session {session_id!r}")
+        return conversation
 
     def end_session(self, session_id: str) -> bool:
         return self._conversations.drop(session_id)
+
+    async def sessions(self, folder: Path | None = None) -> list[p.SessionSummary]:
+        root = self.folder(folder).workspace.root if folder is not None else None
+        metas = await asyncio.to_thread(self._conversations.summaries, root)
+        return [
+            p.SessionSummary(m.id, m.workspace_root.as_uri(), m.title, m.created, m.updated, m.asks)
+            for m in metas
+        ]
+
+    def history(self, session_id: str) -> p.SessionHistoryResult:
+        """What a client needs to redraw a conversation: prompts, answers, tool calls."""
+        conversation = self.conversation(session_id)
+        results = {
+            m.get("tool_call_id"): str(m.get("content") or "")
+            for m in conversation.messages
+            if m.get("role") == "tool"
+        }
+        entries: list[p.HistoryEntry] = []
+        for message in conversation.messages:
+            role = message.get("role")
+            if role == "user":
+                entries.append(p.HistoryEntry("user", str(message.get("content") or "")))
+            elif role == "assistant":
+                calls = []
+                for call in message.get("tool_calls") or ():
+                    name, arguments = _call_parts(call)
+                    output = results.get(call.get("id"), "")
+                    calls.append(
+                        p.HistoryToolCall(
+                            call.get("id", ""),
+                            name,
+                            arguments,
+                            not is_error(output),
+                            preview(output, HISTORY_PREVIEW),
+                        )
+                    )
+                entries.append(
+                    p.HistoryEntry("assistant", str(message.get("content") or ""), calls)
+                )
+        return p.SessionHistoryResult(
+            conversation.id, conversation.workspace_root.as_uri(), entries
+        )
+
+    def tool_output(self, session_id: str, call_id: str) -> p.ToolOutputResult:
+        """A tool call's whole output, as the model received it."""
+        conversation = self.conversation(session_id)
+        call = next(
+            (
+                c
+                for m in conversation.messages
+                if m.get("role") == "assistant"
+                for c in m.get("tool_calls") or ()
+                if c.get("id") == call_id
+            ),
+            None,
+        )
+        result = next(
+            (
+                m
+                for m in conversation.messages
+                if m.get("role") == "tool" and m.get("tool_call_id") == call_id
+            ),
+            None,
+        )
+        if call is None or result is None:
+            raise InvalidParamsError("callId", f"no tool call {call_id!r} in this session")
+        name, arguments = _call_parts(call)
+        output = str(result.get("content") or "")
+        return p.ToolOutputResult(call_id, name, arguments, not is_error(output), output, False)
+
+    # -- requests ------------------------------------------------------------------
+
+    async def list_tools(self, folder: Path | None = None) -> list[dict[str, Any]]:
+        target = self.folder(folder)
+        await self._ready()
+        return (await target.runtime()).describe()
 
     def model_settings(self) -> ModelSettings:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
         return load_model_settings(self._settings.model_overrides(), environ=self._environ)
 
-    def _client(self, settings: ModelSettings) -> AsyncOpenAI:
+    async def _client(self, settings: ModelSettings) -> AsyncOpenAI:
         client = self._clients.get(settings)
         if client is None:
-            client = self._clients[settings] = create_client(settings)
+            # Building the SDK client loads TLS certificates: not on the loop.
+            client = await asyncio.to_thread(create_client, settings)
+            client = self._clients.setdefault(settings, client)
         return client
 
     async def ask(
@@ -205,16 +316,14 @@ class AgentEngine:
         folder: Path | None = None,
         on_event: EventSink | None = None,
         on_session: Callable[[str], None] | None = None,
-    ) -> AskResult:
+    ) -> p.AskResult:
         """Run one ask; ``on_session`` learns the session id before any tool runs."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
 
         conversation: Conversation | None = None
         if session_id is not None:
-            conversation = self._conversations.get(session_id)
-            if conversation is None:
-                raise InvalidParamsError("sessionId", f"unknown session {session_id!r}")
+            conversation = self.conversation(session_id)
             if folder is not None and Path(folder).resolve() != conversation.workspace_root:
                 raise InvalidParamsError(
                     "workspaceFolder", "the session belongs to another workspace folder"
@@ -225,15 +334,14 @@ class AgentEngine:
 
         # Fail before touching the conversation when the model is not configured.
         model_settings = self.model_settings()
-        client = self._client(model_settings)
+        await self._ready()
+        client = await self._client(model_settings)
+        runtime = await target.runtime()
         settings = self._settings
 
         created = conversation is None
         if conversation is None:
-            conversation = self._conversations.create(
-                target.workspace.root,
-                system_prompt(target.workspace.root, self._settings.system_prompt),
-            )
+            conversation = self.new_session(target.workspace.root)
         if conversation.lock.locked():
             raise SessionBusyError(
                 f"Session {conversation.id} is already answering another ask; "
@@ -242,16 +350,12 @@ class AgentEngine:
 
         if on_session is not None:
             on_session(conversation.id)
-        from tooling.context import ToolContext
-
-        from .agent_loop import agent_loop
-
         async with conversation.lock:
             conversation.messages.append({"role": "user", "content": prompt})
             try:
                 result = await agent_loop(
                     conversation.messages,
-                    target.runtime,
+                    runtime,
                     client=client,
                     model=model_settings.model,
                     max_turns=settings.max_turns,
@@ -269,12 +373,39 @@ class AgentEngine:
                 if created and len(conversation.messages) <= 2:
                     self._conversations.drop(conversation.id)
                 else:
-                    self._conversations.save(conversation)
+                    await self._save(conversation)
                 raise
-            self._conversations.save(conversation)
-        return AskResult(answer=result.text, session_id=conversation.id, loop=result)
+            conversation.touch()
+            await self._save(conversation)
+        return _ask_result(conversation.id, result)
+
+    async def _save(self, conversation: Conversation) -> None:
+        # Called under the conversation's lock, so nothing appends while it is written.
+        if self._files is not None:
+            await asyncio.to_thread(self._conversations.save, conversation)
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
+
+
+def _ask_result(session_id: str, loop: LoopResult) -> p.AskResult:
+    return p.AskResult(
+        answer=loop.text,
+        session_id=session_id,
+        stop_reason=loop.stop_reason,
+        turns=loop.turns,
+        tool_calls=[
+            p.ToolCallResult(
+                call.id, call.name, call.arguments, call.ok, call.output, round(call.duration_ms, 1)
+            )
+            for call in loop.tool_calls
+        ],
+        usage=loop.usage.as_dict(),
+    )
+
+
+def _call_parts(call: Mapping[str, Any]) -> tuple[str, str]:
+    function = call.get("function") or {}
+    return str(function.get("name") or ""), str(function.get("arguments") or "")

@@ -1,49 +1,46 @@
 """The pygls application: JSON-RPC methods mapped onto the engine.
 
-Thin on purpose (the jedi-language-server shape): parameter checking, progress,
-notifications and error codes live here; everything an ask does lives in
-``server.engine``.
+Thin on purpose (the jedi-language-server shape): each handler parses its params
+into the protocol's typed class (``server.protocol.parse``: a malformed param is a
+-32602 naming the field), calls one engine method and returns its typed result;
+:func:`_rpc` maps the engine's errors onto the protocol's codes in one place.
+Progress and notifications of a running ask live in ``server.ask_reporting``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
+import signal
 import threading
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .activity import activity_params, summarize_arguments
+from . import protocol as p
+from .ask_reporting import AskReporter, Progress
 from .documents import LspDocuments
 from .engine import AgentEngine
-from .errors import (
-    MODEL_NOT_CONFIGURED,
-    MODEL_REQUEST_FAILED,
-    AgentError,
-    InvalidParamsError,
-)
-from .events import AgentEvent, FinalAnswer, ModelRequestStarted, ToolCallFinished, ToolCallStarted
+from .errors import AgentError, InvalidParamsError
 from .model_config import ModelNotConfiguredError, ModelRequestError
-from .settings import SECTION, parse_settings
+from .settings import parse_settings
 
 logger = logging.getLogger(__name__)
 
-AGENT_ASK = "agent/ask"
-AGENT_LIST_TOOLS = "agent/listTools"
-AGENT_END_SESSION = "agent/endSession"
-AGENT_TOOL_ACTIVITY = "agent/toolActivity"
-PROTOCOL_VERSION = 1
 SHUTDOWN_GRACE_S = 5.0
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class AgentProtocol(LanguageServerProtocol):
@@ -56,9 +53,9 @@ class AgentProtocol(LanguageServerProtocol):
         # advertised here so clients can detect the agent extension.
         result.capabilities.experimental = {
             "agent": {
-                "version": PROTOCOL_VERSION,
-                "requests": [AGENT_ASK, AGENT_LIST_TOOLS, AGENT_END_SESSION],
-                "notifications": [AGENT_TOOL_ACTIVITY],
+                "version": p.PROTOCOL_VERSION,
+                "requests": list(p.REQUESTS),
+                "notifications": list(p.NOTIFICATIONS),
             }
         }
         return result
@@ -77,7 +74,8 @@ class AgentLanguageServer(LanguageServer):
         self.engine = engine or AgentEngine()
         self.engine.attach_documents(LspDocuments(self))
         self.asks: set[asyncio.Task[Any]] = set()
-        self._pending_warnings: list[str] = []
+        self.pending_warnings: list[str] = []
+        self.shutdown_requested = False
 
     # -- helpers -------------------------------------------------------------------
 
@@ -96,6 +94,13 @@ class AgentLanguageServer(LanguageServer):
             return [f"agent-lsp settings not applied: {exc}"]
         return [f"agent-lsp: {warning}" for warning in settings.warnings]
 
+    def track_ask(self) -> asyncio.Task[Any]:
+        task = asyncio.current_task()
+        assert task is not None
+        self.asks.add(task)
+        task.add_done_callback(self.asks.discard)
+        return task
+
     async def cancel_all_asks(self) -> None:
         """Cancel running asks and wait until their tool processes are gone."""
         asks = [task for task in self.asks if not task.done()]
@@ -104,115 +109,100 @@ class AgentLanguageServer(LanguageServer):
         if asks:
             await asyncio.wait(asks, timeout=SHUTDOWN_GRACE_S)
 
-    def shutdown(self) -> None:
-        # pygls waits for its reader thread, which may sit in a blocking stdin read
-        # forever if the client keeps the pipe open; don't wait for it.
-        if self._stop_event is not None:
-            self._stop_event.set()
-        if self._thread_pool is not None:
-            self._thread_pool.shutdown(wait=False, cancel_futures=True)
-        if self._server is not None:
-            self._server.close()
+    async def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
+        """Serve one client over stdio until ``exit``, end of input or a signal.
 
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.protocol._shutdown else 1
+        pygls's ``start_io`` would do the reading; it is done here so the event loop
+        owns SIGTERM/SIGHUP (a handler that cancels this task, instead of an
+        exception raised inside whatever code the signal interrupts) and every ask
+        is cancelled, and its tool processes killed, before the exit code is returned.
+        """
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        assert main is not None
+        received: list[int] = []
 
+        def on_signal(signum: int) -> None:
+            received.append(signum)
+            main.cancel()
 
-class Progress:
-    """Work-done progress for one ask: the client's token, or one we create."""
-
-    def __init__(self, ls: AgentLanguageServer, token: types.ProgressToken | None) -> None:
-        self._ls = ls
-        self.token = token
-
-    @classmethod
-    async def start(cls, ls: AgentLanguageServer, token: Any, task: asyncio.Task[Any]) -> Progress:
-        if token is None and _client_supports_progress(ls):
-            token = f"agent-lsp-{uuid.uuid4().hex}"
-            try:
-                await asyncio.wait_for(ls.work_done_progress.create_async(token), 5.0)
-            except (TimeoutError, JsonRpcException):
-                token = None
-        progress = cls(ls, token)
-        if token is not None:
-            ls.work_done_progress.begin(
-                token,
-                types.WorkDoneProgressBegin(title="Agent", cancellable=True, message="starting"),
+        for signum in TERMINATING_SIGNALS:
+            loop.add_signal_handler(signum, on_signal, signum)
+        self.protocol.set_writer(StdoutWriter(stdout))
+        # Its own thread: a blocking stdin read never holds a worker the engine needs.
+        reader = StdinAsyncReader(stdin, ThreadPoolExecutor(1, "agent-lsp-stdin"))
+        try:
+            await run_async(
+                stop_event=threading.Event(),
+                reader=reader,
+                protocol=self.protocol,
+                logger=logger,
+                error_handler=self.report_server_error,
             )
-            # window/workDoneProgress/cancel cancels this future: cancel the ask with it.
-            future = ls.work_done_progress.tokens.get(token)
-            if future is not None:
-                future.add_done_callback(lambda f: task.cancel() if f.cancelled() else None)
-        return progress
-
-    def report(self, message: str) -> None:
-        if self.token is not None:
-            self._ls.work_done_progress.report(
-                self.token, types.WorkDoneProgressReport(message=message)
-            )
-
-    def end(self, message: str) -> None:
-        if self.token is None:
-            return
-        self._ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        # pygls keeps every token's future forever otherwise.
-        future = self._ls.work_done_progress.tokens.pop(self.token, None)
-        if future is not None and not future.done():
-            future.set_result(None)
+        except asyncio.CancelledError:
+            if not received:
+                raise
+        finally:
+            await self.cancel_all_asks()
+        if received:
+            return 128 + received[0]
+        return 0 if self.shutdown_requested else 1
 
 
-def _import_sdk() -> None:
+def serve_stdio(server: AgentLanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Run :meth:`AgentLanguageServer.serve`; the exit code (``exit`` raises SystemExit)."""
     try:
-        import jsonschema  # noqa: F401
-        import openai  # noqa: F401
-    except Exception:  # the ask will report it properly
-        logger.debug("could not pre-import the SDK", exc_info=True)
+        return asyncio.run(server.serve(stdin, stdout))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
 
 
-def _client_supports_progress(ls: AgentLanguageServer) -> bool:
-    window = ls.client_capabilities.window
-    return bool(window and window.work_done_progress)
+def _rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """Map engine errors onto the protocol's error codes (messages never hold the key)."""
+
+    def translate(exc: Exception) -> JsonRpcException:
+        if isinstance(exc, p.ParamsError):
+            return JsonRpcException(
+                message=f"Invalid params: {exc}", code=p.INVALID_PARAMS, data={"field": exc.field}
+            )
+        if isinstance(exc, AgentError):
+            return JsonRpcException(message=exc.message, code=exc.code, data=exc.data)
+        if isinstance(exc, ModelNotConfiguredError):
+            return JsonRpcException(message=str(exc), code=p.MODEL_NOT_CONFIGURED)
+        assert isinstance(exc, ModelRequestError)
+        return JsonRpcException(
+            message=str(exc), code=p.MODEL_REQUEST_FAILED, data={"status": exc.status}
+        )
+
+    expected = (p.ParamsError, AgentError, ModelNotConfiguredError, ModelRequestError)
+    if inspect.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def run_async_handler(ls: AgentLanguageServer, params: Any) -> Any:
+            try:
+                return await handler(ls, params)
+            except expected as exc:
+                raise translate(exc) from None
+
+        return run_async_handler
+
+    @functools.wraps(handler)
+    def run_handler(ls: AgentLanguageServer, params: Any) -> Any:
+        try:
+            return handler(ls, params)
+        except expected as exc:
+            raise translate(exc) from None
+
+    return run_handler
 
 
-def _object_params(params: Any) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise InvalidParamsError("params", "must be an object")
-    return params
-
-
-def _optional_string(params: dict[str, Any], key: str) -> str | None:
-    value = params.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise InvalidParamsError(key, "must be a non-empty string")
-    return value
-
-
-def _folder_path(params: dict[str, Any]) -> Path | None:
-    uri = _optional_string(params, "workspaceFolder")
+def _folder(uri: str | None) -> Path | None:
     if uri is None:
         return None
     path = to_fs_path(uri) if "://" in uri else uri
     if not path:
         raise InvalidParamsError("workspaceFolder", f"not a file URI: {uri}")
     return Path(path)
-
-
-def _rpc_error(exc: Exception) -> JsonRpcException:
-    """Map engine errors onto the protocol's error codes (messages never hold the key)."""
-    if isinstance(exc, AgentError):
-        return JsonRpcException(message=exc.message, code=exc.code, data=exc.data)
-    if isinstance(exc, ModelNotConfiguredError):
-        return JsonRpcException(message=str(exc), code=MODEL_NOT_CONFIGURED)
-    if isinstance(exc, ModelRequestError):
-        return JsonRpcException(
-            message=str(exc), code=MODEL_REQUEST_FAILED, data={"status": exc.status}
-        )
-    raise exc
 
 
 def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
@@ -226,19 +216,18 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
             paths = [Path(root)]
         if not paths and params.root_path:
             paths = [Path(params.root_path)]
-        ls._pending_warnings.extend(ls.engine.set_folders(paths))
+        ls.pending_warnings.extend(ls.engine.set_folders(paths))
         # Shown once the client is ready for messages (after `initialized`).
-        ls._pending_warnings.extend(ls.apply_settings(params.initialization_options))
+        ls.pending_warnings.extend(ls.apply_settings(params.initialization_options))
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
-        for warning in ls._pending_warnings:
+        for warning in ls.pending_warnings:
             ls.warn_user(warning)
-        ls._pending_warnings.clear()
-        # Importing the SDK (and jsonschema) takes about a second; do it now, off the
-        # event loop, rather than in the user's first ask (and not before initialize
-        # answers).
-        threading.Thread(target=_import_sdk, name="agent-lsp-warm-sdk", daemon=True).start()
+        ls.pending_warnings.clear()
+        # Import the SDK and build the tools now, in a thread, rather than in the
+        # user's first ask (and not before initialize answers).
+        ls.engine.warm_up()
         if not ls.engine.folders:
             ls.window_log_message(
                 types.LogMessageParams(
@@ -263,14 +252,14 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         ls: AgentLanguageServer, params: types.DidChangeConfigurationParams
     ) -> None:
         raw = params.settings
-        if isinstance(raw, dict) and SECTION in raw:
-            problems = ls.apply_settings(raw[SECTION])
+        if isinstance(raw, dict) and p.SETTINGS_SECTION in raw:
+            problems = ls.apply_settings(raw[p.SETTINGS_SECTION])
         else:
             workspace = ls.client_capabilities.workspace
             if not (workspace and workspace.configuration):
                 return
             # Pull model: the notification only says "something changed".
-            items = [types.ConfigurationItem(section=SECTION)]
+            items = [types.ConfigurationItem(section=p.SETTINGS_SECTION)]
             values = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
             problems = ls.apply_settings(values[0] if values else None)
         for problem in problems:
@@ -278,79 +267,72 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: AgentLanguageServer, params: None) -> None:
+        ls.shutdown_requested = True
         await ls.cancel_all_asks()
 
-    @server.feature(AGENT_LIST_TOOLS)
-    def list_tools(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
-        try:
-            folder = _folder_path(_object_params(params))
-            return {"tools": ls.engine.list_tools(folder)}
-        except AgentError as exc:
-            raise _rpc_error(exc) from None
+    @server.feature(p.AGENT_LIST_TOOLS)
+    @_rpc
+    async def list_tools(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+        q = p.parse(params, p.FolderParams)
+        return {"tools": await ls.engine.list_tools(_folder(q.workspace_folder))}
 
-    @server.feature(AGENT_END_SESSION)
-    def end_session(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
-        try:
-            session_id = _optional_string(_object_params(params), "sessionId")
-            if session_id is None:
-                raise InvalidParamsError("sessionId", "is required")
-        except AgentError as exc:
-            raise _rpc_error(exc) from None
-        return {"ended": ls.engine.end_session(session_id)}
+    @server.feature(p.AGENT_NEW_SESSION)
+    @_rpc
+    def new_session(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.FolderParams)
+        conversation = ls.engine.new_session(_folder(q.workspace_folder))
+        return p.to_wire(p.NewSessionResult(conversation.id, conversation.workspace_root.as_uri()))
 
-    @server.feature(AGENT_ASK)
-    async def ask(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
-        task = asyncio.current_task()
-        assert task is not None
-        ls.asks.add(task)
-        task.add_done_callback(ls.asks.discard)
-        try:
-            p = _object_params(params)
-            prompt = p.get("prompt")
-            if not isinstance(prompt, str) or not prompt.strip():
-                raise InvalidParamsError("prompt", "must be a non-empty string")
-            session_id = _optional_string(p, "sessionId")
-            folder = _folder_path(p)
-        except AgentError as exc:
-            raise _rpc_error(exc) from None
+    @server.feature(p.AGENT_END_SESSION)
+    @_rpc
+    def end_session(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.SessionParams)
+        return p.to_wire(p.EndSessionResult(ls.engine.end_session(q.session_id)))
 
-        progress = await Progress.start(ls, p.get("workDoneToken"), task)
+    @server.feature(p.AGENT_SESSIONS)
+    @_rpc
+    async def sessions(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.FolderParams)
+        found = await ls.engine.sessions(_folder(q.workspace_folder))
+        return p.to_wire(p.SessionsResult(found))
+
+    @server.feature(p.AGENT_SESSION_HISTORY)
+    @_rpc
+    def session_history(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.SessionParams)
+        return p.to_wire(ls.engine.history(q.session_id))
+
+    @server.feature(p.AGENT_TOOL_OUTPUT)
+    @_rpc
+    def tool_output(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ToolOutputParams)
+        return p.to_wire(ls.engine.tool_output(q.session_id, q.call_id))
+
+    @server.feature(p.AGENT_ASK)
+    @_rpc
+    async def ask(ls: AgentLanguageServer, params: Any) -> Any:
+        task = ls.track_ask()
+        q = p.parse(params, p.AskParams)
+        folder = _folder(q.workspace_folder)
+        reporter = AskReporter(ls, await Progress.start(ls, q.work_done_token, task), q.session_id)
         outcome = "cancelled"
-        current_session = {"id": session_id or ""}
-
-        def on_event(event: AgentEvent) -> None:
-            if isinstance(event, ModelRequestStarted):
-                progress.report(f"turn {event.turn}: waiting for the model")
-            elif isinstance(event, ToolCallStarted):
-                summary = summarize_arguments(event.name, event.arguments)
-                progress.report(f"turn {event.turn}: {event.name} {summary}")
-                ls.protocol.notify(
-                    AGENT_TOOL_ACTIVITY, activity_params(current_session["id"], event)
-                )
-            elif isinstance(event, ToolCallFinished):
-                ls.protocol.notify(
-                    AGENT_TOOL_ACTIVITY, activity_params(current_session["id"], event)
-                )
-            elif isinstance(event, FinalAnswer):
-                progress.report("answer ready")
-
         try:
             result = await ls.engine.ask(
-                prompt,
-                session_id=session_id,
+                q.prompt,
+                session_id=q.session_id,
                 folder=folder,
-                on_event=on_event,
-                on_session=lambda sid: current_session.__setitem__("id", sid),
+                on_event=reporter,
+                on_session=reporter.set_session,
             )
             outcome = "done"
-            return result.to_json()
+            return p.to_wire(result)
         except (AgentError, ModelNotConfiguredError, ModelRequestError) as exc:
             outcome = "failed"
             ls.window_log_message(
                 types.LogMessageParams(type=types.MessageType.Error, message=f"agent/ask: {exc}")
             )
-            raise _rpc_error(exc) from None
+            raise
         finally:
-            progress.end(outcome)
+            reporter.end(outcome)
 
     return server

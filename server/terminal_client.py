@@ -11,18 +11,26 @@ import argparse
 import asyncio
 import os
 import sys
+import threading
 import time
+from asyncio.subprocess import PIPE
 from pathlib import Path
 from typing import Any, TextIO
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import run_async
 from pygls.lsp.client import LanguageClient
 
 from . import __version__
 from .activity import summarize_arguments
-from .lsp_server import AGENT_ASK, AGENT_TOOL_ACTIVITY
+from .protocol import AGENT_ASK, AGENT_TOOL_ACTIVITY
+
+# The server runs in isolated mode: ``-m`` would otherwise put the current folder
+# first on sys.path, and a repository that holds a ``server/`` (or ``tools/``)
+# package would run its own code as agent-lsp. ``-I`` also ignores PYTHON* variables.
+SERVER_ARGV = (sys.executable, "-I", "-m", "server", "--stdio")
 
 
 def format_activity(params: dict[str, Any]) -> str:
@@ -54,15 +62,31 @@ def run_ask(args: argparse.Namespace) -> int:
         options["maxTurns"] = args.max_turns
     from .session_files import default_session_dir
 
-    return asyncio.run(
-        ask_once(
-            args.prompt,
-            workspace,
-            session_id=args.session,
-            settings=options,
-            session_dir=args.ask_session_dir or default_session_dir(),
+    try:
+        return asyncio.run(
+            ask_once(
+                args.prompt,
+                workspace,
+                session_id=args.session,
+                settings=options,
+                session_dir=args.ask_session_dir or default_session_dir(),
+            )
         )
-    )
+    except KeyboardInterrupt:
+        print("agent-lsp: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line for the user, never a traceback
+        print(f"agent-lsp: {_describe_failure(exc)}", file=sys.stderr)
+        return 1
+
+
+def _describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, JsonRpcException):
+        return exc.message or str(exc)
+    if isinstance(exc, OSError) and exc.filename:
+        return f"could not start the server ({exc.strerror or exc}: {exc.filename})"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"the server stopped unexpectedly ({text})"
 
 
 async def ask_once(
@@ -93,30 +117,34 @@ async def ask_once(
         if params.type == types.MessageType.Warning:
             print(f"agent-lsp: {params.message}", file=err, flush=True)
 
-    command = ["-m", "server", "--stdio"]
+    command = [*SERVER_ARGV]
     if session_dir is not None:
-        command += ["--session-dir", str(session_dir)]
-    await client.start_io(sys.executable, *command)
-    server = client._server
-    assert server is not None
+        command += ["--session-dir", str(session_dir.resolve())]
+    server, connection = await _start_server(client, command)
     forward = asyncio.create_task(_forward_stderr(server, err))
     uri = workspace.as_uri()
     try:
-        await client.initialize_async(
-            types.InitializeParams(
-                process_id=os.getpid(),
-                capabilities=types.ClientCapabilities(),
-                root_uri=uri,
-                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
-                initialization_options=settings or {},
-            )
+        await _request(
+            connection,
+            server,
+            client.initialize_async(
+                types.InitializeParams(
+                    process_id=os.getpid(),
+                    capabilities=types.ClientCapabilities(),
+                    root_uri=uri,
+                    workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
+                    initialization_options=settings or {},
+                )
+            ),
         )
         client.initialized(types.InitializedParams())
         params: dict[str, Any] = {"prompt": prompt}
         if session_id:
             params["sessionId"] = session_id
         try:
-            result = await client.protocol.send_request_async(AGENT_ASK, params)
+            result = await _request(
+                connection, server, client.protocol.send_request_async(AGENT_ASK, params)
+            )
         except JsonRpcException as exc:
             print(f"agent-lsp: {exc.message}", file=err, flush=True)
             return 1
@@ -128,13 +156,47 @@ async def ask_once(
         return 0
     finally:
         try:
-            await asyncio.wait_for(client.shutdown_async(None), 10)
+            await asyncio.wait_for(_request(connection, server, client.shutdown_async(None)), 10)
             client.exit(None)
             await asyncio.wait_for(server.wait(), 10)
-        except (TimeoutError, JsonRpcException, ConnectionError):
-            server.kill()
-        await client.stop()
+        except (TimeoutError, JsonRpcException, OSError, RuntimeError):
+            if server.returncode is None:
+                server.kill()
+        await server.wait()
+        await asyncio.wait({connection}, timeout=5)
         forward.cancel()
+
+
+async def _start_server(
+    client: LanguageClient, command: list[str]
+) -> tuple[asyncio.subprocess.Process, asyncio.Task[None]]:
+    """Spawn the server and connect ``client`` to its stdio (what pygls's ``start_io``
+    does, keeping the process so its stderr is forwarded and its exit is noticed)."""
+    server = await asyncio.create_subprocess_exec(*command, stdin=PIPE, stdout=PIPE, stderr=PIPE)
+    assert server.stdin is not None and server.stdout is not None
+    client.protocol.set_writer(server.stdin)
+    stop = threading.Event()
+
+    async def connect() -> None:
+        try:
+            await run_async(stop_event=stop, reader=server.stdout, protocol=client.protocol)
+        finally:
+            stop.set()
+
+    return server, asyncio.create_task(connect())
+
+
+async def _request(
+    connection: asyncio.Task[None], server: asyncio.subprocess.Process, pending: Any
+) -> Any:
+    """Await a request's answer, or fail at once if the server goes away first."""
+    answer = asyncio.ensure_future(pending)
+    await asyncio.wait({answer, connection}, return_when=asyncio.FIRST_COMPLETED)
+    if answer.done():
+        return answer.result()
+    answer.cancel()
+    code = await server.wait()
+    raise ConnectionError(f"exited with code {code} before answering")
 
 
 async def _forward_stderr(server: asyncio.subprocess.Process, err: TextIO) -> None:

@@ -308,7 +308,7 @@ def test_kill_9_during_a_large_write_leaves_old_or_new_never_a_mix(
         model.reply(tool_calls=[tool_call("write_file", {"path": "big.txt", "content": new})])
         model.reply("written")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "server", "--stdio"],
+            [sys.executable, "-I", "-m", "server", "--stdio"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

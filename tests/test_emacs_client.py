@@ -32,7 +32,7 @@ from tests.support.trace_cases import FORMAT_CASES, STAMP, expected_lines, user_
 
 EMACS = os.environ.get("AGENT_LSP_EMACS", "emacs")
 PLUGIN = REPO / "editor-client" / "emacs"
-SERVER_COMMAND = [sys.executable, "-m", "server", "--stdio"]
+SERVER_COMMAND = [sys.executable, "-I", "-m", "server", "--stdio"]
 MARK = "@@agent-test "
 RUN_TIMEOUT = 60.0
 

@@ -50,7 +50,9 @@ async def test_initialize_advertises_the_agent_extension(client: AgentTestClient
     agent = result.capabilities.experimental["agent"]
     assert agent["version"] == 1
     assert "agent/ask" in agent["requests"]
-    assert agent["notifications"] == ["agent/toolActivity"]
+    assert agent["notifications"] == ["agent/toolActivity", "agent/askProgress"]
+    for method in ("agent/newSession", "agent/sessions", "agent/toolOutput"):
+        assert method in agent["requests"]
 
 
 async def test_list_tools_is_mcp_shaped(client: AgentTestClient) -> None:

@@ -20,7 +20,7 @@ from tests.support.procs import pids_with, unique_tag, wait_until
 
 def start_raw_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], StrictReader]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--stdio"],
+        [sys.executable, "-I", "-m", "server", "--stdio"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -115,7 +115,7 @@ def test_shutdown_and_exit(model: ScriptedModel, tmp_path: Path) -> None:
 
 def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "server", *args],
+        [sys.executable, "-I", "-m", "server", *args],
         capture_output=True,
         text=True,
         env=env,

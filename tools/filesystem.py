@@ -107,10 +107,8 @@ READ_FILE_PARAMETERS: dict[str, Any] = {
 }
 
 
-def read_file_tool(
-    workspace: Workspace, documents: EditorDocuments | None = None
-) -> ToolDefinition:
-    async def handler(arguments: dict[str, Any]) -> str:
+def read_file_tool(workspace: Workspace) -> ToolDefinition:
+    async def handler(arguments: dict[str, Any], documents: EditorDocuments | None) -> str:
         path, offset, limit = arguments["path"], arguments.get("offset", 1), arguments.get("limit")
         target = _resolve(workspace, path)
         if isinstance(target, str):
@@ -319,10 +317,8 @@ WRITE_FILE_PARAMETERS: dict[str, Any] = {
 }
 
 
-def write_file_tool(
-    workspace: Workspace, documents: EditorDocuments | None = None
-) -> ToolDefinition:
-    async def handler(arguments: dict[str, Any]) -> str:
+def write_file_tool(workspace: Workspace) -> ToolDefinition:
+    async def handler(arguments: dict[str, Any], documents: EditorDocuments | None) -> str:
         path, content = arguments["path"], arguments["content"]
         target = _resolve(workspace, path)
         if isinstance(target, str):
@@ -449,10 +445,8 @@ EDIT_FILE_PARAMETERS: dict[str, Any] = {
 }
 
 
-def edit_file_tool(
-    workspace: Workspace, documents: EditorDocuments | None = None
-) -> ToolDefinition:
-    async def handler(arguments: dict[str, Any]) -> str:
+def edit_file_tool(workspace: Workspace) -> ToolDefinition:
+    async def handler(arguments: dict[str, Any], documents: EditorDocuments | None) -> str:
         path, old_text, new_text = arguments["path"], arguments["old_text"], arguments["new_text"]
         replace_all = arguments.get("replace_all", False)
         target = _resolve(workspace, path)
@@ -609,7 +603,7 @@ GLOB_PARAMETERS: dict[str, Any] = {
 
 
 def glob_tool(workspace: Workspace) -> ToolDefinition:
-    async def handler(arguments: dict[str, Any]) -> str:
+    async def handler(arguments: dict[str, Any], documents: EditorDocuments | None) -> str:
         return await _glob(
             workspace,
             arguments["pattern"],

@@ -66,10 +66,10 @@ def use_ledger(ledger: FileLedger) -> Iterator[None]:
 
 
 def with_context(
-    handler: Callable[[dict[str, Any]], Awaitable[str]],
+    handler: Callable[[dict[str, Any], Any], Awaitable[str]],
 ) -> Callable[[dict[str, Any], ToolContext], Awaitable[str]]:
     async def run(arguments: dict[str, Any], context: ToolContext) -> str:
         with use_ledger(context.ledger):
-            return await handler(arguments)
+            return await handler(arguments, context.documents)
 
     return run

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -16,15 +19,17 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
 REPO = Path(__file__).resolve().parents[2]
-SERVER_COMMAND = [sys.executable, "-m", "server"]
+# Isolated mode, as every client should start it (see docs/protocol.md).
+SERVER_COMMAND = [sys.executable, "-I", "-m", "server"]
 
 
 class AgentTestClient(LanguageClient):
-    """pytest-lsp's client plus a record of ``agent/toolActivity`` notifications."""
+    """pytest-lsp's client plus a record of the agent's notifications."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.activity: list[dict[str, Any]] = []
+        self.progress: list[dict[str, Any]] = []
 
 
 def make_client() -> AgentTestClient:
@@ -36,14 +41,20 @@ def make_client() -> AgentTestClient:
     def on_activity(params: dict[str, Any]) -> None:
         client.activity.append(params)
 
+    @client.feature("agent/askProgress")
+    def on_progress(params: dict[str, Any]) -> None:
+        client.progress.append(params)
+
     return client
 
 
 def server_env(base_url: str | None, **extra: str | None) -> dict[str, str]:
     """The server's whole environment (pytest-lsp replaces it, not extends it)."""
     env = {k: v for k, v in os.environ.items() if k not in _MODEL_VARS}
-    # Never pick up a developer's real .env in tests.
+    # Never pick up a developer's real .env, configuration or saved conversations.
     env["AGENT_LSP_ENV_FILE"] = os.devnull
+    env["XDG_STATE_HOME"] = str(_scratch() / "state")
+    env["XDG_CONFIG_HOME"] = str(_scratch() / "config")
     env["PYTHONPATH"] = str(REPO)
     if base_url is not None:
         env.update(MODEL_API_KEY="test-key-123", BASE_URL=base_url, MODEL="scripted")
@@ -53,6 +64,17 @@ def server_env(base_url: str | None, **extra: str | None) -> dict[str, str]:
         else:
             env[key] = value
     return env
+
+
+_SCRATCH: list[Path] = []
+
+
+def _scratch() -> Path:
+    """A private folder for this test run's state and configuration (removed at exit)."""
+    if not _SCRATCH:
+        _SCRATCH.append(Path(tempfile.mkdtemp(prefix="agent-lsp-tests-")))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    return _SCRATCH[0]
 
 
 _MODEL_VARS = {"MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"}

@@ -1,0 +1,279 @@
+"""The agent protocol, one side of the wire: method names, error codes, params, results.
+
+Params and results are attrs classes with snake_case fields; lsprotocol's converter
+(the same one pygls uses) renames them to camelCase on the wire and leaves out
+optional fields at their default. :func:`parse` structures a request's raw params
+into its class, so a malformed param is refused in one place, with -32602 naming
+the field, instead of being checked by hand in each handler. Clients (the terminal
+client among them) import names from here, never from the server module.
+
+The protocol is documented for client authors in ``docs/protocol.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeVar
+
+import attrs
+import cattrs
+from lsprotocol.converters import get_converter
+
+PROTOCOL_VERSION: Final = 1  # additions are announced in "requests"; 2 = a breaking change
+
+# -- methods ---------------------------------------------------------------------------
+AGENT_ASK: Final = "agent/ask"
+AGENT_NEW_SESSION: Final = "agent/newSession"
+AGENT_LIST_TOOLS: Final = "agent/listTools"
+AGENT_END_SESSION: Final = "agent/endSession"
+AGENT_SESSIONS: Final = "agent/sessions"
+AGENT_SESSION_HISTORY: Final = "agent/sessionHistory"
+AGENT_TOOL_OUTPUT: Final = "agent/toolOutput"
+# Server -> client notifications.
+AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
+AGENT_ASK_PROGRESS: Final = "agent/askProgress"
+
+REQUESTS: Final = (
+    AGENT_ASK,
+    AGENT_NEW_SESSION,
+    AGENT_LIST_TOOLS,
+    AGENT_END_SESSION,
+    AGENT_SESSIONS,
+    AGENT_SESSION_HISTORY,
+    AGENT_TOOL_OUTPUT,
+)
+NOTIFICATIONS: Final = (AGENT_TOOL_ACTIVITY, AGENT_ASK_PROGRESS)
+
+# -- error codes -------------------------------------------------------------------------
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+MODEL_NOT_CONFIGURED: Final = -32001
+MODEL_REQUEST_FAILED: Final = -32002
+NO_WORKSPACE_FOLDER: Final = -32003
+SESSION_BUSY: Final = -32004
+REQUEST_CANCELLED: Final = -32800
+
+# The settings section every client forwards (raw user values; the server validates).
+SETTINGS_SECTION: Final = "agentLsp"
+
+
+# -- params --------------------------------------------------------------------------------
+
+
+class ParamsError(ValueError):
+    """Params that do not fit their class; ``field`` is the wire path (e.g. ``prompt``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _non_empty(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not value.strip():
+        raise ParamsError(_camel(attribute.name), "must be a non-empty string")
+
+
+@attrs.define
+class FolderParams:
+    """Params of requests that act on one open folder (default: the first)."""
+
+    workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
+
+
+@attrs.define
+class SessionParams:
+    session_id: str = attrs.field(validator=_non_empty)
+
+
+@attrs.define
+class AskParams:
+    prompt: str = attrs.field(validator=_non_empty)
+    session_id: str | None = attrs.field(default=None, validator=_non_empty)
+    workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
+    work_done_token: int | str | None = None
+
+
+@attrs.define
+class ToolOutputParams:
+    session_id: str = attrs.field(validator=_non_empty)
+    call_id: str = attrs.field(validator=_non_empty)
+
+
+# -- results and notifications ---------------------------------------------------------------
+
+
+@attrs.define
+class NewSessionResult:
+    session_id: str
+    workspace_folder: str
+
+
+@attrs.define
+class EndSessionResult:
+    ended: bool
+
+
+@attrs.define
+class ToolCallResult:
+    id: str
+    name: str
+    arguments: str
+    ok: bool
+    output: str  # a preview; agent/toolOutput serves the whole output
+    duration_ms: float
+
+
+@attrs.define
+class AskResult:
+    answer: str
+    session_id: str
+    stop_reason: str
+    turns: int
+    tool_calls: list[ToolCallResult]
+    usage: dict[str, int]
+
+
+@attrs.define
+class SessionSummary:
+    session_id: str
+    workspace_folder: str
+    title: str  # the first prompt, shortened
+    created: float  # seconds since the epoch
+    updated: float
+    turns: int  # asks answered
+
+
+@attrs.define
+class SessionsResult:
+    sessions: list[SessionSummary]
+
+
+@attrs.define
+class HistoryToolCall:
+    id: str
+    name: str
+    arguments: str
+    ok: bool
+    output: str  # a preview
+
+
+@attrs.define
+class HistoryEntry:
+    role: str  # "user" or "assistant"
+    content: str
+    tool_calls: list[HistoryToolCall] = attrs.field(factory=list)
+
+
+@attrs.define
+class SessionHistoryResult:
+    session_id: str
+    workspace_folder: str
+    entries: list[HistoryEntry]
+
+
+@attrs.define
+class ToolOutputResult:
+    call_id: str
+    name: str
+    arguments: str
+    ok: bool
+    output: str
+    truncated: bool  # the tool itself cut the output (bash keeps head and tail)
+
+
+@attrs.define
+class AskProgress:
+    """``agent/askProgress``: what an ask is doing, for clients to show (never parse
+    the human ``message``). ``phase``: model, tools, permission, compacting, done."""
+
+    session_id: str
+    turn: int
+    phase: str
+    message: str
+
+
+# -- structuring ------------------------------------------------------------------------------
+
+_Params = TypeVar("_Params")
+
+
+def _strict(kind: type, name: str) -> Any:
+    def hook(value: Any, _: Any) -> Any:
+        if isinstance(value, bool) and kind is not bool:
+            raise TypeError(f"must be {name}")
+        if not isinstance(value, kind):
+            raise TypeError(f"must be {name}")
+        return value
+
+    return hook
+
+
+def _token(value: Any, _: Any) -> int | str:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError("must be a string or an integer")
+    return value
+
+
+def _make_converter() -> cattrs.Converter:
+    # Our own converter (pygls keeps its own): strict primitives here would change how
+    # pygls structures ordinary LSP messages. cattrs would otherwise turn 5 into "5".
+    converter = get_converter(cattrs.Converter())
+    for kind, name in ((str, "a string"), (int, "an integer"), (bool, "true or false")):
+        converter.register_structure_hook(kind, _strict(kind, name))
+    converter.register_structure_hook(float, _strict(int | float, "a number"))
+    converter.register_structure_hook(int | str, _token)
+    converter.register_structure_hook(
+        int | str | None, lambda value, t: None if value is None else _token(value, t)
+    )
+    return converter
+
+
+_converter = _make_converter()
+
+
+def parse(raw: Any, cls: type[_Params]) -> _Params:
+    """``raw`` params structured into ``cls``; :class:`ParamsError` names what is wrong."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ParamsError("params", "must be an object")
+    try:
+        return _converter.structure(raw, cls)
+    except ParamsError:
+        raise
+    except Exception as exc:  # cattrs wraps every failure; find the first leaf
+        field, message = _first_problem(exc, [])
+        raise ParamsError(field, message) from None
+
+
+def to_wire(value: Any) -> Any:
+    """A result or notification as plain JSON (camelCase keys)."""
+    return _converter.unstructure(value)
+
+
+def _first_problem(exc: BaseException, path: list[str]) -> tuple[str, str]:
+    if isinstance(exc, cattrs.ClassValidationError | cattrs.IterableValidationError):
+        for sub in exc.exceptions:
+            notes = [n for n in getattr(sub, "__notes__", ()) if hasattr(n, "name")]
+            step = path
+            if notes:
+                name = notes[0].name
+                step = [*path, f"[{name}]" if isinstance(name, int) else _camel(str(name))]
+            return _first_problem(sub, step)
+    if isinstance(exc, ParamsError):  # raised by a validator, which knows its field
+        return _join([*path, exc.field]), exc.message
+    if isinstance(exc, KeyError):
+        return _join(path), "is required"
+    message = str(exc) if isinstance(exc, TypeError | ValueError) and str(exc) else "is invalid"
+    if message.startswith(("must ", "is ")):
+        return _join(path), message
+    return _join(path), f"is invalid ({message})"
+
+
+def _join(path: list[str]) -> str:
+    return "".join(p if p.startswith("[") else f".{p}" for p in path).lstrip(".")
