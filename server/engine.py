@@ -15,6 +15,7 @@ lock would block every other request).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -139,18 +140,25 @@ class AgentEngine:
     def settings(self) -> AgentSettings:
         return self._settings
 
-    def update_settings(self, settings: AgentSettings) -> None:
-        """New editor settings; tool runtimes are rebuilt if their settings changed.
+    def update_settings(self, settings: AgentSettings) -> list[str]:
+        """New editor settings; returns the problems found, one per field.
 
-        Asks already running keep the runtime they started with. Unknown tool names
-        raise ``ValueError`` before anything changes (the old tools stay in place).
+        Tool runtimes are rebuilt if their settings changed; asks already running keep
+        the runtime they started with. An ``enabledTools`` naming an unknown tool
+        leaves the tools as they were (a typo must not silently disable or enable one).
         """
+        problems = list(settings.warnings)
         if settings.enabled_tools is not None:
-            check_enabled(settings.enabled_tools)
+            try:
+                check_enabled(settings.enabled_tools)
+            except ValueError as exc:
+                problems.append(f"{exc}; the tools stay as they were")
+                settings = dataclasses.replace(settings, enabled_tools=self._settings.enabled_tools)
         self._settings = settings
         for root, folder in list(self._folders.items()):
             if folder.runtime_key != settings.runtime_key():
                 self._folders[root] = self._make_folder(folder.workspace)
+        return problems
 
     # -- workspace folders -----------------------------------------------------------
 

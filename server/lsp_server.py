@@ -87,12 +87,8 @@ class AgentLanguageServer(LanguageServer):
 
     def apply_settings(self, raw: Any) -> list[str]:
         """Apply editor settings; returns the problems to show the user."""
-        settings = parse_settings(raw)
-        try:
-            self.engine.update_settings(settings)
-        except ValueError as exc:
-            return [f"agent-lsp settings not applied: {exc}"]
-        return [f"agent-lsp: {warning}" for warning in settings.warnings]
+        problems = self.engine.update_settings(parse_settings(raw))
+        return [f"agent-lsp: {problem}" for problem in problems]
 
     def track_ask(self) -> asyncio.Task[Any]:
         task = asyncio.current_task()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,7 +95,7 @@ def test_stdin_eof_ends_the_server_and_its_children(model: ScriptedModel, tmp_pa
         proc.stdin.close()  # the editor died
         proc.wait(timeout=10)
         assert wait_until(lambda: not pids_with(tag), 3)
-        time.sleep(2)
+        # Every process of the call is gone (the subshell that would touch it included).
         assert not marker.exists()
 
 
@@ -213,3 +212,44 @@ def test_a_terminating_signal_kills_the_tools_too(
         proc.send_signal(signum)
         proc.wait(timeout=10)
         assert wait_until(lambda: not pids_with(tag), 3)
+
+
+PLANTED = "import pathlib; pathlib.Path({marker!r}).write_text('ran'); print('planted answer')\n"
+
+
+def test_the_terminal_client_never_runs_code_from_the_working_folder(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    # A cloned repository that happens to hold packages named like ours.
+    repo = tmp_path / "cloned"
+    marker = tmp_path / "planted-code-ran"
+    for package in ("server", "tools", "tooling"):
+        (repo / package).mkdir(parents=True)
+        (repo / package / "__init__.py").write_text(PLANTED.format(marker=str(marker)))
+    (repo / "server" / "__main__.py").write_text(PLANTED.format(marker=str(marker)))
+    model.reply("The real agent answered.")
+    entry_point = Path(sys.executable).parent / "agent-lsp"  # as installed by uv
+    result = subprocess.run(
+        [str(entry_point), "ask", "hi", "--workspace", "."],
+        capture_output=True,
+        text=True,
+        env=server_env(model.base_url),
+        cwd=repo,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The real agent answered.\n"
+    assert not marker.exists()
+
+
+def test_a_server_that_dies_mid_ask_is_reported_in_one_line(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    # bash's parent is the server: the agent kills it under the terminal client.
+    model.reply(tool_calls=[tool_call("bash", {"command": "kill -KILL $PPID"})])
+    result = run_cli("ask", "hi", "--workspace", str(tmp_path), env=server_env(model.base_url))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("agent-lsp:")]
+    assert "server" in line and "exited with code -9" in line

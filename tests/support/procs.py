@@ -34,3 +34,14 @@ def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:  # ty
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+async def until(predicate, within: float = 10.0, interval: float = 0.02) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` on the event loop until it holds; fail the test if it never does."""
+    import asyncio
+
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {within} s")
+        await asyncio.sleep(interval)
