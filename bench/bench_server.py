@@ -161,7 +161,12 @@ async def _drain(stream: asyncio.StreamReader, tail: bytearray) -> None:
 
 
 async def spawn(
-    cmd: list[str], env: dict[str, str], folder: Path, *, initialized: bool = True
+    cmd: list[str],
+    env: dict[str, str],
+    folder: Path,
+    *,
+    initialized: bool = True,
+    handlers: dict[str, Callable[[Any], None]] | None = None,
 ) -> Session:
     """Start ``cmd``, initialize it on ``folder``; ``startup_s`` is spawn -> result.
 
@@ -169,8 +174,9 @@ async def spawn(
     agent-lsp imports the openai SDK in a thread (kept out of start-up CPU time).
     """
     client = LanguageClient("agent-lsp-bench", "1", converter_factory=get_converter)
-    for method in ("agent/toolActivity", "$/progress", "window/logMessage", "window/showMessage"):
-        client.feature(method)(_ignore)
+    methods = ("agent/toolActivity", "agent/askProgress", "$/progress", "window/logMessage")
+    for method in (*methods, "window/showMessage"):
+        client.feature(method)((handlers or {}).get(method, _ignore))
     params = types.InitializeParams(
         capabilities=types.ClientCapabilities(),
         root_uri=folder.as_uri(),

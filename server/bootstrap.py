@@ -14,6 +14,7 @@ from tooling.workspace import Workspace
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
+    from tooling.registry import ToolRegistry
     from tooling.runtime import ToolRuntime
 
 DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
@@ -26,17 +27,32 @@ def build_runtime(
     bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
 ) -> ToolRuntime:
-    """A fresh runtime whose tools act on ``workspace`` only.
+    """A fresh runtime whose tools act on ``workspace`` only (see :func:`build_registry`)."""
+    from tooling.runtime import ToolRuntime
+
+    return ToolRuntime(
+        build_registry(workspace, enabled=enabled, bash_timeout=bash_timeout, secret_env=secret_env)
+    )
+
+
+def build_registry(
+    workspace: Workspace,
+    *,
+    enabled: Iterable[str] | None = None,
+    bash_timeout: float | None = None,
+    secret_env: Iterable[str] = (),
+) -> ToolRegistry:
+    """The enabled tools, bound to ``workspace`` only.
 
     What a call may use beyond that (the editor's documents, the conversation's
     ledger) reaches it through its ``ToolContext``. ``enabled`` narrows the default
     set (unknown names raise ``ValueError`` so a typo in the editor's settings is
-    reported, not silently ignored).
+    reported, not silently ignored). A registry is enough to describe the tools; a
+    ``ToolRuntime`` over it (which compiles the schemas) is needed to run them.
     """
     # Imported here, not at the top, so validating settings (check_enabled) stays
     # cheap; the server imports these in a worker thread before the first ask.
     from tooling.registry import ToolRegistry
-    from tooling.runtime import ToolRuntime
     from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
     from tools.shell import DEFAULT_SECRET_ENV, bash_tool
 
@@ -53,7 +69,7 @@ def build_runtime(
     }
     names = list(DEFAULT_TOOLS if enabled is None else enabled)
     check_enabled(names)
-    return ToolRuntime(ToolRegistry(factories[name]() for name in dict.fromkeys(names)))
+    return ToolRegistry(factories[name]() for name in dict.fromkeys(names))
 
 
 def check_enabled(names: Iterable[str]) -> None:

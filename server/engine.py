@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
     from tooling.documents import EditorDocuments
+    from tooling.registry import ToolRegistry
     from tooling.runtime import ToolRuntime
 
 log = logging.getLogger(__name__)
@@ -50,23 +51,43 @@ HISTORY_PREVIEW = 2000
 
 
 class Folder:
-    """One open workspace folder and the runtime built for it (on first use)."""
+    """One open workspace folder, its tools and their runtime, built on first use.
+
+    Describing the tools needs only the registry (the tools' modules); running them
+    needs the runtime, which compiles every schema with jsonschema (slower to load):
+    so an early listTools does not wait for jsonschema.
+    """
 
     def __init__(
-        self, workspace: Workspace, build: Callable[[], ToolRuntime], key: tuple[Any, ...]
+        self, workspace: Workspace, build: Callable[[], ToolRegistry], key: tuple[Any, ...]
     ) -> None:
         self.workspace = workspace
         self.runtime_key = key
         self._build = build
+        self._registry: ToolRegistry | None = None
         self._runtime: ToolRuntime | None = None
-        self._lock = threading.Lock()  # the warm-up thread and an ask may both build it
+        self._lock = threading.RLock()  # the warm-up thread and a request may both build
+
+    def registry_now(self) -> ToolRegistry:
+        """The registry, built here if needed (call from a worker thread)."""
+        with self._lock:
+            if self._registry is None:
+                self._registry = self._build()
+            return self._registry
 
     def runtime_now(self) -> ToolRuntime:
         """The runtime, built here if needed (call from a worker thread)."""
+        from tooling.runtime import ToolRuntime
+
         with self._lock:
             if self._runtime is None:
-                self._runtime = self._build()
+                self._runtime = ToolRuntime(self.registry_now())
             return self._runtime
+
+    async def registry(self) -> ToolRegistry:
+        if self._registry is not None:
+            return self._registry
+        return await asyncio.to_thread(self.registry_now)
 
     async def runtime(self) -> ToolRuntime:
         if self._runtime is not None:
@@ -75,11 +96,18 @@ class Folder:
 
 
 def _import_heavy() -> None:
-    """What the first ask needs that takes long to import (~1 s in all)."""
-    import jsonschema  # noqa: F401
-    import openai  # noqa: F401
+    """What the first ask needs that takes long to load (~1 s: the model SDK)."""
+    from .warmup import rehearse_sdk
 
-    from tools import filesystem, shell  # noqa: F401
+    rehearse_sdk()  # imports openai and runs its request path once, locally
+
+
+def _build_client(settings: ModelSettings) -> AsyncOpenAI:
+    client = create_client(settings)
+    # The SDK imports its resource modules on first attribute access (~50 ms): here,
+    # in the worker thread, not in the first request on the event loop.
+    _ = client.chat.completions, client.models
+    return client
 
 
 class AgentEngine:
@@ -114,16 +142,19 @@ class AgentEngine:
         return self._warm
 
     async def _warm_up(self) -> None:
+        # Cheapest first: what listTools needs, then what running tools needs, then
+        # the SDK (most of the time).
+        for folder in list(self._folders.values()):
+            try:
+                await folder.registry()
+                await folder.runtime()
+            except Exception:
+                log.exception("could not build the tools for %s", folder.workspace.root)
         try:
             await asyncio.to_thread(_import_heavy)
         except Exception:  # an ask will report a broken install properly
             log.exception("could not import the agent's dependencies")
             return
-        for folder in list(self._folders.values()):
-            try:
-                await folder.runtime()
-            except Exception:
-                log.exception("could not build the tools for %s", folder.workspace.root)
         try:
             await self._client(self.model_settings())
         except Exception:  # not configured yet: the ask says what to set
@@ -202,10 +233,10 @@ class AgentEngine:
     def _make_folder(self, workspace: Workspace) -> Folder:
         settings = self._settings
 
-        def build() -> ToolRuntime:
-            from .bootstrap import build_runtime
+        def build() -> ToolRegistry:
+            from .bootstrap import build_registry
 
-            return build_runtime(
+            return build_registry(
                 workspace, enabled=settings.enabled_tools, bash_timeout=settings.bash_timeout
             )
 
@@ -300,9 +331,9 @@ class AgentEngine:
     # -- requests ------------------------------------------------------------------
 
     async def list_tools(self, folder: Path | None = None) -> list[dict[str, Any]]:
-        target = self.folder(folder)
-        await self._ready()
-        return (await target.runtime()).describe()
+        # Only the runtime is needed, built in a thread (not the whole warm-up: the
+        # SDK import would make an early listTools wait a second).
+        return (await self.folder(folder).registry()).describe()
 
     def model_settings(self) -> ModelSettings:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
@@ -312,7 +343,7 @@ class AgentEngine:
         client = self._clients.get(settings)
         if client is None:
             # Building the SDK client loads TLS certificates: not on the loop.
-            client = await asyncio.to_thread(create_client, settings)
+            client = await asyncio.to_thread(_build_client, settings)
             client = self._clients.setdefault(settings, client)
         return client
 

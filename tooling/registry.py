@@ -16,6 +16,7 @@ class ToolRegistry:
             if tool.name in self._tools:
                 raise ValueError(f"Duplicate tool name: {tool.name}")
             self._tools[tool.name] = tool
+        self._described: list[dict[str, Any]] | None = None
 
     def get(self, name: str) -> ToolDefinition | None:
         return self._tools.get(name)
@@ -44,7 +45,13 @@ class ToolRegistry:
         ]
 
     def describe(self) -> list[dict[str, Any]]:
-        """MCP ``Tool`` shapes for editors (same index as :meth:`schemas`)."""
+        """MCP ``Tool`` shapes for editors (same index as :meth:`schemas`); built once,
+        so callers must treat them as read-only."""
+        if self._described is None:
+            self._described = self._describe()
+        return self._described
+
+    def _describe(self) -> list[dict[str, Any]]:
         described = []
         for tool in self._tools.values():
             entry: dict[str, Any] = {

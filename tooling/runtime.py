@@ -27,7 +27,6 @@ class ToolRuntime:
         for tool in registry:
             jsonschema.Draft202012Validator.check_schema(tool.parameters)
             self._validators[tool.name] = jsonschema.Draft202012Validator(tool.parameters)
-        self._described: list[dict[str, Any]] | None = None
 
     @property
     def registry(self) -> ToolRegistry:
@@ -37,10 +36,8 @@ class ToolRuntime:
         return self._registry.schemas()
 
     def describe(self) -> list[dict[str, Any]]:
-        """MCP tool descriptions; built once (callers must treat them as read-only)."""
-        if self._described is None:
-            self._described = self._registry.describe()
-        return self._described
+        """MCP tool descriptions (the registry's; treat them as read-only)."""
+        return self._registry.describe()
 
     def is_read_only(self, name: str) -> bool:
         tool = self._registry.get(name)

@@ -1,0 +1,203 @@
+"""The first ask: how soon it reaches its first tool call, and whether the server
+stays responsive meanwhile, next to a later ask measured in the same run.
+
+For each round a fresh server process is started and initialized, then:
+
+A. **right after ``initialized``**: an ask is sent at once (the server is still
+   importing the SDK and building the tools in its warm-up thread), while
+   ``agent/listTools`` is sent one after another; we record the time from sending
+   the ask to its first ``agent/toolActivity`` (the model is instant: this is all
+   server time) and the worst listTools latency during that wait;
+B. **after 3 idle seconds**: in a second fresh server, the first ask after the
+   warm-up had time to finish;
+C. **a later ask** in that same server (the baseline: nothing left to warm).
+
+Targets (issue 10): B <= 1.5x C; worst listTools latency during A < 50 ms (the
+event loop is never blocked for more than 50 ms).
+
+Run: ``uv run python bench/bench_first_ask.py`` (writes ``bench/results/first_ask.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_server import (  # the script's folder is on sys.path
+    REPO_ROOT,
+    SERVER_CMD,
+    Session,
+    server_env,
+    spawn,
+    start_model,
+    stop_model,
+)
+
+RESULTS = REPO_ROOT / "bench" / "results" / "first_ask.md"
+ROUNDS = 8
+IDLE_S = 3.0
+PROMPT = "Read tiny.txt, then answer."
+
+
+class FirstCall:
+    """Timestamps of each ask's first ``agent/toolActivity`` (by session)."""
+
+    def __init__(self) -> None:
+        self.seen = asyncio.Event()
+        self.at = 0.0
+
+    def __call__(self, params: Any) -> None:
+        if not self.seen.is_set():
+            self.at = time.perf_counter()
+            self.seen.set()
+
+
+async def start(env: dict[str, str], folder: Path) -> tuple[Session, list[FirstCall]]:
+    calls: list[FirstCall] = []
+
+    def on_activity(params: Any) -> None:
+        if calls:
+            calls[-1](params)
+
+    handlers = {"agent/toolActivity": on_activity}
+    session = await spawn(SERVER_CMD, env, folder, initialized=False, handlers=handlers)
+    return session, calls
+
+
+async def time_to_first_call(session: Session, calls: list[FirstCall]) -> tuple[float, Any]:
+    """Send an ask; seconds until its first tool call starts, and the ask's task."""
+    first = FirstCall()
+    calls.append(first)
+    sent = time.perf_counter()
+    task = asyncio.create_task(session.request("agent/ask", {"prompt": PROMPT}))
+    await asyncio.wait_for(first.seen.wait(), 60)
+    return first.at - sent, task
+
+
+async def probe_while(session: Session, until: asyncio.Event) -> list[float]:
+    latencies: list[float] = []
+    while not until.is_set():
+        started = time.perf_counter()
+        await session.request("agent/listTools", {})
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+async def probed_ask(session: Session, calls: list[FirstCall]) -> tuple[float, list[float]]:
+    """An ask with listTools probes running until its first tool call."""
+    waiting = asyncio.Event()
+    probes = asyncio.create_task(probe_while(session, waiting))
+    elapsed, task = await time_to_first_call(session, calls)
+    waiting.set()
+    latencies = await probes
+    await task
+    return elapsed, latencies
+
+
+async def round_right_after_initialize(
+    env: dict[str, str], folder: Path
+) -> tuple[float, list[float], list[float]]:
+    """(first ask's time to its first call, probe latencies meanwhile, probe latencies
+    during a later ask in the same server: the noise floor of this machine)."""
+    session, calls = await start(env, folder)
+    try:
+        from lsprotocol import types
+
+        session.client.initialized(types.InitializedParams())
+        elapsed, latencies = await probed_ask(session, calls)
+        floor: list[float] = []
+        while len(floor) < len(latencies):  # as many probes as during the first ask
+            floor += (await probed_ask(session, calls))[1]
+        return elapsed, latencies, floor
+    finally:
+        await session.close()
+
+
+async def round_after_idle(env: dict[str, str], folder: Path) -> tuple[float, float]:
+    session, calls = await start(env, folder)
+    try:
+        from lsprotocol import types
+
+        session.client.initialized(types.InitializedParams())
+        await asyncio.sleep(IDLE_S)  # the idle time being measured, not a wait for a condition
+        first, task = await time_to_first_call(session, calls)
+        await task
+        later, task = await time_to_first_call(session, calls)
+        await task
+        return first, later
+    finally:
+        await session.close()
+
+
+async def main() -> None:
+    model, base_url = await start_model(
+        "--instant", "--instant-tool", "read_file", "--instant-args", '{"path": "tiny.txt"}'
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "tiny.txt").write_text("hello\n")
+            env = server_env(base_url)
+            right_after: list[float] = []
+            worst: list[float] = []
+            worst_floor: list[float] = []
+            after_idle: list[float] = []
+            later: list[float] = []
+            for _ in range(ROUNDS):
+                elapsed, latencies, floor = await round_right_after_initialize(env, folder)
+                right_after.append(elapsed)
+                worst.append(max(latencies))
+                worst_floor.append(max(floor))
+                first, next_one = await round_after_idle(env, folder)
+                after_idle.append(first)
+                later.append(next_one)
+    finally:
+        await stop_model(model)
+    render(right_after, worst, worst_floor, after_idle, later)
+
+
+def render(
+    right_after: list[float],
+    worst: list[float],
+    worst_floor: list[float],
+    after_idle: list[float],
+    later: list[float],
+) -> None:
+    ms = 1000
+    med = statistics.median
+    ratio = med(after_idle) / med(later)
+    load = os.getloadavg()[0]
+    lines = [
+        "## First ask",
+        "",
+        f"{ROUNDS} rounds, each with two fresh server processes; instant scripted model "
+        "(time to the first tool call is server time); 1-minute load average at the end "
+        f"{load:.1f} on {os.cpu_count()} CPUs.",
+        "",
+        "| what | agent-lsp (median) | baseline (same run) | ratio | target |",
+        "|---|---:|---:|---:|---|",
+        f"| first ask after {IDLE_S:g} idle s: to first tool call | {med(after_idle) * ms:.1f} ms "
+        f"| later ask {med(later) * ms:.1f} ms | {ratio:.2f}x | <= 1.5x: "
+        f"{'met' if ratio <= 1.5 else '**not met**'} |",
+        f"| first ask right after `initialized`: to first tool call | "
+        f"{med(right_after) * ms:.0f} ms | later ask {med(later) * ms:.1f} ms | "
+        f"{med(right_after) / med(later):.0f}x | (waits for the warm-up: SDK import) |",
+        f"| worst `agent/listTools` latency while that first ask waits (median over rounds; "
+        f"worst round) | {med(worst) * ms:.1f} ms; {max(worst) * ms:.1f} ms | same probes "
+        f"during later asks {med(worst_floor) * ms:.1f} ms; {max(worst_floor) * ms:.1f} ms | "
+        f"{med(worst) / med(worst_floor):.2f}x | < 50 ms: "
+        f"{'met' if med(worst) < 0.05 else '**not met**'} |",
+        "",
+    ]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
