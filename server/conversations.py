@@ -38,8 +38,10 @@ class Conversation:
     @property
     def title(self) -> str:
         """The first prompt on one line, shortened (how clients list conversations)."""
+        from .editor_context import prompt_of
+
         first = next((m for m in self.messages if m.get("role") == "user"), None)
-        text = " ".join(str(first.get("content") or "").split()) if first else ""
+        text = " ".join(prompt_of(str(first.get("content") or "")).split()) if first else ""
         return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
     @property

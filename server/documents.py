@@ -9,6 +9,7 @@ by the editor if the buffer changed in the meantime.
 from __future__ import annotations
 
 import bisect
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .lsp_server import AgentLanguageServer
 
 ANNOTATION_ID = "agent-lsp"
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class LspDocuments:
@@ -43,6 +45,9 @@ class LspDocuments:
     def buffer_text(self, path: Path) -> str | None:
         document = self._document(path)
         return None if document is None else document.source
+
+    def position_encoding(self) -> str:
+        return _encoding(self._ls)
 
     def can_edit(self) -> bool:
         if not self._ls.engine.settings.edit_through_editor:
@@ -130,24 +135,35 @@ class LineIndex:
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
         self._text = text
         self._encoding = encoding
-        starts = [0]
-        i, n = 0, len(text)
-        while i < n:
-            ch = text[i]
-            if ch == "\r":
-                i += 2 if i + 1 < n and text[i + 1] == "\n" else 1
-                starts.append(i)
-            elif ch == "\n":
-                i += 1
-                starts.append(i)
-            else:
-                i += 1
-        self._starts = starts
+        # A regex scan, not a loop over characters: buffers can be megabytes.
+        self._starts = [0, *(m.end() for m in _LINE_END.finditer(text))]
+
+    @property
+    def lines(self) -> int:
+        return len(self._starts)
 
     def position(self, offset: int) -> tuple[int, int]:
         line = bisect.bisect_right(self._starts, offset) - 1
         prefix = self._text[self._starts[line] : offset]
         return line, units(prefix, self._encoding)
+
+    def offset(self, line: int, character: int) -> int:
+        """The text offset of an LSP position (clamped to the text, as LSP asks)."""
+        if line < 0:
+            return 0
+        if line >= len(self._starts):
+            return len(self._text)
+        start = self._starts[line]
+        end = self._starts[line + 1] if line + 1 < len(self._starts) else len(self._text)
+        body = self._text[start:end].rstrip("\r\n")
+        if self._encoding == "utf-32":
+            return start + min(max(character, 0), len(body))
+        counted = 0
+        for index, ch in enumerate(body):
+            if counted >= character:
+                return start + index
+            counted += units(ch, self._encoding)
+        return start + len(body)
 
 
 def units(text: str, encoding: str) -> int:

@@ -30,6 +30,7 @@ from . import protocol as p
 from .agent_loop import LoopResult, agent_loop, preview
 from .bootstrap import check_enabled
 from .conversations import Conversation, ConversationStore
+from .editor_context import prompt_of, with_context
 from .errors import InvalidParamsError, NoWorkspaceFolderError, SessionBusyError
 from .events import EventSink
 from .model_config import ModelSettings, create_client, load_model_settings
@@ -279,7 +280,7 @@ class AgentEngine:
         for message in conversation.messages:
             role = message.get("role")
             if role == "user":
-                entries.append(p.HistoryEntry("user", str(message.get("content") or "")))
+                entries.append(p.HistoryEntry("user", prompt_of(str(message.get("content") or ""))))
             elif role == "assistant":
                 calls = []
                 for call in message.get("tool_calls") or ():
@@ -355,8 +356,12 @@ class AgentEngine:
         folder: Path | None = None,
         on_event: EventSink | None = None,
         on_session: Callable[[str], None] | None = None,
+        context: p.EditorContext | None = None,
     ) -> p.AskResult:
-        """Run one ask; ``on_session`` learns the session id before any tool runs."""
+        """Run one ask; ``on_session`` learns the session id before any tool runs.
+
+        ``context`` (what the user is looking at) becomes a note after the prompt.
+        """
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
 
@@ -371,6 +376,7 @@ class AgentEngine:
         else:
             target = self.folder(folder)
 
+        content = await with_context(prompt, context, target.workspace, self._documents)
         # Fail before touching the conversation when the model is not configured.
         model_settings = self.model_settings()
         await self._ready()
@@ -390,7 +396,7 @@ class AgentEngine:
         if on_session is not None:
             on_session(conversation.id)
         async with conversation.lock:
-            conversation.messages.append({"role": "user", "content": prompt})
+            conversation.messages.append({"role": "user", "content": content})
             try:
                 result = await agent_loop(
                     conversation.messages,

@@ -319,6 +319,7 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
                 folder=folder,
                 on_event=reporter,
                 on_session=reporter.set_session,
+                context=q.context,
             )
             outcome = "done"
             return p.to_wire(result)

@@ -16,6 +16,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 import cattrs
+from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 PROTOCOL_VERSION: Final = 1  # additions are announced in "requests"; 2 = a breaking change
@@ -91,11 +92,26 @@ class SessionParams:
 
 
 @attrs.define
+class ActiveDocument:
+    uri: str = attrs.field(validator=_non_empty)
+    selection: types.Range | None = None  # an empty range: the cursor
+
+
+@attrs.define
+class EditorContext:
+    """What the user is looking at, sent with an ask (``agent/ask`` ``context``)."""
+
+    active_document: ActiveDocument | None = None
+    documents: list[str] | None = None  # other documents the user points at (URIs)
+
+
+@attrs.define
 class AskParams:
     prompt: str = attrs.field(validator=_non_empty)
     session_id: str | None = attrs.field(default=None, validator=_non_empty)
     workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
     work_done_token: int | str | None = None
+    context: EditorContext | None = None
 
 
 @attrs.define
@@ -259,11 +275,14 @@ def to_wire(value: Any) -> Any:
 def _first_problem(exc: BaseException, path: list[str]) -> tuple[str, str]:
     if isinstance(exc, cattrs.ClassValidationError | cattrs.IterableValidationError):
         for sub in exc.exceptions:
-            notes = [n for n in getattr(sub, "__notes__", ()) if hasattr(n, "name")]
             step = path
-            if notes:
-                name = notes[0].name
-                step = [*path, f"[{name}]" if isinstance(name, int) else _camel(str(name))]
+            for note in getattr(sub, "__notes__", ()):
+                if hasattr(note, "name"):  # an attribute of a class
+                    step = [*path, _camel(str(note.name))]
+                    break
+                if hasattr(note, "index"):  # an item of a list
+                    step = [*path, f"[{note.index}]"]
+                    break
             return _first_problem(sub, step)
     if isinstance(exc, ParamsError):  # raised by a validator, which knows its field
         return _join([*path, exc.field]), exc.message
