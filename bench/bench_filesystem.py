@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from tooling.registry import ToolRegistry  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
-from tools.filesystem import glob_tool  # noqa: E402
+from tools.glob import glob_tool  # noqa: E402
 
 REPEATS = 9  # glob tool and git ls-files
 SLOW_REPEATS = 3  # Path.glob (about a second per run)
@@ -58,7 +58,7 @@ sys.path.insert(0, sys.argv[1])
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools.filesystem import read_file_tool
+from tools.read_file import read_file_tool
 
 variant, path = sys.argv[2], Path(sys.argv[3])
 runtime = ToolRuntime(ToolRegistry([read_file_tool(Workspace(path.parent))]))

@@ -53,8 +53,11 @@ def build_registry(
     # Imported here, not at the top, so validating settings (check_enabled) stays
     # cheap; the server imports these in a worker thread before the first ask.
     from tooling.registry import ToolRegistry
-    from tools.filesystem import edit_file_tool, glob_tool, read_file_tool, write_file_tool
+    from tools.edit_file import edit_file_tool
+    from tools.glob import glob_tool
+    from tools.read_file import read_file_tool
     from tools.shell import DEFAULT_SECRET_ENV, bash_tool
+    from tools.write_file import write_file_tool
 
     factories: dict[str, Callable[[], ToolDefinition]] = {
         "bash": lambda: bash_tool(

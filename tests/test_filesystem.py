@@ -9,7 +9,6 @@ import shutil
 import stat
 import subprocess
 import time
-import weakref
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,13 @@ from tooling.contract import is_error
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools import globbing
-from tools.filesystem import (
-    DEFAULT_LINES,
-    MAX_GLOB_RESULTS,
-    OUTPUT_CHARS,
-    edit_file_tool,
-    glob_tool,
-    read_file_tool,
-    write_file_tool,
-)
+from tools import listing
+from tools.edit_file import edit_file_tool
+from tools.glob import MAX_RESULTS as MAX_GLOB_RESULTS
+from tools.glob import glob_tool
+from tools.read_file import DEFAULT_LINES, OUTPUT_CHARS, read_file_tool
 from tools.textfiles import FileChangedError, atomic_write
+from tools.write_file import write_file_tool
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -48,30 +43,39 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-@pytest.fixture
-def rt(ws: Path) -> ToolRuntime:
-    workspace = Workspace(ws)
-    return ToolRuntime(
-        ToolRegistry(
-            factory(workspace)
-            for factory in (read_file_tool, write_file_tool, edit_file_tool, glob_tool)
+class Agent:
+    """The file tools of one workspace as one conversation calls them: every call shares
+    the conversation's context (its ledger), as in an ask."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.runtime = ToolRuntime(
+            ToolRegistry(
+                factory(workspace)
+                for factory in (read_file_tool, write_file_tool, edit_file_tool, glob_tool)
+            )
         )
-    )
+        self.context = ToolContext()
+
+    def describe(self) -> list[dict[str, object]]:
+        return self.runtime.describe()
+
+    def is_read_only(self, name: str) -> bool:
+        return self.runtime.is_read_only(name)
+
+    async def raw(self, name: str, raw_arguments: str) -> str:
+        return await self.runtime.execute(name, raw_arguments, self.context)
 
 
-# One conversation per runtime: calls in a test share its ledger, as in an ask.
-_CONTEXTS: weakref.WeakKeyDictionary[ToolRuntime, ToolContext] = weakref.WeakKeyDictionary()
+@pytest.fixture
+def rt(ws: Path) -> Agent:
+    return Agent(Workspace(ws))
 
 
-def context_of(rt: ToolRuntime) -> ToolContext:
-    return _CONTEXTS.setdefault(rt, ToolContext())
+async def call(rt: Agent, name: str, **arguments: object) -> str:
+    return await rt.raw(name, json.dumps(arguments))
 
 
-async def call(rt: ToolRuntime, name: str, **arguments: object) -> str:
-    return await rt.execute(name, json.dumps(arguments), context_of(rt))
-
-
-async def seen(rt: ToolRuntime, path: str) -> None:
+async def seen(rt: Agent, path: str) -> None:
     """The agent reads a file the test put there (edits need a read first)."""
     await call(rt, "read_file", path=path)
 
@@ -89,7 +93,7 @@ def temp_leftovers(folder: Path) -> list[str]:
 # --- declarations -------------------------------------------------------------------
 
 
-def test_declarations_and_annotations(rt: ToolRuntime) -> None:
+def test_declarations_and_annotations(rt: Agent) -> None:
     described = {t["name"]: t for t in rt.describe()}
     assert set(described) == {"read_file", "write_file", "edit_file", "glob"}
     for tool in described.values():
@@ -116,7 +120,7 @@ def test_declarations_and_annotations(rt: ToolRuntime) -> None:
     ],
 )
 async def test_schema_violations_are_errors(
-    rt: ToolRuntime, ws: Path, name: str, arguments: dict[str, object], expected: str
+    rt: Agent, ws: Path, name: str, arguments: dict[str, object], expected: str
 ) -> None:
     (ws / "a.txt").write_text("a\n")
     out = await call(rt, name, **arguments)
@@ -127,12 +131,12 @@ async def test_schema_violations_are_errors(
 # --- read_file ----------------------------------------------------------------------
 
 
-async def test_read_returns_exact_text_without_notes(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_returns_exact_text_without_notes(rt: Agent, ws: Path) -> None:
     (ws / "a.py").write_text("def f():\n    return 1\n")
     assert await call(rt, "read_file", path="a.py") == "def f():\n    return 1"
 
 
-async def test_read_pages_with_offset_and_limit(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_pages_with_offset_and_limit(rt: Agent, ws: Path) -> None:
     (ws / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 101)))
     first = await call(rt, "read_file", path="n.txt", limit=10)
     body, note = first.split("\n\n")
@@ -153,7 +157,7 @@ async def test_read_pages_with_offset_and_limit(rt: ToolRuntime, ws: Path) -> No
     assert is_error(past) and "past the end" in past and "100 lines" in past
 
 
-async def test_read_without_limit_is_bounded(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_without_limit_is_bounded(rt: Agent, ws: Path) -> None:
     (ws / "many.txt").write_text("".join(f"{i}\n" for i in range(1, 3001)))
     out = await call(rt, "read_file", path="many.txt")
     body, note = out.split("\n\n")
@@ -169,7 +173,7 @@ async def test_read_without_limit_is_bounded(rt: ToolRuntime, ws: Path) -> None:
     assert "output limit" in note and f"continue with offset={shown + 1}" in note
 
 
-async def test_read_truncates_long_lines(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_truncates_long_lines(rt: Agent, ws: Path) -> None:
     (ws / "min.js").write_text("a" * 10_000 + "\nshort\n" + "é" * 3000 + "\n")
     out = await call(rt, "read_file", path="min.js")
     lines = out.splitlines()
@@ -181,18 +185,18 @@ async def test_read_truncates_long_lines(rt: ToolRuntime, ws: Path) -> None:
     assert "not valid UTF-8" not in out
 
 
-async def test_read_crlf_shows_lf(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_crlf_shows_lf(rt: Agent, ws: Path) -> None:
     (ws / "w.txt").write_bytes(b"one\r\ntwo\r\n")
     assert await call(rt, "read_file", path="w.txt") == "one\ntwo"
 
 
-async def test_read_refuses_binary(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_refuses_binary(rt: Agent, ws: Path) -> None:
     (ws / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
     out = await call(rt, "read_file", path="img.png")
     assert is_error(out) and "binary" in out and "img.png" in out
 
 
-async def test_read_non_utf8_decodes_with_replacement(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_non_utf8_decodes_with_replacement(rt: Agent, ws: Path) -> None:
     (ws / "latin1.txt").write_bytes("café\nnaïve\n".encode("latin-1"))
     out = await call(rt, "read_file", path="latin1.txt")
     assert not is_error(out)
@@ -200,7 +204,7 @@ async def test_read_non_utf8_decodes_with_replacement(rt: ToolRuntime, ws: Path)
     assert "not valid UTF-8" in out and "edit_file" in out
 
 
-async def test_read_empty_missing_and_folder(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_empty_missing_and_folder(rt: Agent, ws: Path) -> None:
     (ws / "empty.txt").write_bytes(b"")
     (ws / "sub").mkdir()
     assert await call(rt, "read_file", path="empty.txt") == "[empty.txt is empty]"
@@ -210,14 +214,14 @@ async def test_read_empty_missing_and_folder(rt: ToolRuntime, ws: Path) -> None:
     assert is_error(folder) and "folder" in folder
 
 
-async def test_read_refuses_fifo_without_blocking(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_refuses_fifo_without_blocking(rt: Agent, ws: Path) -> None:
     os.mkfifo(ws / "pipe")
     out = await call(rt, "read_file", path="pipe")
     assert is_error(out) and "not a regular file" in out
 
 
 @not_root
-async def test_read_permission_denied(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_permission_denied(rt: Agent, ws: Path) -> None:
     (ws / "locked.txt").write_text("x\n")
     (ws / "locked.txt").chmod(0)
     out = await call(rt, "read_file", path="locked.txt")
@@ -231,7 +235,7 @@ def write_numbered_lines(path: Path, count: int) -> None:
             f.write("".join(f"{i:08d}{'.' * 91}\n" for i in range(start, start + 10_000)))
 
 
-async def test_read_large_file_with_limit_reads_a_bounded_part(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_large_file_with_limit_reads_a_bounded_part(rt: Agent, ws: Path) -> None:
     write_numbered_lines(ws / "big.log", 500_000)  # 50 MB
     started = time.monotonic()
     out = await call(rt, "read_file", path="big.log", limit=20)
@@ -248,7 +252,7 @@ async def test_read_large_file_with_limit_reads_a_bounded_part(rt: ToolRuntime, 
     assert "of 500,000 shown; 29,999 more lines" in near_end
 
 
-async def test_read_single_huge_line(rt: ToolRuntime, ws: Path) -> None:
+async def test_read_single_huge_line(rt: Agent, ws: Path) -> None:
     (ws / "blob.txt").write_bytes(b"z" * 10_000_000)
     out = await call(rt, "read_file", path="blob.txt")
     assert out.endswith("[line truncated: it is 10,000,000 bytes long]")
@@ -274,9 +278,7 @@ def links(ws: Path) -> Path:
     "path",
     ["../outside/secret.txt", "OUTSIDE_ABS", "out_file", "out_dir/secret.txt", "real/../../x"],
 )
-async def test_every_file_tool_refuses_paths_outside(
-    rt: ToolRuntime, links: Path, path: str
-) -> None:
+async def test_every_file_tool_refuses_paths_outside(rt: Agent, links: Path, path: str) -> None:
     secret = links.parent / "outside" / "secret.txt"
     if path == "OUTSIDE_ABS":
         path = str(secret)
@@ -292,7 +294,7 @@ async def test_every_file_tool_refuses_paths_outside(
     assert sorted(p.name for p in secret.parent.iterdir()) == ["secret.txt"]
 
 
-async def test_symlinks_inside_the_workspace_work(rt: ToolRuntime, links: Path) -> None:
+async def test_symlinks_inside_the_workspace_work(rt: Agent, links: Path) -> None:
     assert await call(rt, "read_file", path="in_file") == "inner"
     assert await call(rt, "read_file", path="in_dir/inner.txt") == "inner"
     out = await call(rt, "edit_file", path="in_file", old_text="inner", new_text="edited")
@@ -303,7 +305,7 @@ async def test_symlinks_inside_the_workspace_work(rt: ToolRuntime, links: Path) 
     assert (links / "real" / "inner.txt").read_text() == "written\n"
 
 
-async def test_symlink_loops_are_errors_not_crashes(rt: ToolRuntime, ws: Path) -> None:
+async def test_symlink_loops_are_errors_not_crashes(rt: Agent, ws: Path) -> None:
     (ws / "a").symlink_to("b")
     (ws / "b").symlink_to("a")
     (ws / "ok.txt").write_text("ok\n")
@@ -322,14 +324,14 @@ async def test_symlink_loops_are_errors_not_crashes(rt: ToolRuntime, ws: Path) -
 # --- write_file ---------------------------------------------------------------------
 
 
-async def test_write_creates_nested_folders(rt: ToolRuntime, ws: Path) -> None:
+async def test_write_creates_nested_folders(rt: Agent, ws: Path) -> None:
     out = await call(rt, "write_file", path="a/b/c/new.txt", content="héllo\n")
     assert out == "Wrote 7 bytes to a/b/c/new.txt"
     assert (ws / "a/b/c/new.txt").read_bytes() == "héllo\n".encode()
     assert temp_leftovers(ws) == []
 
 
-async def test_write_new_file_gets_umask_mode(rt: ToolRuntime, ws: Path) -> None:
+async def test_write_new_file_gets_umask_mode(rt: Agent, ws: Path) -> None:
     umask = os.umask(0o022)
     try:
         await call(rt, "write_file", path="fresh.txt", content="x")
@@ -338,7 +340,7 @@ async def test_write_new_file_gets_umask_mode(rt: ToolRuntime, ws: Path) -> None
     assert stat.S_IMODE((ws / "fresh.txt").stat().st_mode) == 0o644
 
 
-async def test_write_overwrites_atomically_keeping_mode(rt: ToolRuntime, ws: Path) -> None:
+async def test_write_overwrites_atomically_keeping_mode(rt: Agent, ws: Path) -> None:
     target = ws / "run.sh"
     target.write_text("old\n")
     await seen(rt, target.name)
@@ -352,7 +354,7 @@ async def test_write_overwrites_atomically_keeping_mode(rt: ToolRuntime, ws: Pat
     assert sorted(p.name for p in ws.iterdir()) == ["run.sh"]
 
 
-async def test_write_refuses_folders_and_blocked_parents(rt: ToolRuntime, ws: Path) -> None:
+async def test_write_refuses_folders_and_blocked_parents(rt: Agent, ws: Path) -> None:
     (ws / "dir").mkdir()
     (ws / "file.txt").write_text("keep\n")
     await seen(rt, "file.txt")
@@ -365,22 +367,20 @@ async def test_write_refuses_folders_and_blocked_parents(rt: ToolRuntime, ws: Pa
     assert temp_leftovers(ws) == []
 
 
-async def test_write_and_edit_refuse_unencodable_text(rt: ToolRuntime, ws: Path) -> None:
-    out = await rt.execute(
-        "write_file", '{"path": "s.txt", "content": "bad \\ud800"}', context_of(rt)
-    )
+async def test_write_and_edit_refuse_unencodable_text(rt: Agent, ws: Path) -> None:
+    out = await rt.raw("write_file", '{"path": "s.txt", "content": "bad \\ud800"}')
     assert is_error(out) and "surrogate" in out
     assert not (ws / "s.txt").exists()
     (ws / "e.txt").write_text("good\n")
     await seen(rt, "e.txt")
     raw = '{"path": "e.txt", "old_text": "good", "new_text": "bad \\udc80"}'
-    out = await rt.execute("edit_file", raw, context_of(rt))
+    out = await rt.raw("edit_file", raw)
     assert is_error(out) and "surrogate" in out
     assert (ws / "e.txt").read_text() == "good\n"
 
 
 @not_root
-async def test_write_and_edit_refuse_read_only_files(rt: ToolRuntime, ws: Path) -> None:
+async def test_write_and_edit_refuse_read_only_files(rt: Agent, ws: Path) -> None:
     target = ws / "ro.txt"
     target.write_text("keep\n")
     target.chmod(0o444)
@@ -395,8 +395,7 @@ def test_atomic_write_cleans_up_when_it_fails(tmp_path: Path) -> None:
     target = tmp_path / "f.txt"
     target.write_text("original\n")
     stale = target.stat()
-    time.sleep(0.01)
-    target.write_text("changed by the editor\n")
+    target.write_text("changed by the editor\n")  # another size: a change whatever the clock
     with pytest.raises(FileChangedError):
         atomic_write(target, b"agent's version\n", expected=stale)
     assert target.read_text() == "changed by the editor\n"
@@ -406,7 +405,7 @@ def test_atomic_write_cleans_up_when_it_fails(tmp_path: Path) -> None:
 # --- edit_file ----------------------------------------------------------------------
 
 
-async def test_edit_unique_match(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_unique_match(rt: Agent, ws: Path) -> None:
     (ws / "m.py").write_text("import os\n\n\ndef f():\n    return 1\n")
     await seen(rt, "m.py")
     (ws / "m.py").chmod(0o640)
@@ -417,7 +416,7 @@ async def test_edit_unique_match(rt: ToolRuntime, ws: Path) -> None:
     assert temp_leftovers(ws) == []
 
 
-async def test_edit_zero_matches_explains(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_zero_matches_explains(rt: Agent, ws: Path) -> None:
     original = "def f():\n    return 1\n\nclass Thing:\n    pass\n"
     (ws / "m.py").write_text(original)
     await seen(rt, "m.py")
@@ -430,7 +429,7 @@ async def test_edit_zero_matches_explains(rt: ToolRuntime, ws: Path) -> None:
     assert (ws / "m.py").read_text() == original
 
 
-async def test_edit_many_matches_and_replace_all(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_many_matches_and_replace_all(rt: Agent, ws: Path) -> None:
     (ws / "c.txt").write_text("x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n")
     await seen(rt, "c.txt")
     out = await call(rt, "edit_file", path="c.txt", old_text="x = 1", new_text="x = 9")
@@ -446,7 +445,7 @@ async def test_edit_many_matches_and_replace_all(rt: ToolRuntime, ws: Path) -> N
     assert (ws / "c.txt").read_text() == "x = 9\n# two\ny = 2\nx = 9\n# two\nz = 3\nx = 9\n# two\n"
 
 
-async def test_edit_overlapping_occurrences_are_ambiguous(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_overlapping_occurrences_are_ambiguous(rt: Agent, ws: Path) -> None:
     (ws / "o.txt").write_text("aaa\n")
     await seen(rt, "o.txt")
     out = await call(rt, "edit_file", path="o.txt", old_text="aa", new_text="b")
@@ -456,7 +455,7 @@ async def test_edit_overlapping_occurrences_are_ambiguous(rt: ToolRuntime, ws: P
     assert (ws / "o.txt").read_text() == "ba\n"
 
 
-async def test_edit_preserves_crlf(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_preserves_crlf(rt: Agent, ws: Path) -> None:
     (ws / "win.txt").write_bytes(b"first\r\nsecond\r\nthird\r\n")
     await seen(rt, "win.txt")
     out = await call(
@@ -469,7 +468,7 @@ async def test_edit_preserves_crlf(rt: ToolRuntime, ws: Path) -> None:
     assert (ws / "win.txt").read_bytes() == b"one\r\ntwo\r\nmore\r\n3\r\n3b\r\n"
 
 
-async def test_edit_keeps_lf_files_lf_and_mixed_files_mixed(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_keeps_lf_files_lf_and_mixed_files_mixed(rt: Agent, ws: Path) -> None:
     (ws / "unix.txt").write_bytes(b"a\nb\n")
     await seen(rt, "unix.txt")
     await call(rt, "edit_file", path="unix.txt", old_text="a\r\nb", new_text="A\r\nB")
@@ -481,7 +480,7 @@ async def test_edit_keeps_lf_files_lf_and_mixed_files_mixed(rt: ToolRuntime, ws:
     assert (ws / "mixed.txt").read_bytes() == b"l1\nL2\r\nL3\r\nl4\n"
 
 
-async def test_edit_refuses_no_op(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_refuses_no_op(rt: Agent, ws: Path) -> None:
     (ws / "w.txt").write_bytes(b"a\r\nb\r\n")
     await seen(rt, "w.txt")
     out = await call(rt, "edit_file", path="w.txt", old_text="a", new_text="a")
@@ -491,7 +490,7 @@ async def test_edit_refuses_no_op(rt: ToolRuntime, ws: Path) -> None:
     assert (ws / "w.txt").read_bytes() == b"a\r\nb\r\n"
 
 
-async def test_edit_refuses_binary_non_utf8_missing_and_folder(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_refuses_binary_non_utf8_missing_and_folder(rt: Agent, ws: Path) -> None:
     (ws / "b.bin").write_bytes(b"abc\x00def")
     await seen(rt, "b.bin")
     (ws / "l.txt").write_bytes("line\nnaïve\n".encode("latin-1"))
@@ -509,7 +508,7 @@ async def test_edit_refuses_binary_non_utf8_missing_and_folder(rt: ToolRuntime, 
     assert (ws / "l.txt").read_bytes() == "line\nnaïve\n".encode("latin-1")
 
 
-async def test_edit_keeps_bom_and_unicode(rt: ToolRuntime, ws: Path) -> None:
+async def test_edit_keeps_bom_and_unicode(rt: Agent, ws: Path) -> None:
     (ws / "u.txt").write_bytes("\ufeffπ = 3.14\n名前 = 'x'\n".encode())
     await seen(rt, "u.txt")
     out = await call(rt, "edit_file", path="u.txt", old_text="名前 = 'x'", new_text="名前 = 'y'")
@@ -527,13 +526,13 @@ def make_tree(ws: Path, files: list[str]) -> None:
         path.write_text(name)
 
 
-async def glob_lines(rt: ToolRuntime, pattern: str, **extra: object) -> list[str]:
+async def glob_lines(rt: Agent, pattern: str, **extra: object) -> list[str]:
     out = await call(rt, "glob", pattern=pattern, **extra)
     assert not is_error(out), out
     return [] if out.startswith("No files match") else out.splitlines()
 
 
-async def test_glob_pattern_semantics(rt: ToolRuntime, ws: Path) -> None:
+async def test_glob_pattern_semantics(rt: Agent, ws: Path) -> None:
     make_tree(
         ws,
         [
@@ -582,7 +581,7 @@ async def test_glob_pattern_semantics(rt: ToolRuntime, ws: Path) -> None:
     assert none.startswith("No files match '**/*.rs' in .") and not is_error(none)
 
 
-async def test_glob_refuses_bad_patterns_and_paths(rt: ToolRuntime, links: Path) -> None:
+async def test_glob_refuses_bad_patterns_and_paths(rt: Agent, links: Path) -> None:
     cases = [
         ({"pattern": "../*"}, "outside the workspace"),
         ({"pattern": "../outside/*"}, "outside the workspace"),
@@ -605,7 +604,7 @@ async def test_glob_refuses_bad_patterns_and_paths(rt: ToolRuntime, links: Path)
         assert "secret" not in out
 
 
-async def test_glob_does_not_follow_links_outside(rt: ToolRuntime, links: Path) -> None:
+async def test_glob_does_not_follow_links_outside(rt: Agent, links: Path) -> None:
     found = await glob_lines(rt, "**/*")
     assert "real/inner.txt" in found and "in_file" in found
     assert not any(p.startswith(("out_dir", "out_file", "in_dir")) for p in found)
@@ -615,7 +614,7 @@ async def test_glob_does_not_follow_links_outside(rt: ToolRuntime, links: Path) 
 
 
 @needs_git
-async def test_glob_in_git_repo_skips_git_and_ignored(rt: ToolRuntime, links: Path) -> None:
+async def test_glob_in_git_repo_skips_git_and_ignored(rt: Agent, links: Path) -> None:
     ws = links
     git(ws, "init", "-q")
     make_tree(
@@ -657,7 +656,7 @@ async def test_glob_in_git_repo_skips_git_and_ignored(rt: ToolRuntime, links: Pa
 
 
 @needs_git
-async def test_glob_lists_untracked_nested_repositories(rt: ToolRuntime, ws: Path) -> None:
+async def test_glob_lists_untracked_nested_repositories(rt: Agent, ws: Path) -> None:
     git(ws, "init", "-q")
     make_tree(
         ws, ["main.py", "vendor/lib/.gitignore", "vendor/lib/src/x.py", "vendor/lib/gen/y.py"]
@@ -674,12 +673,11 @@ async def test_glob_in_a_workspace_ignored_by_an_enclosing_repo(tmp_path: Path) 
     (outer / ".gitignore").write_text("ws/\n")
     (outer / "ws/.gitignore").write_text("skip/\n")
     git(outer, "init", "-q")
-    rt = ToolRuntime(ToolRegistry([glob_tool(Workspace(outer / "ws"))]))
-    assert await glob_lines(rt, "**/*.py") == ["a.py", "sub/b.py"]
+    assert await glob_lines(Agent(Workspace(outer / "ws")), "**/*.py") == ["a.py", "sub/b.py"]
 
 
 async def test_glob_without_git_uses_gitignore_files(
-    rt: ToolRuntime, ws: Path, monkeypatch: pytest.MonkeyPatch
+    rt: Agent, ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_tree(
         ws,
@@ -707,7 +705,7 @@ async def test_glob_without_git_uses_gitignore_files(
         visited.append(str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr(globbing.os, "scandir", spying_scandir)
+    monkeypatch.setattr(listing.os, "scandir", spying_scandir)
     found = await glob_lines(rt, "**/*")
     assert found == [".gitignore", "a.py", "pkg/.gitignore", "pkg/b.py", "pkg/keep.tmp"]
     assert not any("node_modules" in v or ".git" in v for v in visited)  # never entered
@@ -717,7 +715,7 @@ async def test_glob_without_git_uses_gitignore_files(
     assert await glob_lines(rt, "*.py", path="node_modules/x") == []
 
 
-async def test_glob_caps_results_with_a_count(rt: ToolRuntime, ws: Path) -> None:
+async def test_glob_caps_results_with_a_count(rt: Agent, ws: Path) -> None:
     make_tree(ws, [f"f/{i:04d}.txt" for i in range(250)])
     out = await call(rt, "glob", pattern="f/*.txt")
     lines = out.splitlines()

@@ -177,6 +177,18 @@ async def test_handler_exceptions_propagate() -> None:
         await runtime.execute("echo", '{"text": "a"}')
 
 
+async def test_an_environment_error_a_tool_did_not_word_fails_only_that_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def unlucky(arguments: dict[str, Any], context: ToolContext) -> str:
+        raise PermissionError(13, "Permission denied", "/srv/data")
+
+    runtime = ToolRuntime(ToolRegistry([make_tool(handler=unlucky)]))
+    out = await runtime.execute("echo", '{"text": "a"}')
+    assert out == "Error: echo failed: Permission denied (/srv/data)"
+    assert "unhandled environment error" in caplog.text  # seen, not swallowed
+
+
 def test_invalid_declared_schema_is_refused_at_assembly() -> None:
     bad = make_tool(parameters={"type": "object", "properties": {"x": {"type": "nonsense"}}})
     with pytest.raises(Exception, match="nonsense"):
@@ -230,7 +242,7 @@ def test_importing_tooling_loads_no_tool() -> None:
 
 def test_importing_a_tool_module_registers_nothing() -> None:
     code = (
-        "import gc, tools.shell, tools.filesystem\n"
+        "import gc, tools.shell, tools.read_file, tools.write_file, tools.edit_file, tools.glob\n"
         "from tooling.registry import ToolRegistry\n"
         "print(sum(isinstance(o, ToolRegistry) for o in gc.get_objects()))"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolContext
@@ -12,6 +13,8 @@ from .registry import ToolRegistry
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
+
+log = logging.getLogger(__name__)
 
 
 class ToolRuntime:
@@ -70,6 +73,13 @@ class ToolRuntime:
         except asyncio.CancelledError:
             context.cancelled.set()  # reaches work the handler runs in threads
             raise
+        except OSError as exc:
+            # Not a bug but the environment refusing (a disk error, a permission, a folder
+            # gone) in a place the tool did not word itself: this call fails, not the ask.
+            # Logged with the traceback, so the tool that should say it better is found.
+            log.warning("%s: unhandled environment error %r", name, exc, exc_info=True)
+            where = f" ({exc.filename})" if exc.filename else ""
+            return f"Error: {name} failed: {exc.strerror or exc}{where}"
 
 
 def _first_violation(validator: Validator, arguments: dict[str, Any]) -> str:

@@ -185,8 +185,11 @@ async def run_command(
 
 def _missing_workspace(cwd: Path) -> str | None:
     # One stat: cheap enough for the event loop (the spawn itself costs far more).
-    if cwd.is_dir():
-        return None
+    try:
+        if cwd.is_dir():
+            return None
+    except OSError as exc:  # e.g. a parent folder the server may no longer enter
+        return f"Error: cannot use the workspace folder {cwd}: {exc.strerror or exc}"
     return f"Error: workspace folder no longer exists: {cwd}"
 
 

@@ -1,4 +1,5 @@
-"""The pure text side of ``edit_file``: find ``old_text``, replace it, keep line endings.
+"""The pure text side of the edits: find ``old_text``, replace it, keep line endings;
+and the minimal buffer edit between two texts.
 
 Matching happens on the text with every CRLF read as LF (and the model's CRLFs, if it
 sends any, read as LF too), so LF text from the model matches a CRLF file. Each
@@ -18,6 +19,8 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import islice
+
+from tooling.documents import BufferEdit
 
 # Line numbers listed in a message.
 _SHOWN_LINES = 10
@@ -168,3 +171,20 @@ def _not_found_message(norm: str, old: str) -> str:
                 "Read that part of the file again and copy the exact text."
             )
     return f"{base} Read the file again (read_file) and copy the exact text to replace."
+
+
+def minimal_edit(old: str, new: str) -> BufferEdit:
+    """One buffer edit turning ``old`` into ``new`` that leaves common ends untouched.
+
+    Keeping the untouched prefix and suffix out of the edit keeps the user's cursor,
+    folds and marks there, and makes the editor's undo step exact.
+    """
+    limit = min(len(old), len(new))
+    start = 0
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end_old, end_new = len(old), len(new)
+    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
+        end_old -= 1
+        end_new -= 1
+    return BufferEdit(start, end_old, new[start:end_new])

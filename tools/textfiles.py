@@ -2,25 +2,35 @@
 
 - ``open_regular``: open for reading without ever blocking on a FIFO or device, and
   refuse anything that is not a regular file.
-- ``read_window``: a bounded window of lines from a file of any size. Memory is
+- ``window_of``: a bounded window of lines from a file of any size. Memory is
   O(window) and time O(offset + window): lines before ``offset`` are skipped by
   counting newlines in fixed-size chunks, an over-long line is cut and the rest of it
   skipped in chunks, and the remainder is counted only when that costs at most
   ``COUNT_REST_LIMIT`` bytes of reading.
+  The window also carries the byte span it covers and the sha256 of those bytes, taken
+  as they were read (what the model is shown is exactly what is fingerprinted).
 - ``atomic_write``: replace a file's content so that a crash or error leaves either
-  the old or the new content, never a mix and never a stray temporary file.
+  the old or the new content, never a mix and never a stray temporary file; a
+  compare-and-swap against the version of the file the write replaces.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
+import hashlib
 import os
 import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+from tooling.ledger import FileStat
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 # A NUL byte in the first SNIFF_BYTES marks a file as binary (git's heuristic). UTF-16
 # and UTF-32 text contain NULs too and are therefore reported as binary.
@@ -50,7 +60,7 @@ class OffsetPastEndError(ValueError):
 
 
 class FileChangedError(OSError):
-    """The file changed on disk between reading it and writing it back."""
+    """The file on disk is not the version the write was meant to replace."""
 
 
 def looks_binary(head: bytes) -> bool:
@@ -85,6 +95,16 @@ class LineWindow:
     hit_char_limit: bool  # the window stopped at max_chars, not at max_lines
     invalid_utf8: bool  # some bytes were not UTF-8 and show as U+FFFD
     file_size: int
+    # The bytes the shown lines came from (over-long lines whole, newlines included) and
+    # their sha256, hashed as they were read.
+    start: int
+    end: int
+    digest: str
+
+    @property
+    def whole(self) -> bool:
+        """The window covers every byte of the content."""
+        return self.start == 0 and self.end == self.file_size
 
     @property
     def last(self) -> int:
@@ -95,19 +115,14 @@ class LineWindow:
         return None if self.remaining is None else self.last + self.remaining
 
 
-def read_window(path: Path, offset: int, max_lines: int, max_chars: int) -> LineWindow:
-    """Lines ``offset .. offset + max_lines - 1`` of ``path`` (fewer if ``max_chars``
-    would be exceeded; at least one line is always returned if one exists).
+def window_of(f: BinaryIO, size: int, offset: int, max_lines: int, max_chars: int) -> LineWindow:
+    """Lines ``offset .. offset + max_lines - 1`` of an open stream of ``size`` bytes (a
+    file or a buffer), fewer if ``max_chars`` would be exceeded; at least one line is
+    always returned if one exists.
 
     Lines are split on ``\\n`` with a trailing ``\\r`` dropped (CRLF shows as LF);
     lines longer than ``MAX_LINE_CHARS`` are cut with a marker.
     """
-    with open_regular(path) as f:
-        return window_of(f, os.fstat(f.fileno()).st_size, offset, max_lines, max_chars)
-
-
-def window_of(f: BinaryIO, size: int, offset: int, max_lines: int, max_chars: int) -> LineWindow:
-    """:func:`read_window` over an open stream of ``size`` bytes (a file or a buffer)."""
     if looks_binary(f.read(SNIFF_BYTES)):
         raise BinaryFileError("binary content")
     f.seek(0)
@@ -119,16 +134,21 @@ def window_of(f: BinaryIO, size: int, offset: int, max_lines: int, max_chars: in
     chars = 0
     invalid = False
     held_back = False  # a line was read but left out (char limit)
+    start = end = f.tell()
+    digest = hashlib.sha256()
     while len(lines) < max_lines:
-        line, bad = _read_line(f)
+        before = digest.copy()
+        line, bad = _read_line(f, digest)
         if line is None:
             break
-        invalid = invalid or bad
         if lines and chars + len(line) + 1 > max_chars:
             held_back = True
+            digest = before  # not shown, so not part of the fingerprint
             break
+        invalid = invalid or bad
         lines.append(line)
         chars += len(line) + 1
+        end = f.tell()
 
     if not lines and offset > 1:
         raise OffsetPastEndError(offset - 1)
@@ -151,6 +171,9 @@ def window_of(f: BinaryIO, size: int, offset: int, max_lines: int, max_chars: in
         hit_char_limit=held_back,
         invalid_utf8=invalid,
         file_size=size,
+        start=start,
+        end=end,
+        digest=digest.hexdigest(),
     )
 
 
@@ -180,12 +203,14 @@ def _skip_lines(f: BinaryIO, n: int) -> int:
         ends_with_newline = chunk.endswith(b"\n")
 
 
-def _read_line(f: BinaryIO) -> tuple[str | None, bool]:
+def _read_line(f: BinaryIO, digest: _Hash) -> tuple[str | None, bool]:
     """The next line (decoded, at most MAX_LINE_CHARS plus a marker) and whether it
-    had invalid UTF-8; ``(None, False)`` at end of file."""
+    had invalid UTF-8; ``(None, False)`` at end of file. Every byte consumed, the
+    skipped rest of an over-long line included, is fed to ``digest``."""
     raw = f.readline(_LINE_READ_BYTES)
     if not raw:
         return None, False
+    digest.update(raw)
     complete = raw.endswith(b"\n") or len(raw) < _LINE_READ_BYTES
     body = raw[:-1] if raw.endswith(b"\n") else raw
     skipped = 0
@@ -193,7 +218,7 @@ def _read_line(f: BinaryIO) -> tuple[str | None, bool]:
         if body.endswith(b"\r"):
             body = body[:-1]
     else:
-        skipped = _skip_rest_of_line(f)
+        skipped = _skip_rest_of_line(f, digest)
     text, bad = _decode(body, final=complete)
     if not complete or len(text) > MAX_LINE_CHARS:
         total = len(body) + skipped
@@ -201,7 +226,7 @@ def _read_line(f: BinaryIO) -> tuple[str | None, bool]:
     return text, bad
 
 
-def _skip_rest_of_line(f: BinaryIO) -> int:
+def _skip_rest_of_line(f: BinaryIO, digest: _Hash) -> int:
     """Move past the rest of the current line and its newline; return its length."""
     skipped = 0
     while True:
@@ -210,8 +235,10 @@ def _skip_rest_of_line(f: BinaryIO) -> int:
             return skipped
         end = chunk.find(b"\n")
         if end >= 0:
+            digest.update(chunk[: end + 1])
             f.seek(end + 1 - len(chunk), os.SEEK_CUR)
             return skipped + end
+        digest.update(chunk)
         skipped += len(chunk)
 
 
@@ -224,56 +251,77 @@ def _decode(data: bytes, *, final: bool) -> tuple[str, bool]:
         return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=final), True
 
 
-def atomic_write(path: Path, data: bytes, *, expected: os.stat_result | None = None) -> None:
-    """Replace ``path``'s content with ``data`` atomically.
+def atomic_write(path: Path, data: bytes, *, expected: os.stat_result | None) -> FileStat:
+    """Replace ``path``'s content with ``data`` atomically, if it is still ``expected``.
 
     A temporary file in the same folder is written, flushed and fsynced, given the
-    existing file's permission bits (and owner, where allowed), then renamed over
-    ``path`` with ``os.replace``; the folder is fsynced so the rename is durable. A new
-    file gets the usual ``0o666 & ~umask`` mode. On any error the temporary file is
-    removed. ``path`` must already be symlink-resolved: a symlink is never replaced,
-    its target is. Hard links to the old file keep the old content (a rename cannot
-    update them).
+    replaced file's permission bits (and owner, where allowed), then renamed over
+    ``path``; the folder is fsynced so the rename is durable. A new file gets the usual
+    ``0o666 & ~umask`` mode. On any error the temporary file is removed. ``path`` must
+    already be symlink-resolved: a symlink is never replaced, its target is. Hard
+    links to the old file keep the old content (a rename cannot update them).
 
-    ``expected``: the ``stat`` of the file when it was read; if the file on disk no
-    longer matches it (edited meanwhile, e.g. saved by the editor), ``FileChangedError``
-    is raised and nothing is written.
+    The precondition, checked as late as possible (after the data is on disk, right
+    before the rename): ``expected`` is the ``fstat`` of the file this write replaces,
+    and ``path`` must still have its device, inode, size and mtime; ``None`` means a
+    new file, and nothing may exist at ``path``. Otherwise ``FileChangedError`` is
+    raised and nothing is written. Residual race: POSIX has no compare-and-rename, so
+    a write by another process between that last ``stat`` and the rename (a window of
+    microseconds) is replaced; and a same-size in-place write within one tick of a
+    coarse mtime clock is invisible to ``stat`` (the file store's digests cover the
+    bytes the agent was shown). A new file is linked into place, which fails if
+    anything appeared there; where hard links are unsupported it is renamed after a
+    last check.
+
+    Returns the :class:`FileStat` of the written file (``fstat`` of the temporary
+    file after its fsync; the rename keeps device, inode, size and mtime).
     """
-    try:
-        current: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        current = None
-    if current is not None:
-        if stat.S_ISDIR(current.st_mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(current.st_mode):
-            raise NotRegularFileError(f"not a regular file: {path}")
-
     tmp = path.parent / f".{path.name[:200]}.{secrets.token_hex(6)}.tmp"
     # Without O_EXCL a planted symlink at tmp could redirect the write; 0o666 lets the
     # kernel apply the umask to a brand-new file.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         try:
-            if current is not None:
-                if (current.st_uid, current.st_gid) != (os.getuid(), os.getgid()):
+            if expected is not None:
+                if (expected.st_uid, expected.st_gid) != (os.getuid(), os.getgid()):
                     with contextlib.suppress(OSError):
-                        os.fchown(fd, current.st_uid, current.st_gid)
-                os.fchmod(fd, stat.S_IMODE(current.st_mode))
+                        os.fchown(fd, expected.st_uid, expected.st_gid)
+                os.fchmod(fd, stat.S_IMODE(expected.st_mode))
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
+            written = FileStat.of(os.fstat(fd))
         finally:
             os.close(fd)
-        if expected is not None and not _same_file_state(path, expected):
-            raise FileChangedError(f"file changed on disk while editing: {path}")
-        os.replace(tmp, path)
+        if expected is None:
+            _link_new(tmp, path)
+        else:
+            if not _same_file_state(path, expected):
+                raise FileChangedError(errno.ESTALE, "changed on disk", str(path))
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+    return written
+
+
+def _link_new(tmp: Path, path: Path) -> None:
+    """Put ``tmp`` at ``path`` only if nothing is there (``link`` refuses to replace)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise FileChangedError(errno.EEXIST, "created meanwhile", str(path)) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if os.path.lexists(path):  # no hard links here: check, then rename
+            raise FileChangedError(errno.EEXIST, "created meanwhile", str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def _same_file_state(path: Path, expected: os.stat_result) -> bool:
@@ -281,8 +329,7 @@ def _same_file_state(path: Path, expected: os.stat_result) -> bool:
         now = os.stat(path)
     except FileNotFoundError:
         return False
-    key = ("st_ino", "st_dev", "st_size", "st_mtime_ns")
-    return all(getattr(now, k) == getattr(expected, k) for k in key)
+    return FileStat.of(now) == FileStat.of(expected)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -87,9 +87,11 @@ async def start_client(
     settings: dict[str, Any] | None = None,
     capabilities: types.ClientCapabilities | None = None,
     client_factory: Callable[[], AgentTestClient] = make_client,
+    command: list[str] | None = None,
 ) -> AgentTestClient:
+    """``command``: how to start the server (default ``SERVER_COMMAND``), e.g. wrapped."""
     config = ClientServerConfig(
-        server_command=SERVER_COMMAND, server_env=env, client_factory=client_factory
+        server_command=command or SERVER_COMMAND, server_env=env, client_factory=client_factory
     )
     client = await config.start()
     assert isinstance(client, AgentTestClient)

@@ -1,0 +1,104 @@
+"""The ``edit_file`` tool: replace exact text in a file.
+
+Policies (the parts a caller can observe):
+
+- ``old_text`` must occur exactly once (overlapping occurrences count) unless
+  ``replace_all``; zero or several matches are errors that say how many and where, or
+  why nothing matched (whitespace, letter case). LF text matches a CRLF file and line
+  endings are preserved (see ``tools.textedit``).
+- The file must have been read (or written) in this conversation and not changed
+  since; the write is compare-and-swap against that version, atomic on disk (see
+  ``tools.filestore``). Files over ``MAX_EDIT_BYTES``, binary files and text that is
+  not UTF-8 are refused.
+- A document open in the editor is edited in its buffer (``workspace/applyEdit``,
+  undoable there), keeping the user's unsaved changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tooling.context import ToolContext
+from tooling.contract import ToolDefinition
+from tooling.workspace import Workspace
+
+from .errors import ToolError, resolve
+from .filestore import FileStore
+from .textedit import EditError, apply_edit, lines_phrase
+
+MAX_EDIT_BYTES = 64 * 1024 * 1024
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "File to edit, relative to the workspace root.",
+        },
+        "old_text": {
+            "type": "string",
+            "minLength": 1,
+            "description": (
+                "Exact text to replace, copied from read_file (indentation included). It "
+                "must occur exactly once unless replace_all is true."
+            ),
+        },
+        "new_text": {"type": "string", "description": "The replacement text."},
+        "replace_all": {
+            "type": "boolean",
+            "description": "Replace every occurrence instead of exactly one (default false).",
+        },
+    },
+    "required": ["path", "old_text", "new_text"],
+    "additionalProperties": False,
+}
+
+
+def edit_file_tool(workspace: Workspace) -> ToolDefinition:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        old_text, new_text = arguments["old_text"], arguments["new_text"]
+        if old_text == new_text:
+            return "Error: old_text and new_text are identical; there is nothing to change"
+        store = FileStore(workspace, context)
+        try:
+            target = resolve(workspace, arguments["path"])
+            shown = store.shown(target)
+            current = await store.current(target, max_bytes=MAX_EDIT_BYTES)
+            try:
+                edit = apply_edit(
+                    current.text,
+                    old_text,
+                    new_text,
+                    replace_all=arguments.get("replace_all", False),
+                )
+            except EditError as exc:
+                raise ToolError(f"{shown}: {exc} Nothing was changed.") from None
+            in_editor = await store.replace(current, edit.text, label="agent-lsp: edit_file")
+        except ToolError as exc:
+            return exc.text()
+        noun = "occurrence" if edit.count == 1 else "occurrences"
+        where = f"{shown} at {lines_phrase(edit.lines, edit.count)}"
+        if in_editor:
+            return (
+                f"Replaced {edit.count} {noun} in {where} in the editor (the change is in its "
+                "buffer, unsaved; the user saves it)"
+            )
+        return f"Replaced {edit.count} {noun} in {where}"
+
+    return ToolDefinition(
+        name="edit_file",
+        description=(
+            "Replace old_text with new_text in a UTF-8 text file. old_text must match the "
+            "file exactly (copy it from read_file) and occur exactly once, unless "
+            "replace_all is true. The file's line endings (LF or CRLF) are preserved. The "
+            "result names the line(s) changed. The file must have been read (read_file) in "
+            "this conversation and not changed since. A file open in the editor is edited in "
+            "its buffer (undoable there), keeping the user's unsaved changes."
+        ),
+        parameters=PARAMETERS,
+        handler=handler,
+        read_only=False,
+        destructive=True,
+        title="Edit file",
+    )

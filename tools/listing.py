@@ -1,0 +1,343 @@
+"""Listing the files ``glob`` matches, without walking what git ignores, in bounded time.
+
+With ignores respected (``include_ignored=False``): when the search folder is in a git
+work tree, ``git ls-files --cached --others --exclude-standard`` lists it, so git's own
+ignore rules apply (``.gitignore`` at every level, ``.git/info/exclude``, the global
+excludes file) and git never descends into ignored folders. Untracked nested
+repositories are listed by running the same command inside them; submodules'
+contents are not listed. git gets ``git_timeout`` seconds for all of that; a git that
+does not answer in time is killed (its whole process group) and the walk below is used
+instead. Outside git, or when the workspace itself is ignored by an enclosing
+repository, a walk applies the ``.gitignore`` files from the workspace root down
+(``pathspec``'s gitignore semantics), and never enters an ignored folder or ``.git``.
+``include_ignored=True`` walks everything, ``.git`` included.
+
+Walks never follow symlinked folders (so they cannot lead outside); a symlinked file
+is reported only if it resolves to a regular file inside the workspace. A walk stops
+at its deadline (the caller reports partial results) or when the call is cancelled
+(``cancelled`` is polled between folders and every ``_CHECK_EVERY`` entries). Folders
+that cannot be read (permission denied, EIO) are skipped and reported, by the walk
+and from git's own warnings; files or folders removed during the walk are skipped
+silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .globbing import Matcher
+
+if TYPE_CHECKING:
+    import pathspec
+
+_CHECK_EVERY = 1000
+# Variables with which an inherited environment (a git hook, say) would point git at
+# another repository than the folder being listed.
+_GIT_LOCAL_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
+    "GIT_INTERNAL_SUPER_PREFIX",
+)
+# git's warning for a folder it cannot read (``--others`` walks the work tree).
+_GIT_UNREADABLE = re.compile(rb"could not open directory '(.*)': (.*)$")
+
+
+@dataclass
+class Listing:
+    """Matching files (relative to the listed folder) and what kept the list short."""
+
+    found: list[str] = field(default_factory=list)
+    # Folders (relative to the listed folder) that could not be read, and why.
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    out_of_time: bool = False
+
+
+# --- git ------------------------------------------------------------------------------
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL_ENV}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+class GitTimeout(Exception):
+    """git did not answer before the deadline (it has been killed)."""
+
+
+async def _run_git(folder: Path, deadline: float, *args: str) -> tuple[int, bytes, bytes] | None:
+    """``git -C folder ARGS``: (exit code, stdout, stderr), or None if git cannot be run.
+    Raises :class:`GitTimeout` at ``deadline`` (``time.monotonic()``)."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            git,
+            "-C",
+            str(folder),
+            *args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_git_env(),
+            start_new_session=True,  # its own group, so a kill reaches what it started
+        )
+    except OSError:
+        return None
+    try:
+        async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+            out, err = await proc.communicate()
+    except TimeoutError:
+        await _kill(proc)
+        raise GitTimeout from None
+    except BaseException:  # cancellation: never leave git running
+        await asyncio.shield(_kill(proc))
+        raise
+    assert proc.returncode is not None
+    return proc.returncode, out, err
+
+
+async def _kill(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    # wait() also waits for the pipes to close: bounded, in case something that left the
+    # group holds them (git itself is dead by now).
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(1.0):
+            await proc.wait()
+
+
+async def git_list(
+    folder: Path, matcher: Matcher, deadline: float, inside: tuple[str, ...] = ()
+) -> Listing | None:
+    """Matching files under ``folder`` that git does not ignore (relative to ``folder``);
+    None when ``folder`` is not in a git work tree. ``inside``: the parts from the
+    search folder to ``folder`` (for nested repositories). Raises :class:`GitTimeout`."""
+    args = ("ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    ran = await _run_git(folder, deadline, *args)
+    if ran is None or ran[0] != 0:
+        return None
+    # Parsing and matching a large listing is CPU work: keep it off the event loop.
+    found, nested_repos = await asyncio.to_thread(_match_listing, ran[1], matcher, inside)
+    listing = Listing(found, _git_unreadable(ran[2]))
+    if len(inside) < 32:
+        for nested in nested_repos:
+            parts = tuple(nested.rstrip("/").split("/"))
+            if not matcher.may_contain(inside + parts):
+                continue
+            inner = await git_list(folder / nested, matcher, deadline, inside + parts)
+            if inner:
+                listing.found.extend(nested + p for p in inner.found)
+                listing.unreadable.extend((nested + p, why) for p, why in inner.unreadable)
+    return listing
+
+
+def _git_unreadable(stderr: bytes) -> list[tuple[str, str]]:
+    found = []
+    for line in stderr.splitlines():
+        match = _GIT_UNREADABLE.search(line)
+        if match:
+            name, why = (m.decode("utf-8", "surrogateescape") for m in match.groups())
+            found.append((name.rstrip("/"), why))
+    return found
+
+
+def _match_listing(
+    listing: bytes, matcher: Matcher, inside: tuple[str, ...]
+) -> tuple[list[str], list[str]]:
+    """(matching files, untracked nested repositories) of ``git ls-files -z`` output."""
+    entries = listing.decode("utf-8", "surrogateescape").rstrip("\0").split("\0")
+    if entries == [""]:
+        return [], []
+    if inside:
+        prefix = "/".join(inside) + "/"
+        found = [e for e in entries if matcher.matches(prefix + e)]
+    else:
+        found = matcher.filter(entries)
+    # "name/" entries are untracked nested repositories: git lists them, not their files.
+    nested: list[str] = []
+    if b"/\0" in listing or listing.endswith(b"/"):
+        nested = [e for e in entries if e.endswith("/")]
+        found = [e for e in found if not e.endswith("/")]
+    # Unmerged paths are listed once per stage.
+    return list(dict.fromkeys(found)), nested
+
+
+async def git_ignores(path: Path, deadline: float) -> bool:
+    """Whether the git repository around ``path`` ignores it (e.g. the workspace is a
+    folder that an enclosing repository lists in its ``.gitignore``)."""
+    ran = await _run_git(path, deadline, "check-ignore", "-q", "--", str(path))
+    return ran is not None and ran[0] == 0
+
+
+# --- the walk -------------------------------------------------------------------------
+
+
+class _IgnoreRules:
+    """The ``.gitignore`` files that apply to one folder, deepest last."""
+
+    def __init__(self, specs: tuple[tuple[int, pathspec.GitIgnoreSpec], ...] = ()) -> None:
+        self.specs = specs
+
+    def below(self, folder: Path, depth: int) -> _IgnoreRules:
+        """The rules for ``folder`` (``depth`` parts below the root): these plus its own
+        ``.gitignore``, if any."""
+        spec = _load_gitignore(folder / ".gitignore")
+        return self if spec is None else _IgnoreRules((*self.specs, (depth, spec)))
+
+    def ignores(self, parts: tuple[str, ...], is_dir: bool) -> bool:
+        # The deepest file with a matching rule decides; inside it, the last rule.
+        for depth, spec in reversed(self.specs):
+            rel = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            decision = spec.check_file(rel).include
+            if decision is not None:
+                return decision
+        return False
+
+
+def _load_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+    import pathspec  # only the non-git walk needs it; keeps it off the server's start-up
+
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    lines = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
+    if not lines:
+        return None
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # one malformed line: keep the others (git skips it too)
+        good = []
+        for ln in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([ln])
+            except Exception:
+                continue
+            good.append(ln)
+        return pathspec.GitIgnoreSpec.from_lines(good) if good else None
+
+
+def walk(
+    root: Path,
+    folder: Path,
+    matcher: Matcher,
+    *,
+    respect_ignores: bool,
+    cancelled: threading.Event,
+    deadline: float,
+) -> Listing:
+    """Matching files under ``folder`` (relative to it) by walking the tree.
+
+    With ``respect_ignores``, ``.gitignore`` files from ``root`` down apply and ``.git``
+    is skipped; ignored folders are never entered. Symlinked folders are never
+    followed. Stops early (``out_of_time``) at ``deadline``, or when ``cancelled``.
+    """
+    listing = Listing()
+    rules = _IgnoreRules()
+    start_parts = folder.relative_to(root).parts
+    if respect_ignores:
+        rules = rules.below(root, 0)
+        here = root
+        for i, part in enumerate(start_parts):
+            if part == ".git" or rules.ignores(start_parts[: i + 1], is_dir=True):
+                return listing
+            here = here / part
+            rules = rules.below(here, i + 1)
+
+    pending: list[tuple[Path, tuple[str, ...], _IgnoreRules]] = [(folder, (), rules)]
+    while pending:
+        if cancelled.is_set():
+            return listing
+        if time.monotonic() >= deadline:
+            listing.out_of_time = True
+            return listing
+        current, rel, rules = pending.pop()
+        try:
+            with os.scandir(current) as it:
+                entries = list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed (or replaced by a file) since it was listed
+        except OSError as exc:
+            listing.unreadable.append(("/".join(rel) or ".", exc.strerror or str(exc)))
+            continue
+        for count, entry in enumerate(entries, 1):
+            if count % _CHECK_EVERY == 0 and (cancelled.is_set() or time.monotonic() >= deadline):
+                listing.out_of_time = not cancelled.is_set()
+                return listing
+            parts = (*rel, entry.name)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if respect_ignores and (
+                        entry.name == ".git" or rules.ignores((*start_parts, *parts), is_dir=True)
+                    ):
+                        continue
+                    if matcher.may_contain(parts):
+                        depth = len(start_parts) + len(parts)
+                        below = rules.below(Path(entry.path), depth) if respect_ignores else rules
+                        pending.append((Path(entry.path), parts, below))
+                elif _is_match(entry, parts, start_parts, root, matcher, rules, respect_ignores):
+                    listing.found.append("/".join(parts))
+            except OSError:
+                continue  # removed meanwhile, or its type cannot be read: nothing to list
+    return listing
+
+
+def _is_match(
+    entry: os.DirEntry[str],
+    parts: tuple[str, ...],
+    start_parts: tuple[str, ...],
+    root: Path,
+    matcher: Matcher,
+    rules: _IgnoreRules,
+    respect_ignores: bool,
+) -> bool:
+    """Whether a non-folder entry is a file to list."""
+    if not matcher.matches("/".join(parts)):
+        return False
+    if respect_ignores and (
+        entry.name == ".git" or rules.ignores((*start_parts, *parts), is_dir=False)
+    ):
+        return False
+    return entry.is_file(follow_symlinks=False) or (
+        entry.is_symlink() and is_listable_file(Path(entry.path), root)
+    )
+
+
+def is_listable_file(path: Path, root: Path) -> bool:
+    """A regular file, or a symlink to a regular file inside ``root``."""
+    try:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISREG(mode):
+            return True
+        if not stat.S_ISLNK(mode):
+            return False
+        target = path.resolve(strict=True)
+        return (target == root or target.is_relative_to(root)) and stat.S_ISREG(
+            os.stat(target).st_mode
+        )
+    except (OSError, RuntimeError):
+        return False

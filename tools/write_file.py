@@ -1,0 +1,73 @@
+"""The ``write_file`` tool: create a file, or replace all of an existing one.
+
+Policies (the parts a caller can observe):
+
+- UTF-8, written atomically (temporary file in the same folder, fsync, rename, fsync of
+  the folder); missing parent folders are created; an existing file keeps its
+  permission bits, and a file that is not writable is refused.
+- Replacing an existing file is compare-and-swap, like ``edit_file``: it must have been
+  read (or written) in this conversation and not changed since, or nothing is written
+  and the model is told to read it again. A new file needs no read, and a file that
+  appears while it is being written is not replaced.
+- A document open in the editor is changed in its buffer (``workspace/applyEdit``,
+  undoable there) instead of on disk; see ``tools.filestore``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tooling.context import ToolContext
+from tooling.contract import ToolDefinition
+from tooling.workspace import Workspace
+
+from .errors import ToolError, resolve
+from .filestore import FileStore
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "File to create or overwrite, relative to the workspace root.",
+        },
+        "content": {"type": "string", "description": "The complete new file content."},
+    },
+    "required": ["path", "content"],
+    "additionalProperties": False,
+}
+
+
+def write_file_tool(workspace: Workspace) -> ToolDefinition:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        content = arguments["content"]
+        store = FileStore(workspace, context)
+        try:
+            target = resolve(workspace, arguments["path"])
+            in_editor = await store.write(target, content, label="agent-lsp: write_file")
+        except ToolError as exc:
+            return exc.text()
+        shown = store.shown(target)
+        if in_editor:
+            return (
+                f"Wrote {len(content)} characters to {shown} in the editor (the change is in "
+                "its buffer, unsaved; the user saves it)"
+            )
+        return f"Wrote {len(content.encode('utf-8'))} bytes to {shown}"
+
+    return ToolDefinition(
+        name="write_file",
+        description=(
+            "Create a file or replace its whole content (UTF-8), creating missing parent "
+            "folders. The write is atomic and keeps an existing file's permissions. To "
+            "change part of an existing file, prefer edit_file. An existing file must have "
+            "been read (read_file) in this conversation and not changed since. A file open "
+            "in the editor is changed in its buffer (undoable there) instead of on disk."
+        ),
+        parameters=PARAMETERS,
+        handler=handler,
+        read_only=False,
+        destructive=True,
+        title="Write file",
+    )
