@@ -1,4 +1,4 @@
-"""The editor's open documents over LSP, for the file tools (``tools.documents``).
+"""The editor's open documents over LSP (``tooling.documents``, for the file tools).
 
 Reads come from pygls's incrementally synchronised copies; writes go to the editor
 with ``workspace/applyEdit`` as a versioned, annotated edit, so they land in the

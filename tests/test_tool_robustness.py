@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ def unprivileged(command: list[str], eio_file: Path) -> list[str]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def workspace(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "ws"
     for name in ("ok.py", "open/x.py", "locked/secret.txt", "locked/inner/y.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -147,3 +148,45 @@ async def test_a_workspace_that_becomes_unreadable_fails_each_call_not_the_ask(
     for name, (ok, text) in outputs(second).items():
         assert not ok and text.startswith("Error:") and "ermission denied" in text, (name, text)
     assert (workspace / "ok.py").read_text() == "# ok.py\n"
+
+
+@pytest.fixture
+def repository(workspace: Path) -> Path:
+    (workspace / ".git").rmdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    return workspace
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+async def test_git_names_the_folders_it_could_not_read(
+    model: ScriptedModel, repository: Path
+) -> None:
+    workspace = repository
+    client = await start_client(
+        server_env(model.base_url),
+        [workspace],
+        command=unprivileged(SERVER_COMMAND, workspace / "mem.txt"),
+    )
+    try:
+        model.reply(
+            tool_calls=[
+                tool_call("glob", {"pattern": "**/*.py"}, id="top"),
+                tool_call("glob", {"pattern": "**/*", "path": "open"}, id="below"),
+                tool_call("glob", {"pattern": "*", "path": "locked"}, id="inside"),
+            ]
+        )
+        model.reply("listed")
+        result = await ask(client, prompt="list")
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+    out = outputs(result)
+    ok, text = out["top"]
+    assert ok and text.splitlines() == [
+        "ok.py",
+        "open/x.py",
+        "[1 folder could not be read and was skipped: locked (permission denied)]",
+    ]
+    assert out["below"] == (True, "open/x.py")
+    ok, text = out["inside"]
+    assert not ok and text == "Error: permission denied: cannot list locked"

@@ -80,15 +80,18 @@ def glob_tool(
         if not include_ignored:
             listing = await _git_listing(workspace.root, base, matcher, git_timeout)
         if listing is None:
-            listing = await asyncio.to_thread(
-                walk,
-                workspace.root,
-                base,
-                matcher,
-                respect_ignores=not include_ignored,
-                cancelled=context.cancelled,
-                deadline=time.monotonic() + time_budget,
-            )
+            try:
+                listing = await asyncio.to_thread(
+                    walk,
+                    workspace.root,
+                    base,
+                    matcher,
+                    respect_ignores=not include_ignored,
+                    cancelled=context.cancelled,
+                    deadline=time.monotonic() + time_budget,
+                )
+            except OSError as exc:  # the search folder itself
+                return os_error(exc, workspace.relative(base), "list").text()
         return await asyncio.to_thread(
             _render, workspace, base, pattern, listing, hint, time_budget
         )
@@ -186,8 +189,8 @@ def _render(
         )
     if listing.unreadable:
         names = ", ".join(
-            f"{_printable(prefix + name if name != '.' else where)} ({why.lower()})"
-            for name, why in sorted(listing.unreadable)[:_NAMED_UNREADABLE]
+            f"{_printable(workspace.relative(folder))} ({why.lower()})"
+            for folder, why in sorted(listing.unreadable)[:_NAMED_UNREADABLE]
         )
         more = len(listing.unreadable) - _NAMED_UNREADABLE
         count = len(listing.unreadable)

@@ -68,8 +68,8 @@ class Listing:
     """Matching files (relative to the listed folder) and what kept the list short."""
 
     found: list[str] = field(default_factory=list)
-    # Folders (relative to the listed folder) that could not be read, and why.
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    # Folders that could not be read (absolute), and why.
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
     out_of_time: bool = False
 
 
@@ -142,7 +142,7 @@ async def git_list(
         return None
     # Parsing and matching a large listing is CPU work: keep it off the event loop.
     found, nested_repos = await asyncio.to_thread(_match_listing, ran[1], matcher, inside)
-    listing = Listing(found, _git_unreadable(ran[2]))
+    listing = Listing(found, await _git_unreadable(folder, ran[2], deadline))
     if len(inside) < 32:
         for nested in nested_repos:
             parts = tuple(nested.rstrip("/").split("/"))
@@ -151,18 +151,23 @@ async def git_list(
             inner = await git_list(folder / nested, matcher, deadline, inside + parts)
             if inner:
                 listing.found.extend(nested + p for p in inner.found)
-                listing.unreadable.extend((nested + p, why) for p, why in inner.unreadable)
+                listing.unreadable.extend(inner.unreadable)
     return listing
 
 
-def _git_unreadable(stderr: bytes) -> list[tuple[str, str]]:
-    found = []
-    for line in stderr.splitlines():
-        match = _GIT_UNREADABLE.search(line)
-        if match:
-            name, why = (m.decode("utf-8", "surrogateescape") for m in match.groups())
-            found.append((name.rstrip("/"), why))
-    return found
+async def _git_unreadable(folder: Path, stderr: bytes, deadline: float) -> list[tuple[Path, str]]:
+    """The folders git warned it could not read (its warnings name them relative to the
+    top of the work tree, not to ``folder``)."""
+    warned = [m.groups() for m in map(_GIT_UNREADABLE.search, stderr.splitlines()) if m]
+    if not warned:
+        return []
+    ran = await _run_git(folder, deadline, "rev-parse", "--show-toplevel")
+    if ran is None or ran[0] != 0:
+        return []
+    top = Path(os.fsdecode(ran[1].rstrip(b"\n")))
+    return [
+        (top / os.fsdecode(name.rstrip(b"/")), why.decode(errors="replace")) for name, why in warned
+    ]
 
 
 def _match_listing(
@@ -280,9 +285,13 @@ def walk(
             with os.scandir(current) as it:
                 entries = list(it)
         except (FileNotFoundError, NotADirectoryError):
+            if not rel:
+                raise  # the search folder itself: the caller says so
             continue  # removed (or replaced by a file) since it was listed
         except OSError as exc:
-            listing.unreadable.append(("/".join(rel) or ".", exc.strerror or str(exc)))
+            if not rel:
+                raise
+            listing.unreadable.append((current, exc.strerror or str(exc)))
             continue
         for count, entry in enumerate(entries, 1):
             if count % _CHECK_EVERY == 0 and (cancelled.is_set() or time.monotonic() >= deadline):
