@@ -38,8 +38,11 @@ class LspDocuments:
             return None
         for uri, document in documents.items():
             fs_path = to_fs_path(uri)
-            if fs_path and Path(fs_path).resolve() == path:
-                return document
+            try:
+                if fs_path and Path(fs_path).resolve() == path:
+                    return document
+            except (OSError, RuntimeError):  # a document path that cannot be resolved
+                continue
         return None
 
     def buffer_text(self, path: Path) -> str | None:

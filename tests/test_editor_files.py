@@ -347,3 +347,21 @@ def test_kill_9_during_a_large_write_leaves_old_or_new_never_a_mix(
 def test_tool_arguments_are_json_with_unicode(workspace: Path) -> None:
     # Guard for the multibyte test above: the scripted model sends real UTF-8 JSON.
     assert json.loads(json.dumps({"t": "😀"}, ensure_ascii=False)) == {"t": "😀"}
+
+
+async def test_a_document_whose_path_cannot_be_resolved_fails_no_tool_call(
+    client: AgentTestClient, model: ScriptedModel, workspace: Path
+) -> None:
+    (workspace / "loop").symlink_to("loop")  # an editor may hold a buffer for any path
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=(workspace / "loop" / "x.py").as_uri(), language_id="python", version=1, text=""
+            )
+        )
+    )
+    model.reply(tool_calls=[tool_call("read_file", {"path": "app.py"})])
+    model.reply("read")
+    result = await ask(client, prompt="read")
+    assert result["toolCalls"][0]["ok"], result["toolCalls"][0]["output"]
+    assert "return 1" in tool_results(model)[0]
