@@ -13,6 +13,16 @@
    every file untracked and once after ``git add -A``. Target: within 2x of git.
    Also, for information: the no-git fallback (``.gitignore`` via pathspec) and
    ``include_ignored=true`` (a full walk), both vs ``Path.glob``.
+3. ``read_file`` with ``limit=20`` on a 50 MB file (under the 64 MiB below which
+   ``read_file`` used to hash the whole file for its fingerprint) vs the previous
+   behaviour (the same window, then the whole file reopened and hashed, as before the
+   file store) and vs reading it all: time and bytes read (``rchar`` in
+   ``/proc/self/io``).
+4. The pathological pattern ``*a*a*a*a*a*a*b`` on 200 names of 255 characters (the
+   longest a file name can be): our matcher vs ``re.compile(fnmatch.translate(...))``,
+   and ``glob`` on a folder of such files vs ``fnmatch.filter(os.listdir(...))``; for
+   scale, the backtracking regex the matcher compiled the pattern to before, on
+   shorter names (it grows as the name length to the 6th power).
 
 Medians over several runs after one warm-up (``REPEATS`` for the tool and git,
 ``SLOW_REPEATS`` for ``Path.glob``); variants are interleaved so that load from other
@@ -22,9 +32,12 @@ processes affects them alike. Writes ``bench/results/filesystem.md``.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
+import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -41,6 +54,8 @@ from tooling.registry import ToolRegistry  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
 from tools.glob import glob_tool  # noqa: E402
+from tools.globbing import Matcher  # noqa: E402
+from tools.read_file import read_file_tool  # noqa: E402
 
 REPEATS = 9  # glob tool and git ls-files
 SLOW_REPEATS = 3  # Path.glob (about a second per run)
@@ -49,6 +64,11 @@ BIG_FILE_MB = 500
 TREE_DIRS, FILES_PER_DIR = 1000, 100  # 100,000 files, 4 in 5 of them .py
 VENV_DIRS = 500  # x FILES_PER_DIR = 50,000 ignored files
 RESULTS = REPO_ROOT / "bench" / "results" / "filesystem.md"
+HASHED_FILE_MB = 50
+PATHOLOGICAL = "*a*a*a*a*a*a*b"
+# What tools/globbing.py compiled PATHOLOGICAL to before this matcher (backtracking).
+PREVIOUS_REGEX = "[^/]*a" * 6 + "[^/]*b"
+LONG_NAME, LONG_NAMES = 255, 200
 
 # Runs in a fresh interpreter per measurement so each peak RSS is its own.
 READ_CHILD = """
@@ -256,10 +276,138 @@ def bench_glob(work: Path) -> list[list[str]]:
     return rows
 
 
+# --- 3. read_file limit=20 on a 50 MB file: no whole-file hash ------------------------
+
+
+def bytes_read() -> int:
+    """Bytes this process has read with read(2) and friends, page cache included."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise RuntimeError("no rchar in /proc/self/io")
+
+
+def bench_windowed_fingerprint(work: Path) -> list[list[str]]:
+    path = work / "mid.txt"
+    block = b"".join(b"%07d %s\n" % (i, b"x" * (i % 90)) for i in range(10_000))
+    path.write_bytes(block * (HASHED_FILE_MB * 1024 * 1024 // len(block) + 1))
+    size_mb = path.stat().st_size / 1024 / 1024
+    runtime = ToolRuntime(ToolRegistry([read_file_tool(Workspace(work))]))
+    arguments = json.dumps({"path": path.name, "limit": 20})
+    loop = asyncio.new_event_loop()
+
+    def tool() -> None:
+        out = loop.run_until_complete(runtime.execute("read_file", arguments))
+        assert out.startswith("0000000 "), out[:100]
+
+    def previous() -> None:
+        # Before the file store: the window, then a second open and a whole-file hash
+        # (``_disk_print``: stat, open, read, sha256) for the fingerprint.
+        tool()
+        path.stat()
+        with open(path, "rb") as f:
+            hashlib.sha256(f.read()).hexdigest()
+
+    def full() -> None:
+        "\n".join(path.read_text().splitlines()[:20])
+
+    variants = {"tool": tool, "previous": previous, "full": full}
+    read: dict[str, int] = {}
+    try:
+        for name, fn in variants.items():
+            fn()  # warm-up (the file is in the page cache for every variant)
+            before = bytes_read()
+            fn()
+            read[name] = bytes_read() - before
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(REPEATS):
+            for name, fn in variants.items():
+                samples[name].append(timed(fn))
+    finally:
+        loop.close()
+        path.unlink()
+    t = {name: statistics.median(values) for name, values in samples.items()}
+    label = f"read_file limit=20, {size_mb:,.0f} MB file"
+    previous_label = "previous `read_file`: the window + reopen + whole-file sha256"
+    return [
+        [f"{label}: time", fmt_s(t["tool"]), previous_label, fmt_s(t["previous"]),
+         f"{t['tool'] / t['previous']:.3f}x"],
+        [f"{label}: bytes read", fmt_bytes(read["tool"]), previous_label,
+         fmt_bytes(read["previous"]), f"{read['tool'] / read['previous']:.5f}x"],
+        [f"{label}: time", fmt_s(t["tool"]), "`Path.read_text().splitlines()[:20]`",
+         fmt_s(t["full"]), f"{t['tool'] / t['full']:.3f}x"],
+    ]  # fmt: skip
+
+
+def fmt_bytes(n: int) -> str:
+    return f"{n / 1024:,.0f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:,.1f} MB"
+
+
+# --- 4. a pathological pattern on long names --------------------------------------------
+
+
+def bench_pathological(work: Path) -> list[list[str]]:
+    names = ["a" * (LONG_NAME - 3) + f"{i:03d}" for i in range(LONG_NAMES)]
+    ours = Matcher([PATHOLOGICAL])
+    baseline = re.compile(fnmatch.translate(PATHOLOGICAL))
+    assert not any(map(ours.matches, names)) and not any(map(baseline.match, names))
+
+    folder = work / "long"
+    folder.mkdir()
+    for name in names:
+        (folder / name).touch()
+    runtime = ToolRuntime(ToolRegistry([glob_tool(Workspace(folder))]))
+    arguments = json.dumps({"pattern": PATHOLOGICAL, "include_ignored": True})
+    loop = asyncio.new_event_loop()
+
+    def tool() -> None:
+        out = loop.run_until_complete(runtime.execute("glob", arguments))
+        assert out.startswith("No files match"), out[:200]
+
+    variants: dict[str, Callable[[], object]] = {
+        "matcher": lambda: [ours.matches(n) for n in names],
+        "fnmatch": lambda: [baseline.match(n) for n in names],
+        "tool": tool,
+        "listdir": lambda: fnmatch.filter(os.listdir(folder), PATHOLOGICAL),
+    }
+    try:
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for fn in variants.values():
+            fn()
+        for _ in range(REPEATS):
+            for name, fn in variants.items():
+                samples[name].append(timed(fn))
+    finally:
+        loop.close()
+    t = {name: statistics.median(values) for name, values in samples.items()}
+
+    previous = re.compile(PREVIOUS_REGEX)
+    growth = {}
+    for n in (20, 30, 40):
+        name = "a" * n
+        growth[n] = statistics.median(timed(lambda: previous.fullmatch(name)) for _ in range(3))  # noqa: B023
+    doubling = growth[40] / growth[20]
+    names_label = f"`{PATHOLOGICAL}` on {LONG_NAMES} names of {LONG_NAME} chars"
+    return [
+        [f"{names_label}: matching", fmt_s(t["matcher"]),
+         "`re.compile(fnmatch.translate(pattern)).match`", fmt_s(t["fnmatch"]),
+         f"{t['matcher'] / t['fnmatch']:.2f}x"],
+        [f"glob {names_label} (a folder of them)", fmt_s(t["tool"]),
+         "`fnmatch.filter(os.listdir(folder), pattern)`", fmt_s(t["listdir"]),
+         f"{t['tool'] / t['listdir']:.2f}x"],
+        [f"`{PATHOLOGICAL}`, one name of 20 / 30 / 40 chars (for scale)",
+         "-", "the previous backtracking regex `" + PREVIOUS_REGEX + "`",
+         " / ".join(fmt_s(growth[n]) for n in (20, 30, 40)),
+         f"doubling the name costs {doubling:,.0f}x; at {LONG_NAME} chars, extrapolating "
+         f"n^6 from 40: {growth[40] * (LONG_NAME / 40) ** 6 / 3600:,.0f} hours per name"],
+    ]  # fmt: skip
+
+
 def main() -> None:
     if shutil.which("git") is None:
         sys.exit("git is required for this benchmark")
     os.environ["GIT_CEILING_DIRECTORIES"] = tempfile.gettempdir()
+    load_start = os.getloadavg()[0]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-fs-") as tmp:
         work = Path(tmp)
@@ -268,6 +416,10 @@ def main() -> None:
         rows = bench_read(work)
         print("glob on a 100k-file tree ...", file=sys.stderr)
         rows += bench_glob(work)
+        print("read_file limit=20 on a 50 MB file ...", file=sys.stderr)
+        rows += bench_windowed_fingerprint(work)
+        print("a pathological pattern on long names ...", file=sys.stderr)
+        rows += bench_pathological(work)
     total = time.perf_counter() - started
 
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout
@@ -292,6 +444,12 @@ def main() -> None:
         "",
     ]
     text = "\n".join(lines)
+    load = os.getloadavg()
+    text = text.replace(
+        f"whole run {total:.0f} s.",
+        f"whole run {total:.0f} s; 1-minute load average {load_start:.1f} at the start, "
+        f"{load[0]:.1f} at the end.",
+    )
     print(text)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text)

@@ -242,9 +242,11 @@ def _alternative_regex(segs: list[str]) -> str:
     if len(runs) == 1:
         return run_regex(runs[0])
     first, *middle, last = runs
+    # ``.*/`` (any whole folders) is tried only where a "/" follows, and a run's segment
+    # regexes cannot cross a "/": each run is tried at most once per folder boundary.
     parts = [run_regex(first) + "/"] if first else []
-    parts += [f"(?>(?:[^/]*/)*?{run_regex(run)}/)" for run in middle]
-    parts.append(f"(?:[^/]*/)*{run_regex(last)}")
+    parts += [f"(?>(?:.*?/)??{run_regex(run)}/)" for run in middle]
+    parts.append(f"(?:.*/)?{run_regex(last)}")
     return "".join(parts)
 
 
