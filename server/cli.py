@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--model", help="model name (overrides MODEL)")
     ask.add_argument("--max-turns", type=int, help="model turns allowed for this ask")
+    from .config_command import add_parser as add_config_parser
+
+    add_config_parser(commands)
     return parser
 
 
@@ -114,4 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         from .terminal_client import run_ask
 
         return run_ask(args)
+    if args.command == "config":
+        from .config_command import run_config
+
+        return run_config(args)
     return serve(args)

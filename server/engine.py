@@ -340,6 +340,22 @@ class AgentEngine:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
         return load_model_settings(self._settings.model_overrides(), environ=self._environ)
 
+    async def list_models(self) -> p.ListModelsResult:
+        """The models the endpoint lists, and the one asks use (``agent/listModels``)."""
+        from .connection_check import list_model_ids
+
+        settings = self.model_settings()
+        ids = await list_model_ids(await self._client(settings))
+        return p.ListModelsResult([p.ModelInfo(name) for name in ids], settings.model)
+
+    async def check_connection(self) -> p.CheckConnectionResult:
+        """Whether the endpoint works, in plain words (``agent/checkConnection``)."""
+        from .connection_check import check_connection
+
+        report = await check_connection(self._settings.model_overrides(), environ=self._environ)
+        checks = [p.ConnectionCheck(c.name, c.ok, c.message) for c in report.checks]
+        return p.CheckConnectionResult(report.ok, checks)
+
     async def _client(self, settings: ModelSettings) -> AsyncOpenAI:
         client = self._clients.get(settings)
         if client is None:

@@ -218,6 +218,7 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
+        ls.pending_warnings.extend(ls.engine.config_warnings())
         for warning in ls.pending_warnings:
             ls.warn_user(warning)
         ls.pending_warnings.clear()
@@ -284,6 +285,18 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     def end_session(ls: AgentLanguageServer, params: Any) -> Any:
         q = p.parse(params, p.SessionParams)
         return p.to_wire(p.EndSessionResult(ls.engine.end_session(q.session_id)))
+
+    @server.feature(p.AGENT_LIST_MODELS)
+    @_rpc
+    async def list_models(ls: AgentLanguageServer, params: Any) -> Any:
+        p.parse(params, p.FolderParams)  # the endpoint is the same for every folder
+        return p.to_wire(await ls.engine.list_models())
+
+    @server.feature(p.AGENT_CHECK_CONNECTION)
+    @_rpc
+    async def check_connection(ls: AgentLanguageServer, params: Any) -> Any:
+        p.parse(params, p.FolderParams)
+        return p.to_wire(await ls.engine.check_connection())
 
     @server.feature(p.AGENT_SESSIONS)
     @_rpc

@@ -1,24 +1,16 @@
 """Which model endpoint the agent talks to, and the typed errors it can raise.
 
-Sources, highest first, looked up per setting:
-
-1. ``overrides`` from the front end (editor settings): ``model``, ``baseUrl``,
-   ``timeout``, ``maxRetries``. Never the key: an ``apiKey`` override is ignored.
-2. The server's process environment.
-3. A ``.env`` file read with python-dotenv (``os.environ`` is not modified): the
-   file named by ``AGENT_LSP_ENV_FILE``, else ``.env`` in agent-lsp's own folder
-   (the parent of ``server/``). A workspace's ``.env`` is never read: an untrusted
-   repository could point ``BASE_URL`` at its own server and collect the key.
-
-Names, most specific first: the key from ``MODEL_API_KEY`` then ``OPENAI_API_KEY``;
-the base URL from ``BASE_URL`` then ``OPENAI_BASE_URL``; the model from ``MODEL``.
-The project's own names beat the generic ``OPENAI_*`` ones across sources (a
-``MODEL_API_KEY`` in agent-lsp's ``.env`` beats an ``OPENAI_API_KEY`` exported for
-other tools), and for one name the environment beats the file.
+Each value (key, base URL, model) comes from the first source that has it; the
+sources and their order are in :mod:`server.config_sources`: editor settings
+(never the key) > the server's environment > the user configuration file
+(:mod:`server.user_config`) > agent-lsp's own ``.env``. A workspace's files are
+never read: an untrusted repository could point the base URL at its own server
+and collect the key.
 
 There is no default base URL: a silent fallback to a paid endpoint would send the
 key somewhere the user did not choose. The model name defaults to
-:data:`DEFAULT_MODEL`; change it with ``MODEL`` or the editor's ``agentLsp.model``.
+:data:`DEFAULT_MODEL`; change it with ``MODEL``, the user file's ``model`` or the
+editor's ``agentLsp.model``.
 """
 
 from __future__ import annotations
@@ -32,6 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .config_sources import (
+    DEFAULT,
+    Default,
+    missing_base_url_message,
+    missing_key_message,
+    resolve_model_sources,
+)
+from .user_config import UserConfigError
+
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
@@ -42,21 +43,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL: Final = "gpt-4o-mini"
 DEFAULT_TIMEOUT: Final = 120.0
 DEFAULT_MAX_RETRIES: Final = 2
-
-PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
-ENV_FILE_VARIABLE: Final = "AGENT_LSP_ENV_FILE"
-
-KEY_NAMES: Final = ("MODEL_API_KEY", "OPENAI_API_KEY")
-BASE_URL_NAMES: Final = ("BASE_URL", "OPENAI_BASE_URL")
-MODEL_NAMES: Final = ("MODEL",)
-
-
-class _Default:
-    def __repr__(self) -> str:
-        return "<default .env>"
-
-
-_DEFAULT_ENV_FILE: Final = _Default()
 
 
 @dataclass(frozen=True)
@@ -101,52 +87,38 @@ def load_model_settings(
     overrides: Mapping[str, Any] | None = None,
     *,
     environ: Mapping[str, str] | None = None,
-    env_file: Path | _Default | None = _DEFAULT_ENV_FILE,
+    env_file: Path | Default | None = DEFAULT,
+    user_file: Path | Default | None = DEFAULT,
 ) -> ModelSettings:
-    """Resolve the settings (see the module docstring for the sources).
+    """Resolve the settings (see :mod:`server.config_sources` for the sources).
 
-    ``environ`` defaults to ``os.environ``; ``env_file=None`` reads no file, a path
-    reads that file, the default reads ``AGENT_LSP_ENV_FILE`` or agent-lsp's ``.env``.
+    ``environ`` defaults to ``os.environ``; ``env_file`` / ``user_file`` ``None`` read
+    no such file, a path reads that file, the default finds it from ``environ``.
     """
     env = os.environ if environ is None else environ
     overrides = overrides or {}
     if "apiKey" in overrides or "api_key" in overrides:
         log.warning("Ignoring an API key passed in the editor settings; see the README.")
-
-    path = _env_file_path(env) if isinstance(env_file, _Default) else env_file
-    file_values = _read_env_file(path)
-
-    def lookup(names: Iterable[str]) -> str | None:
-        for name in names:
-            for source in (env, file_values):
-                value = source.get(name)
-                if value is not None and value.strip():
-                    return value.strip()
-        return None
-
-    where = _where(path)
-    api_key = lookup(KEY_NAMES)
-    if api_key is None:
-        raise ModelNotConfiguredError(
-            f"No model API key: set MODEL_API_KEY (or OPENAI_API_KEY) in the server's "
-            f"environment or in {where}. The key is never read from editor settings "
-            f"or the workspace."
+    try:
+        sources = resolve_model_sources(
+            overrides, environ=env, env_file=env_file, user_file=user_file
         )
+    except UserConfigError as exc:
+        raise ModelNotConfiguredError(str(exc)) from None
 
-    base_url = _text(overrides.get("baseUrl")) or lookup(BASE_URL_NAMES)
-    if base_url is None:
-        raise ModelNotConfiguredError(
-            f"No model base URL: set BASE_URL (or OPENAI_BASE_URL) in the server's "
-            f"environment or in {where}, or the editor setting agentLsp.baseUrl "
-            f"(for OpenAI itself: https://api.openai.com/v1). There is no default, "
-            f"so the key is only ever sent where you chose."
-        )
+    if sources.api_key is None:
+        raise ModelNotConfiguredError(missing_key_message(sources))
+    api_key = sources.api_key.value
+    if sources.base_url is None:
+        raise ModelNotConfiguredError(missing_base_url_message(sources))
+    base_url = sources.base_url.value
     if not base_url.startswith(("http://", "https://")):
         raise ModelNotConfiguredError(
-            f"The model base URL must start with http:// or https://, got {base_url!r}."
+            f"The model base URL must start with http:// or https://, got {base_url!r} "
+            f"(from {sources.base_url.source})."
         )
 
-    model = _text(overrides.get("model")) or lookup(MODEL_NAMES) or DEFAULT_MODEL
+    model = sources.model.value if sources.model else DEFAULT_MODEL
     timeout = _number(overrides.get("timeout"), "agentLsp.timeout", DEFAULT_TIMEOUT)
     max_retries = _count(overrides.get("maxRetries"), "agentLsp.maxRetries", DEFAULT_MAX_RETRIES)
     return ModelSettings(
@@ -218,28 +190,6 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
 
 
 # --- helpers ---------------------------------------------------------------
-
-
-def _env_file_path(env: Mapping[str, str]) -> Path:
-    named = env.get(ENV_FILE_VARIABLE)
-    if named and named.strip():
-        return Path(named.strip()).expanduser()
-    return PROJECT_ROOT / ".env"
-
-
-def _read_env_file(path: Path | None) -> dict[str, str | None]:
-    if path is None or not path.is_file():
-        return {}
-    from dotenv import dotenv_values
-
-    return dict(dotenv_values(path))
-
-
-def _where(path: Path | None) -> str:
-    if path is None:
-        return f"{PROJECT_ROOT / '.env'} (or the file named by {ENV_FILE_VARIABLE})"
-    note = "" if path.is_file() else ", which does not exist yet"
-    return f"{path}{note} (or the file named by {ENV_FILE_VARIABLE})"
 
 
 def _text(value: Any) -> str | None:

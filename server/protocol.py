@@ -29,6 +29,8 @@ AGENT_END_SESSION: Final = "agent/endSession"
 AGENT_SESSIONS: Final = "agent/sessions"
 AGENT_SESSION_HISTORY: Final = "agent/sessionHistory"
 AGENT_TOOL_OUTPUT: Final = "agent/toolOutput"
+AGENT_LIST_MODELS: Final = "agent/listModels"
+AGENT_CHECK_CONNECTION: Final = "agent/checkConnection"
 # Server -> client notifications.
 AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
 AGENT_ASK_PROGRESS: Final = "agent/askProgress"
@@ -41,6 +43,8 @@ REQUESTS: Final = (
     AGENT_SESSIONS,
     AGENT_SESSION_HISTORY,
     AGENT_TOOL_OUTPUT,
+    AGENT_LIST_MODELS,
+    AGENT_CHECK_CONNECTION,
 )
 NOTIFICATIONS: Final = (AGENT_TOOL_ACTIVITY, AGENT_ASK_PROGRESS)
 
@@ -200,6 +204,30 @@ class ToolOutputResult:
     ok: bool
     output: str
     truncated: bool  # the tool itself cut the output (bash keeps head and tail)
+
+
+@attrs.define
+class ModelInfo:
+    id: str
+
+
+@attrs.define
+class ListModelsResult:
+    models: list[ModelInfo]  # what GET /models lists, sorted
+    current: str  # the model asks use now
+
+
+@attrs.define
+class ConnectionCheck:
+    name: str  # configuration, models, model, request
+    ok: bool
+    message: str  # plain words: what works, or what to fix
+
+
+@attrs.define
+class CheckConnectionResult:
+    ok: bool
+    checks: list[ConnectionCheck]
 
 
 @attrs.define

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from server.agent_loop import agent_loop
+from server.config_sources import PROJECT_ROOT
 from server.model_config import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MODEL,
     DEFAULT_TIMEOUT,
-    PROJECT_ROOT,
     ModelNotConfiguredError,
     ModelRequestError,
     ModelSettings,

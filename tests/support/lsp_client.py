@@ -77,7 +77,15 @@ def _scratch() -> Path:
     return _SCRATCH[0]
 
 
-_MODEL_VARS = {"MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"}
+_MODEL_VARS = {
+    "MODEL_API_KEY",
+    "OPENAI_API_KEY",
+    "BASE_URL",
+    "OPENAI_BASE_URL",
+    "MODEL",
+    "AGENT_LSP_ENDPOINT",
+    "AGENT_LSP_API_KEY_SOURCE",
+}
 
 
 async def start_client(

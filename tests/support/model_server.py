@@ -3,8 +3,11 @@
 A real HTTP server on 127.0.0.1 (stdlib ``ThreadingHTTPServer``, one daemon thread
 per connection, Nagle off, HTTP/1.1 keep-alive) that the real ``openai`` SDK talks
 to. It serves ``POST /v1/chat/completions`` (and ``/chat/completions``) and
-``GET /v1/models``, and records every chat request in ``.requests`` as
-``{"path", "headers", "body"}`` (header names lower-cased).
+``GET /v1/models`` (the ids in ``models``), and records every chat request in
+``.requests`` as ``{"path", "headers", "body"}`` (header names lower-cased), and every
+HTTP request, models listings and refused ones included, in ``.http_log`` as
+``{"method", "path", "headers"}``. With ``api_key`` set, a request whose
+``Authorization`` is not ``Bearer <api_key>`` gets HTTP 401 as OpenAI answers it.
 
 In-process use::
 
@@ -37,10 +40,11 @@ Command line (editor E2E tests, benchmarks)::
 
     python -m tests.support.model_server --script FILE.json [--port N] [--latency S]
         [--instant [--instant-tool NAME] [--instant-args JSON] [--instant-turns N]]
-        [--record FILE.jsonl]
+        [--record FILE.jsonl] [--models ID,ID] [--api-key KEY] [--record-http FILE.jsonl]
 
 prints ``READY http://127.0.0.1:PORT/v1`` as its first stdout line (flushed) and
-serves until killed. ``--record`` appends each request body as one JSON line.
+serves until killed. ``--record`` appends each chat request body as one JSON line,
+``--record-http`` each HTTP request's ``{"method", "path", "headers"}``.
 The script is a JSON list of rules (or ``{"rules": [...], "latency": S}``)::
 
     [
@@ -189,11 +193,18 @@ class ScriptedModel:
         host: str = "127.0.0.1",
         port: int = 0,
         record: TextIO | None = None,
+        models: Iterable[str] = ("scripted",),
+        api_key: str | None = None,
+        record_http: TextIO | None = None,
     ) -> None:
         self.responder = responder
         self.latency = latency
         self.strict = strict
+        self.models = list(models)
+        self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
+        self.http_log: list[dict[str, Any]] = []
+        self._record_http = record_http
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -305,6 +316,17 @@ class ScriptedModel:
             return self._arrived.wait_for(lambda: len(self.requests) >= count, timeout)
 
     # --- serving (handler threads) -------------------------------------------
+
+    def _admit(self, method: str, path: str, headers: dict[str, str]) -> bool:
+        """Log the request; False when ``api_key`` is set and the request lacks it."""
+        entry = {"method": method, "path": path, "headers": headers}
+        with self._arrived:
+            self.http_log.append(entry)
+            self._arrived.notify_all()
+            if self._record_http is not None:
+                self._record_http.write(json.dumps(entry) + "\n")
+                self._record_http.flush()
+        return self.api_key is None or headers.get("authorization") == f"Bearer {self.api_key}"
 
     def _answer(self, path: str, headers: dict[str, str], body: Any) -> tuple[Reply, float]:
         with self._arrived:
@@ -560,6 +582,11 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path.rstrip("/")
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        model = self.server.owner
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        if not model._admit("POST", path, headers):
+            self._refuse_key()
+            return
         if path not in CHAT_PATHS:
             self._send(404, {"error": _error(f"Unknown path {path}", "invalid_request_error")})
             return
@@ -568,8 +595,6 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError as exc:
             self._send(400, {"error": _error(f"Invalid JSON body: {exc}", "invalid_request_error")})
             return
-        model = self.server.owner
-        headers = {name.lower(): value for name, value in self.headers.items()}
         reply, delay = model._answer(path, headers, body)
         if not model._wait(delay):
             self.close_connection = True
@@ -587,11 +612,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path.rstrip("/")
-        if path in MODELS_PATHS:
-            models = [{"id": "scripted", "object": "model", "created": 0, "owned_by": "tests"}]
+        owner = self.server.owner
+        if not owner._admit("GET", path, {k.lower(): v for k, v in self.headers.items()}):
+            self._refuse_key()
+        elif path in MODELS_PATHS:
+            models = [
+                {"id": name, "object": "model", "created": 0, "owned_by": "tests"}
+                for name in owner.models
+            ]
             self._send(200, {"object": "list", "data": models})
         else:
             self._send(404, {"error": _error(f"Unknown path {path}", "invalid_request_error")})
+
+    def _refuse_key(self) -> None:
+        # As OpenAI answers a wrong key (its message shows a masked key; ours none).
+        error = _error("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        self._send(401, {"error": error})
 
     def _send(self, status: int, payload: Any) -> None:
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
@@ -630,6 +666,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instant-args", default="{}", help="JSON arguments for that tool")
     parser.add_argument("--instant-turns", type=int, default=1, help="tool turns per ask")
     parser.add_argument("--record", type=Path, help="append each request body as a JSON line")
+    parser.add_argument("--models", default="scripted", help="ids GET /models lists (a,b,c)")
+    parser.add_argument("--api-key", help="answer 401 unless Authorization is Bearer KEY")
+    parser.add_argument(
+        "--record-http", type=Path, help="append each HTTP request's method, path and headers"
+    )
     options = parser.parse_args(argv)
     if options.script is None and not options.instant:
         parser.error("give --script FILE.json and/or --instant")
@@ -650,7 +691,16 @@ def main(argv: list[str] | None = None) -> int:
         latency = options.latency
 
     record = options.record.open("a", encoding="utf-8") if options.record else None
-    model = ScriptedModel(responder, latency=latency, port=options.port, record=record)
+    record_http = options.record_http.open("a", encoding="utf-8") if options.record_http else None
+    model = ScriptedModel(
+        responder,
+        latency=latency,
+        port=options.port,
+        record=record,
+        models=[name for name in options.models.split(",") if name],
+        api_key=options.api_key,
+        record_http=record_http,
+    )
     model.start()
     print(f"READY {model.base_url}", flush=True)
     try:
@@ -659,8 +709,9 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         model.stop()
-        if record is not None:
-            record.close()
+        for file in (record, record_http):
+            if file is not None:
+                file.close()
     return 0
 
 
