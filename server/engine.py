@@ -340,6 +340,16 @@ class AgentEngine:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
         return load_model_settings(self._settings.model_overrides(), environ=self._environ)
 
+    def config_warnings(self) -> list[str]:
+        """Problems of the user configuration file to show once (other users can read it)."""
+        import os
+
+        from .user_config import config_path, permission_warning
+
+        path = config_path(os.environ if self._environ is None else self._environ)
+        warning = permission_warning(path) if path is not None else None
+        return [warning] if warning else []
+
     async def list_models(self) -> p.ListModelsResult:
         """The models the endpoint lists, and the one asks use (``agent/listModels``)."""
         from .connection_check import list_model_ids

@@ -35,7 +35,7 @@ import stat
 import tempfile
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -61,7 +61,7 @@ class UserConfig:
     path: Path
     exists: bool = False
     endpoint: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
     model: str | None = None
     endpoints: tuple[str, ...] = ()

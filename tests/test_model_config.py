@@ -164,8 +164,8 @@ def test_missing_key_message_says_what_to_set_and_where(tmp_path: Path) -> None:
     with pytest.raises(ModelNotConfiguredError) as caught:
         load_model_settings(environ={"BASE_URL": "http://x/v1"}, env_file=env_file)
     message = str(caught.value)
-    assert message.startswith("No model API key: set MODEL_API_KEY (or OPENAI_API_KEY)")
-    assert "server's environment" in message
+    assert message.startswith("No model API key.")
+    assert "MODEL_API_KEY (or OPENAI_API_KEY) in the server's environment" in message
     assert str(env_file) in message and "does not exist" in message
     assert "AGENT_LSP_ENV_FILE" in message
     assert "never read from editor settings or the workspace" in message
@@ -175,7 +175,8 @@ def test_missing_base_url_is_required_not_defaulted() -> None:
     with pytest.raises(ModelNotConfiguredError) as caught:
         load_model_settings(environ={"MODEL_API_KEY": KEY}, env_file=None)
     message = str(caught.value)
-    assert message.startswith("No model base URL: set BASE_URL (or OPENAI_BASE_URL)")
+    assert message.startswith("No model base URL: run `agent-lsp config set base_url URL`")
+    assert "BASE_URL (or OPENAI_BASE_URL)" in message
     assert "agentLsp.baseUrl" in message
     assert KEY not in message
 
