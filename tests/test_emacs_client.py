@@ -131,8 +131,12 @@ def run_emacs(
     settings: dict[str, Any] | None = None,
     on_sync: dict[str, Callable[[], None]] | None = None,
     data: Any = None,
+    env_changes: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Run one Lisp test body; returns the records it emitted, merged into one dict."""
+    """Run one Lisp test body; returns the records it emitted, merged into one dict.
+
+    ``env_changes`` adjusts Emacs's (so the server's) environment; ``None`` removes one.
+    """
     home = tmp_path / "home"
     sync_dir = tmp_path / "sync"
     for folder in (home, sync_dir):
@@ -149,6 +153,11 @@ def run_emacs(
     }
     env = server_env(model.base_url)
     env.update(AGENT_TEST_CONFIG=json.dumps(config), HOME=str(home))
+    for name, value in (env_changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     proc = subprocess.Popen(
         [EMACS, "--batch", "-Q", "-l", str(script)],
         cwd=workspace,
@@ -432,3 +441,58 @@ def test_cancel_stops_a_long_bash_and_the_session_continues(
     assert cancelled_results == [
         {"role": "tool", "tool_call_id": "long", "content": "Error: cancelled"}
     ]
+
+
+def test_check_and_model_choice_with_the_user_configuration_file(
+    tmp_path: Path, workspace: Path, elpa: list[str]
+) -> None:
+    key = "sk-emacs-user-file-DO-NOT-LEAK"
+    with ScriptedModel(models=["scripted", "big-model"], api_key=key) as model:
+        config_home = tmp_path / "xdg"
+        config = config_home / "agent-lsp" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text(f'api_key = "{key}"\nbase_url = "{model.base_url}"\nmodel = "scripted"\n')
+        config.chmod(0o600)
+        model.reply("OK")  # the check's tiny request
+        model.reply("answered by the big model")
+        records = run_emacs(
+            tmp_path,
+            model,
+            workspace,
+            elpa,
+            """
+            (agent-lsp-check-connection)
+            (setq check (test-lines "*agent-lsp-check*"))
+            (setq offered nil)
+            (cl-letf (((symbol-function 'completing-read)
+                       (lambda (prompt collection &rest _)
+                         (setq offered (vconcat (list prompt) collection))
+                         "big-model")))
+              (call-interactively #'agent-lsp-select-model))
+            (agent-lsp-ask "which model?")
+            (test-idle)
+            (test-emit :check check :offered offered
+                       :conversation (test-text "*agent-lsp*"))
+            """,
+            env_changes={
+                "MODEL_API_KEY": None,
+                "BASE_URL": None,
+                "MODEL": None,
+                "XDG_CONFIG_HOME": str(config_home),
+            },
+        )
+    check = records["check"]
+    assert check[0] == "# agent-lsp connection check"
+    assert [line.split(":")[0] for line in check[2:6]] == [
+        "✓ configuration",
+        "✓ models",
+        "✓ model",
+        "✓ request",
+    ]
+    assert "The endpoint works." in check
+    assert f"Key from {config};" in check[2]  # the user file (not under this HOME)
+    assert key not in "\n".join(check)
+    assert records["offered"] == ["Model (current scripted): ", "big-model", "scripted"]
+    assert model.bodies[-1]["model"] == "big-model"
+    assert model.requests[-1]["headers"]["authorization"] == f"Bearer {key}"
+    assert "answered by the big model" in records["conversation"]

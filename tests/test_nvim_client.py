@@ -97,8 +97,12 @@ def run_nvim(
     settings: dict[str, Any] | None = None,
     on_sync: dict[str, Callable[[], None]] | None = None,
     data: Any = None,
+    env_changes: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Run one Lua test body; returns the records it emitted, merged into one dict."""
+    """Run one Lua test body; returns the records it emitted, merged into one dict.
+
+    ``env_changes`` adjusts Neovim's (so the server's) environment; ``None`` removes one.
+    """
     home = tmp_path / "home"
     sync_dir = tmp_path / "sync"
     for folder in (home, sync_dir):
@@ -121,6 +125,11 @@ def run_nvim(
         XDG_STATE_HOME=str(home / "state"),
         XDG_CACHE_HOME=str(home / "cache"),
     )
+    for name, value in (env_changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     stderr_path = tmp_path / "nvim-stderr.txt"
     with stderr_path.open("w") as stderr:
         proc = subprocess.Popen(
@@ -436,3 +445,56 @@ def test_cancel_stops_a_long_bash_and_the_session_continues(
     assert cancelled_results == [
         {"role": "tool", "tool_call_id": "long", "content": "Error: cancelled"}
     ]
+
+
+def test_check_and_model_picker_with_the_user_configuration_file(
+    tmp_path: Path, workspace: Path
+) -> None:
+    key = "sk-nvim-user-file-DO-NOT-LEAK"
+    with ScriptedModel(models=["scripted", "big-model"], api_key=key) as model:
+        # Neovim's XDG_CONFIG_HOME (run_nvim: home/config) is the server's too.
+        config = tmp_path / "home" / "config" / "agent-lsp" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text(f'api_key = "{key}"\nbase_url = "{model.base_url}"\nmodel = "scripted"\n')
+        config.chmod(0o600)
+        model.reply("OK")  # the check's tiny request
+        model.reply("answered by the big model")
+        records = run_nvim(
+            tmp_path,
+            model,
+            workspace,
+            """
+            vim.cmd('AgentCheck')
+            T.wait('the check', function()
+              return T.has_line(agent.status().check_buf, '^The endpoint')
+            end)
+            local check = T.lines(agent.status().check_buf)
+            local offered
+            vim.ui.select = function(items, opts, on_choice)
+              offered = vim.tbl_map(opts.format_item, items)
+              on_choice('big-model')
+            end
+            vim.cmd('AgentModel')
+            T.wait('the model choice', function() return agent.config.settings.model ~= nil end)
+            vim.cmd('AgentAsk which model?')
+            T.idle()
+            T.emit({ check = check, offered = offered,
+                     conversation = T.lines(agent.status().conversation_buf) })
+            """,
+            env_changes={"MODEL_API_KEY": None, "BASE_URL": None, "MODEL": None},
+        )
+    check = records["check"]
+    assert check[0] == "# agent-lsp connection check"
+    assert [line[:2] + line[2:].split(":")[0] for line in check[2:6]] == [
+        "✓ configuration",
+        "✓ models",
+        "✓ model",
+        "✓ request",
+    ]
+    assert check[-1] == "The endpoint works."
+    assert "Key from ~/config/agent-lsp/config.toml;" in check[2]  # HOME is tmp/home
+    assert key not in "\n".join(check)
+    assert records["offered"] == ["big-model", "scripted (current)"]
+    assert model.bodies[-1]["model"] == "big-model"
+    assert model.requests[-1]["headers"]["authorization"] == f"Bearer {key}"
+    assert "answered by the big model" in "\n".join(records["conversation"])

@@ -18,8 +18,13 @@
 ;;
 ;; Commands: `agent-lsp-ask', `agent-lsp-cancel', `agent-lsp-new-conversation',
 ;; `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
+;; `agent-lsp-check-connection', `agent-lsp-select-model',
 ;; `agent-lsp-apply-settings', `agent-lsp-shutdown'; all of them (but the last
 ;; two) are on `agent-lsp-command-map'.
+;;
+;; The server reads the API key, endpoint and model from the user configuration
+;; file ~/.config/agent-lsp/config.toml (`agent-lsp config set-key' writes it),
+;; never from Emacs.
 ;;
 ;; Works with Emacs 28 and Debian's elpa-eglot (eglot 1.9), and with Emacs 29+
 ;; where eglot is built in.  The protocol is in docs/protocol.md.
@@ -67,6 +72,9 @@ Buffers the server does not manage are read from disk by the agent."
 (defconst agent-lsp--buffer "*agent-lsp*")
 (defconst agent-lsp--trace-buffer "*agent-lsp-trace*")
 (defconst agent-lsp--tools-buffer "*agent-lsp-tools*")
+(defconst agent-lsp--check-buffer "*agent-lsp-check*")
+(defconst agent-lsp--check-timeout 90
+  "Seconds to wait for `agent/checkConnection' (it lists models, then asks once).")
 (defconst agent-lsp--summary-chars 80 "As SUMMARY_CHARS in server/activity.py.")
 
 (defvar agent-lsp--servers nil "Live agent-lsp eglot servers, newest first.")
@@ -454,6 +462,66 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
       (goto-char (point-min)))
     (pop-to-buffer agent-lsp--tools-buffer)))
 
+;;; The model endpoint
+
+(defun agent-lsp-format-check (result)
+  "The text of an `agent/checkConnection' RESULT: a mark and a sentence per check."
+  (concat (mapconcat (lambda (check)
+                       (format "%s %s: %s" (if (eq (plist-get check :ok) t) "✓" "✗")
+                               (plist-get check :name) (plist-get check :message)))
+                     (plist-get result :checks) "\n")
+          "\n\n"
+          (if (eq (plist-get result :ok) t)
+              "The endpoint works."
+            "The endpoint does not work yet.")
+          "\n"))
+
+(defun agent-lsp--request (method params timeout)
+  "Send METHOD with PARAMS to the project's server and wait up to TIMEOUT seconds.
+A JSON-RPC error becomes a `user-error' with the server's message."
+  (condition-case err
+      (jsonrpc-request (agent-lsp--ensure-server) method params :timeout timeout)
+    (jsonrpc-error
+     (user-error "agent-lsp: %s"
+                 (or (alist-get 'jsonrpc-error-message (cdr err)) (error-message-string err))))))
+
+;;;###autoload
+(defun agent-lsp-check-connection ()
+  "Check the model endpoint: key, URL, model; show what works and what to fix.
+The result is in `*agent-lsp-check*'; returns it (a plist)."
+  (interactive)
+  (let ((result (agent-lsp--request :agent/checkConnection (make-hash-table)
+                                    agent-lsp--check-timeout)))
+    (with-current-buffer (agent-lsp--get-buffer agent-lsp--check-buffer
+                                                #'agent-lsp-conversation-mode)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert "# agent-lsp connection check\n\n" (agent-lsp-format-check result)))
+      (goto-char (point-min)))
+    (display-buffer agent-lsp--check-buffer)
+    (message "agent-lsp: %s" (if (eq (plist-get result :ok) t)
+                                 "the model endpoint works"
+                               "the model endpoint does not work yet; see *agent-lsp-check*"))
+    result))
+
+;;;###autoload
+(defun agent-lsp-select-model (model)
+  "Use MODEL, chosen from the models the endpoint lists (`agent/listModels').
+Sets :model in `agent-lsp-settings' for this session and sends it to the
+running servers; keep it with `customize-variable' or in the user file
+\(agent-lsp config set model NAME)."
+  (interactive
+   (let* ((result (agent-lsp--request :agent/listModels (make-hash-table) 30))
+          (ids (mapcar (lambda (m) (plist-get m :id)) (plist-get result :models)))
+          (current (plist-get result :current)))
+     (list (completing-read (format "Model (current %s): " current) ids nil nil nil nil current))))
+  (when (or (not (stringp model)) (string-blank-p model))
+    (user-error "No model chosen"))
+  (setq agent-lsp-settings (plist-put (copy-sequence agent-lsp-settings) :model model))
+  (agent-lsp-apply-settings)
+  (message "agent-lsp: model %s for this session" model)
+  model)
+
 ;;;###autoload
 (defun agent-lsp-show ()
   "Show the conversation buffer `*agent-lsp*'."
@@ -491,6 +559,8 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
     (define-key map "l" #'agent-lsp-list-tools)
     (define-key map "t" #'agent-lsp-trace)
     (define-key map "b" #'agent-lsp-show)
+    (define-key map "k" #'agent-lsp-check-connection)
+    (define-key map "m" #'agent-lsp-select-model)
     map)
   "Keymap of agent-lsp commands.
 Bind it to a prefix, e.g. (global-set-key (kbd \"C-c a\") agent-lsp-command-map).")

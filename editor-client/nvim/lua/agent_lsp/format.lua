@@ -78,4 +78,16 @@ function M.activity_line(params, now)
   return line
 end
 
+--- The lines of an agent/checkConnection result: a mark and a sentence per check.
+function M.check_lines(result)
+  local lines = {}
+  for _, check in ipairs(type(result) == 'table' and result.checks or {}) do
+    local mark = check.ok == true and '✓' or '✗'
+    table.insert(lines, string.format('%s %s: %s', mark, tostring(check.name), tostring(check.message)))
+  end
+  table.insert(lines, '')
+  table.insert(lines, result and result.ok == true and 'The endpoint works.' or 'The endpoint does not work yet.')
+  return lines
+end
+
 return M

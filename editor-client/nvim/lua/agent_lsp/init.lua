@@ -33,6 +33,7 @@ local uv = vim.uv or vim.loop
 local CONVERSATION = 'agent-lsp://conversation'
 local TRACE = 'agent-lsp://trace'
 local TOOLS = 'agent-lsp://tools'
+local CHECK = 'agent-lsp://check'
 local CANCEL_WAIT_MS = 10000
 
 -- Client methods are called `client:request()` from 0.11 on (the dot form warns there).
@@ -550,6 +551,62 @@ function M.tools()
   end)
 end
 
+--- Check the model endpoint (agent/checkConnection): what works and what to fix.
+function M.check()
+  local root = M.root_for(0)
+  with_client(root, function(client)
+    call(client, 'request', 'agent/checkConnection', vim.empty_dict(), function(err, result)
+      if err then
+        notify('agent/checkConnection failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        return
+      end
+      local buf = scratch(CHECK, 'markdown')
+      set_lines(buf, 0, -1, vim.list_extend({ '# agent-lsp connection check', '' }, format.check_lines(result)))
+      show(buf, true)
+      if result.ok then
+        notify('the model endpoint works')
+      else
+        notify('the model endpoint does not work yet; see ' .. CHECK, vim.log.levels.WARN)
+      end
+    end)
+  end)
+end
+
+--- Choose the model from the endpoint's list (agent/listModels); sets settings.model.
+function M.models()
+  local root = M.root_for(0)
+  with_client(root, function(client)
+    call(client, 'request', 'agent/listModels', vim.empty_dict(), function(err, result)
+      if err then
+        notify('agent/listModels failed: ' .. tostring(err.message) .. ' (:AgentCheck says why)', vim.log.levels.ERROR)
+        return
+      end
+      local ids = {}
+      for _, model in ipairs(result.models or {}) do
+        table.insert(ids, model.id)
+      end
+      if #ids == 0 then
+        notify('the endpoint lists no models; set settings.model by name', vim.log.levels.WARN)
+        return
+      end
+      vim.ui.select(ids, {
+        prompt = 'Model for agent-lsp:',
+        format_item = function(id)
+          return id == result.current and id .. ' (current)' or id
+        end,
+      }, function(choice)
+        if not choice then
+          return
+        end
+        local settings = vim.deepcopy(M.config.settings or {})
+        settings.model = choice
+        M.setup({ settings = settings })
+        notify('model ' .. choice .. ' for this session (keep it: settings.model, or `agent-lsp config set model`)')
+      end)
+    end)
+  end)
+end
+
 --- The conversation state (for statuslines and tests).
 function M.status()
   local req = conv.request
@@ -562,6 +619,7 @@ function M.status()
     conversation_buf = buffers[CONVERSATION],
     trace_buf = buffers[TRACE],
     tools_buf = buffers[TOOLS],
+    check_buf = buffers[CHECK],
   }
 end
 
