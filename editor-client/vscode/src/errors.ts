@@ -3,7 +3,13 @@
 
 import { ErrorCodes } from "./protocol";
 
-export type ErrorAction = "openSettings" | "openReadme" | "openFolder" | "showLog";
+export type ErrorAction =
+  | "openSettings"
+  | "openReadme"
+  | "openFolder"
+  | "showLog"
+  | "setApiKey"
+  | "checkConnection";
 
 export interface ErrorReport {
   cancelled: boolean;
@@ -41,11 +47,13 @@ export function describeAskError(error: unknown): ErrorReport {
       return { cancelled: true, code, message: "Agent request cancelled.", actions: [] };
     case ErrorCodes.modelNotConfigured:
       return report([
+        { title: "Set API Key", action: "setApiKey" },
+        { title: "Check Connection", action: "checkConnection" },
         { title: "Open Settings", action: "openSettings" },
-        { title: "Setup Guide", action: "openReadme" },
       ]);
     case ErrorCodes.modelRequestFailed:
       return report([
+        { title: "Check Connection", action: "checkConnection" },
         { title: "Open Settings", action: "openSettings" },
         { title: "Show Server Log", action: "showLog" },
       ]);

@@ -15,6 +15,7 @@ import {
   TransportKind,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
+import { ApiKeyStore } from "./apiKey";
 import { describeAskError, type ErrorReport } from "./errors";
 import { joinWorkspacePath, resolveLink } from "./links";
 import { AgentPanel } from "./panel";
@@ -30,6 +31,8 @@ import {
 import { type AgentState, describeStatus, turnFromProgress } from "./status";
 import { toolPickItems } from "./tools-view";
 import { findExecutable } from "./which";
+import { checkConnection, ModelStatus, selectModel, type SetupHost } from "./models";
+import { type CheckAction, serverEnvironment } from "./setup";
 import {
   formatActivityLine,
   formatAnswerLine,
@@ -50,9 +53,9 @@ interface RunningAsk {
   entry: ConversationEntry;
 }
 
-class AgentClient implements vscode.Disposable {
+class AgentClient implements vscode.Disposable, SetupHost {
   private client: LanguageClient | undefined;
-  private readonly log = vscode.window.createOutputChannel("Agent Server", { log: true });
+  readonly log = vscode.window.createOutputChannel("Agent Server", { log: true });
   private readonly trace = vscode.window.createOutputChannel("Agent Tool Trace", "log");
   private readonly statusItem = vscode.window.createStatusBarItem(
     "agentLsp.status",
@@ -73,8 +76,19 @@ class AgentClient implements vscode.Disposable {
   /** The server command line start() last used, to tell a real change from a no-op event. */
   private startedCommand: string | undefined;
   private readonly disposables: vscode.Disposable[] = [];
+  private readonly apiKey: ApiKeyStore;
+  private readonly modelStatus = new ModelStatus();
 
   constructor(private readonly context: vscode.ExtensionContext) {
+    this.apiKey = new ApiKeyStore(context.secrets);
+    this.disposables.push(
+      this.modelStatus,
+      // The key reaches the server only through its environment: a new key needs a new process.
+      this.apiKey.onDidChange(() => {
+        this.log.info("the API key changed; restarting the server");
+        void this.restart();
+      }),
+    );
     this.statusItem.name = "Agent";
     this.statusItem.command = "agentLsp.showPanel";
     this.statusItem.show();
@@ -106,10 +120,12 @@ class AgentClient implements vscode.Disposable {
       ]);
       return;
     }
+    const env = serverEnvironment(process.env, await this.apiKey.get());
     const serverOptions: ServerOptions = {
       command: command.command,
       args: command.args,
       transport: TransportKind.stdio, // the client appends --stdio
+      ...(env ? { options: { env } } : {}),
     };
     const clientOptions: LanguageClientOptions = {
       // Every open file, whatever its language, is synced: the agent reads the editor's
@@ -145,6 +161,7 @@ class AgentClient implements vscode.Disposable {
       this.onToolActivity(activity),
     );
     client.onDidChangeState((e) => {
+      void vscode.commands.executeCommand("setContext", "agentLsp.serverRunning", e.newState === State.Running);
       if (e.newState !== State.Running) return;
       if (!this.running) this.setState({ kind: "idle" });
       // Settings changed while the server was starting: initialize carried the old ones.
@@ -258,7 +275,7 @@ class AgentClient implements vscode.Disposable {
   }
 
   /** The running client, or undefined after telling the user why there is none. */
-  private usableClient(): LanguageClient | undefined {
+  usableClient(): LanguageClient | undefined {
     const client = this.client;
     if (client && client.state !== State.Stopped && client.state !== State.StartFailed) return client;
     void vscode.window
@@ -422,6 +439,63 @@ class AgentClient implements vscode.Disposable {
     });
   }
 
+  // -- first run: the key, the model, the connection -------------------------------------------
+
+  async setApiKey(): Promise<void> {
+    if (await this.apiKey.promptAndStore()) {
+      void vscode.window.showInformationMessage(
+        "Agent: API key saved in VS Code's secret storage; the server restarts to use it.",
+        "Check Connection",
+      ).then((pick) => pick && this.checkConnection());
+    }
+  }
+
+  async clearApiKey(): Promise<void> {
+    if (await this.apiKey.clear()) {
+      void vscode.window.showInformationMessage(
+        "Agent: API key removed from VS Code; the server restarts without it (it may still find one in ~/.config/agent-lsp/config.toml or its environment).",
+      );
+    }
+  }
+
+  selectModel(): Promise<void> {
+    return selectModel(this, this.modelStatus);
+  }
+
+  checkConnection(): Promise<void> {
+    return checkConnection(this);
+  }
+
+  async getStarted(): Promise<void> {
+    await vscode.commands.executeCommand(
+      "workbench.action.openWalkthrough",
+      `${this.context.extension.id}#agentLsp.firstRun`,
+      false,
+    );
+  }
+
+  folderParams(): { workspaceFolder?: string } {
+    const folder = this.currentFolder();
+    return folder ? { workspaceFolder: folder.uri.toString() } : {};
+  }
+
+  showRequestError(error: unknown): Promise<void> {
+    return this.showError(describeAskError(error));
+  }
+
+  async runCheckAction(action: CheckAction): Promise<void> {
+    switch (action) {
+      case "setApiKey":
+        return this.setApiKey();
+      case "selectModel":
+        return this.selectModel();
+      case "openSettings":
+        return this.openSettings();
+      case "showLog":
+        this.log.show(true);
+    }
+  }
+
   showPanel(): void {
     this.panel.show(false);
     this.panel.update(this.conversation);
@@ -498,6 +572,12 @@ class AgentClient implements vscode.Disposable {
         break;
       case "showLog":
         this.log.show(true);
+        break;
+      case "setApiKey":
+        await this.setApiKey();
+        break;
+      case "checkConnection":
+        await this.checkConnection();
         break;
       default:
         break;
@@ -597,6 +677,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("agentLsp.showToolTrace", () => instance.showTrace()),
     vscode.commands.registerCommand("agentLsp.showServerLog", () => instance.showLog()),
     vscode.commands.registerCommand("agentLsp.restartServer", () => instance.restart()),
+    vscode.commands.registerCommand("agentLsp.setApiKey", () => instance.setApiKey()),
+    vscode.commands.registerCommand("agentLsp.clearApiKey", () => instance.clearApiKey()),
+    vscode.commands.registerCommand("agentLsp.selectModel", () => instance.selectModel()),
+    vscode.commands.registerCommand("agentLsp.checkConnection", () => instance.checkConnection()),
+    vscode.commands.registerCommand("agentLsp.getStarted", () => instance.getStarted()),
   );
   // Commands work while the server starts (requests wait for it); don't block activation.
   void instance.start();

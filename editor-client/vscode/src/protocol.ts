@@ -6,6 +6,8 @@ export const Methods = {
   listTools: "agent/listTools",
   endSession: "agent/endSession",
   toolActivity: "agent/toolActivity",
+  listModels: "agent/listModels",
+  checkConnection: "agent/checkConnection",
 } as const;
 
 export const ErrorCodes = {
@@ -75,4 +77,22 @@ export interface ToolActivity {
   output?: string;
   durationMs?: number;
   turn?: number;
+}
+
+export interface ListModelsResult {
+  models: { id: string }[];
+  /** The model asks use now. */
+  current: string;
+}
+
+export interface ConnectionCheck {
+  /** "configuration", "models", "model" or "request". */
+  name: string;
+  ok: boolean;
+  message: string;
+}
+
+export interface CheckConnectionResult {
+  ok: boolean;
+  checks: ConnectionCheck[];
 }

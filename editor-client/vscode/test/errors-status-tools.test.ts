@@ -11,16 +11,16 @@ describe("describeAskError", () => {
     assert.equal(report.message, "Agent request cancelled.");
   });
 
-  it("keeps the server's message and offers settings and the setup guide when unconfigured", () => {
+  it("keeps the server's message and offers the key, the check and settings when unconfigured", () => {
     const report = describeAskError({ code: -32001, message: "No API key: set MODEL_API_KEY in the server's .env" });
     assert.equal(report.cancelled, false);
     assert.equal(report.message, "No API key: set MODEL_API_KEY in the server's .env");
-    assert.deepEqual(report.actions.map((a) => a.action), ["openSettings", "openReadme"]);
+    assert.deepEqual(report.actions.map((a) => a.action), ["setApiKey", "checkConnection", "openSettings"]);
   });
 
   it("offers to open a folder when none is open, the log otherwise", () => {
     assert.deepEqual(describeAskError({ code: -32003, message: "no folder" }).actions.map((a) => a.action), ["openFolder"]);
-    assert.deepEqual(describeAskError({ code: -32002, message: "401" }).actions.map((a) => a.action), ["openSettings", "showLog"]);
+    assert.deepEqual(describeAskError({ code: -32002, message: "401" }).actions.map((a) => a.action), ["checkConnection", "openSettings", "showLog"]);
     assert.deepEqual(describeAskError(new Error("boom")).actions.map((a) => a.action), ["showLog"]);
     assert.equal(describeAskError(undefined).message, "Unknown error");
   });
