@@ -85,11 +85,16 @@ async function stopAll() {
   }
 }
 
-async function startModelServer(script) {
-  const scriptFile = join(tmp, "model-script.json");
-  const recordFile = join(tmp, "model-requests.jsonl");
+async function startModelServer(script, name = "model", extraArgs = []) {
+  const scriptFile = join(tmp, `${name}-script.json`);
+  const recordFile = join(tmp, `${name}-requests.jsonl`);
+  const httpFile = join(tmp, `${name}-http.jsonl`); // every request's method, path, headers
   writeFileSync(scriptFile, JSON.stringify(script, null, 2));
-  const child = start(PYTHON, ["-m", "tests.support.model_server", "--script", scriptFile, "--record", recordFile], { cwd: ROOT });
+  const child = start(
+    PYTHON,
+    ["-m", "tests.support.model_server", "--script", scriptFile, "--record", recordFile, "--record-http", httpFile, ...extraArgs],
+    { cwd: ROOT },
+  );
   const url = await new Promise((resolve, reject) => {
     let buffer = "";
     const timer = setTimeout(() => reject(new Error("model server did not print READY")), 30_000);
@@ -101,10 +106,15 @@ async function startModelServer(script) {
         resolve(m[1]);
       }
     });
-    child.stderr.on("data", (chunk) => appendFileSync(join(OUTPUT, "model-server.log"), chunk));
+    child.stderr.on("data", (chunk) => appendFileSync(join(OUTPUT, `${name}-server.log`), chunk));
     child.once("exit", (code) => reject(new Error(`model server exited (${code})`)));
   });
-  return { url, recordFile };
+  return { url, recordFile, httpFile };
+}
+
+function httpRequests(httpFile) {
+  if (!existsSync(httpFile)) return [];
+  return readFileSync(httpFile, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
 }
 
 function modelRequests(recordFile) {
@@ -141,13 +151,13 @@ function userSettings() {
 let extensionsInstalled = false;
 
 /** A code-server of its own (user data, settings) whose processes inherit `agentEnv`. */
-async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHON, "-m", "server"]) {
+async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHON, "-m", "server"], extraSettings = {}) {
   const userData = join(tmp, name, "user-data");
   const extensions = join(tmp, "extensions");
   const config = join(tmp, "code-server.yaml");
   writeFileSync(config, "auth: none\ncert: false\n");
   mkdirSync(join(userData, "User"), { recursive: true });
-  writeFileSync(join(userData, "User", "settings.json"), JSON.stringify(userSettings(), null, 2));
+  writeFileSync(join(userData, "User", "settings.json"), JSON.stringify({ ...userSettings(), ...extraSettings }, null, 2));
   // agentLsp.server.command is machine-scoped, and code-server's window is a remote one: VS Code
   // takes such settings from the remote ("Machine") settings and ignores the browser-side user
   // settings' value (as in Remote-SSH), so it goes where a user of a remote window puts it.
@@ -171,7 +181,8 @@ async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHO
       "--disable-workspace-trust",
       workspace,
     ],
-    { env: { ...process.env, AGENT_LSP_ENV_FILE: join(tmp, "no-such.env"), ...agentEnv } },
+    // The agent server's own .env and user configuration file are this run's (empty) ones.
+    { env: { ...process.env, AGENT_LSP_ENV_FILE: join(tmp, "no-such.env"), XDG_CONFIG_HOME: join(tmp, name, "xdg-config"), ...agentEnv } },
   );
   const logFile = join(OUTPUT, `code-server-${name}.log`);
   writeFileSync(logFile, "");
@@ -764,7 +775,138 @@ scenario("unconfigured model shows the server's error text", async ({ page }) =>
   const frame = await panelFrame(page);
   assert((await frame.locator(".entry.error").innerText()).includes("MODEL_API_KEY"), "panel does not show the error");
   await page.screenshot({ path: join(OUTPUT, "unconfigured.png") });
+  // The error's "Check Connection" button runs the server's check, which says what is missing.
+  await toast.hover();
+  await toast.getByRole("button", { name: "Check Connection" }).click();
+  const checked = page.locator(".notifications-toasts .notification-toast", { hasText: "No model API key" })
+    .filter({ has: page.getByRole("button", { name: "Show Details" }) });
+  await until("the check's report", async () => (await checked.count()) > 0, 30_000);
+  assert((await checked.first().getByRole("button", { name: "Set API Key" }).count()) === 1, "no Set API Key button on the check's report");
+  await page.screenshot({ path: join(OUTPUT, "unconfigured-check.png") });
 }, { unconfigured: true });
+
+// -- first run: the key from SecretStorage, the model picker, the connection check (issue 11) -----
+
+// The key the user types into "Agent: Set API Key"; the keyed model server accepts only it.
+const E2E_KEY = `sk-e2e-${Math.random().toString(36).slice(2, 12)}-DO-NOT-LEAK`;
+const KEY_SCRIPT = [
+  { match: "E2E-KEY", replies: [{ content: "KEY-OK: the key reached the model." }] },
+  { match: "E2E-MODEL", replies: [{ content: "MODEL-OK" }] },
+  { match: "*", replies: [{ content: "OK" }] }, // the connection check's tiny request
+];
+
+function agentServers(codeServerPid) {
+  return descendants(codeServerPid).filter((p) => p.cmdline.includes("-m server") && p.cmdline.includes("--stdio"));
+}
+
+function environOf(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+  } catch {
+    return [];
+  }
+}
+
+/** Every file under `dir` (logs, settings), with its text. */
+function filesUnder(dir) {
+  const found = [];
+  const walk = (d) => {
+    for (const name of readdirSync(d)) {
+      const path = join(d, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else found.push(path);
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return found;
+}
+
+scenario("a key set with Agent: Set API Key reaches the server, and no settings file, log or LSP message", async ({ page, keyModel, userData, workspace, codeServerPid }) => {
+  const before = await until("the agent server", () => (agentServers(codeServerPid).length === 1 ? agentServers(codeServerPid)[0] : undefined), 30_000);
+  assert(!environOf(before.pid).some((v) => v.startsWith("MODEL_API_KEY=")), "the server had a key before one was set");
+  await runCommand(page, "Agent: Set API Key");
+  const box = page.locator(".quick-input-widget:visible");
+  await until("the Set API Key box", async () => (await box.innerText()).includes("secret storage"), 10_000);
+  assert((await box.locator("input").first().getAttribute("type")) === "password", "the key is not hidden as it is typed");
+  await page.keyboard.type(E2E_KEY);
+  await page.keyboard.press("Enter");
+  await waitForNotification(page, /API key saved in VS Code's secret storage/, 15_000);
+  // A new server process, with the key in its environment (and only there).
+  const after = await until("a restarted server with the key", () => {
+    const now = agentServers(codeServerPid);
+    return now.length === 1 && now[0].pid !== before.pid && environOf(now[0].pid).includes(`MODEL_API_KEY=${E2E_KEY}`) ? now[0] : undefined;
+  }, 30_000);
+  assert(!after.cmdline.includes(E2E_KEY), "the key is on the server's command line");
+  const count = modelRequests(keyModel.recordFile).length;
+  await ask(page, "E2E-KEY does the key work?");
+  await until("the ask's model request", () => modelRequests(keyModel.recordFile).slice(count).some((b) => lastUserText(b).includes("E2E-KEY")), 60_000);
+  const chat = httpRequests(keyModel.httpFile).filter((r) => r.method === "POST" && r.path.endsWith("/chat/completions"));
+  assert(chat.length > 0 && chat[chat.length - 1].headers.authorization === `Bearer ${E2E_KEY}`, `the model saw: ${JSON.stringify(chat.map((r) => r.headers.authorization))}`);
+  // The answer came back (the traced agent/ask response carries it).
+  await until("the answer", () => channelFileLines(userData, "Agent Server.log").some((l) => l.includes("KEY-OK")), 30_000);
+  // The LSP traffic is in the log (agentLsp.trace.server: verbose), so the search below covers it.
+  const serverLog = channelFileLines(userData, "Agent Server.log");
+  assert(serverLog.some((l) => l.includes("agent/ask")), "the LSP messages were not traced");
+  const places = [
+    join(userData, "User", "settings.json"),
+    join(userData, "Machine", "settings.json"),
+    join(workspace, ".vscode", "settings.json"),
+    ...filesUnder(join(userData, "logs")),
+    ...filesUnder(join(userData, "User", "workspaceStorage")).filter((p) => p.endsWith(".json")),
+  ];
+  const leaks = places.filter((p) => existsSync(p) && readFileSync(p, "utf8").includes(E2E_KEY));
+  assert(leaks.length === 0, `the key was written to: ${leaks.join(", ")}`);
+  assert(places.length > 5, `too few files searched: ${places.join(", ")}`);
+  await page.screenshot({ path: join(OUTPUT, "api-key-set.png") });
+}, { keyed: true });
+
+scenario("Agent: Select Model lists the endpoint's models and sets agentLsp.model", async ({ page, keyModel, userData }) => {
+  await runCommand(page, "Agent: Select Model");
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  await until("the models in the picker", async () => (await rows.allInnerTexts()).some((t) => t.includes("e2e-big-model")), 30_000);
+  const labels = await rows.allInnerTexts();
+  assert(labels.some((t) => t.includes("scripted")) && labels.some((t) => t.includes("Type a model name")), `picker rows:\n${labels.join("\n")}`);
+  await page.screenshot({ path: join(OUTPUT, "select-model.png") });
+  await page.keyboard.type("e2e-big-model");
+  await until("e2e-big-model focused", async () => ((await page.locator(".quick-input-list .monaco-list-row.focused").first().innerText().catch(() => "")) ?? "").includes("e2e-big-model"), 10_000);
+  await page.keyboard.press("Enter");
+  const settingsFile = join(userData, "User", "settings.json");
+  await until("agentLsp.model in the user settings", () => /"agentLsp\.model":\s*"e2e-big-model"/.test(readFileSync(settingsFile, "utf8")), 15_000);
+  await until("the model in the status bar", async () => (await page.locator(".statusbar-item", { hasText: "e2e-big-model" }).count()) > 0, 15_000);
+  const count = modelRequests(keyModel.recordFile).length;
+  await ask(page, "E2E-MODEL which model answers?");
+  const request = await until("the ask's model request", () => modelRequests(keyModel.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-MODEL")), 60_000);
+  assert(request.model === "e2e-big-model", `the ask used ${request.model}`);
+  await page.screenshot({ path: join(OUTPUT, "model-status.png") });
+}, { keyed: true, changesSettings: true });
+
+scenario("Agent: Check Connection says the endpoint works", async ({ page }) => {
+  await runCommand(page, "Agent: Check Connection");
+  const text = await waitForNotification(page, /The model endpoint works/, 60_000);
+  assert(/answered a test request/.test(text), `notification: ${text}`);
+  await page.screenshot({ path: join(OUTPUT, "check-ok.png") });
+}, { keyed: true });
+
+scenario("the first-run walkthrough shows its four steps", async ({ page }) => {
+  await runCommand(page, "Agent: Get Started");
+  for (const title of ["Install the server", "Set your API key", "Choose the model", "Ask a first question"]) {
+    await until(`the walkthrough step "${title}"`, async () => (await page.getByText(title, { exact: true }).count()) > 0, 20_000);
+  }
+  await page.screenshot({ path: join(OUTPUT, "walkthrough.png") });
+  await runCommand(page, "View: Close All Editors").catch(() => {});
+}, { keyed: true });
+
+scenario("Agent: Clear API Key restarts the server without the key", async ({ page, codeServerPid }) => {
+  const before = agentServers(codeServerPid)[0];
+  await runCommand(page, "Agent: Clear API Key");
+  await waitForNotification(page, /API key removed/, 15_000);
+  await until("a restarted server without the key", () => {
+    const now = agentServers(codeServerPid);
+    return now.length === 1 && now[0].pid !== before?.pid && !environOf(now[0].pid).some((v) => v.startsWith("MODEL_API_KEY="));
+  }, 30_000);
+  await runCommand(page, "Agent: Check Connection");
+  await waitForNotification(page, /No model API key/, 30_000);
+}, { keyed: true });
 
 scenario("a server command that cannot start is reported with a way to fix it", async ({ page }) => {
   const text = await waitForNotification(page, /Could not start the agent-lsp server/, 30_000);
@@ -820,23 +962,33 @@ try {
   writeFileSync(join(workspace, "src", "greet.py"), GREET);
   await plantHostileWorkspaceSettings(workspace);
   const model = await startModelServer(SCRIPT);
+  const keyModel = await startModelServer(KEY_SCRIPT, "key-model", ["--api-key", E2E_KEY, "--models", "scripted,e2e-big-model"]);
   const withoutKey = Object.fromEntries(["MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"].map((k) => [k, undefined]));
   const groups = [
     // The agent server inherits the model endpoint from code-server's environment.
     { name: "configured", env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted", AGENT_LSP_LOG_LEVEL: process.env.AGENT_LSP_LOG_LEVEL }, unconfigured: false },
     { name: "unconfigured", env: withoutKey, unconfigured: true },
     { name: "no-server", env: withoutKey, noServer: true, serverCommand: [join(tmp, "missing", "agent-lsp")] },
+    // No key in the environment: the user sets it with "Agent: Set API Key". The LSP traffic and
+    // the server's debug log are recorded, to show the key is in neither.
+    {
+      name: "keyed",
+      env: { ...withoutKey, BASE_URL: keyModel.url, AGENT_LSP_LOG_LEVEL: "DEBUG" },
+      keyed: true,
+      settings: { "agentLsp.trace.server": "verbose" },
+    },
   ];
   for (const group of groups) {
     const selected = scenarios.filter(
       (sc) =>
         Boolean(sc.unconfigured) === Boolean(group.unconfigured) &&
         Boolean(sc.noServer) === Boolean(group.noServer) &&
+        Boolean(sc.keyed) === Boolean(group.keyed) &&
         (!only.length || only.some((o) => sc.name.includes(o))),
     );
     if (selected.length === 0) continue;
     const groupStart = Date.now();
-    const { url, userData, child } = await startCodeServer(group.name, workspace, group.env, group.serverCommand);
+    const { url, userData, child } = await startCodeServer(group.name, workspace, group.env, group.serverCommand, group.settings);
     log(`${group.name}: code-server at ${url}, model at ${model.url}, tmp ${tmp}`);
     const context = await chromium.launchPersistentContext(join(tmp, group.name, "chromium-profile"), {
       executablePath: CHROMIUM,
@@ -851,7 +1003,7 @@ try {
     for (const { name, fn } of selected) {
       const started = Date.now();
       try {
-        await fn({ page, model, userData, workspace, codeServerPid: child.pid });
+        await fn({ page, model, keyModel, userData, workspace, codeServerPid: child.pid });
         passed++;
         console.log(`PASS ${name} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
       } catch (error) {
