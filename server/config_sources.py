@@ -17,7 +17,7 @@ URL at its own server and collect the key.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -178,8 +178,3 @@ def _text(value: Any) -> str | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
     return None
-
-
-def secrets_of(sources: ModelSources) -> Iterable[str]:
-    """The values to scrub from any text shown (the key)."""
-    return [sources.api_key.value] if sources.api_key else []

@@ -55,9 +55,6 @@ class Check:
     ok: bool
     message: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "message": self.message}
-
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -66,9 +63,6 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return bool(self.checks) and all(check.ok for check in self.checks)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "checks": [check.to_json() for check in self.checks]}
 
 
 async def list_model_ids(client: AsyncOpenAI, *, http_timeout: float = LIST_TIMEOUT) -> list[str]:

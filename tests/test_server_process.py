@@ -155,7 +155,8 @@ def test_terminal_client_reports_the_unconfigured_model(tmp_path: Path) -> None:
     env = server_env(None, XDG_STATE_HOME=str(tmp_path / "state"))
     result = run_cli("ask", "hi", "--workspace", str(tmp_path), env=env)
     assert result.returncode == 1
-    assert result.stderr.count("No model API key: set MODEL_API_KEY") == 1
+    assert result.stderr.count("No model API key.") == 1
+    assert "agent-lsp config set-key" in result.stderr  # what a terminal user can run
     assert result.stdout == ""
 
 
