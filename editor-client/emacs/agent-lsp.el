@@ -54,7 +54,8 @@ Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
 :enabledTools (a vector of tool names), :bashTimeout, :systemPrompt,
 :editThroughEditor, :confirmEdits (t or :json-false).  Sent as
 initializationOptions and answered to `workspace/configuration'.  Never the
-API key: the server reads it from its own environment or .env file."
+API key: the server reads it from the user configuration file
+~/.config/agent-lsp/config.toml (`agent-lsp config set-key') or its environment."
   :type 'plist)
 
 (defcustom agent-lsp-managed-modes nil

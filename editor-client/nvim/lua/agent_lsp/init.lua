@@ -16,7 +16,8 @@ local defaults = {
   cmd_env = nil,
   -- The `agentLsp` settings section (model, baseUrl, maxTurns, enabledTools, confirmEdits, ...),
   -- sent as initializationOptions and answered to workspace/configuration.
-  -- Never the API key: the server reads it from its own environment or .env file.
+  -- Never the API key: the server reads it from the user configuration file
+  -- (~/.config/agent-lsp/config.toml, `agent-lsp config set-key`) or its environment.
   settings = {},
   -- A project root is the nearest folder upwards holding one of these, else the
   -- current directory; `root_dir = function(bufnr) return path end` overrides it.
