@@ -17,7 +17,7 @@ URL at its own server and collect the key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -88,17 +88,20 @@ def resolve_model_sources(
         if editor is not None:
             return Sourced(editor, f"editor setting agentLsp.{_OVERRIDES[key]}")
         own, *generic = _NAMES[key]
-        candidates: list[tuple[str | None, str]] = [
-            (environ.get(own), _environment_label(own, environ)),
-            (user.value(key) if user else None, user.label if user else ""),
-            (dotenv.get(own), f"{_dotenv_label(env_path)} ({own})"),
+        # (value, how to name its source): the name is built only for the value chosen.
+        candidates: list[tuple[str | None, Callable[[], str]]] = [
+            (environ.get(own), lambda: _environment_label(own, environ)),
+            (user.value(key) if user else None, lambda: user.label if user else ""),
+            (dotenv.get(own), lambda: f"{_dotenv_label(env_path)} ({own})"),
         ]
         for name in generic:
-            candidates.append((environ.get(name), f"environment {name}"))
-            candidates.append((dotenv.get(name), f"{_dotenv_label(env_path)} ({name})"))
+            candidates.append((environ.get(name), lambda name=name: f"environment {name}"))
+            candidates.append(
+                (dotenv.get(name), lambda name=name: f"{_dotenv_label(env_path)} ({name})")
+            )
         for value, source in candidates:
             if value is not None and value.strip():
-                return Sourced(value.strip(), source)
+                return Sourced(value.strip(), source())
         return None
 
     return ModelSources(

@@ -48,6 +48,8 @@ _TOP_LEVEL_KEYS: Final = {*VALUE_KEYS, "default_endpoint", "endpoints"}
 
 # Paths whose permissions were reported in this process: the warning is said once.
 _warned: set[Path] = set()
+# path -> (modification time, size, inode) and the content parsed then.
+_parsed: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
 
 class UserConfigError(Exception):
@@ -93,25 +95,32 @@ def config_path(environ: Mapping[str, str]) -> Path | None:
 
 def display_path(path: Path) -> str:
     """``path`` with the home folder shown as ``~`` when it is under it."""
-    home = os.environ.get("HOME")
-    if home:
-        try:
-            return "~/" + str(path.relative_to(home))
-        except ValueError:
-            pass
-    return str(path)
+    home = os.environ.get("HOME", "").rstrip("/")
+    text = str(path)
+    if home and text.startswith(home + "/"):
+        return "~" + text[len(home) :]
+    return text
 
 
 def read_user_config(path: Path, *, endpoint: str | None = None) -> UserConfig:
-    """The file's values; an absent file gives none. ``endpoint`` overrides the default."""
+    """The file's values; an absent file gives none. ``endpoint`` overrides the default.
+
+    Read on every ask, so an edit applies at once; the parsed content is kept while the
+    file's modification time, size and inode stay the same (a stat, not a parse).
+    """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        info = path.stat()
     except (FileNotFoundError, NotADirectoryError):
         return UserConfig(path=path)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserConfigError(f"{path} is not valid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise UserConfigError(f"cannot read {path}: {_reason(exc)}") from None
+    signature = (info.st_mtime_ns, info.st_size, info.st_ino)
+    cached = _parsed.get(path)
+    if cached is not None and cached[0] == signature:
+        data = cached[1]
+    else:
+        data = _load(path)
+        _parsed[path] = (signature, data)
     if warning := permission_warning(path, data):
         log.warning("%s", warning)
     return _parse(path, data, endpoint)
@@ -185,10 +194,22 @@ def set_value(path: Path, key: str, value: str, *, endpoint: str | None = None) 
 # --- reading --------------------------------------------------------------------------
 
 
-def _parse(path: Path, data: dict[str, Any], override: str | None) -> UserConfig:
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}  # removed since the stat
+    except tomllib.TOMLDecodeError as exc:
+        raise UserConfigError(f"{path} is not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserConfigError(f"cannot read {path}: {_reason(exc)}") from None
     unknown = sorted(set(data) - _TOP_LEVEL_KEYS)
     if unknown:
         log.warning("%s: ignoring unknown key(s) %s", path, ", ".join(unknown))
+    return data
+
+
+def _parse(path: Path, data: dict[str, Any], override: str | None) -> UserConfig:
     raw_endpoints = data.get("endpoints", {})
     if not isinstance(raw_endpoints, dict) or not all(
         isinstance(table, dict) for table in raw_endpoints.values()
