@@ -62,6 +62,8 @@ def main() -> str:
         path.parent.mkdir()
         path.write_text(USER_FILE)
         path.chmod(0o600)
+        settled = time.time() - 60  # written a while ago, as a user's file is
+        os.utime(path, (settled, settled))
         from_env = {"MODEL_API_KEY": "sk-env", "BASE_URL": "http://x/v1", "MODEL": "m"}
         with_file = {"XDG_CONFIG_HOME": folder}
         assert load_model_settings(environ=with_file, env_file=None).model == "deepseek-chat"

@@ -33,6 +33,7 @@ import logging
 import os
 import stat
 import tempfile
+import time
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ _TOP_LEVEL_KEYS: Final = {*VALUE_KEYS, "default_endpoint", "endpoints"}
 _warned: set[Path] = set()
 # path -> (modification time, size, inode) and the content parsed then.
 _parsed: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+_SETTLED_NS: Final = 2_000_000_000
 
 
 class UserConfigError(Exception):
@@ -120,7 +122,10 @@ def read_user_config(path: Path, *, endpoint: str | None = None) -> UserConfig:
         data = cached[1]
     else:
         data = _load(path)
-        _parsed[path] = (signature, data)
+        # A file changed within the file system's timestamp granularity could change
+        # again with the same signature ("racy git"): keep only settled content.
+        if time.time_ns() - info.st_mtime_ns > _SETTLED_NS:
+            _parsed[path] = (signature, data)
     if warning := permission_warning(path, data):
         log.warning("%s", warning)
     return _parse(path, data, endpoint)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import time
 import tomllib
 from pathlib import Path
 
@@ -130,6 +131,18 @@ def test_unknown_keys_are_ignored_with_a_warning(
         config = read_user_config(path)
     assert config.api_key == "k"
     assert "theme" in caplog.text
+
+
+def test_an_edit_applies_at_the_next_read_even_within_a_second(tmp_path: Path) -> None:
+    path = write_config(tmp_path, 'model = "aaa"\n')
+    assert read_user_config(path).model == "aaa"
+    path.write_text('model = "bbb"\n')  # same size, same inode, maybe the same timestamp
+    assert read_user_config(path).model == "bbb"
+    old = time.time() - 60  # a settled file is parsed once, then kept while unchanged
+    os.utime(path, (old, old))
+    assert read_user_config(path).model == "bbb"
+    path.write_text('model = "ccc"\n')
+    assert read_user_config(path).model == "ccc"
 
 
 # --- precedence ---------------------------------------------------------------------
