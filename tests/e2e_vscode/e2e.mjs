@@ -893,6 +893,13 @@ scenario("the first-run walkthrough shows its four steps", async ({ page }) => {
     await until(`the walkthrough step "${title}"`, async () => (await page.getByText(title, { exact: true }).count()) > 0, 20_000);
   }
   await page.screenshot({ path: join(OUTPUT, "walkthrough.png") });
+  // Its steps complete as the user does them (here: the install step's Restart Server).
+  const installed = page
+    .locator(".getting-started-step", { hasText: "Install the server" })
+    .locator(".codicon-getting-started-step-checked");
+  await runCommand(page, "Agent: Restart Server");
+  await runCommand(page, "Agent: Get Started");
+  await until("the install step checked", async () => (await installed.count()) === 1, 20_000);
   await runCommand(page, "View: Close All Editors").catch(() => {});
 }, { keyed: true });
 
