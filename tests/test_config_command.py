@@ -173,3 +173,24 @@ def test_check_and_models_against_the_endpoint(config_home: Path) -> None:
         )
         assert "sk-wrong-key-1234" not in refused.stdout + refused.stderr
         assert KEY not in good.stdout + refused.stdout + listed.stdout
+
+
+def test_agent_lsp_ask_uses_the_user_file(config_home: Path, tmp_path: Path) -> None:
+    with ScriptedModel(api_key=KEY) as model:
+        model.reply("answered with the file's key")
+        run_config(config_home, "set-key", stdin=KEY)
+        run_config(config_home, "set", "base_url", model.base_url)
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        result = subprocess.run(
+            [sys.executable, "-m", "server", "ask", "hello", "--workspace", str(workspace)],
+            capture_output=True,
+            text=True,
+            env=env_for(config_home, XDG_STATE_HOME=str(tmp_path / "state")),
+            cwd=REPO,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "answered with the file's key"
+        assert model.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
+        assert KEY not in result.stdout + result.stderr
