@@ -252,7 +252,7 @@ def _unreachable(error: ModelRequestError, url: str, timeout: float, key_from: s
         )
     if error.kind == "timeout":
         return (
-            f"{url} did not answer within {timeout:.0f} s. Check the base URL, your network "
+            f"{url} did not answer within {timeout:g} s. Check the base URL, your network "
             f"or proxy; a local server may still be loading its model."
         )
     if error.status in (401, 403):

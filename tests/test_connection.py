@@ -268,3 +268,24 @@ async def test_both_requests_are_advertised(workspace: Path, model: ScriptedMode
         assert {"agent/listModels", "agent/checkConnection"} <= set(agent["requests"])
     finally:
         await stop(client)
+
+
+async def test_check_an_endpoint_that_does_not_answer_in_time() -> None:
+    # In-process (the check's own timeouts are short here; the server uses 15 s and 30 s).
+    from server.connection_check import check_connection
+
+    with ScriptedModel(models_delay=5) as model:
+        env = {"MODEL_API_KEY": ENV_KEY, "BASE_URL": model.base_url}
+        report = await check_connection(environ=env, list_timeout=0.3)
+    assert [(c.name, c.ok) for c in report.checks] == [("configuration", True), ("models", False)]
+    assert report.checks[1].message.startswith(f"{env['BASE_URL']} did not answer within 0.3 s")
+
+    with ScriptedModel() as model:
+        model.reply("late", delay=5)
+        env = {"MODEL_API_KEY": ENV_KEY, "BASE_URL": model.base_url}
+        report = await check_connection(environ=env, request_timeout=0.3)
+    checks = {c.name: c for c in report.checks}
+    assert checks["models"].ok is True
+    assert checks["request"].ok is False
+    assert "did not answer within 0.3 s" in checks["request"].message
+    assert ENV_KEY not in repr(report)

@@ -194,6 +194,7 @@ class ScriptedModel:
         port: int = 0,
         record: TextIO | None = None,
         models: Iterable[str] = ("scripted",),
+        models_delay: float = 0.0,
         api_key: str | None = None,
         record_http: TextIO | None = None,
     ) -> None:
@@ -201,6 +202,7 @@ class ScriptedModel:
         self.latency = latency
         self.strict = strict
         self.models = list(models)
+        self.models_delay = models_delay  # seconds before GET /models answers
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
         self.http_log: list[dict[str, Any]] = []
@@ -616,6 +618,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not owner._admit("GET", path, {k.lower(): v for k, v in self.headers.items()}):
             self._refuse_key()
         elif path in MODELS_PATHS:
+            if not owner._wait(owner.models_delay):
+                self.close_connection = True
+                return
             models = [
                 {"id": name, "object": "model", "created": 0, "owned_by": "tests"}
                 for name in owner.models
