@@ -6,7 +6,23 @@ import * as vscode from "vscode";
 import { API_KEY_SECRET, validateApiKey } from "./setup";
 
 export class ApiKeyStore {
+  /** The stored key as last loaded: starting the server must not wait for the keychain. */
+  private cached: string | undefined;
+
   constructor(private readonly secrets: vscode.SecretStorage) {}
+
+  /** Read the key from SecretStorage (at activation and when it changes). */
+  async load(): Promise<void> {
+    try {
+      this.cached = await this.secrets.get(API_KEY_SECRET);
+    } catch {
+      this.cached = undefined; // no keychain: the server uses its own configuration
+    }
+  }
+
+  current(): string | undefined {
+    return this.cached;
+  }
 
   get(): Thenable<string | undefined> {
     return this.secrets.get(API_KEY_SECRET);

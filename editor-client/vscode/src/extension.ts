@@ -84,9 +84,10 @@ class AgentClient implements vscode.Disposable, SetupHost {
     this.disposables.push(
       this.modelStatus,
       // The key reaches the server only through its environment: a new key needs a new process.
-      this.apiKey.onDidChange(() => {
+      this.apiKey.onDidChange(async () => {
         this.log.info("the API key changed; restarting the server");
-        void this.restart();
+        await this.apiKey.load();
+        await this.restart();
       }),
     );
     this.statusItem.name = "Agent";
@@ -120,7 +121,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
       ]);
       return;
     }
-    const env = serverEnvironment(process.env, await this.apiKey.get());
+    const env = serverEnvironment(process.env, this.apiKey.current());
     const serverOptions: ServerOptions = {
       command: command.command,
       args: command.args,
@@ -458,6 +459,10 @@ class AgentClient implements vscode.Disposable, SetupHost {
     }
   }
 
+  loadApiKey(): Promise<void> {
+    return this.apiKey.load();
+  }
+
   selectModel(): Promise<void> {
     return selectModel(this, this.modelStatus);
   }
@@ -683,7 +688,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("agentLsp.checkConnection", () => instance.checkConnection()),
     vscode.commands.registerCommand("agentLsp.getStarted", () => instance.getStarted()),
   );
-  // Commands work while the server starts (requests wait for it); don't block activation.
+  // Commands work while the server starts (requests wait for it); don't block activation
+  // on the server, only on reading the key it is started with.
+  await instance.loadApiKey();
   void instance.start();
 }
 
