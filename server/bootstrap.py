@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
     from tooling.registry import ToolRegistry
     from tooling.runtime import ToolRuntime
+    from tools.sandbox import SandboxPolicy
 
 DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
 
@@ -26,12 +27,19 @@ def build_runtime(
     enabled: Iterable[str] | None = None,
     bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
+    sandbox_policy: SandboxPolicy | None = None,
 ) -> ToolRuntime:
     """A fresh runtime whose tools act on ``workspace`` only (see :func:`build_registry`)."""
     from tooling.runtime import ToolRuntime
 
     return ToolRuntime(
-        build_registry(workspace, enabled=enabled, bash_timeout=bash_timeout, secret_env=secret_env)
+        build_registry(
+            workspace,
+            enabled=enabled,
+            bash_timeout=bash_timeout,
+            secret_env=secret_env,
+            sandbox_policy=sandbox_policy,
+        )
     )
 
 
@@ -41,6 +49,7 @@ def build_registry(
     enabled: Iterable[str] | None = None,
     bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
+    sandbox_policy: SandboxPolicy | None = None,
 ) -> ToolRegistry:
     """The enabled tools, bound to ``workspace`` only.
 
@@ -64,6 +73,7 @@ def build_registry(
             workspace,
             default_timeout=bash_timeout,
             hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
+            policy=sandbox_policy,
         ),
         "read_file": lambda: read_file_tool(workspace),
         "write_file": lambda: write_file_tool(workspace),
@@ -83,3 +93,12 @@ def check_enabled(names: Iterable[str]) -> None:
             f"Unknown tool(s) in enabledTools: {', '.join(unknown)}; "
             f"available: {', '.join(DEFAULT_TOOLS)}"
         )
+
+
+def sandbox_unavailable(policy: SandboxPolicy) -> str | None:
+    """What to tell the user when ``policy`` asks for a sandbox this system cannot enforce."""
+    from tools import sandbox
+
+    if policy.mode == "off" or sandbox.support().available:
+        return None
+    return f"bash commands run without a sandbox: {sandbox.support().reason()}."

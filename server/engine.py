@@ -129,6 +129,7 @@ class AgentEngine:
         self._clients: dict[ModelSettings, AsyncOpenAI] = {}
         self._documents: EditorDocuments | None = None
         self._warm: asyncio.Task[None] | None = None
+        self._sandbox_warned = False
 
     def attach_documents(self, documents: EditorDocuments | None) -> None:
         """Give the file tools the editor's open buffers (the language server does)."""
@@ -190,7 +191,19 @@ class AgentEngine:
         for root, folder in list(self._folders.items()):
             if folder.runtime_key != settings.runtime_key():
                 self._folders[root] = self._make_folder(folder.workspace)
+        if notice := self.sandbox_notice():
+            problems.append(notice)
         return problems
+
+    def sandbox_notice(self) -> str | None:
+        """Once per process: the settings want a sandbox this system cannot enforce."""
+        if self._sandbox_warned:
+            return None
+        from .bootstrap import sandbox_unavailable
+
+        notice = sandbox_unavailable(self._settings.sandbox)
+        self._sandbox_warned = notice is not None
+        return notice
 
     # -- workspace folders -----------------------------------------------------------
 
@@ -238,7 +251,10 @@ class AgentEngine:
             from .bootstrap import build_registry
 
             return build_registry(
-                workspace, enabled=settings.enabled_tools, bash_timeout=settings.bash_timeout
+                workspace,
+                enabled=settings.enabled_tools,
+                bash_timeout=settings.bash_timeout,
+                sandbox_policy=settings.sandbox,
             )
 
         return Folder(workspace, build, settings.runtime_key())

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from tools.sandbox import MODES as SANDBOX_MODES
+from tools.sandbox import SandboxPolicy
 
 SECTION = "agentLsp"
 
@@ -28,6 +32,8 @@ class AgentSettings:
     edit_through_editor: bool = True
     # ...marked needsConfirmation, so the editor asks the user first.
     confirm_edits: bool = False
+    # The bash sandbox (machine-scoped in editors: a repository cannot relax it).
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def model_overrides(self) -> dict[str, Any]:
@@ -45,7 +51,7 @@ class AgentSettings:
 
     def runtime_key(self) -> tuple[Any, ...]:
         """The settings a tool runtime is built from: rebuild only when these change."""
-        return (self.enabled_tools, self.bash_timeout)
+        return (self.enabled_tools, self.bash_timeout, self.sandbox)
 
 
 def parse_settings(raw: Any) -> AgentSettings:
@@ -99,6 +105,29 @@ def parse_settings(raw: Any) -> AgentSettings:
         warnings.append(f"{SECTION}.{key} must be true or false; ignored")
         return default
 
+    mode = text("sandbox")
+    if mode is not None and mode not in SANDBOX_MODES:
+        warnings.append(f"{SECTION}.sandbox must be one of {', '.join(SANDBOX_MODES)}; ignored")
+        mode = None
+    roots: list[Path] = []
+    raw_roots = raw.get("writableRoots")
+    if raw_roots is not None and not (
+        isinstance(raw_roots, list) and all(isinstance(r, str) for r in raw_roots)
+    ):
+        warnings.append(f"{SECTION}.writableRoots must be a list of folder paths; ignored")
+        raw_roots = None
+    for entry in raw_roots or ():
+        root = Path(entry).expanduser()
+        if root.is_absolute():
+            roots.append(root)
+        else:
+            warnings.append(f"{SECTION}.writableRoots: {entry!r} is not an absolute path; ignored")
+    sandbox = SandboxPolicy(
+        mode=mode or SandboxPolicy.mode,
+        writable_roots=tuple(roots),
+        network=flag("network", False),
+    )
+
     max_turns = number("maxTurns", integer=True, maximum=1000)
     max_retries = raw.get("maxRetries")
     if max_retries is not None and (
@@ -119,5 +148,6 @@ def parse_settings(raw: Any) -> AgentSettings:
         system_prompt=text("systemPrompt"),
         edit_through_editor=flag("editThroughEditor", True),
         confirm_edits=flag("confirmEdits", False),
+        sandbox=sandbox,
         warnings=tuple(warnings),
     )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from server.settings import AgentSettings, parse_settings
+from tools.sandbox import SandboxPolicy
 
 
 def test_defaults() -> None:
@@ -29,6 +32,9 @@ def test_all_fields() -> None:
             "enabledTools": ["read_file"],
             "bashTimeout": 5.5,
             "systemPrompt": "Work in {workspace}",
+            "sandbox": "read-only",
+            "writableRoots": ["/opt/cache", "~/.cache/uv"],
+            "network": True,
         }
     )
     assert settings.warnings == ()
@@ -40,7 +46,22 @@ def test_all_fields() -> None:
     }
     assert settings.enabled_tools == ("read_file",)
     assert settings.bash_timeout == 5.5
-    assert settings.runtime_key() == (("read_file",), 5.5)
+    policy = SandboxPolicy("read-only", (Path("/opt/cache"), Path.home() / ".cache/uv"), True)
+    assert settings.sandbox == policy
+    assert settings.runtime_key() == (("read_file",), 5.5, policy)
+
+
+def test_the_sandbox_is_on_by_default() -> None:
+    assert parse_settings({}).sandbox == SandboxPolicy("workspace-write", (), network=False)
+
+
+def test_bad_sandbox_values_keep_the_safe_defaults() -> None:
+    settings = parse_settings(
+        {"sandbox": "none", "writableRoots": ["relative/dir", "/ok"], "network": "yes"}
+    )
+    assert settings.sandbox == SandboxPolicy("workspace-write", (Path("/ok"),), network=False)
+    assert len(settings.warnings) == 3
+    assert parse_settings({"writableRoots": "/tmp"}).sandbox.writable_roots == ()
 
 
 def test_zero_means_the_servers_default() -> None:

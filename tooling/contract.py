@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .context import ToolContext
@@ -34,6 +34,9 @@ class ToolDefinition:
     read_only: bool = False
     destructive: bool = False
     title: str | None = None
+    # More annotations for clients (e.g. MCP's ``openWorldHint``, the bash sandbox's
+    # state); merged into the described tool's ``annotations``.
+    annotations: Mapping[str, Any] = field(default_factory=dict)
 
 
 def is_error(output: str) -> bool:

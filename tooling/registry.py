@@ -59,6 +59,7 @@ class ToolRegistry:
                 "description": tool.description,
                 "inputSchema": deepcopy(tool.parameters),
                 "annotations": {
+                    **deepcopy(dict(tool.annotations)),
                     "readOnlyHint": tool.read_only,
                     "destructiveHint": tool.destructive,
                 },

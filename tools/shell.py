@@ -24,7 +24,13 @@ Policies (the parts a caller can observe):
   first and last half) with a marker saying how many bytes were dropped between them.
   Bytes are decoded as UTF-8 with replacement; no output at all gives ``(no output)``.
 - **Environment.** The child gets ``os.environ`` minus the ``hidden_env`` names (exact,
-  case-sensitive match), so the agent cannot print the model credentials.
+  case-sensitive match), so the agent cannot print the model credentials, and
+  ``TMPDIR``/``TMP``/``TEMP`` pointing at a private temp dir of the call, removed after it.
+- **Sandbox.** Unless the policy is ``off`` (or the kernel has no Landlock), the command
+  runs confined (``tools/sandbox.py``): it writes only in the workspace, the
+  ``writableRoots`` and its temp dir, and opens no TCP connection. A failure that looks
+  like the sandbox refusing gets a note saying so, and a change to ``.git/config`` or
+  ``.git/hooks`` gets a note too (git obeys them later, outside the sandbox).
 
 Exit is observed through ``SubprocessProtocol.process_exited`` (``loop.subprocess_exec``,
 the public API ``asyncio.create_subprocess_exec`` wraps) rather than ``Process.wait()``:
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Awaitable, Iterable
@@ -43,8 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from tooling.context import ToolContext
-from tooling.contract import ToolDefinition
+from tooling.contract import ToolDefinition, is_error
 from tooling.workspace import Workspace
+
+from . import sandbox
+from .sandbox import Confinement, SandboxPolicy
 
 DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
 
@@ -72,23 +82,40 @@ def bash_tool(
     default_timeout: float | None = None,
     max_timeout: float = DEFAULT_MAX_TIMEOUT,
     hidden_env: Iterable[str] = DEFAULT_SECRET_ENV,
+    policy: SandboxPolicy | None = None,
 ) -> ToolDefinition:
-    """The ``bash`` tool bound to ``workspace`` (``default_timeout=None`` means 120 s)."""
+    """The ``bash`` tool bound to ``workspace`` (``default_timeout=None`` means 120 s).
+
+    ``policy`` is the sandbox's (default: ``workspace-write``, no network).
+    """
     timeout = DEFAULT_TIMEOUT if default_timeout is None else float(default_timeout)
     if max_timeout <= 0:
         raise ValueError(f"max_timeout must be positive, got {max_timeout}")
     if not 0 < timeout <= max_timeout:
         raise ValueError(f"default_timeout must be in (0, {max_timeout:g}], got {timeout:g}")
     hidden = frozenset(hidden_env)
+    policy = policy or SandboxPolicy()
+    confined = policy.mode != "off" and sandbox.support().available
 
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         # Types and bounds are already checked by the runtime against the schema.
-        return await run_command(
-            workspace.root,
-            arguments["command"],
-            time_limit=float(arguments.get("timeout_seconds", timeout)),
-            hidden_env=hidden,
-        )
+        root = workspace.root
+        git_before = sandbox.git_surface(root)
+        async with sandbox.private_tmp() as tmp:
+            confinement = sandbox.confinement(policy, root, tmp)
+            result = await run_command(
+                root,
+                arguments["command"],
+                time_limit=float(arguments.get("timeout_seconds", timeout)),
+                hidden_env=hidden,
+                tmp=tmp,
+                confinement=confinement,
+            )
+        notes = []
+        if confinement is not None and is_error(result):
+            notes.append(sandbox.explain_denial(result, confinement))
+        notes.append(sandbox.git_surface_note(git_before, sandbox.git_surface(root)))
+        return "\n".join([result.rstrip("\n"), *filter(None, notes)]) if any(notes) else result
 
     return ToolDefinition(
         name="bash",
@@ -99,7 +126,8 @@ def bash_tool(
             f"timeout_seconds (default {timeout:g}, max {max_timeout:g}); processes it "
             "leaves running in the background are stopped when it returns. Long output "
             f"keeps the first and last {OUTPUT_LIMIT // 2:,} characters. A non-zero exit "
-            "status is reported as an error together with the output."
+            "status is reported as an error together with the output. "
+            + sandbox.prompt_text(policy, confined)
         ),
         parameters={
             "type": "object",
@@ -123,17 +151,39 @@ def bash_tool(
         read_only=False,
         destructive=True,
         title="Run shell command",
+        annotations={
+            "openWorldHint": not confined or policy.network,
+            "sandbox": sandbox.describe(policy, workspace.root),
+        },
     )
 
 
 async def run_command(
-    cwd: Path, command: str, *, time_limit: float, hidden_env: frozenset[str] = frozenset()
+    cwd: Path,
+    command: str,
+    *,
+    time_limit: float,
+    hidden_env: frozenset[str] = frozenset(),
+    tmp: Path | None = None,
+    confinement: Confinement | None = None,
 ) -> str:
-    """Run ``bash -c command`` under the module's policies and return the result text."""
+    """Run ``bash -c command`` under the module's policies and return the result text.
+
+    ``tmp`` becomes the command's ``TMPDIR``; ``confinement`` (if any) is applied by the
+    sandbox launcher before ``bash`` starts.
+    """
     missing = _missing_workspace(cwd)
     if missing:
         return missing
     env = {name: value for name, value in os.environ.items() if name not in hidden_env}
+    if tmp is not None:
+        env.update(TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp))
+    argv = ["bash", "-c", command]
+    if confinement is not None:
+        # The launcher starts, and bash is looked up after it: say here if there is none.
+        if shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
+            return "Error: could not start bash: no bash found on PATH"
+        argv = confinement.argv(argv)
     output = BoundedOutput(OUTPUT_LIMIT)
     loop = asyncio.get_running_loop()
 
@@ -142,9 +192,7 @@ async def run_command(
     spawn = asyncio.ensure_future(
         loop.subprocess_exec(
             lambda: _ShellProtocol(output),
-            "bash",
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -174,6 +222,8 @@ async def run_command(
     code = transport.get_returncode()
     if code is None or code == 0:
         return text
+    if confinement is not None and sandbox.is_launch_failure(code, text):
+        return f"Error: the sandbox could not be applied, so the command did not run: {text}"
     if code < 0:
         try:
             name = signal.Signals(-code).name

@@ -21,6 +21,12 @@ from pytest_lsp.client import register_lsp_features
 REPO = Path(__file__).resolve().parents[2]
 # Isolated mode, as every client should start it (see docs/protocol.md).
 SERVER_COMMAND = [sys.executable, "-I", "-m", "server"]
+# The server on what looks like a kernel without Landlock (see no_landlock.py).
+SERVER_WITHOUT_LANDLOCK = [
+    sys.executable,
+    str(REPO / "tests/support/no_landlock.py"),
+    *SERVER_COMMAND,
+]
 
 
 class AgentTestClient(LanguageClient):

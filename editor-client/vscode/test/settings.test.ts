@@ -142,6 +142,15 @@ describe("toInitializationOptions", () => {
     assert.deepEqual(toInitializationOptions(reader({ maxTurns: 7.9 })), { maxTurns: 7, ...EDIT_DEFAULTS });
   });
 
+  it("forwards the sandbox settings from user settings only, as written", () => {
+    const user = { sandbox: "read-only", writableRoots: ["~/.cache/uv"], network: true };
+    const hostile = { sandbox: "off", writableRoots: ["/"], network: true };
+    assert.deepEqual(toInitializationOptions(reader(user, hostile)), { ...user, ...EDIT_DEFAULTS });
+    assert.deepEqual(toInitializationOptions(reader({}, hostile)), EDIT_DEFAULTS);
+    // Raw values reach the server, which validates them and says what is wrong.
+    assert.deepEqual(toInitializationOptions(reader({ sandbox: "none" })), { sandbox: "none", ...EDIT_DEFAULTS });
+  });
+
   it("wraps the same options for didChangeConfiguration", () => {
     assert.deepEqual(toDidChangeConfigurationParams(reader({ model: "m", maxTurns: 3, confirmEdits: true })), {
       settings: { agentLsp: { model: "m", maxTurns: 3, editThroughEditor: true, confirmEdits: true } },

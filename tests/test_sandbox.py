@@ -1,0 +1,329 @@
+"""The bash sandbox on the real kernel: real processes confined by Landlock.
+
+Nothing here is skipped: this kernel (and every developer's and CI's) offers Landlock
+ABI >= 4, and a sandbox test that does not run would hide a sandbox that does not work.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tooling.contract import is_error
+from tooling.registry import ToolRegistry
+from tooling.runtime import ToolRuntime
+from tooling.workspace import Workspace
+from tools import landlock_exec, sandbox
+from tools.sandbox import SandboxPolicy
+from tools.shell import bash_tool
+
+UV = shutil.which("uv")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def runtime_for(root: Path, policy: SandboxPolicy | None = None) -> ToolRuntime:
+    return ToolRuntime(ToolRegistry([bash_tool(Workspace(root), policy=policy)]))
+
+
+async def bash(root: Path, command: str, policy: SandboxPolicy | None = None) -> str:
+    return await runtime_for(root, policy).execute("bash", json.dumps({"command": command}))
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    yield server
+    server.close()
+
+
+def pending_connections(server: socket.socket) -> int:
+    """Connections the kernel completed for ``server`` (nothing waits: it is after the fact)."""
+    count = 0
+    while select.select([server], [], [], 0)[0]:
+        connection, _ = server.accept()
+        connection.close()
+        count += 1
+    return count
+
+
+@pytest.fixture
+def git_workspace(workspace: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    return workspace
+
+
+@pytest.fixture
+def outsider() -> Iterator[subprocess.Popen[bytes]]:
+    """A process of the user's that is not part of any bash call."""
+    process = subprocess.Popen(["sleep", "30"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_this_kernel_can_sandbox() -> None:
+    state = sandbox.support()
+    assert state.available, f"Landlock ABI {state.abi}: {state.reason()}"
+    assert state.abi >= sandbox.MIN_ABI
+
+
+# -- writes ----------------------------------------------------------------------------
+
+
+async def test_writes_inside_the_workspace_work(workspace: Path) -> None:
+    result = await bash(workspace, "mkdir -p src && echo hi > src/a.txt && mv src/a.txt b.txt")
+    assert not is_error(result), result
+    assert (workspace / "b.txt").read_text() == "hi\n"
+
+
+async def test_writes_outside_fail_and_create_nothing(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    in_tmp = Path("/tmp") / f"agent-lsp-test-{uuid.uuid4().hex}"
+    for target in ("../outside", "$HOME/.bashrc", str(in_tmp)):
+        result = await bash(workspace, f"echo planted > {target}")
+        assert result.startswith("Error: exit code 1"), result
+        assert "Permission denied" in result
+    assert not (tmp_path / "outside").exists()
+    assert list(home.iterdir()) == []
+    assert not in_tmp.exists()
+
+
+async def test_other_ways_out_are_refused_too(workspace: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (workspace / "inside.txt").write_text("x")
+    for command in (
+        f"rm -f {victim}",
+        f": > {victim}",  # truncate
+        f"mv inside.txt {tmp_path}/moved.txt",
+        f"ln -s /etc {tmp_path}/link",
+        f"mkdir {tmp_path}/newdir",
+        f"python3 -c 'import os; os.truncate(\"{victim}\", 0)'",
+    ):
+        assert is_error(await bash(workspace, command)), command
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.txt", "ws"]
+    assert (workspace / "inside.txt").exists()
+
+
+async def test_the_call_gets_a_private_tmpdir_removed_afterwards(workspace: Path) -> None:
+    result = await bash(workspace, 'echo $TMPDIR; echo scratch > "$TMPDIR/f"; cat "$TMPDIR/f"')
+    tmp, content = result.splitlines()
+    assert content == "scratch"
+    assert Path(tmp).name.startswith("agent-lsp-bash-")
+    assert not Path(tmp).is_relative_to(workspace)
+    assert not Path(tmp).exists()
+    assert (await bash(workspace, "echo $TMPDIR")).strip() != tmp  # one per call
+
+
+async def test_the_usual_devices_stay_writable(workspace: Path) -> None:
+    result = await bash(
+        workspace, "echo x > /dev/null && head -c 8 /dev/urandom | wc -c && : > /dev/null"
+    )
+    assert result.strip() == "8"
+
+
+async def test_a_child_of_a_child_is_confined(workspace: Path, tmp_path: Path) -> None:
+    target = tmp_path / "deep.txt"
+    inner = f"open({str(target)!r}, 'w').write('x')"
+    result = await bash(workspace, f'bash -c "python3 -c \\"{inner}\\"" ; setsid touch {target}')
+    assert "PermissionError" in result and "Permission denied" in result
+    assert not target.exists()
+
+
+async def test_the_command_cannot_lift_the_sandbox(workspace: Path, tmp_path: Path) -> None:
+    # A second ruleset that grants everything only narrows the first (rulesets stack).
+    target = tmp_path / "escaped.txt"
+    launcher = f"{sys.executable} -I -S {sandbox.LAUNCHER}"
+    result = await bash(workspace, f"{launcher} --write / -- touch {target}")
+    assert is_error(result)
+    assert not target.exists()
+
+
+async def test_read_only_mode_protects_the_workspace(workspace: Path) -> None:
+    (workspace / "keep.txt").write_text("keep\n")
+    policy = SandboxPolicy("read-only")
+    result = await bash(workspace, 'cat keep.txt; echo x > "$TMPDIR/ok" && echo tmp-ok', policy)
+    assert result == "keep\ntmp-ok\n"
+    result = await bash(workspace, "echo changed > keep.txt", policy)
+    assert is_error(result)
+    assert (workspace / "keep.txt").read_text() == "keep\n"
+
+
+async def test_writable_roots_extend_the_workspace(workspace: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    policy = SandboxPolicy(writable_roots=(cache,))
+    assert not is_error(await bash(workspace, f"echo x > {cache}/entry", policy))
+    assert (cache / "entry").exists()
+
+
+async def test_off_runs_unconfined(workspace: Path, tmp_path: Path) -> None:
+    result = await bash(workspace, "echo x > ../outside", SandboxPolicy("off"))
+    assert not is_error(result)
+    assert (tmp_path / "outside").exists()
+
+
+# -- network and other processes -----------------------------------------------------------
+
+
+async def test_tcp_connect_is_refused_and_the_listener_sees_nothing(
+    workspace: Path, listener: socket.socket
+) -> None:
+    port = listener.getsockname()[1]
+    result = await bash(
+        workspace,
+        f"echo hi > /dev/tcp/127.0.0.1/{port}; "
+        f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'",
+    )
+    assert is_error(result)
+    assert "Permission denied" in result
+    assert pending_connections(listener) == 0
+
+
+async def test_tcp_bind_is_refused(workspace: Path) -> None:
+    result = await bash(workspace, "python3 -c 'import socket; socket.socket().bind((\"\", 0))'")
+    assert is_error(result)
+    assert "PermissionError" in result
+
+
+async def test_network_setting_allows_tcp(workspace: Path, listener: socket.socket) -> None:
+    port = listener.getsockname()[1]
+    policy = SandboxPolicy(network=True)
+    result = await bash(workspace, f"echo hi > /dev/tcp/127.0.0.1/{port} && echo sent", policy)
+    assert result == "sent\n"
+    assert pending_connections(listener) == 1
+    assert is_error(await bash(workspace, "echo x > ../outside", policy))  # still confined
+
+
+async def test_processes_outside_cannot_be_signalled(
+    workspace: Path, outsider: subprocess.Popen[bytes]
+) -> None:
+    result = await bash(workspace, f"kill -TERM {outsider.pid}")
+    assert is_error(result)
+    assert "Operation not permitted" in result
+    assert outsider.poll() is None
+
+
+# -- what still works ------------------------------------------------------------------
+
+
+async def test_git_works_in_the_workspace(git_workspace: Path) -> None:
+    workspace = git_workspace
+    (workspace / "a.txt").write_text("a\n")
+    result = await bash(
+        workspace,
+        "git status --short && git add a.txt && "
+        "git -c user.name=t -c user.email=t@example.com commit -qm first && git log --oneline",
+    )
+    assert not is_error(result), result
+    assert result.splitlines()[0] == "?? a.txt"
+    assert result.splitlines()[-1].endswith(" first")
+
+
+async def test_python_works(workspace: Path) -> None:
+    assert await bash(workspace, "python3 -c 'print(6 * 7)'") == "42\n"
+
+
+async def test_the_launcher_imports_nothing_from_the_workspace(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The launcher is Python, started in the workspace: modules planted there (and a
+    # PYTHONPATH pointing at them) must not run before, or instead of, the ruleset.
+    for name in ("ctypes.py", "sitecustomize.py", "usercustomize.py"):
+        (workspace / name).write_text("open('imported', 'w')\n")
+    monkeypatch.setenv("PYTHONPATH", str(workspace))
+    result = await bash(workspace, "echo ran; echo x > ../outside")
+    assert result.startswith("Error: exit code 1\nran\n")
+    assert "../outside: Permission denied" in result
+    assert not (workspace / "imported").exists()
+
+
+@pytest.fixture
+def uv_cache() -> Path:
+    assert UV is not None, "uv runs this project's tests; it must be on PATH"
+    done = subprocess.run([UV, "cache", "dir"], capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip())
+
+
+async def test_uv_run_works_with_its_cache_writable(workspace: Path, uv_cache: Path) -> None:
+    cache = uv_cache
+    (workspace / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "0"\nrequires-python = ">=3.11"\ndependencies = []\n'
+    )
+    command = "uv run --offline python -c 'import sys; print(sys.prefix)'"
+    result = await bash(workspace, command, SandboxPolicy(writable_roots=(cache,)))
+    assert not is_error(result), result
+    assert result.splitlines()[-1] == str(workspace / ".venv")
+    # Without the cache folder writable, uv is refused and the model is told why.
+    result = await bash(workspace, command)
+    assert is_error(result)
+    assert "agent-lsp's sandbox" in result
+
+
+# -- what the model is told ------------------------------------------------------------
+
+
+async def test_a_refusal_comes_with_an_explanation(workspace: Path) -> None:
+    result = await bash(workspace, "touch /etc/agent-lsp-planted")
+    assert is_error(result)
+    assert "Note: this command ran in agent-lsp's sandbox" in result
+    assert str(workspace) in result and "no TCP connections" in result
+    plain = await bash(workspace, "echo no; exit 3")
+    assert plain == "Error: exit code 3\nno\n"
+
+
+async def test_changes_to_git_hooks_and_config_are_reported(git_workspace: Path) -> None:
+    workspace = git_workspace
+    result = await bash(workspace, "printf '#!/bin/sh\\n' > .git/hooks/pre-commit")
+    assert ".git/hooks/pre-commit" in result and "outside the sandbox" in result
+    result = await bash(workspace, "git config core.pager cat")
+    assert ".git/config" in result
+    assert await bash(workspace, "git status --short") == "(no output)"
+
+
+def test_the_launcher_refuses_rather_than_running_unconfined(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    launcher = [sys.executable, "-I", "-S", str(sandbox.LAUNCHER)]
+    done = subprocess.run(
+        [*launcher, "--bogus", "--", "touch", str(marker)], capture_output=True, text=True
+    )
+    assert done.returncode == landlock_exec.FAILURE_STATUS
+    assert done.stderr.startswith(landlock_exec.FAILURE_MARKER)
+    assert not marker.exists()
+
+
+def test_list_tools_shows_the_sandbox(workspace: Path) -> None:
+    tool = bash_tool(Workspace(workspace))
+    described = ToolRegistry([tool]).describe()[0]
+    assert described["annotations"]["sandbox"] == {
+        "mode": "workspace-write",
+        "enforced": True,
+        "network": False,
+        "writableRoots": [str(workspace)],
+        "landlockAbi": sandbox.support().abi,
+    }
+    assert described["annotations"]["openWorldHint"] is False
+    assert "runs in a sandbox" in described["description"]
