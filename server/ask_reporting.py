@@ -16,7 +16,15 @@ from pygls.exceptions import JsonRpcException
 
 from . import protocol as p
 from .activity import activity_params, summarize_arguments
-from .events import AgentEvent, FinalAnswer, ModelRequestStarted, ToolCallFinished, ToolCallStarted
+from .events import (
+    AgentEvent,
+    FinalAnswer,
+    ModelRequestStarted,
+    PermissionAnswered,
+    PermissionRequested,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -91,6 +99,23 @@ class AskReporter:
             self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
         elif isinstance(event, ToolCallFinished):
             self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
+        elif isinstance(event, PermissionRequested | PermissionAnswered):
+            # "waiting" while the user is asked; "started" again once allowed to run.
+            waiting = isinstance(event, PermissionRequested)
+            if waiting:
+                self._phase("permission", f"turn {self._turn}: waiting for you: {event.title}")
+            elif event.allowed:
+                self._phase("tools", f"turn {self._turn}: {event.name} allowed")
+            if waiting or event.allowed:
+                activity = {
+                    "sessionId": self.session_id,
+                    "callId": event.call_id,
+                    "name": event.name,
+                    "arguments": event.arguments,
+                    "turn": self._turn,
+                    "status": "waiting" if waiting else "started",
+                }
+                self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity)
         elif isinstance(event, FinalAnswer):
             self._phase("done", "answer ready")
 

@@ -101,4 +101,7 @@ def sandbox_unavailable(policy: SandboxPolicy) -> str | None:
 
     if policy.mode == "off" or sandbox.support().available:
         return None
-    return f"bash commands run without a sandbox: {sandbox.support().reason()}."
+    return (
+        f"bash commands run without a sandbox: {sandbox.support().reason()}. Each one asks "
+        'for your permission first (agentLsp.sandbox "off" runs them without asking).'
+    )

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from tooling.ledger import FileLedger
 
+from .permissions import GrantStore
+
 if TYPE_CHECKING:
     from .session_files import SessionFiles, SessionMeta
 
@@ -34,6 +36,9 @@ class Conversation:
     # What the agent has read of each file (stale-edit protection); not persisted,
     # so a conversation loaded from a file re-reads before it edits.
     ledger: FileLedger = field(default_factory=FileLedger, repr=False)
+    # The user's allow/reject-always answers, each bound to one exact call; in memory
+    # only, so they end with the conversation (or the server).
+    grants: GrantStore = field(default_factory=GrantStore, repr=False)
 
     @property
     def title(self) -> str:

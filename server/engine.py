@@ -34,6 +34,7 @@ from .editor_context import prompt_of, with_context
 from .errors import InvalidParamsError, NoWorkspaceFolderError, SessionBusyError
 from .events import EventSink
 from .model_config import ModelSettings, create_client, load_model_settings
+from .permissions import Asker, PermissionGate
 from .prompts import system_prompt
 from .session_files import SessionFiles
 from .settings import AgentSettings
@@ -274,7 +275,16 @@ class AgentEngine:
         return conversation
 
     def end_session(self, session_id: str) -> bool:
-        return self._conversations.drop(session_id)
+        return self._conversations.drop(session_id)  # its grants go with it
+
+    def grants(self, session_id: str) -> list[p.GrantInfo]:
+        return [
+            p.GrantInfo(g.grant_id, g.tool_name, g.arguments, g.title, g.decision, g.created)
+            for g in self.conversation(session_id).grants.list()
+        ]
+
+    def revoke_grant(self, session_id: str, grant_id: str) -> bool:
+        return self.conversation(session_id).grants.revoke(grant_id)
 
     async def sessions(self, folder: Path | None = None) -> list[p.SessionSummary]:
         root = self.folder(folder).workspace.root if folder is not None else None
@@ -399,10 +409,13 @@ class AgentEngine:
         on_event: EventSink | None = None,
         on_session: Callable[[str], None] | None = None,
         context: p.EditorContext | None = None,
+        asker: Asker | None = None,
     ) -> p.AskResult:
         """Run one ask; ``on_session`` learns the session id before any tool runs.
 
         ``context`` (what the user is looking at) becomes a note after the prompt.
+        ``asker`` reaches the user for calls that need permission (none: such calls
+        are refused, and the model is told why).
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
@@ -451,6 +464,13 @@ class AgentEngine:
                         ledger=conversation.ledger,
                         documents=self._documents,
                         session_id=conversation.id,
+                        permissions=PermissionGate(
+                            settings.approval,
+                            conversation.grants,
+                            asker,
+                            session_id=conversation.id,
+                            emit=on_event or _ignore,
+                        ),
                     ),
                 )
             except BaseException:
@@ -496,3 +516,7 @@ def _ask_result(session_id: str, loop: LoopResult) -> p.AskResult:
 def _call_parts(call: Mapping[str, Any]) -> tuple[str, str]:
     function = call.get("function") or {}
     return str(function.get("name") or ""), str(function.get("arguments") or "")
+
+
+def _ignore(event: object) -> None:
+    pass

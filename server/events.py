@@ -38,10 +38,35 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
+class PermissionRequested:
+    """A call waits for the user's permission (between its start and its end)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    title: str
+
+
+@dataclass(frozen=True)
+class PermissionAnswered:
+    call_id: str
+    name: str
+    arguments: str
+    allowed: bool  # False also for a timeout or a dismissed request
+
+
+@dataclass(frozen=True)
 class FinalAnswer:
     text: str
     stop_reason: str  # "end_turn" or "max_turns"
 
 
-AgentEvent = ModelRequestStarted | ToolCallStarted | ToolCallFinished | FinalAnswer
+AgentEvent = (
+    ModelRequestStarted
+    | ToolCallStarted
+    | ToolCallFinished
+    | PermissionRequested
+    | PermissionAnswered
+    | FinalAnswer
+)
 EventSink = Callable[[AgentEvent], None]

@@ -35,6 +35,7 @@ from .documents import LspDocuments
 from .engine import AgentEngine
 from .errors import AgentError, InvalidParamsError
 from .model_config import ModelNotConfiguredError, ModelRequestError
+from .permission_requests import LspAsker
 from .settings import parse_settings
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class AgentLanguageServer(LanguageServer):
         )
         self.engine = engine or AgentEngine()
         self.engine.attach_documents(LspDocuments(self))
+        self.asker = LspAsker(self)
         self.asks: set[asyncio.Task[Any]] = set()
         self.pending_warnings: list[str] = []
         self.shutdown_requested = False
@@ -317,6 +319,18 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         q = p.parse(params, p.ToolOutputParams)
         return p.to_wire(ls.engine.tool_output(q.session_id, q.call_id))
 
+    @server.feature(p.AGENT_GRANTS)
+    @_rpc
+    def grants(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.SessionParams)
+        return p.to_wire(p.GrantsResult(ls.engine.grants(q.session_id)))
+
+    @server.feature(p.AGENT_REVOKE_GRANT)
+    @_rpc
+    def revoke_grant(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.RevokeGrantParams)
+        return p.to_wire(p.RevokeGrantResult(ls.engine.revoke_grant(q.session_id, q.grant_id)))
+
     @server.feature(p.AGENT_ASK)
     @_rpc
     async def ask(ls: AgentLanguageServer, params: Any) -> Any:
@@ -333,6 +347,7 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
                 on_event=reporter,
                 on_session=reporter.set_session,
                 context=q.context,
+                asker=ls.asker,
             )
             outcome = "done"
             return p.to_wire(result)

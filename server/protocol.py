@@ -31,9 +31,15 @@ AGENT_SESSION_HISTORY: Final = "agent/sessionHistory"
 AGENT_TOOL_OUTPUT: Final = "agent/toolOutput"
 AGENT_LIST_MODELS: Final = "agent/listModels"
 AGENT_CHECK_CONNECTION: Final = "agent/checkConnection"
+AGENT_GRANTS: Final = "agent/grants"
+AGENT_REVOKE_GRANT: Final = "agent/revokeGrant"
 # Server -> client notifications.
 AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
 AGENT_ASK_PROGRESS: Final = "agent/askProgress"
+# Server -> client request; a client that can answer sets
+# capabilities.experimental.agent.requestPermission = true in initialize.
+AGENT_REQUEST_PERMISSION: Final = "agent/requestPermission"
+CLIENT_CAN_ANSWER_PERMISSION: Final = "requestPermission"
 
 REQUESTS: Final = (
     AGENT_ASK,
@@ -45,6 +51,8 @@ REQUESTS: Final = (
     AGENT_TOOL_OUTPUT,
     AGENT_LIST_MODELS,
     AGENT_CHECK_CONNECTION,
+    AGENT_GRANTS,
+    AGENT_REVOKE_GRANT,
 )
 NOTIFICATIONS: Final = (AGENT_TOOL_ACTIVITY, AGENT_ASK_PROGRESS)
 
@@ -122,6 +130,12 @@ class AskParams:
 class ToolOutputParams:
     session_id: str = attrs.field(validator=_non_empty)
     call_id: str = attrs.field(validator=_non_empty)
+
+
+@attrs.define
+class RevokeGrantParams:
+    session_id: str = attrs.field(validator=_non_empty)
+    grant_id: str = attrs.field(validator=_non_empty)
 
 
 # -- results and notifications ---------------------------------------------------------------
@@ -239,6 +253,50 @@ class AskProgress:
     turn: int
     phase: str
     message: str
+
+
+@attrs.define
+class GrantInfo:
+    """An always-answer of the user, bound to one exact call."""
+
+    grant_id: str
+    tool_name: str
+    arguments: str  # canonical JSON of the call's arguments
+    title: str
+    decision: str  # "allow" or "reject"
+    created: float
+
+
+@attrs.define
+class GrantsResult:
+    grants: list[GrantInfo]
+
+
+@attrs.define
+class RevokeGrantResult:
+    revoked: bool
+
+
+@attrs.define
+class PermissionOption:
+    option_id: str
+    name: str
+    kind: str  # allow_once | allow_always | reject_once | reject_always (ACP's kinds)
+
+
+@attrs.define
+class RequestPermissionParams:
+    """``agent/requestPermission`` (server -> client). The result is ACP's
+    ``{"outcome": {"outcome": "selected", "optionId": ...}}`` or
+    ``{"outcome": {"outcome": "cancelled"}}``."""
+
+    session_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    title: str
+    reason: str
+    options: list[PermissionOption]
 
 
 # -- structuring ------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from typing import Any
 from tools.sandbox import MODES as SANDBOX_MODES
 from tools.sandbox import SandboxPolicy
 
+from .permissions import APPROVAL_MODES, MAX_PERMISSION_TIMEOUT, ApprovalPolicy
+
 SECTION = "agentLsp"
 
 
@@ -34,6 +36,8 @@ class AgentSettings:
     confirm_edits: bool = False
     # The bash sandbox (machine-scoped in editors: a repository cannot relax it).
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    # When the user is asked before a call runs (machine-scoped too).
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def model_overrides(self) -> dict[str, Any]:
@@ -128,6 +132,23 @@ def parse_settings(raw: Any) -> AgentSettings:
         network=flag("network", False),
     )
 
+    approval = text("approval")
+    if approval is not None and approval not in APPROVAL_MODES:
+        warnings.append(f"{SECTION}.approval must be one of {', '.join(APPROVAL_MODES)}; ignored")
+        approval = None
+    allowed = raw.get("allowedCommands")
+    if allowed is not None and not (
+        isinstance(allowed, list) and all(isinstance(c, str) and c.strip() for c in allowed)
+    ):
+        warnings.append(f"{SECTION}.allowedCommands must be a list of command prefixes; ignored")
+        allowed = None
+    timeout = number("permissionTimeout", maximum=MAX_PERMISSION_TIMEOUT)
+    approval_policy = ApprovalPolicy(
+        approval=approval or ApprovalPolicy.approval,
+        allowed_commands=tuple(" ".join(c.split()) for c in allowed or ()),
+        timeout=float(timeout) if timeout is not None else ApprovalPolicy.timeout,
+    )
+
     max_turns = number("maxTurns", integer=True, maximum=1000)
     max_retries = raw.get("maxRetries")
     if max_retries is not None and (
@@ -149,5 +170,6 @@ def parse_settings(raw: Any) -> AgentSettings:
         edit_through_editor=flag("editThroughEditor", True),
         confirm_edits=flag("confirmEdits", False),
         sandbox=sandbox,
+        approval=approval_policy,
         warnings=tuple(warnings),
     )

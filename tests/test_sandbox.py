@@ -327,3 +327,38 @@ def test_list_tools_shows_the_sandbox(workspace: Path) -> None:
     }
     assert described["annotations"]["openWorldHint"] is False
     assert "runs in a sandbox" in described["description"]
+
+
+# -- escalations (the permission flow itself is tested through the server) -------------
+
+
+async def test_an_escalation_needs_a_justification(workspace: Path) -> None:
+    arguments = {"command": "curl -sI https://pypi.org", "escalation": "network"}
+    result = await runtime_for(workspace).execute("bash", json.dumps(arguments))
+    assert result.startswith("Error: Invalid arguments for bash:")
+    assert "justification" in result
+
+
+async def test_an_escalation_with_no_one_to_ask_is_refused(workspace: Path) -> None:
+    arguments = {
+        "command": "touch ../escaped",
+        "escalation": "unsandboxed",
+        "justification": "testing",
+    }
+    result = await runtime_for(workspace).execute("bash", json.dumps(arguments))
+    assert result.startswith("Error: this call needs the user's permission")
+    assert "Run outside the sandbox: touch ../escaped" in result
+    assert not (workspace.parent / "escaped").exists()
+
+
+def test_what_a_call_would_ask() -> None:
+    policy = SandboxPolicy()
+    plain = sandbox.call_permission(policy, "ls  -l", None, None)
+    assert (plain.title, plain.required) == ("Run: ls -l", False)
+    network = sandbox.call_permission(policy, "npm ci", "network", "install dependencies")
+    assert network.title == "Run with network access: npm ci" and network.required
+    assert network.reason == "install dependencies"
+    # Nothing to ask for what the settings already allow.
+    allowed = sandbox.call_permission(SandboxPolicy(network=True), "npm ci", "network", "x")
+    assert not allowed.required
+    assert not sandbox.call_permission(SandboxPolicy("off"), "rm x", "unsandboxed", "x").required

@@ -300,10 +300,14 @@ def test_declaration(tmp_path: Path) -> None:
                 "maximum": 300,
                 "description": "Time limit in seconds (default 120).",
             },
+            "escalation": tool.parameters["properties"]["escalation"],
+            "justification": tool.parameters["properties"]["justification"],
         },
         "required": ["command"],
+        "dependentRequired": {"escalation": ["justification"]},
         "additionalProperties": False,
     }
+    assert tool.parameters["properties"]["escalation"]["enum"] == ["network", "unsandboxed"]
     annotations = ToolRegistry([tool]).describe()[0]["annotations"]
     assert annotations["destructiveHint"] is True and annotations["readOnlyHint"] is False
 

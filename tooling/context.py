@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .documents import EditorDocuments
 from .ledger import FileLedger
+from .permissions import Permissions
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class ToolContext:
     # Set by the runtime when the call is cancelled: work running in a thread polls
     # it (asyncio cancellation cannot reach a thread).
     cancelled: threading.Event = field(default_factory=threading.Event)
+    # The user's say over calls that need it (None: nobody to ask; such calls are refused).
+    permissions: Permissions | None = None
 
     def for_call(self, call_id: str) -> ToolContext:
         """This context for one tool call: same conversation state, own cancel flag."""

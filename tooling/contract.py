@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .context import ToolContext
+from .permissions import CallPermission
 
 # Receives the parsed, schema-validated arguments and the per-call context (what the
 # call may use: the conversation's ledger, the editor's documents, cancellation);
@@ -37,6 +38,9 @@ class ToolDefinition:
     # More annotations for clients (e.g. MCP's ``openWorldHint``, the bash sandbox's
     # state); merged into the described tool's ``annotations``.
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    # What a call would ask the user (destructive tools are asked about when the user
+    # chose approval "always"; ``required`` ones always). None: the front end words it.
+    permission: Callable[[dict[str, Any]], CallPermission] | None = None
 
 
 def is_error(output: str) -> bool:

@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolContext
+from .permissions import PermissionRequest, refused_without_asker
 from .registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -68,6 +69,21 @@ class ToolRuntime:
 
         context = context if context is not None else ToolContext()
         try:
+            if tool.destructive or tool.permission is not None:
+                request = PermissionRequest(
+                    tool_name=name,
+                    tool_title=tool.title or name,
+                    call_id=context.call_id,
+                    arguments=arguments,
+                    raw_arguments=raw_arguments,
+                    permission=tool.permission(arguments) if tool.permission else None,
+                )
+                if context.permissions is None:
+                    decision = refused_without_asker(request)
+                else:
+                    decision = await context.permissions.authorize(request)
+                if not decision.allowed:
+                    return f"Error: {decision.message}"
             # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
             return await tool.handler(arguments, context)
         except asyncio.CancelledError:

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tooling.permissions import CallPermission
+
 from . import landlock_exec
 
 MODES: tuple[str, ...] = ("workspace-write", "read-only", "off")
@@ -190,10 +192,30 @@ def explain_denial(output: str, confinement: Confinement) -> str | None:
         "Note: this command ran in agent-lsp's sandbox, which allows writes only in "
         f"{places}$TMPDIR and the usual devices{network}; 'permission denied' or a refused "
         "connection above is most likely the sandbox, and retrying the same way will fail "
-        "again. Change the "
-        "command to stay inside those places (e.g. point caches or outputs at $TMPDIR or "
-        "the workspace), or tell the user what it needs."
+        "again. Change the command to stay inside those places (e.g. point caches or "
+        "outputs at $TMPDIR or the workspace). Only if the task truly needs more, call bash "
+        'again with escalation "network" or "unsandboxed" and a one-line '
+        "justification: the user is asked and may decline."
     )
+
+
+def call_permission(
+    policy: SandboxPolicy, command: str, escalation: str | None, justification: str | None
+) -> CallPermission:
+    """What one bash call would ask the user, and whether it must (``required``)."""
+    shown = " ".join(command.split())
+    why = justification or ""
+    if policy.mode != "off" and not support().available:
+        lacking = f"There is no sandbox on this system ({support().reason()})"
+        reason = f"{lacking}: the command would run with your full rights." + (
+            f" The agent says: {why}" if why else ""
+        )
+        return CallPermission(f"Run without a sandbox: {shown}", required=True, reason=reason)
+    if policy.mode != "off" and escalation == "unsandboxed":
+        return CallPermission(f"Run outside the sandbox: {shown}", required=True, reason=why)
+    if policy.mode != "off" and escalation == "network" and not policy.network:
+        return CallPermission(f"Run with network access: {shown}", required=True, reason=why)
+    return CallPermission(f"Run: {shown}", reason=why)
 
 
 def is_launch_failure(code: int | None, output: str) -> bool:

@@ -51,6 +51,7 @@ from typing import Any
 
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition, is_error
+from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
 from . import sandbox
@@ -97,12 +98,25 @@ def bash_tool(
     policy = policy or SandboxPolicy()
     confined = policy.mode != "off" and sandbox.support().available
 
+    def permission(arguments: dict[str, Any]) -> CallPermission:
+        return sandbox.call_permission(
+            policy,
+            arguments["command"],
+            arguments.get("escalation"),
+            arguments.get("justification"),
+        )
+
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
-        # Types and bounds are already checked by the runtime against the schema.
+        # Types and bounds are already checked by the runtime against the schema, and an
+        # escalation was granted by the user before the runtime called this handler.
         root = workspace.root
+        escalation = arguments.get("escalation")
         git_before = sandbox.git_surface(root)
         async with sandbox.private_tmp() as tmp:
-            confinement = sandbox.confinement(policy, root, tmp)
+            confinement = None
+            if escalation != "unsandboxed":
+                network = True if escalation == "network" else None
+                confinement = sandbox.confinement(policy, root, tmp, network=network)
             result = await run_command(
                 root,
                 arguments["command"],
@@ -143,11 +157,28 @@ def bash_tool(
                     "maximum": max_timeout,
                     "description": f"Time limit in seconds (default {timeout:g}).",
                 },
+                "escalation": {
+                    "type": "string",
+                    "enum": ["network", "unsandboxed"],
+                    "description": (
+                        "Only when the sandbox refused something this task truly needs: "
+                        "ask the user to run this one call with network access, or without "
+                        "the sandbox. Requires a justification; the user may decline."
+                    ),
+                },
+                "justification": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 300,
+                    "description": "One line telling the user why this call needs the escalation.",
+                },
             },
             "required": ["command"],
+            "dependentRequired": {"escalation": ["justification"]},
             "additionalProperties": False,
         },
         handler=handler,
+        permission=permission,
         read_only=False,
         destructive=True,
         title="Run shell command",

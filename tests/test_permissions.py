@@ -1,0 +1,362 @@
+"""Permission requests through the real server process: the user answers in the "editor".
+
+The client here is pytest-lsp's, with an ``agent/requestPermission`` handler that answers
+what each test scripts (or never answers, to test the timeout and the cancel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import select
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tests.support.lsp_client import (
+    SERVER_WITHOUT_LANDLOCK,
+    AgentTestClient,
+    RunningAsk,
+    ask,
+    make_client,
+    server_env,
+    start_client,
+)
+from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.procs import wait_until
+
+CAN_ASK = types.ClientCapabilities(experimental={"agent": {"requestPermission": True}})
+NEVER = "never-answer"  # an answer that makes the client wait until it is cancelled
+
+
+class PermissionClient(AgentTestClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.requests: list[dict[str, Any]] = []
+        self.answers: list[str] = []  # option ids, "dismiss", or NEVER
+        self.withdrawn: list[str] = []  # callIds of requests the server cancelled
+
+
+def permission_client() -> PermissionClient:
+    client = make_client(PermissionClient)
+    assert isinstance(client, PermissionClient)
+
+    @client.feature("agent/requestPermission")
+    async def on_request(params: dict[str, Any]) -> dict[str, Any]:
+        client.requests.append(params)
+        answer = client.answers.pop(0) if client.answers else "reject_once"
+        if answer == NEVER:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                client.withdrawn.append(params["callId"])
+                raise
+        if answer == "dismiss":
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": answer}}
+
+    return client
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+async def start(
+    model: ScriptedModel,
+    workspace: Path,
+    *,
+    settings: dict[str, Any] | None = None,
+    capabilities: types.ClientCapabilities | None = CAN_ASK,
+    server_command: list[str] | None = None,
+) -> PermissionClient:
+    client = await start_client(
+        server_env(model.base_url),
+        [workspace],
+        settings=settings,
+        capabilities=capabilities,
+        client_factory=permission_client,
+        server_command=server_command,
+    )
+    assert isinstance(client, PermissionClient)
+    return client
+
+
+@pytest.fixture
+async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[PermissionClient]:
+    client = await start(model, workspace)
+    yield client
+    await client.shutdown_session()
+    await client.stop()
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    yield server
+    server.close()
+
+
+def connections(server: socket.socket) -> int:
+    count = 0
+    while select.select([server], [], [], 0)[0]:
+        server.accept()[0].close()
+        count += 1
+    return count
+
+
+def escalated(command: str, escalation: str = "unsandboxed", **extra: Any) -> dict[str, Any]:
+    return {"command": command, "escalation": escalation, "justification": "the test needs it"}
+
+
+def tool_results(model: ScriptedModel) -> dict[str, str]:
+    """callId -> what the model got back, from the last request it received."""
+    return {
+        m["tool_call_id"]: m["content"]
+        for m in model.bodies[-1]["messages"]
+        if m.get("role") == "tool"
+    }
+
+
+# -- the request and each outcome ------------------------------------------------------------
+
+
+async def test_allow_once_runs_the_escalated_call(
+    client: PermissionClient, model: ScriptedModel, listener: socket.socket
+) -> None:
+    port = listener.getsockname()[1]
+    command = f"echo hi > /dev/tcp/127.0.0.1/{port} && echo sent"
+    model.reply(tool_calls=[tool_call("bash", escalated(command, "network"), id="net")])
+    model.reply("connected")
+    client.answers = ["allow_once"]
+    token = "permission-progress"
+    client.progress_reports.setdefault(token, [])
+
+    result = await ask(client, prompt="connect", workDoneToken=token)
+
+    assert result["toolCalls"][0]["ok"] is True
+    assert tool_results(model)["net"] == "sent\n"
+    assert connections(listener) == 1
+    [request] = client.requests
+    assert request["sessionId"] == result["sessionId"]
+    assert request["callId"] == "net" and request["toolName"] == "bash"
+    assert request["arguments"]["command"] == command
+    assert request["title"] == f"Run with network access: {command}"
+    assert request["reason"] == "the test needs it"
+    assert [o["kind"] for o in request["options"]] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]
+    statuses = [a["status"] for a in client.activity if a["callId"] == "net"]
+    assert statuses == ["started", "waiting", "started", "completed"]
+    messages = [getattr(r, "message", "") or "" for r in client.progress_reports[token]]
+    assert any("waiting for you: Run with network access" in m for m in messages)
+    assert "permission" in [progress["phase"] for progress in client.progress]
+
+
+async def test_a_rejected_call_is_declined_and_the_ask_goes_on(
+    client: PermissionClient, model: ScriptedModel, workspace: Path
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../escaped"), id="esc")])
+    model.reply("I will not do that then.")
+    client.answers = ["reject_once"]
+    result = await ask(client, prompt="escape")
+    assert result["answer"] == "I will not do that then."
+    assert tool_results(model)["esc"].startswith("Error: the user declined this call")
+    assert not (workspace.parent / "escaped").exists()
+    assert [a["status"] for a in client.activity] == ["started", "waiting", "failed"]
+
+
+async def test_a_dismissed_request_is_declined(
+    client: PermissionClient, model: ScriptedModel
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", escalated("true"), id="d")])
+    model.reply("ok")
+    client.answers = ["dismiss"]
+    await ask(client, prompt="x")
+    assert "the request was dismissed" in tool_results(model)["d"]
+
+
+# -- grants are bound to the exact call ------------------------------------------------------
+
+
+async def test_allow_always_covers_only_the_same_call(
+    client: PermissionClient, model: ScriptedModel, workspace: Path
+) -> None:
+    same = escalated("echo one > ../one.txt")
+    model.reply(tool_calls=[tool_call("bash", same, id="a1")])
+    model.reply(tool_calls=[tool_call("bash", same, id="a2")])  # same call: not asked again
+    model.reply(tool_calls=[tool_call("bash", escalated("echo two > ../two.txt"), id="b")])
+    model.reply("done")
+    client.answers = ["allow_always", "reject_once"]
+    first = await ask(client, prompt="write outside twice, then something else")
+
+    assert [r["callId"] for r in client.requests] == ["a1", "b"]
+    results = tool_results(model)
+    assert results["a2"] == "(no output)"
+    assert results["b"].startswith("Error: the user declined")
+    assert (workspace.parent / "one.txt").exists() and not (workspace.parent / "two.txt").exists()
+
+    session = first["sessionId"]
+    grants = (await client.protocol.send_request_async("agent/grants", {"sessionId": session}))[
+        "grants"
+    ]
+    assert [(g["toolName"], g["decision"]) for g in grants] == [("bash", "allow")]
+    assert json.loads(grants[0]["arguments"]) == same
+    revoked = await client.protocol.send_request_async(
+        "agent/revokeGrant", {"sessionId": session, "grantId": grants[0]["grantId"]}
+    )
+    assert revoked == {"revoked": True}
+
+    # Revoked: the same call is asked about again.
+    model.reply(tool_calls=[tool_call("bash", same, id="a3")])
+    model.reply("asked again")
+    client.answers = ["reject_always"]
+    await ask(client, prompt="again", sessionId=session)
+    assert [r["callId"] for r in client.requests] == ["a1", "b", "a3"]
+    # ...and a reject_always refuses it from now on without asking.
+    model.reply(tool_calls=[tool_call("bash", same, id="a4")])
+    model.reply("refused")
+    await ask(client, prompt="once more", sessionId=session)
+    assert len(client.requests) == 3
+    assert '"reject always"' in tool_results(model)["a4"]
+
+    # endSession drops the conversation and its grants.
+    await client.protocol.send_request_async("agent/endSession", {"sessionId": session})
+    with pytest.raises(JsonRpcException) as caught:
+        await client.protocol.send_request_async("agent/grants", {"sessionId": session})
+    assert caught.value.code == -32602
+
+
+# -- who can be asked, and for how long -------------------------------------------------------
+
+
+async def test_without_the_capability_the_call_is_refused_and_the_model_told(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    client = await start(model, workspace, capabilities=types.ClientCapabilities())
+    try:
+        model.reply(tool_calls=[tool_call("bash", escalated("touch ../x"), id="c")])
+        model.reply("ok")
+        await ask(client, prompt="x")
+        assert client.requests == []
+        assert "the editor cannot ask the user" in tool_results(model)["c"]
+        assert not (workspace.parent / "x").exists()
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+async def test_an_unanswered_request_times_out_as_declined(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    client = await start(model, workspace, settings={"permissionTimeout": 0.5})
+    try:
+        model.reply(tool_calls=[tool_call("bash", escalated("touch ../x"), id="t")])
+        model.reply("moving on")
+        client.answers = [NEVER]
+        result = await ask(client, prompt="x")
+        assert result["answer"] == "moving on"
+        assert "no answer within 0.5 s counts as declined" in tool_results(model)["t"]
+        assert await asyncio.to_thread(wait_until, lambda: client.withdrawn == ["t"], 5)
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+async def test_cancelling_the_ask_withdraws_the_request_at_once(
+    client: PermissionClient, model: ScriptedModel
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../x"), id="w")])
+    model.reply("never reached")
+    client.answers = [NEVER]
+    running = RunningAsk(client, {"prompt": "x"})
+    assert await asyncio.to_thread(wait_until, lambda: client.requests, 10)
+    running.cancel()
+    with pytest.raises(JsonRpcException) as caught:
+        await asyncio.wait_for(running.result, 3)
+    assert caught.value.code == -32800
+    assert await asyncio.to_thread(wait_until, lambda: client.withdrawn == ["w"], 5)
+
+
+# -- the approval setting -------------------------------------------------------------------
+
+
+async def test_approval_always_asks_before_every_change(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    settings = {"approval": "always", "allowedCommands": ["git status"]}
+    client = await start(model, workspace, settings=settings)
+    try:
+        model.reply(
+            tool_calls=[
+                tool_call("write_file", {"path": "a.txt", "content": "x"}, id="w"),
+                tool_call("bash", {"command": "echo hi"}, id="b"),
+                tool_call("bash", {"command": "git status"}, id="g"),  # allowed: not asked
+                tool_call("bash", {"command": "git status; rm -rf ."}, id="g2"),  # not a match
+                tool_call("read_file", {"path": "a.txt"}, id="r"),  # read-only: never asked
+            ]
+        )
+        model.reply("done")
+        client.answers = ["allow_once", "reject_once", "reject_once"]
+        await ask(client, prompt="go")
+        assert [(r["callId"], r["title"]) for r in client.requests] == [
+            ("w", "Write file: a.txt"),
+            ("b", "Run: echo hi"),
+            ("g2", "Run: git status; rm -rf ."),
+        ]
+        assert (workspace / "a.txt").read_text() == "x"
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+async def test_approval_never_refuses_escalations_without_asking(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    client = await start(model, workspace, settings={"approval": "never"})
+    try:
+        model.reply(
+            tool_calls=[
+                tool_call("bash", escalated("touch ../x"), id="e"),
+                tool_call("bash", {"command": "echo fine"}, id="p"),
+            ]
+        )
+        model.reply("ok")
+        await ask(client, prompt="x")
+        assert client.requests == []
+        results = tool_results(model)
+        assert 'approval: "never"' in results["e"]
+        assert results["p"] == "fine\n"
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+async def test_without_landlock_every_bash_call_asks(model: ScriptedModel, workspace: Path) -> None:
+    client = await start(model, workspace, server_command=SERVER_WITHOUT_LANDLOCK)
+    try:
+        model.reply(tool_calls=[tool_call("bash", {"command": "echo hi"}, id="u")])
+        model.reply("ok")
+        client.answers = ["allow_once"]
+        await ask(client, prompt="x")
+        [request] = client.requests
+        assert request["title"] == "Run without a sandbox: echo hi"
+        assert "no Landlock" in request["reason"]
+        assert tool_results(model)["u"] == "hi\n"
+    finally:
+        await client.shutdown_session()
+        await client.stop()

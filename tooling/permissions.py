@@ -1,0 +1,60 @@
+"""Asking the user before a call runs: the interface tools and the runtime see.
+
+A tool says what one call would need the user's permission for (``CallPermission``,
+from its ``ToolDefinition.permission`` hook); the runtime asks the call's
+``context.permissions`` before running any destructive tool, and the front end
+decides (its policy, the user's earlier answers, a dialog in the editor).
+``server.permissions`` implements it over LSP; without one (``None`` in the context)
+calls that require permission are refused, and the others run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class CallPermission:
+    """What a tool would ask the user about one call."""
+
+    title: str  # what the user allows, in one line (e.g. "Run with network access: npm ci")
+    # The call needs the user's yes even when the policy asks only for escalations.
+    required: bool = False
+    reason: str = ""  # why (the model's justification, or what the system lacks)
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    tool_name: str
+    tool_title: str
+    call_id: str
+    arguments: Mapping[str, Any]  # parsed and schema-valid
+    raw_arguments: str  # as the model sent them
+    # None: the tool has no hook; the front end words the request itself.
+    permission: CallPermission | None
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    allowed: bool
+    # For the model when refused: what happened and what to do instead.
+    message: str = ""
+
+
+class Permissions(Protocol):
+    async def authorize(self, request: PermissionRequest) -> PermissionDecision:
+        """Allow or refuse one call (may wait for the user; cancellable)."""
+        ...
+
+
+def refused_without_asker(request: PermissionRequest) -> PermissionDecision:
+    """The decision when nobody can be asked: run only what needs no permission."""
+    if request.permission is None or not request.permission.required:
+        return PermissionDecision(True)
+    return PermissionDecision(
+        False,
+        f"this call needs the user's permission ({request.permission.title}), and there is "
+        "no one to ask here; do without it or tell the user what is needed.",
+    )
