@@ -62,6 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--model", help="model name (overrides MODEL)")
     ask.add_argument("--max-turns", type=int, help="model turns allowed for this ask")
+    ask.add_argument(
+        "--permission-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long a permission request waits for your answer (default 300)",
+    )
+    ask.add_argument(
+        "--approve",
+        action="store_true",
+        help=(
+            "allow every permission request (escalated or, with approval 'always', any "
+            "command or edit) without asking; without a terminal they are rejected otherwise"
+        ),
+    )
     from .config_command import add_parser as add_config_parser
 
     add_config_parser(commands)

@@ -25,7 +25,8 @@ from pygls.lsp.client import LanguageClient
 
 from . import __version__
 from .activity import summarize_arguments
-from .protocol import AGENT_ASK, AGENT_TOOL_ACTIVITY
+from .protocol import AGENT_ASK, AGENT_REQUEST_PERMISSION, AGENT_TOOL_ACTIVITY
+from .terminal_permissions import TerminalPermissions, capabilities
 
 # The server runs in isolated mode: ``-m`` would otherwise put the current folder
 # first on sys.path, and a repository that holds a ``server/`` (or ``tools/``)
@@ -60,6 +61,8 @@ def run_ask(args: argparse.Namespace) -> int:
         options["model"] = args.model
     if args.max_turns:
         options["maxTurns"] = args.max_turns
+    if args.permission_timeout:
+        options["permissionTimeout"] = args.permission_timeout
     from .session_files import default_session_dir
 
     try:
@@ -70,6 +73,7 @@ def run_ask(args: argparse.Namespace) -> int:
                 session_id=args.session,
                 settings=options,
                 session_dir=args.ask_session_dir or default_session_dir(),
+                approve_all=args.approve,
             )
         )
     except KeyboardInterrupt:
@@ -98,10 +102,16 @@ async def ask_once(
     session_dir: Path | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    approve_all: bool = False,
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     client = LanguageClient("agent-lsp-terminal", __version__, converter_factory=get_converter)
+    permissions = TerminalPermissions(sys.stdin, err, approve_all=approve_all)
+
+    @client.feature(AGENT_REQUEST_PERMISSION)
+    async def on_permission(params: Any) -> dict[str, Any]:
+        return await permissions.answer(params)
 
     @client.feature(AGENT_TOOL_ACTIVITY)
     def on_activity(params: Any) -> None:
@@ -130,7 +140,7 @@ async def ask_once(
             client.initialize_async(
                 types.InitializeParams(
                     process_id=os.getpid(),
-                    capabilities=types.ClientCapabilities(),
+                    capabilities=types.ClientCapabilities(experimental=capabilities()),
                     root_uri=uri,
                     workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
                     initialization_options=settings or {},

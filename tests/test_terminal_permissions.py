@@ -1,0 +1,176 @@
+"""``agent-lsp ask`` answering permission requests: on a real terminal (a pty), and without one."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.lsp_client import REPO, server_env
+from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.procs import wait_until
+
+
+class Terminal:
+    """The terminal client on a pty: stdin and stderr are the terminal, stdout a pipe."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        master, slave = pty.openpty()
+        self._master = master
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-m", "server", "ask", *args],
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            env=env,
+            cwd=REPO,
+            text=True,
+        )
+        os.close(slave)
+        self.screen = ""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self._master, 4096)
+            except OSError:  # the pty closed
+                return
+            if not data:
+                return
+            self.screen += data.decode(errors="replace")
+
+    def prompts(self) -> int:
+        return self.screen.count("permission needed:")
+
+    def wait_for_prompts(self, count: int) -> None:
+        assert wait_until(lambda: self.prompts() >= count and self.screen.endswith("> "), 30), (
+            self.screen
+        )
+
+    def type(self, text: str) -> None:
+        os.write(self._master, text.encode())
+
+    def finish(self) -> tuple[int, str]:
+        stdout, _ = self.process.communicate(timeout=60)
+        return self.process.returncode, stdout
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self._master)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def terminal_env(model: ScriptedModel, tmp_path: Path) -> dict[str, str]:
+    return server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
+
+
+@pytest.fixture
+def open_terminals() -> Iterator[list[Terminal]]:
+    terminals: list[Terminal] = []
+    yield terminals
+    for terminal in terminals:
+        terminal.close()
+
+
+def escalated(command: str) -> dict[str, str]:
+    return {"command": command, "escalation": "unsandboxed", "justification": "write the report"}
+
+
+def start(open_terminals: list[Terminal], env: dict[str, str], *args: str) -> Terminal:
+    terminal = Terminal(list(args), env)
+    open_terminals.append(terminal)
+    return terminal
+
+
+def test_allow_once_on_the_terminal(
+    model: ScriptedModel, workspace: Path, terminal_env: dict[str, str], open_terminals: list
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", escalated("echo hi > ../report.txt"))])
+    model.reply("Written.")
+    terminal = start(open_terminals, terminal_env, "write it", "--workspace", str(workspace))
+    terminal.wait_for_prompts(1)
+    assert "Run outside the sandbox: echo hi > ../report.txt" in terminal.screen
+    assert "reason: write the report" in terminal.screen
+    terminal.type("y\n")
+    code, stdout = terminal.finish()
+    assert (code, stdout) == (0, "Written.\n")
+    assert (workspace.parent / "report.txt").read_text() == "hi\n"
+
+
+def test_allow_always_then_a_changed_call_is_asked_and_rejected(
+    model: ScriptedModel, workspace: Path, terminal_env: dict[str, str], open_terminals: list
+) -> None:
+    same = escalated("echo one >> ../log.txt")
+    model.reply(tool_calls=[tool_call("bash", same)])
+    model.reply(tool_calls=[tool_call("bash", same)])
+    model.reply(tool_calls=[tool_call("bash", escalated("rm -rf ../elsewhere"))])
+    model.reply("Done.")
+    (workspace.parent / "elsewhere").mkdir()
+    terminal = start(open_terminals, terminal_env, "go", "--workspace", str(workspace))
+    terminal.wait_for_prompts(1)
+    terminal.type("a\n")
+    terminal.wait_for_prompts(2)  # the second identical call was not asked about
+    assert "rm -rf ../elsewhere" in terminal.screen.rsplit("permission needed:", 1)[1]
+    terminal.type("n\n")
+    code, stdout = terminal.finish()
+    assert (code, stdout) == (0, "Done.\n")
+    assert terminal.prompts() == 2
+    assert (workspace.parent / "log.txt").read_text() == "one\none\n"
+    assert (workspace.parent / "elsewhere").is_dir()
+    assert "the user declined" in model.bodies[3]["messages"][-1]["content"]
+
+
+def test_a_withdrawn_request_closes_the_prompt(
+    model: ScriptedModel, workspace: Path, terminal_env: dict[str, str], open_terminals: list
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../x"))])
+    model.reply("Nobody answered; I did not write it.")
+    args = ("go", "--workspace", str(workspace), "--permission-timeout", "1")
+    terminal = start(open_terminals, terminal_env, *args)
+    terminal.wait_for_prompts(1)
+    code, stdout = terminal.finish()
+    assert "(withdrawn by the agent)" in terminal.screen
+    assert (code, stdout) == (0, "Nobody answered; I did not write it.\n")
+    assert not (workspace.parent / "x").exists()
+
+
+@pytest.mark.parametrize(("flag", "ran"), [((), False), (("--approve",), True)])
+def test_without_a_terminal_requests_are_rejected_unless_approved(
+    model: ScriptedModel,
+    workspace: Path,
+    terminal_env: dict[str, str],
+    flag: tuple[str, ...],
+    ran: bool,
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../made"))])
+    model.reply("ok")
+    done = subprocess.run(
+        [sys.executable, "-I", "-m", "server", "ask", "go", "--workspace", str(workspace), *flag],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=terminal_env,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "permission needed: Run outside the sandbox: touch ../made" in done.stderr
+    assert (workspace.parent / "made").exists() is ran
+    assert ("allowed (--approve)" if ran else "rejected (no terminal") in done.stderr
