@@ -35,13 +35,16 @@ SERVER_ARGV = (sys.executable, "-I", "-m", "server", "--stdio")
 
 
 def format_activity(params: dict[str, Any]) -> str:
-    """One trace line, e.g. ``12:00:01 ✓ read_file src/app.py (3 ms)``."""
+    """One trace line, e.g. ``12:00:01 ✓ read_file src/app.py (3 ms)``; a call waiting
+    for the user's permission: ``12:00:01 ⏸ bash npm ci (waiting for permission)``."""
     stamp = time.strftime("%H:%M:%S")
     name = params.get("name", "?")
     summary = summarize_arguments(name, params.get("arguments") or "")
     status = params.get("status")
     if status == "started":
         return f"{stamp} → {name} {summary}"
+    if status == "waiting":
+        return f"{stamp} ⏸ {name} {summary} (waiting for permission)"
     mark = "✓" if status == "completed" else "✗"
     line = f"{stamp} {mark} {name} {summary} ({params.get('durationMs', 0):.0f} ms)"
     if status == "failed":

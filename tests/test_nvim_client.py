@@ -498,3 +498,69 @@ def test_check_and_model_picker_with_the_user_configuration_file(
     assert model.bodies[-1]["model"] == "big-model"
     assert model.requests[-1]["headers"]["authorization"] == f"Bearer {key}"
     assert "answered by the big model" in "\n".join(records["conversation"])
+
+
+def test_permission_requests_are_answered_with_vim_ui_select(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    outside = workspace.parent
+
+    def escalated(command: str) -> dict[str, str]:
+        return {"command": command, "escalation": "unsandboxed", "justification": "a report"}
+
+    same = escalated("echo a >> ../a.txt")
+    for arguments in (
+        escalated("echo once > ../once.txt"),  # allow once
+        same,  # allow always...
+        same,  # ...so the same call is not asked about again
+        escalated("touch ../b.txt"),  # a changed call is asked: rejected
+        escalated("touch ../c.txt"),  # never answered: the server withdraws it
+    ):
+        model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("All done.")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        local prompts = {}
+        local answers = config.data
+        vim.ui.select = function(items, opts, on_choice)
+          local kinds = {}
+          for _, item in ipairs(items) do table.insert(kinds, item.kind) end
+          table.insert(prompts, { prompt = opts.prompt, kinds = kinds })
+          local answer = table.remove(answers, 1)
+          if answer == 'never' then return end
+          vim.defer_fn(function()
+            for _, item in ipairs(items) do
+              if item.optionId == answer then return on_choice(item) end
+            end
+          end, 20)
+        end
+        vim.cmd('AgentAsk write the reports')
+        T.idle()
+        local status = agent.status()
+        T.emit({ prompts = prompts, trace = T.lines(status.trace_buf),
+                 conversation = T.lines(status.conversation_buf) })
+        """,
+        settings={"permissionTimeout": 1},
+        data=["allow_once", "allow_always", "reject_once", "never"],
+    )
+    prompts = records["prompts"]
+    assert len(prompts) == 4
+    assert prompts[0]["prompt"] == (
+        "agent-lsp asks: Run outside the sandbox: echo once > ../once.txt\nReason: a report"
+    )
+    assert prompts[0]["kinds"] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    assert "touch ../b.txt" in prompts[2]["prompt"] and "touch ../c.txt" in prompts[3]["prompt"]
+    assert (outside / "once.txt").exists()
+    assert (outside / "a.txt").read_text() == "a\na\n"
+    assert not (outside / "b.txt").exists() and not (outside / "c.txt").exists()
+    results = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert results[3].startswith("Error: the user declined")
+    assert "no answer within 1 s" in results[4]
+    assert any(
+        "⏸ bash echo once > ../once.txt (waiting for permission)" in line
+        for line in records["trace"]
+    )
+    assert "All done." in records["conversation"]

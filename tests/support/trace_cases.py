@@ -35,6 +35,7 @@ FORMAT_CASES: list[dict[str, Any]] = [
         "durationMs": 0.4,
     },
     {"name": "glob", "arguments": '{"path": 7, "pattern": "**/*.ts"}', "status": "started"},
+    {"name": "bash", "arguments": '{"command": "npm  ci"}', "status": "waiting"},
     {"name": "write_file", "arguments": '{"path": "' + "é" * 120 + '"}', "status": "started"},
     {
         "name": "edit_file",

@@ -3,6 +3,7 @@
 --   12:00:01 → read_file src/app.py
 --   12:00:01 ✓ read_file src/app.py (3 ms)
 --   12:00:02 ✗ bash make test (512 ms): Error: exit status 2
+--   12:00:03 ⏸ bash npm ci (waiting for permission)
 local M = {}
 
 local SUMMARY_CHARS = 80 -- server/activity.py SUMMARY_CHARS
@@ -65,6 +66,9 @@ function M.activity_line(params, now)
   local summary = M.summarize(params.arguments)
   if params.status == 'started' then
     return string.format('%s → %s %s', stamp, name, summary)
+  end
+  if params.status == 'waiting' then
+    return string.format('%s ⏸ %s %s (waiting for permission)', stamp, name, summary)
   end
   local mark = params.status == 'completed' and '✓' or '✗'
   local ms = tonumber(params.durationMs) or 0

@@ -5,6 +5,7 @@
 -- unsaved text), sends `agent/ask`, and shows the conversation and the tool trace
 -- in scratch buffers. Works on Neovim 0.7.2 and later.
 local format = require('agent_lsp.format')
+local permissions = require('agent_lsp.permissions')
 
 local M = {}
 
@@ -309,9 +310,12 @@ local function start_client(root)
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     init_options = section(),
     settings = { agentLsp = section() },
+    capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), permissions.CAPABILITY),
     handlers = {
       ['agent/toolActivity'] = on_activity,
       ['$/progress'] = on_progress,
+      ['agent/requestPermission'] = permissions.handler,
+      ['$/cancelRequest'] = permissions.on_cancel,
     },
     on_init = function(client)
       local id = client.id
