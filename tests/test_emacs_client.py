@@ -496,3 +496,96 @@ def test_check_and_model_choice_with_the_user_configuration_file(
     assert model.bodies[-1]["model"] == "big-model"
     assert model.requests[-1]["headers"]["authorization"] == f"Bearer {key}"
     assert "answered by the big model" in records["conversation"]
+
+
+def test_permission_requests_are_a_multiple_choice_prompt(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    outside = workspace.parent
+
+    def escalated(command: str) -> dict[str, str]:
+        return {"command": command, "escalation": "unsandboxed", "justification": "a report"}
+
+    same = escalated("echo a >> ../a.txt")
+    for arguments in (
+        escalated("echo once > ../once.txt"),  # allow once
+        same,  # allow always...
+        same,  # ...so the same call is not asked about again
+        escalated("touch ../b.txt"),  # a changed call is asked: rejected
+        escalated("touch ../c.txt"),  # dismissed with C-g while the prompt is open
+    ):
+        model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("All done.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defvar test-prompts nil)
+        (defvar test-answers (list ?y ?a ?n 'quit))
+        ;; The user at the prompt: each call takes the next scripted key.
+        (advice-add 'read-multiple-choice :override
+                    (lambda (prompt choices &rest _)
+                      (push (list :prompt prompt
+                                  :keys (concat (mapcar #'car choices)))
+                            test-prompts)
+                      (let ((key (pop test-answers)))
+                        (if (eq key 'quit) (signal 'quit nil) (assq key choices)))))
+        (agent-lsp-ask "write the reports")
+        (test-idle)
+        (test-emit :prompts (vconcat (reverse test-prompts))
+                   :trace (test-lines "*agent-lsp-trace*")
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    prompts = records["prompts"]
+    assert len(prompts) == 4
+    assert prompts[0]["prompt"] == (
+        "agent-lsp asks: Run outside the sandbox: echo once > ../once.txt (a report) "
+    )
+    assert prompts[0]["keys"] == "yanr"
+    assert "touch ../b.txt" in prompts[2]["prompt"] and "touch ../c.txt" in prompts[3]["prompt"]
+    assert (outside / "once.txt").exists()
+    assert (outside / "a.txt").read_text() == "a\na\n"
+    assert not (outside / "b.txt").exists() and not (outside / "c.txt").exists()
+    results = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert results[3].startswith("Error: the user declined")
+    assert "the request was dismissed" in results[4]
+    assert any(
+        "⏸ bash echo once > ../once.txt (waiting for permission)" in line
+        for line in records["trace"]
+    )
+    assert "All done." in records["conversation"]
+
+
+def test_a_withdrawn_permission_request_closes_the_prompt(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    arguments = {"command": "touch ../c.txt", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("Nobody answered.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defvar test-open-for nil)
+        ;; A user who does not answer: the prompt keeps reading for up to 20 s.
+        (advice-add 'read-multiple-choice :override
+                    (lambda (_prompt choices &rest _)
+                      (let ((start (float-time)))
+                        (unwind-protect
+                            (progn (while (< (- (float-time) start) 20) (sit-for 0.05))
+                                   (assq ?y choices))
+                          (setq test-open-for (- (float-time) start))))))
+        (agent-lsp-ask "write")
+        (test-idle)
+        (test-emit :open_for test-open-for :conversation (test-text "*agent-lsp*"))
+        """,
+        settings={"permissionTimeout": 1},
+    )
+    assert records["open_for"] < 5  # closed when the server gave up after 1 s
+    assert "Nobody answered." in records["conversation"]
+    assert not (workspace.parent / "c.txt").exists()

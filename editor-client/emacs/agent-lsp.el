@@ -52,7 +52,8 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
   "The `agentLsp' settings section as a plist, e.g. (:model \"gpt-4o-mini\").
 Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
 :enabledTools (a vector of tool names), :bashTimeout, :systemPrompt,
-:editThroughEditor, :confirmEdits (t or :json-false).  Sent as
+:editThroughEditor, :confirmEdits (t or :json-false), :sandbox, :writableRoots,
+:network, :approval, :allowedCommands, :permissionTimeout.  Sent as
 initializationOptions and answered to `workspace/configuration'.  Never the
 API key: the server reads it from the user configuration file
 ~/.config/agent-lsp/config.toml (`agent-lsp config set-key') or its environment."
@@ -127,6 +128,61 @@ Buffers the server does not manage are read from disk by the agent."
                    (not (plist-get agent-lsp--request :cancelling)))
           (agent-lsp--set-status (concat "working: " message))))
     (cl-call-next-method)))
+
+;;; Permission requests
+
+(defconst agent-lsp--permission-keys
+  '(("allow_once" ?y "allow once") ("allow_always" ?a "allow always")
+    ("reject_once" ?n "reject") ("reject_always" ?r "reject always"))
+  "Option kind -> (key, label) of the multiple-choice prompt.")
+
+(defvar agent-lsp--permission-pending nil
+  "Non-nil while a permission prompt is open.")
+
+(cl-defmethod eglot-client-capabilities ((_server agent-lsp-server))
+  "Eglot's capabilities, plus: this client answers `agent/requestPermission'."
+  (let ((capabilities (cl-call-next-method)))
+    (plist-put capabilities :experimental '(:agent (:requestPermission t)))))
+
+(defun agent-lsp-permission-choices (options)
+  "The `read-multiple-choice' choices for the request's OPTIONS (a vector of plists)."
+  (delq nil (mapcar (lambda (option)
+                      (let ((entry (assoc (plist-get option :kind) agent-lsp--permission-keys)))
+                        (when entry
+                          (list (nth 1 entry) (nth 2 entry) (plist-get option :optionId)))))
+                    options)))
+
+(cl-defmethod eglot-handle-request
+  ((_server agent-lsp-server) (_method (eql 'agent/requestPermission))
+   &key title reason options &allow-other-keys)
+  "Ask the user about a call with a multiple-choice prompt; answer in ACP's shape.
+\[keyboard-quit] dismisses the request (the call is declined, the ask goes on).
+A request the server withdraws meanwhile ($/cancelRequest) closes the prompt."
+  (let* ((choices (agent-lsp-permission-choices options))
+         (prompt (concat "agent-lsp asks: " title
+                         (if (and (stringp reason) (not (string-empty-p reason)))
+                             (concat " (" reason ")")
+                           "")
+                         " "))
+         (picked (catch 'agent-lsp--withdrawn
+                   (let ((agent-lsp--permission-pending t))
+                     (condition-case nil
+                         (read-multiple-choice prompt choices)
+                       (quit nil))))))
+    (if (and (consp picked) (nth 2 picked))
+        (list :outcome (list :outcome "selected" :optionId (nth 2 picked)))
+      (list :outcome (list :outcome "cancelled")))))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql '$/cancelRequest)) &rest _params)
+  "The server withdrew a request: close the permission prompt if one is open.
+It throws from a timer, as `with-timeout' does, so the prompt's own reading is
+what gets unwound."
+  (when agent-lsp--permission-pending
+    (run-at-time 0 nil (lambda ()
+                         (when agent-lsp--permission-pending
+                           (message "agent-lsp: the permission request was withdrawn")
+                           (throw 'agent-lsp--withdrawn nil))))))
 
 (defun agent-lsp--remember-server (server)
   "Track SERVER (from `eglot-server-initialized-hook') if it is ours.
@@ -224,8 +280,11 @@ Without one of those, ARGUMENTS itself on one line."
          (name (let ((n (plist-get params :name))) (if (stringp n) n "?")))
          (summary (agent-lsp-summarize-arguments (plist-get params :arguments)))
          (status (plist-get params :status)))
-    (if (equal status "started")
-        (format "%s → %s %s" stamp name summary)
+    (cond
+     ((equal status "started") (format "%s → %s %s" stamp name summary))
+     ((equal status "waiting")
+      (format "%s ⏸ %s %s (waiting for permission)" stamp name summary))
+     (t
       (let* ((ms (plist-get params :durationMs))
              (line (format "%s %s %s %s (%.0f ms)" stamp
                            (if (equal status "completed") "✓" "✗")
@@ -235,7 +294,7 @@ Without one of those, ARGUMENTS itself on one line."
                          (car (split-string (string-trim output) "[\r\n]")))))
         (if (and first (not (string-empty-p first)))
             (concat line ": " (truncate-string-to-width first 200))
-          line)))))
+          line))))))
 
 ;;; Buffers
 
