@@ -425,6 +425,16 @@ const GREET_OLD = 'return "hello " + name';
 const GREET_NEW = 'return "AGENT-EDIT hello, " + name';
 const TYPED = "# TYPED-UNSAVED note from the user";
 
+// Escalated bash calls writing outside the workspace (tmp holds the workspace folder).
+const PERMISSION_FILE = join(tmp, "outside-allowed.txt");
+const PERMISSION_REJECTED_FILE = join(tmp, "outside-rejected.txt");
+const PERMISSION_ALLOWED = {
+  command: `echo allowed >> ${PERMISSION_FILE}`,
+  escalation: "unsandboxed",
+  justification: "E2E writes a file next to the workspace",
+};
+const PERMISSION_CHANGED = { ...PERMISSION_ALLOWED, command: `echo rejected >> ${PERMISSION_REJECTED_FILE}` };
+
 const SCRIPT = [
   {
     match: "E2E-FIRST",
@@ -470,6 +480,15 @@ const SCRIPT = [
       { tool_calls: [{ name: "read_file", arguments: { path: "src/greet.py" } }] },
       { tool_calls: [{ name: "edit_file", arguments: { path: "src/greet.py", old_text: GREET_OLD, new_text: GREET_NEW } }] },
       { content: "The edit was not applied." },
+    ],
+  },
+  {
+    match: "E2E-PERMISSION",
+    replies: [
+      { tool_calls: [{ name: "bash", arguments: PERMISSION_ALLOWED }] },
+      { tool_calls: [{ name: "bash", arguments: PERMISSION_ALLOWED }] }, // same call: no dialog
+      { tool_calls: [{ name: "bash", arguments: PERMISSION_CHANGED }] }, // changed: asked again
+      { content: "PERMISSION-DONE" },
     ],
   },
   { match: "*", replies: [{ content: "fallback answer" }] },
@@ -690,6 +709,35 @@ scenario("with confirmEdits the user sees VS Code's preview and can reject the e
     await until("confirmEdits off again", sent(false), 15_000).catch((error) => log(error.message));
   }
 }, { changesSettings: true });
+
+scenario("a permission request is a modal dialog: always allow, then a changed call is asked and rejected", async ({ page, model }) => {
+  const dialog = page.locator(".monaco-dialog-box");
+  const waitForDialog = (text) =>
+    until(`the permission dialog for ${text}`, async () => (await dialog.count()) > 0 && (await dialog.first().innerText()).includes(text), 30_000);
+  const count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-PERMISSION write next to the workspace");
+  await waitForDialog(PERMISSION_ALLOWED.command);
+  const text = await dialog.first().innerText();
+  for (const expected of ["The agent asks: Run outside the sandbox", "Reason: E2E writes a file next to the workspace", "Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]) {
+    assert(text.includes(expected), `the dialog lacks ${JSON.stringify(expected)}:\n${text}`);
+  }
+  await page.screenshot({ path: join(OUTPUT, "permission-dialog.png") });
+  await dialog.getByRole("button", { name: "Always Allow This Call" }).click();
+  // The same call runs again without a dialog; the changed one asks.
+  await waitForDialog(PERMISSION_CHANGED.command);
+  await dialog.getByRole("button", { name: "Reject", exact: true }).click();
+  const frame = await panelFrame(page);
+  await until("the answer", async () => {
+    const last = frame.locator(".entry").last();
+    return (await last.innerText()).includes("PERMISSION-DONE") && (await last.getAttribute("class")) === "entry done";
+  }, 30_000);
+  assert(readFileSync(PERMISSION_FILE, "utf8") === "allowed\nallowed\n", "the allowed call did not run twice");
+  assert(!existsSync(PERMISSION_REJECTED_FILE), "the rejected call ran");
+  const requests = modelRequests(model.recordFile).slice(count);
+  assert(requests.length === 4, `expected 4 model requests, got ${requests.length}`);
+  const rejected = toolResult(requests[3], "bash") ?? "";
+  assert(rejected.startsWith("Error: the user declined"), `the rejected call's result:\n${rejected}`);
+});
 
 scenario("a dead server is restarted and the user is told", async ({ page, model, codeServerPid }) => {
   const servers = () => descendants(codeServerPid).filter((p) => p.cmdline.includes("-m server") && p.cmdline.includes("--stdio"));

@@ -12,11 +12,18 @@ import {
   RevealOutputChannelOn,
   type ServerOptions,
   State,
+  type StaticFeature,
   TransportKind,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
 import { ApiKeyStore } from "./apiKey";
 import { describeAskError, type ErrorReport } from "./errors";
+import {
+  type PermissionRequest,
+  PermissionRequests,
+  permissionCapabilityFeature,
+  REQUEST_PERMISSION,
+} from "./permissions";
 import { joinWorkspacePath, resolveLink } from "./links";
 import { AgentPanel } from "./panel";
 import { type Conversation, type ConversationEntry, toolCallViews } from "./panel-render";
@@ -56,6 +63,12 @@ interface RunningAsk {
 class AgentClient implements vscode.Disposable, SetupHost {
   private client: LanguageClient | undefined;
   readonly log = vscode.window.createOutputChannel("Agent Server", { log: true });
+  /** The server's permission requests, answered in a modal dialog; `onRequest` lets a view
+   * (the Agent panel) show each request and its answer too. */
+  readonly permissions = new PermissionRequests({
+    ask: (message, detail, buttons) =>
+      vscode.window.showWarningMessage(message, { modal: true, detail }, ...buttons),
+  });
   private readonly trace = vscode.window.createOutputChannel("Agent Tool Trace", "log");
   private readonly statusItem = vscode.window.createStatusBarItem(
     "agentLsp.status",
@@ -160,6 +173,11 @@ class AgentClient implements vscode.Disposable, SetupHost {
     const client = new LanguageClient("agentLsp", "Agent Server", serverOptions, clientOptions);
     client.onNotification(Methods.toolActivity, (activity: ToolActivity) =>
       this.onToolActivity(activity),
+    );
+    client.registerFeature(permissionCapabilityFeature() as StaticFeature);
+    client.onRequest(
+      REQUEST_PERMISSION,
+      (request: PermissionRequest, token): Promise<unknown> => this.permissions.handle(request, token),
     );
     client.onDidChangeState((e) => {
       void vscode.commands.executeCommand("setContext", "agentLsp.serverRunning", e.newState === State.Running);
@@ -534,7 +552,8 @@ class AgentClient implements vscode.Disposable, SetupHost {
           state: "running",
         });
       }
-    } else if (existing) {
+    } else if (existing && activity.status !== "waiting") {
+      // ("waiting": the call waits for the user's permission; it is still running.)
       existing.state = activity.status === "completed" ? "ok" : "failed";
       if (activity.durationMs !== undefined) existing.durationMs = activity.durationMs;
       if (activity.output !== undefined) existing.output = activity.output;

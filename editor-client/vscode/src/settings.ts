@@ -22,17 +22,28 @@ export interface InitializationOptions {
   sandbox?: unknown;
   writableRoots?: unknown;
   network?: unknown;
+  approval?: unknown;
+  allowedCommands?: unknown;
+  permissionTimeout?: unknown;
 }
 
 export const SECTION = "agentLsp";
 export const DEFAULT_SERVER_COMMAND: readonly string[] = ["agent-lsp"];
 
 /**
- * What confines the agent's commands (docs/protocol.md, "Settings"): machine-scoped like the
+ * What confines the agent's commands and when it asks first (docs/protocol.md, "Settings"):
+ * machine-scoped like the
  * rest below, so a repository cannot relax them. Sent only when the user set them; the server
  * owns their defaults and validation.
  */
-export const SANDBOX_SETTINGS = ["sandbox", "writableRoots", "network"] as const;
+export const SAFETY_SETTINGS = [
+  "sandbox",
+  "writableRoots",
+  "network",
+  "approval",
+  "allowedCommands",
+  "permissionTimeout",
+] as const;
 
 /**
  * Settings a cloned repository must not choose: the program the extension runs, where the
@@ -50,7 +61,7 @@ export const MACHINE_SETTINGS = [
   "systemPrompt",
   "confirmEdits",
   "editThroughEditor",
-  ...SANDBOX_SETTINGS,
+  ...SAFETY_SETTINGS,
 ] as const;
 
 function machineValue(config: ConfigReader, key: (typeof MACHINE_SETTINGS)[number]): unknown {
@@ -102,7 +113,7 @@ export function toInitializationOptions(config: ConfigReader): InitializationOpt
   // Always sent (the server applies a whole section, so an omitted flag means its default).
   options.editThroughEditor = flag(machineValue(config, "editThroughEditor"), true);
   options.confirmEdits = flag(machineValue(config, "confirmEdits"), false);
-  for (const key of SANDBOX_SETTINGS) {
+  for (const key of SAFETY_SETTINGS) {
     const value = config.inspect<unknown>(key)?.globalValue;
     if (value !== undefined) options[key] = value;
   }

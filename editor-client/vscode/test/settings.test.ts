@@ -147,6 +147,8 @@ describe("toInitializationOptions", () => {
     const hostile = { sandbox: "off", writableRoots: ["/"], network: true };
     assert.deepEqual(toInitializationOptions(reader(user, hostile)), { ...user, ...EDIT_DEFAULTS });
     assert.deepEqual(toInitializationOptions(reader({}, hostile)), EDIT_DEFAULTS);
+    const consent = { approval: "always", allowedCommands: ["npm test"], permissionTimeout: 60 };
+    assert.deepEqual(toInitializationOptions(reader(consent, { approval: "never" })), { ...consent, ...EDIT_DEFAULTS });
     // Raw values reach the server, which validates them and says what is wrong.
     assert.deepEqual(toInitializationOptions(reader({ sandbox: "none" })), { sandbox: "none", ...EDIT_DEFAULTS });
   });

@@ -36,6 +36,13 @@ describe("trace lines", () => {
     assert.equal(shortSession(undefined), "--------");
   });
 
+  it("writes a line for a call waiting for the user's permission", () => {
+    assert.equal(
+      formatActivityLine(activity({ status: "waiting" }), at),
+      "14:03:07.120 [3f2a9c1e] turn 2 ⏸ bash ls -la src — waiting for your permission",
+    );
+  });
+
   it("writes a start line: time, session, turn, tool, argument summary", () => {
     assert.equal(formatActivityLine(activity({}), at), "14:03:07.120 [3f2a9c1e] turn 2 ▶ bash ls -la src");
   });

@@ -1,0 +1,157 @@
+// agent/requestPermission (docs/protocol.md): the server asks before a call it may not run
+// on its own — a bash escalation (network, or outside the sandbox), any bash call where the
+// system has no sandbox, or any change when agentLsp.approval is "always". The user answers
+// in a modal dialog: the command in full, the reason, the four choices. The answer has ACP's
+// shape. Pure apart from the `PermissionUi` it is given, so tests drive it without VS Code.
+
+/** What the server sends (server/protocol.py RequestPermissionParams). */
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  kind: "allow_once" | "allow_always" | "reject_once" | "reject_always" | string;
+}
+
+export interface PermissionRequest {
+  sessionId: string;
+  callId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+  title: string;
+  reason: string;
+  options: PermissionOption[];
+}
+
+export type PermissionResult =
+  | { outcome: { outcome: "selected"; optionId: string } }
+  | { outcome: { outcome: "cancelled" } };
+
+export const REQUEST_PERMISSION = "agent/requestPermission";
+
+/** What initialize carries so the server knows this client answers (merged into capabilities). */
+export const PERMISSION_CAPABILITY = { agent: { requestPermission: true } } as const;
+
+/** The dialog, as a function of VS Code's (tests pass their own). */
+export interface PermissionUi {
+  /** Show a modal with `buttons`; resolves to the clicked one, undefined for Cancel/Escape. */
+  ask(message: string, detail: string, buttons: string[]): PromiseLike<string | undefined>;
+}
+
+/** The slice of a CancellationToken this module needs. */
+export interface CancelSignal {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => void): { dispose(): void };
+}
+
+// Button labels by kind, in the order the dialog shows them.
+const LABELS: Record<string, string> = {
+  allow_once: "Allow Once",
+  allow_always: "Always Allow This Call",
+  reject_once: "Reject",
+  reject_always: "Always Reject This Call",
+};
+
+export interface PermissionDialog {
+  message: string;
+  detail: string;
+  /** Button label -> optionId, in display order. */
+  buttons: Array<{ label: string; optionId: string }>;
+}
+
+/** The dialog's text: what the agent wants, the command (or arguments) in full, and why. */
+export function permissionDialog(request: PermissionRequest): PermissionDialog {
+  const what = typeof request.title === "string" && request.title !== "" ? request.title : request.toolName;
+  const lines: string[] = [];
+  const command = request.arguments?.["command"];
+  if (request.toolName === "bash" && typeof command === "string") {
+    lines.push("Command:", command);
+  } else {
+    const path = request.arguments?.["path"];
+    if (typeof path === "string") lines.push(`File: ${path}`);
+  }
+  if (typeof request.reason === "string" && request.reason.trim() !== "") {
+    lines.push("", `Reason: ${request.reason}`);
+  }
+  lines.push(
+    "",
+    "“Always” answers hold for this conversation and only for this exact call; a changed command asks again.",
+  );
+  const buttons = (Array.isArray(request.options) ? request.options : [])
+    .filter((option) => typeof option?.optionId === "string")
+    .map((option) => ({ label: LABELS[option.kind] ?? option.name, optionId: option.optionId }));
+  return { message: `The agent asks: ${what}`, detail: lines.join("\n"), buttons };
+}
+
+const CANCELLED: PermissionResult = { outcome: { outcome: "cancelled" } };
+
+/**
+ * Ask the user about one request. Cancel/Escape dismisses it (the server declines the call
+ * and the ask goes on). If the server withdraws the request (`token`: the ask was cancelled
+ * or nobody answered in time), the answer is "cancelled" at once; VS Code cannot close a
+ * modal from code, so a later click there changes nothing.
+ */
+export async function answerPermission(
+  request: PermissionRequest,
+  ui: PermissionUi,
+  token?: CancelSignal,
+): Promise<PermissionResult> {
+  const dialog = permissionDialog(request);
+  if (dialog.buttons.length === 0 || token?.isCancellationRequested) return CANCELLED;
+  let subscription: { dispose(): void } | undefined;
+  const withdrawn = new Promise<undefined>((resolve) => {
+    subscription = token?.onCancellationRequested(() => resolve(undefined));
+  });
+  try {
+    const clicked = await Promise.race([
+      ui.ask(dialog.message, dialog.detail, dialog.buttons.map((b) => b.label)),
+      withdrawn,
+    ]);
+    if (token?.isCancellationRequested) return CANCELLED;
+    const chosen = dialog.buttons.find((b) => b.label === clicked);
+    return chosen ? { outcome: { outcome: "selected", optionId: chosen.optionId } } : CANCELLED;
+  } finally {
+    subscription?.dispose();
+  }
+}
+
+/** Listeners told of every request and its answer (e.g. the Agent view, to show it inline). */
+export type PermissionListener = (request: PermissionRequest, answer: Promise<PermissionResult>) => void;
+
+export class PermissionRequests {
+  private readonly listeners = new Set<PermissionListener>();
+
+  constructor(private readonly ui: PermissionUi) {}
+
+  /** Subscribe; returns the unsubscribe. */
+  onRequest(listener: PermissionListener): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** The `agent/requestPermission` handler (register it with client.onRequest). */
+  handle(request: PermissionRequest, token?: CancelSignal): Promise<PermissionResult> {
+    const answer = answerPermission(request, this.ui, token);
+    for (const listener of this.listeners) listener(request, answer);
+    return answer;
+  }
+}
+
+/**
+ * A vscode-languageclient StaticFeature that adds PERMISSION_CAPABILITY to the client's
+ * `experimental` capabilities (structurally typed: this module imports no VS Code API).
+ */
+export function permissionCapabilityFeature() {
+  return {
+    fillClientCapabilities(capabilities: { experimental?: unknown }): void {
+      const experimental =
+        typeof capabilities.experimental === "object" && capabilities.experimental !== null
+          ? (capabilities.experimental as Record<string, unknown>)
+          : {};
+      capabilities.experimental = { ...experimental, ...PERMISSION_CAPABILITY };
+    },
+    initialize(): void {},
+    getState(): { kind: "static" } {
+      return { kind: "static" };
+    },
+    clear(): void {},
+  };
+}

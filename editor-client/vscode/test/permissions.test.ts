@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  answerPermission,
+  type CancelSignal,
+  PERMISSION_CAPABILITY,
+  type PermissionRequest,
+  PermissionRequests,
+  permissionCapabilityFeature,
+  permissionDialog,
+  type PermissionUi,
+} from "../src/permissions";
+
+function request(overrides: Partial<PermissionRequest> = {}): PermissionRequest {
+  return {
+    sessionId: "s1",
+    callId: "call_1",
+    toolName: "bash",
+    arguments: { command: "npm ci --no-audit", escalation: "network", justification: "install" },
+    title: "Run with network access: npm ci --no-audit",
+    reason: "install the dependencies",
+    options: [
+      { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
+      { optionId: "allow_always", name: "Allow always", kind: "allow_always" },
+      { optionId: "reject_once", name: "Reject", kind: "reject_once" },
+      { optionId: "reject_always", name: "Reject always", kind: "reject_always" },
+    ],
+    ...overrides,
+  };
+}
+
+/** A user at the dialog: records what was shown, clicks `label` (or never answers). */
+function user(label: string | undefined | "never"): PermissionUi & { shown: Array<{ message: string; detail: string; buttons: string[] }> } {
+  const shown: Array<{ message: string; detail: string; buttons: string[] }> = [];
+  return {
+    shown,
+    ask(message, detail, buttons) {
+      shown.push({ message, detail, buttons });
+      if (label === "never") return new Promise(() => {});
+      return Promise.resolve(label);
+    },
+  };
+}
+
+class Token implements CancelSignal {
+  isCancellationRequested = false;
+  private listeners: Array<() => void> = [];
+  onCancellationRequested(listener: () => void) {
+    this.listeners.push(listener);
+    return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+  }
+  cancel() {
+    this.isCancellationRequested = true;
+    for (const listener of this.listeners) listener();
+  }
+}
+
+describe("the permission dialog", () => {
+  it("shows the command in full, the reason and the four choices", () => {
+    const dialog = permissionDialog(request());
+    assert.equal(dialog.message, "The agent asks: Run with network access: npm ci --no-audit");
+    assert.match(dialog.detail, /^Command:\nnpm ci --no-audit\n\nReason: install the dependencies\n/);
+    assert.deepEqual(
+      dialog.buttons.map((b) => b.label),
+      ["Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"],
+    );
+  });
+
+  it("names the file of a write", () => {
+    const dialog = permissionDialog(
+      request({ toolName: "write_file", arguments: { path: "src/a.ts", content: "x" }, title: "Write file: src/a.ts", reason: "" }),
+    );
+    assert.match(dialog.detail, /^File: src\/a\.ts\n/);
+    assert.doesNotMatch(dialog.detail, /Reason/);
+  });
+});
+
+describe("answerPermission", () => {
+  for (const [label, optionId] of [
+    ["Allow Once", "allow_once"],
+    ["Always Allow This Call", "allow_always"],
+    ["Reject", "reject_once"],
+    ["Always Reject This Call", "reject_always"],
+  ] as const) {
+    it(`answers ${optionId} for "${label}"`, async () => {
+      assert.deepEqual(await answerPermission(request(), user(label)), {
+        outcome: { outcome: "selected", optionId },
+      });
+    });
+  }
+
+  it("treats Cancel/Escape as a dismissed request", async () => {
+    assert.deepEqual(await answerPermission(request(), user(undefined)), { outcome: { outcome: "cancelled" } });
+  });
+
+  it("answers at once when the server withdraws the request while the dialog is open", async () => {
+    const token = new Token();
+    const ui = user("never");
+    const answer = answerPermission(request(), ui, token);
+    await Promise.resolve();
+    assert.equal(ui.shown.length, 1);
+    token.cancel();
+    assert.deepEqual(await answer, { outcome: { outcome: "cancelled" } });
+  });
+
+  it("does not show a request that was withdrawn before it arrived", async () => {
+    const token = new Token();
+    token.cancel();
+    const ui = user("Allow Once");
+    assert.deepEqual(await answerPermission(request(), ui, token), { outcome: { outcome: "cancelled" } });
+    assert.equal(ui.shown.length, 0);
+  });
+});
+
+describe("PermissionRequests", () => {
+  it("tells listeners (the Agent view) of each request and its answer", async () => {
+    const requests = new PermissionRequests(user("Reject"));
+    const seen: string[] = [];
+    const subscription = requests.onRequest((req, answer) => {
+      void answer.then((result) => seen.push(`${req.callId}:${JSON.stringify(result.outcome)}`));
+    });
+    await requests.handle(request());
+    subscription.dispose();
+    await requests.handle(request({ callId: "call_2" }));
+    assert.deepEqual(seen, ['call_1:{"outcome":"selected","optionId":"reject_once"}']);
+  });
+
+  it("declares the client capability", () => {
+    const capabilities: { experimental?: unknown } = { experimental: { other: 1 } };
+    permissionCapabilityFeature().fillClientCapabilities(capabilities);
+    assert.deepEqual(capabilities.experimental, { other: 1, ...PERMISSION_CAPABILITY });
+  });
+});
