@@ -1,7 +1,7 @@
 // Lines of the "Agent Tool Trace" output channel: one when a call starts, one when it ends.
 //   14:03:07.120 [3f2a9c1e] turn 2 ▶ bash ls -la src
 //   14:03:07.410 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms
-//   14:03:07.500 [3f2a9c1e] turn 2 ⏸ bash npm ci — waiting for your permission
+//   14:03:07.500 [3f2a9c1e] turn 2 … bash npm ci — waiting for your permission
 //   14:03:08.002 [3f2a9c1e] turn 3 ✗ read_file nope.py — failed 3ms: Error: no such file
 
 import type { AskResult, ToolActivity } from "./protocol";
@@ -21,7 +21,7 @@ export function shortSession(sessionId: string | undefined): string {
   return sessionId.replace(/^session[-_]?/i, "").slice(0, 8);
 }
 
-const MARKS: Record<string, string> = { started: "▶", waiting: "⏸", completed: "✓", failed: "✗" };
+const MARKS: Record<string, string> = { started: "▶", waiting: "…", completed: "✓", failed: "✗" };
 
 export function formatActivityLine(activity: ToolActivity, now: Date): string {
   const head = `${formatTime(now)} [${shortSession(activity.sessionId)}]`;

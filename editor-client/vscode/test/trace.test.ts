@@ -39,7 +39,7 @@ describe("trace lines", () => {
   it("writes a line for a call waiting for the user's permission", () => {
     assert.equal(
       formatActivityLine(activity({ status: "waiting" }), at),
-      "14:03:07.120 [3f2a9c1e] turn 2 ⏸ bash ls -la src — waiting for your permission",
+      "14:03:07.120 [3f2a9c1e] turn 2 … bash ls -la src — waiting for your permission",
     );
   });
 
