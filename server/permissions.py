@@ -188,9 +188,12 @@ class PermissionGate:
                 "the user (its client does not support agent/requestPermission). Do it "
                 "without that, or tell the user what is needed.",
             )
-        return await self._ask(request, title, permission.reason if permission else "")
+        reason = permission.reason if permission else ""
+        return await self._ask(self._asker, request, title, reason)
 
-    async def _ask(self, request: PermissionRequest, title: str, reason: str) -> PermissionDecision:
+    async def _ask(
+        self, asker: Asker, request: PermissionRequest, title: str, reason: str
+    ) -> PermissionDecision:
         prompt = PermissionPrompt(
             self._session_id, request.call_id, request.tool_name, request.arguments, title, reason
         )
@@ -200,7 +203,7 @@ class PermissionGate:
         choice: str | None
         try:
             async with asyncio.timeout(self._policy.timeout):
-                choice = await self._asker.ask(prompt)  # type: ignore[union-attr]
+                choice = await asker.ask(prompt)
         except TimeoutError:
             choice = "timeout"
         allowed = choice in (ALLOW_ONCE, ALLOW_ALWAYS)

@@ -247,10 +247,14 @@ def test_the_terminal_client_never_runs_code_from_the_working_folder(
 def test_a_server_that_dies_mid_ask_is_reported_in_one_line(
     model: ScriptedModel, tmp_path: Path
 ) -> None:
-    # bash's parent is the server: the agent kills it under the terminal client.
-    model.reply(tool_calls=[tool_call("bash", {"command": "kill -KILL $PPID"})])
-    result = run_cli("ask", "hi", "--workspace", str(tmp_path), env=server_env(model.base_url))
+    # bash's parent is the server: the agent kills it under the terminal client. The sandbox
+    # forbids signalling processes outside it, so the call runs unsandboxed (--approve).
+    kill = {"command": "kill -KILL $PPID", "escalation": "unsandboxed", "justification": "test"}
+    model.reply(tool_calls=[tool_call("bash", kill)])
+    env = server_env(model.base_url)
+    result = run_cli("ask", "hi", "--workspace", str(tmp_path), "--approve", env=env)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    (line,) = [line for line in result.stderr.splitlines() if line.startswith("agent-lsp:")]
+    reports = [line for line in result.stderr.splitlines() if line.startswith("agent-lsp:")]
+    (line,) = [line for line in reports if not line.startswith("agent-lsp: permission needed")]
     assert "server" in line and "exited with code -9" in line
