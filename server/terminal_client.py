@@ -25,7 +25,7 @@ from pygls.lsp.client import LanguageClient
 
 from . import __version__
 from .activity import summarize_arguments
-from .protocol import AGENT_ASK, AGENT_REQUEST_PERMISSION, AGENT_TOOL_ACTIVITY
+from .protocol import AGENT_ASK, AGENT_ASK_PROGRESS, AGENT_REQUEST_PERMISSION, AGENT_TOOL_ACTIVITY
 from .terminal_permissions import TerminalPermissions, capabilities
 
 # The server runs in isolated mode: ``-m`` would otherwise put the current folder
@@ -115,6 +115,10 @@ async def ask_once(
     @client.feature(AGENT_REQUEST_PERMISSION)
     async def on_permission(params: Any) -> dict[str, Any]:
         return await permissions.answer(params)
+
+    @client.feature(AGENT_ASK_PROGRESS)
+    def on_progress(params: Any) -> None:
+        pass  # the trace lines say it; without a handler pygls warns on stderr for each one
 
     @client.feature(AGENT_TOOL_ACTIVITY)
     def on_activity(params: Any) -> None:

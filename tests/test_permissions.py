@@ -84,7 +84,7 @@ async def start(
         settings=settings,
         capabilities=capabilities,
         client_factory=permission_client,
-        server_command=server_command,
+        command=server_command,
     )
     assert isinstance(client, PermissionClient)
     return client
