@@ -13,6 +13,9 @@ Invariants the rest of the server relies on:
 - A cancelled (or failed) model request appends nothing.
 - Consecutive calls to read-only tools in one response run concurrently; their
   results are still appended in call order. Any other call is a barrier.
+- With a ``window`` (``server.compaction``), each request goes through it: the
+  history may be compacted in place before it, and once after the provider's
+  context-length error.
 
 ``openai`` is not imported here at module level (it costs ~1 s); the client is
 passed in and the SDK's exception types are looked up only when a request fails.
@@ -21,6 +24,7 @@ passed in and the SDK's exception types are looked up only when a request fails.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -46,6 +50,8 @@ if TYPE_CHECKING:
 
     from tooling.runtime import ToolRuntime
 
+    from .compaction import ContextWindow
+
 log = logging.getLogger(__name__)
 
 PREVIEW_LIMIT = 2000
@@ -69,9 +75,12 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    # The last response's prompt_tokens (None if it reported none): the context size.
+    last_prompt_tokens: int | None = field(default=None, compare=False)
 
     def add(self, usage: Any) -> None:
         """Add a response's ``usage`` (``None`` on endpoints that do not report it)."""
+        self.last_prompt_tokens = getattr(usage, "prompt_tokens", None) or None
         if usage is None:
             return
         self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
@@ -79,7 +88,9 @@ class Usage:
         self.total_tokens += getattr(usage, "total_tokens", 0) or 0
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        totals = asdict(self)
+        del totals["last_prompt_tokens"]
+        return totals
 
 
 @dataclass
@@ -110,6 +121,7 @@ async def agent_loop(
     max_turns: int = 50,
     on_event: EventSink | None = None,
     context: ToolContext | None = None,
+    window: ContextWindow | None = None,
 ) -> LoopResult:
     """Run the loop on ``messages`` (appended to in place) and return the final text.
 
@@ -135,9 +147,18 @@ async def agent_loop(
     usage = Usage()
     records: list[ToolCallRecord] = []
     text = ""
+
+    async def summarize(request: list[dict[str, Any]]) -> str:  # compaction's own requests
+        return await complete_text(client, model, request, usage)
+
     for turn in range(1, max_turns + 1):
-        emit(ModelRequestStarted(turn=turn))
-        message = await _request(client, model, messages, options, usage)
+        send = functools.partial(_request, client, model, messages, options, usage)
+        if window is None:
+            emit(ModelRequestStarted(turn=turn))
+            message = await send()
+        else:
+            message = await window.send(messages, send, turn=turn, summarize=summarize, emit=emit)
+            window.observe(messages, usage.last_prompt_tokens)
         messages.append(message.model_dump(exclude_none=True))
         text = message.content or getattr(message, "refusal", None) or ""
         calls = list(message.tool_calls or ())
@@ -148,6 +169,14 @@ async def agent_loop(
 
     emit(FinalAnswer(text=text, stop_reason="max_turns"))
     return LoopResult(text, "max_turns", records, usage, max_turns)
+
+
+async def complete_text(
+    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], usage: Usage | None = None
+) -> str:
+    """One request offering no tools; the text it answers (compaction's summaries)."""
+    message = await _request(client, model, messages, {}, usage or Usage())
+    return message.content or ""
 
 
 async def _request(

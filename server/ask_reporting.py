@@ -1,8 +1,9 @@
 """What the editor sees of a running ask: work-done progress and notifications.
 
 One :class:`AskReporter` per ask turns the loop's typed events into
-``agent/toolActivity`` and ``agent/askProgress`` notifications (structured fields
-clients render) and work-done progress reports (text for humans only).
+``agent/toolActivity``, ``agent/askProgress`` and ``agent/compaction`` notifications
+(structured fields clients render) and work-done progress reports (text for humans
+only).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from . import protocol as p
 from .activity import activity_params, summarize_arguments
 from .events import (
     AgentEvent,
+    CompactionFinished,
+    CompactionStarted,
     FinalAnswer,
     ModelRequestStarted,
     PermissionAnswered,
@@ -118,6 +121,23 @@ class AskReporter:
                 self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity)
         elif isinstance(event, FinalAnswer):
             self._phase("done", "answer ready")
+        elif isinstance(event, CompactionStarted):
+            self._turn = event.turn
+            used = f"about {event.tokens:,} of {event.window:,} tokens"
+            self._phase("compacting", f"turn {event.turn}: compacting the conversation ({used})")
+        elif isinstance(event, CompactionFinished):
+            notice = p.CompactionNotice(
+                self.session_id,
+                event.turn,
+                event.trigger,
+                event.tokens_before,
+                event.tokens_after,
+                event.window,
+                event.elided,
+                event.summarized,
+                round(event.duration_ms, 1),
+            )
+            self._ls.protocol.notify(p.AGENT_COMPACTION, p.to_wire(notice))
 
     def _phase(self, phase: str, message: str) -> None:
         self._progress.report(message)

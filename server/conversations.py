@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooling.ledger import FileLedger
 
+from .compaction import Archive, ContextState, transcript
 from .permissions import GrantStore
 
 if TYPE_CHECKING:
@@ -39,19 +40,32 @@ class Conversation:
     # The user's allow/reject-always answers, each bound to one exact call; in memory
     # only, so they end with the conversation (or the server).
     grants: GrantStore = field(default_factory=GrantStore, repr=False)
+    # What compaction took out of ``messages`` and what it learned of their size
+    # (server.compaction); saved with the conversation.
+    archive: Archive = field(default_factory=Archive, repr=False)
+    context: ContextState = field(default_factory=ContextState, repr=False)
 
     @property
     def title(self) -> str:
         """The first prompt on one line, shortened (how clients list conversations)."""
         from .editor_context import prompt_of
 
-        first = next((m for m in self.messages if m.get("role") == "user"), None)
-        text = " ".join(prompt_of(str(first.get("content") or "")).split()) if first else ""
+        first = self.archive.first_prompt
+        if first is None:
+            found = next((m for m in self.transcript() if m.get("role") == "user"), None)
+            first = str(found.get("content") or "") if found else ""
+        text = " ".join(prompt_of(first).split())
         return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
     @property
     def asks(self) -> int:
-        return sum(1 for m in self.messages if m.get("role") == "user")
+        asked = sum(1 for m in self.transcript() if m.get("role") == "user")
+        return asked + self.archive.dropped_asks
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The messages as the user had them (the system prompt left out), compaction's
+        summary replaced by what it summarized."""
+        return transcript(self.messages, self.archive)
 
     @property
     def busy(self) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -27,11 +28,18 @@ from tooling.contract import is_error
 from tooling.workspace import Workspace, WorkspaceError
 
 from . import protocol as p
-from .agent_loop import LoopResult, agent_loop, preview
+from .agent_loop import LoopResult, agent_loop, complete_text, preview
 from .bootstrap import check_enabled
+from .compaction import ContextWindow, transcript
+from .context_limits import window_for
 from .conversations import Conversation, ConversationStore
 from .editor_context import prompt_of, with_context
-from .errors import InvalidParamsError, NoWorkspaceFolderError, SessionBusyError
+from .errors import (
+    ContextWindowExceededError,
+    InvalidParamsError,
+    NoWorkspaceFolderError,
+    SessionBusyError,
+)
 from .events import EventSink
 from .model_config import ModelSettings, create_client, load_model_settings
 from .permissions import Asker, PermissionGate
@@ -295,15 +303,18 @@ class AgentEngine:
         ]
 
     def history(self, session_id: str) -> p.SessionHistoryResult:
-        """What a client needs to redraw a conversation: prompts, answers, tool calls."""
+        """What a client needs to redraw a conversation: prompts, answers, tool calls
+        (what compaction took out of the model's view included, as far as it is kept)."""
         conversation = self.conversation(session_id)
+        messages = transcript(conversation.messages, conversation.archive)
         results = {
             m.get("tool_call_id"): str(m.get("content") or "")
-            for m in conversation.messages
+            for m in messages
             if m.get("role") == "tool"
         }
+        results.update(conversation.archive.outputs)
         entries: list[p.HistoryEntry] = []
-        for message in conversation.messages:
+        for message in messages:
             role = message.get("role")
             if role == "user":
                 entries.append(p.HistoryEntry("user", prompt_of(str(message.get("content") or ""))))
@@ -329,12 +340,14 @@ class AgentEngine:
         )
 
     def tool_output(self, session_id: str, call_id: str) -> p.ToolOutputResult:
-        """A tool call's whole output, as the model received it."""
+        """A tool call's whole output, as the model received it (before compaction
+        elided it, while the conversation's archive keeps it)."""
         conversation = self.conversation(session_id)
+        messages = transcript(conversation.messages, conversation.archive)
         call = next(
             (
                 c
-                for m in conversation.messages
+                for m in messages
                 if m.get("role") == "assistant"
                 for c in m.get("tool_calls") or ()
                 if c.get("id") == call_id
@@ -342,17 +355,13 @@ class AgentEngine:
             None,
         )
         result = next(
-            (
-                m
-                for m in conversation.messages
-                if m.get("role") == "tool" and m.get("tool_call_id") == call_id
-            ),
+            (m for m in messages if m.get("role") == "tool" and m.get("tool_call_id") == call_id),
             None,
         )
         if call is None or result is None:
             raise InvalidParamsError("callId", f"no tool call {call_id!r} in this session")
         name, arguments = _call_parts(call)
-        output = str(result.get("content") or "")
+        output = conversation.archive.outputs.get(call_id, str(result.get("content") or ""))
         return p.ToolOutputResult(call_id, name, arguments, not is_error(output), output, False)
 
     # -- requests ------------------------------------------------------------------
@@ -451,6 +460,8 @@ class AgentEngine:
         if on_session is not None:
             on_session(conversation.id)
         async with conversation.lock:
+            window = self._context_window(conversation, model_settings.model, runtime)
+            before = len(conversation.messages)
             conversation.messages.append({"role": "user", "content": content})
             try:
                 result = await agent_loop(
@@ -472,7 +483,15 @@ class AgentEngine:
                             emit=on_event or _ignore,
                         ),
                     ),
+                    window=window,
                 )
+            except ContextWindowExceededError:
+                # The model never saw this request: it leaves no trace, so the next
+                # ask does not carry it again. (Turns it did run stay.)
+                if not _answered(conversation.messages, before):
+                    del conversation.messages[before:]
+                await self._save(conversation)
+                raise
             except BaseException:
                 # A new conversation that failed before the model answered once is
                 # useless (its id was never shown); otherwise keep it: tool activity
@@ -484,7 +503,52 @@ class AgentEngine:
                 raise
             conversation.touch()
             await self._save(conversation)
-        return _ask_result(conversation.id, result)
+            usage = window.usage(conversation.messages)
+        return _ask_result(conversation.id, result, usage)
+
+    def _context_window(
+        self, conversation: Conversation, model: str, runtime: ToolRuntime
+    ) -> ContextWindow:
+        settings = self._settings
+        return ContextWindow(
+            window_for(model, settings.context_window),
+            conversation.context,
+            conversation.archive,
+            model=model,
+            threshold=settings.compact_threshold,
+            fixed_chars=len(json.dumps(runtime.schemas())),
+        )
+
+    async def compact(self, session_id: str) -> p.CompactResult:
+        """Compact a conversation now (``agent/compact``): old tool outputs elided,
+        older turns summarized by the model, whatever its size."""
+        conversation = self.conversation(session_id)
+        model_settings = self.model_settings()
+        await self._ready()
+        client = await self._client(model_settings)
+        runtime = await self.folder(conversation.workspace_root).runtime()
+        if conversation.lock.locked():
+            raise SessionBusyError(
+                f"Session {conversation.id} is answering an ask; compact it after that."
+            )
+        async with conversation.lock:
+            window = self._context_window(conversation, model_settings.model, runtime)
+            before = window.tokens(conversation.messages)
+
+            async def summarize(request: list[dict[str, Any]]) -> str:
+                return await complete_text(client, model_settings.model, request)
+
+            done = await window.fit(conversation.messages, summarize, trigger="request", force=True)
+            after = window.tokens(conversation.messages)
+            if done is not None and (done.elided or done.summarized):
+                await self._save(conversation)
+        return p.CompactResult(
+            before,
+            after,
+            window.window,
+            done.elided if done else 0,
+            done.summarized if done else 0,
+        )
 
     async def _save(self, conversation: Conversation) -> None:
         # Called under the conversation's lock, so nothing appends while it is written.
@@ -497,7 +561,11 @@ class AgentEngine:
             await client.close()
 
 
-def _ask_result(session_id: str, loop: LoopResult) -> p.AskResult:
+def _answered(messages: list[dict[str, Any]], since: int) -> bool:
+    return any(m.get("role") == "assistant" for m in messages[since:])
+
+
+def _ask_result(session_id: str, loop: LoopResult, context: dict[str, int]) -> p.AskResult:
     return p.AskResult(
         answer=loop.text,
         session_id=session_id,
@@ -509,7 +577,7 @@ def _ask_result(session_id: str, loop: LoopResult) -> p.AskResult:
             )
             for call in loop.tool_calls
         ],
-        usage=loop.usage.as_dict(),
+        usage={**loop.usage.as_dict(), **context},
     )
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from .protocol import INTERNAL_ERROR, INVALID_PARAMS, NO_WORKSPACE_FOLDER, SESSION_BUSY
+from .protocol import (
+    CONTEXT_WINDOW_EXCEEDED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    NO_WORKSPACE_FOLDER,
+    SESSION_BUSY,
+)
 
 
 class AgentError(Exception):
@@ -30,3 +36,10 @@ class NoWorkspaceFolderError(AgentError):
 
 class SessionBusyError(AgentError):
     code = SESSION_BUSY
+
+
+class ContextWindowExceededError(AgentError):
+    """The conversation does not fit the model's context window even compacted;
+    ``data``: ``{contextTokens, contextWindow}``."""
+
+    code = CONTEXT_WINDOW_EXCEEDED

@@ -5,6 +5,8 @@ callback) and turn these into editor notifications, log lines or test records.
 For each run the order is: ``ModelRequestStarted`` before every model request,
 ``ToolCallStarted``/``ToolCallFinished`` around every tool call (a cancelled call
 still gets its ``ToolCallFinished`` with ``ok=False``), ``FinalAnswer`` last.
+``CompactionStarted``/``CompactionFinished`` come before a turn's request when the
+history had to be compacted (``server.compaction``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,28 @@ class FinalAnswer:
     stop_reason: str  # "end_turn" or "max_turns"
 
 
+@dataclass(frozen=True)
+class CompactionStarted:
+    """The history is being compacted before the turn's model request."""
+
+    turn: int
+    trigger: str  # "threshold", "overflow" (the provider said it is too long) or "request"
+    tokens: int  # estimated context size before
+    window: int  # the model's context window
+
+
+@dataclass(frozen=True)
+class CompactionFinished:
+    turn: int
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    window: int
+    elided: int  # tool outputs replaced by a note
+    summarized: int  # messages replaced by a summary
+    duration_ms: float  # the summary's model requests included
+
+
 AgentEvent = (
     ModelRequestStarted
     | ToolCallStarted
@@ -68,5 +92,7 @@ AgentEvent = (
     | PermissionRequested
     | PermissionAnswered
     | FinalAnswer
+    | CompactionStarted
+    | CompactionFinished
 )
 EventSink = Callable[[AgentEvent], None]

@@ -331,6 +331,12 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         q = p.parse(params, p.RevokeGrantParams)
         return p.to_wire(p.RevokeGrantResult(ls.engine.revoke_grant(q.session_id, q.grant_id)))
 
+    @server.feature(p.AGENT_COMPACT)
+    @_rpc
+    async def compact(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.SessionParams)
+        return p.to_wire(await ls.engine.compact(q.session_id))
+
     @server.feature(p.AGENT_ASK)
     @_rpc
     async def ask(ls: AgentLanguageServer, params: Any) -> Any:

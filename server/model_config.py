@@ -36,6 +36,8 @@ from .user_config import UserConfigError
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from .context_limits import Overflow
+
 log = logging.getLogger(__name__)
 
 # Cheap, fast and tool-capable; the name only matters for OpenAI itself; other
@@ -62,7 +64,8 @@ class ModelRequestError(Exception):
     """A model request failed: HTTP error, timeout, refused connection, bad response.
 
     ``kind`` is one of ``"status"``, ``"timeout"``, ``"connection"``, ``"malformed"``,
-    ``"other"``. The message never contains the API key.
+    ``"other"``. ``overflow`` is set when the provider said the request does not fit
+    the model's context window. The message never contains the API key.
     """
 
     def __init__(
@@ -72,11 +75,13 @@ class ModelRequestError(Exception):
         status: int | None = None,
         provider_message: str = "",
         kind: str = "other",
+        overflow: Overflow | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.provider_message = provider_message
         self.kind = kind
+        self.overflow = overflow
 
     @property
     def message(self) -> str:
@@ -154,6 +159,7 @@ def translate_model_error(
 
     endpoint = _strip_userinfo(base_url).rstrip("/") if base_url else None
     where = f" from {endpoint}" if endpoint else ""
+    overflow = None
     if isinstance(exc, openai.APITimeoutError):
         kind, status, provider = "timeout", None, ""
         message = "Model request" + (f" to {endpoint}" if endpoint else "") + " timed out"
@@ -167,6 +173,7 @@ def translate_model_error(
         message = f"Model request failed with HTTP {status}{where}"
         if provider:
             message += f": {provider}"
+        overflow = _overflow(exc)
     elif isinstance(exc, openai.APIResponseValidationError):
         kind, status, provider = "malformed", exc.status_code, ""
         message = f"Malformed model response{where}: {exc.message}"
@@ -181,6 +188,7 @@ def translate_model_error(
         status=status,
         provider_message=_scrub(provider, secrets),
         kind=kind,
+        overflow=overflow,
     )
 
 
@@ -235,6 +243,17 @@ def _provider_message(exc: Any) -> str:
     if not message:
         message = getattr(exc, "message", "") or ""
     return _shorten(str(message))
+
+
+def _overflow(exc: Any) -> Overflow | None:
+    """A context-length error, read from the whole error body (llama.cpp puts its
+    numbers beside the message: ``n_prompt_tokens``, ``n_ctx``)."""
+    from .context_limits import overflow
+
+    body = getattr(exc, "body", None)
+    text = json.dumps(body, default=str) if isinstance(body, Mapping) else str(body or "")
+    code = getattr(exc, "code", None) or getattr(exc, "type", None)
+    return overflow(getattr(exc, "status_code", None), code, f"{_provider_message(exc)} {text}")
 
 
 def _cause_text(exc: BaseException) -> str:

@@ -33,9 +33,11 @@ AGENT_LIST_MODELS: Final = "agent/listModels"
 AGENT_CHECK_CONNECTION: Final = "agent/checkConnection"
 AGENT_GRANTS: Final = "agent/grants"
 AGENT_REVOKE_GRANT: Final = "agent/revokeGrant"
+AGENT_COMPACT: Final = "agent/compact"
 # Server -> client notifications.
 AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
 AGENT_ASK_PROGRESS: Final = "agent/askProgress"
+AGENT_COMPACTION: Final = "agent/compaction"
 # Server -> client request; a client that can answer sets
 # capabilities.experimental.agent.requestPermission = true in initialize.
 AGENT_REQUEST_PERMISSION: Final = "agent/requestPermission"
@@ -53,8 +55,9 @@ REQUESTS: Final = (
     AGENT_CHECK_CONNECTION,
     AGENT_GRANTS,
     AGENT_REVOKE_GRANT,
+    AGENT_COMPACT,
 )
-NOTIFICATIONS: Final = (AGENT_TOOL_ACTIVITY, AGENT_ASK_PROGRESS)
+NOTIFICATIONS: Final = (AGENT_TOOL_ACTIVITY, AGENT_ASK_PROGRESS, AGENT_COMPACTION)
 
 # -- error codes -------------------------------------------------------------------------
 INVALID_PARAMS: Final = -32602
@@ -63,6 +66,7 @@ MODEL_NOT_CONFIGURED: Final = -32001
 MODEL_REQUEST_FAILED: Final = -32002
 NO_WORKSPACE_FOLDER: Final = -32003
 SESSION_BUSY: Final = -32004
+CONTEXT_WINDOW_EXCEEDED: Final = -32005
 REQUEST_CANCELLED: Final = -32800
 
 # The settings section every client forwards (raw user values; the server validates).
@@ -297,6 +301,34 @@ class RequestPermissionParams:
     title: str
     reason: str
     options: list[PermissionOption]
+
+
+@attrs.define
+class CompactResult:
+    """``agent/compact``: the history's estimated size before and after, in tokens."""
+
+    tokens_before: int
+    tokens_after: int
+    context_window: int
+    elided_outputs: int  # tool outputs replaced by a note (agent/toolOutput still has them)
+    summarized_messages: int  # messages replaced by the model's summary
+
+
+@attrs.define
+class CompactionNotice:
+    """``agent/compaction``: an ask compacted its conversation before a model request.
+    ``trigger``: ``threshold`` (it would have passed compactThreshold of the window) or
+    ``overflow`` (the provider answered that it does not fit)."""
+
+    session_id: str
+    turn: int
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    context_window: int
+    elided_outputs: int
+    summarized_messages: int
+    duration_ms: float
 
 
 # -- structuring ------------------------------------------------------------------------------

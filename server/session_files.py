@@ -7,7 +7,8 @@ with ``--session``. Files are private to the user (0600, folder 0700) since they
 hold prompts and tool output, ids are checked before they become file names, and
 writes are atomic (temporary file + rename).
 
-Each conversation is two files: ``ID.json`` (the messages, needed to continue it)
+Each conversation is two files: ``ID.json`` (the messages, needed to continue it,
+with what compaction archived of them: ``server.compaction``)
 and ``ID.meta.json`` (a few hundred bytes: folder, title, times, asks), so listing
 a folder's conversations never parses their histories. Retention: files not used
 for ``MAX_AGE_DAYS`` are deleted, and beyond ``MAX_FILES`` conversations the least
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .compaction import Archive, ContextState
 from .conversations import Conversation
 
 _ID = re.compile(r"[0-9a-f]{32}")
@@ -67,6 +69,8 @@ class SessionFiles:
             "workspace_root": str(conversation.workspace_root),
             "created": conversation.created,
             "messages": conversation.messages,
+            "archive": conversation.archive.to_json(),
+            "context": conversation.context.to_json(),
         }
         self._write(path, data)
         self._write(
@@ -107,6 +111,8 @@ class SessionFiles:
             workspace_root=Path(data["workspace_root"]),
             messages=data["messages"],
             created=float(data.get("created", 0.0)),
+            archive=Archive.from_json(data.get("archive")),
+            context=ContextState.from_json(data.get("context")),
         )
         if meta is not None:
             conversation.updated = meta.updated

@@ -18,6 +18,9 @@ from tools.sandbox import SandboxPolicy
 from .permissions import APPROVAL_MODES, MAX_PERMISSION_TIMEOUT, ApprovalPolicy
 
 SECTION = "agentLsp"
+DEFAULT_THRESHOLD = 0.8
+MIN_THRESHOLD, MAX_THRESHOLD = 0.1, 0.95
+MAX_CONTEXT_WINDOW = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,10 @@ class AgentSettings:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     # When the user is asked before a call runs (machine-scoped too).
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    # The model's context window in tokens (None: known for the model, else a default)
+    # and the share of it past which the history is compacted (server.compaction).
+    context_window: int | None = None
+    compact_threshold: float = DEFAULT_THRESHOLD
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def model_overrides(self) -> dict[str, Any]:
@@ -158,6 +165,17 @@ def parse_settings(raw: Any) -> AgentSettings:
     ):
         warnings.append(f"{SECTION}.maxRetries must be an integer from 0 to 10; ignored")
         max_retries = None
+    threshold = raw.get("compactThreshold")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not MIN_THRESHOLD <= threshold <= MAX_THRESHOLD
+    ):
+        warnings.append(
+            f"{SECTION}.compactThreshold must be a number from {MIN_THRESHOLD} to "
+            f"{MAX_THRESHOLD}; ignored"
+        )
+        threshold = None
     return AgentSettings(
         model=text("model"),
         base_url=text("baseUrl"),
@@ -171,5 +189,7 @@ def parse_settings(raw: Any) -> AgentSettings:
         confirm_edits=flag("confirmEdits", False),
         sandbox=sandbox,
         approval=approval_policy,
+        context_window=number("contextWindow", integer=True, maximum=MAX_CONTEXT_WINDOW),
+        compact_threshold=float(threshold) if threshold is not None else DEFAULT_THRESHOLD,
         warnings=tuple(warnings),
     )

@@ -50,7 +50,11 @@ async def test_initialize_advertises_the_agent_extension(client: AgentTestClient
     agent = result.capabilities.experimental["agent"]
     assert agent["version"] == 1
     assert "agent/ask" in agent["requests"]
-    assert agent["notifications"] == ["agent/toolActivity", "agent/askProgress"]
+    assert agent["notifications"] == [
+        "agent/toolActivity",
+        "agent/askProgress",
+        "agent/compaction",
+    ]
     for method in ("agent/newSession", "agent/sessions", "agent/toolOutput"):
         assert method in agent["requests"]
 

@@ -28,19 +28,30 @@ Like real providers, the server checks tool-call pairing (every assistant
 ``tool_calls`` id answered by a following ``role="tool"`` message, no stray tool
 messages) and answers HTTP 400 otherwise (``strict=False`` turns this off).
 
+``context_limit=N`` (``--context-limit N``) makes it a model with a context window
+of N tokens by its own count (:func:`prompt_tokens`, the figure its ``usage``
+reports): a larger request gets HTTP 400 with OpenAI's ``context_length_exceeded``
+body, word for word. ``alternation=True`` (``--alternation``) also refuses what
+strict chat templates (Gemma's, Mistral's) refuse: a system message after the
+first message, a conversation that does not start with a user message, two user
+messages or two assistant messages in a row. Every refused request is in
+``.refused`` as ``{"status", "error"}``.
+
 Responders shipped here:
 
 - :class:`ScriptResponder` -- rules from a JSON script (the CLI's ``--script``).
 - :func:`instant_responder` -- for loop-overhead benchmarks: while fewer than
   ``tool_turns`` tool results follow the last user message it calls ``tool_name``,
   then it answers ``answer``; stateless, so concurrent conversations are fine.
-  With ``tool_turns=1`` it alternates a no-op tool call and a final answer.
+  With ``tool_turns=1`` it alternates a no-op tool call and a final answer. A
+  request that offers no tools is answered ``answer`` at once.
 
 Command line (editor E2E tests, benchmarks)::
 
     python -m tests.support.model_server --script FILE.json [--port N] [--latency S]
         [--instant [--instant-tool NAME] [--instant-args JSON] [--instant-turns N]]
         [--record FILE.jsonl] [--models ID,ID] [--api-key KEY] [--record-http FILE.jsonl]
+        [--context-limit N] [--alternation]
 
 prints ``READY http://127.0.0.1:PORT/v1`` as its first stdout line (flushed) and
 serves until killed. ``--record`` appends each chat request body as one JSON line,
@@ -197,6 +208,8 @@ class ScriptedModel:
         models_delay: float = 0.0,
         api_key: str | None = None,
         record_http: TextIO | None = None,
+        context_limit: int | None = None,
+        alternation: bool = False,
     ) -> None:
         self.responder = responder
         self.latency = latency
@@ -204,6 +217,9 @@ class ScriptedModel:
         self.models = list(models)
         self.models_delay = models_delay  # seconds before GET /models answers
         self.api_key = api_key
+        self.context_limit = context_limit
+        self.alternation = alternation
+        self.refused: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.http_log: list[dict[str, Any]] = []
         self._record_http = record_http
@@ -340,8 +356,15 @@ class ScriptedModel:
                 self._record.flush()
 
         problem = _request_problem(body, strict=self.strict)
-        if problem is not None:
-            return _error_reply(400, problem, "invalid_request_error"), 0.0
+        if problem is None and self.alternation:
+            problem = _alternation_problem(body["messages"])
+        refusal = _error_reply(400, problem, "invalid_request_error") if problem else None
+        if refusal is None and self.context_limit is not None:
+            refusal = _context_refusal(body, self.context_limit)
+        if refusal is not None:
+            with self._lock:
+                self.refused.append({"status": refusal.status, "error": refusal.body["error"]})
+            return refusal, 0.0
         with self._lock:
             reply = self._queue.popleft() if self._queue else None
         if reply is None and self.responder is not None:
@@ -391,9 +414,53 @@ def completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
+def prompt_tokens(request: Mapping[str, Any]) -> int:
+    """A request's size in tokens by this server's count: its messages as JSON, 4
+    characters a token (rough and deterministic: enough to sum, compare and limit)."""
+    return max(1, len(json.dumps(request.get("messages", []))) // 4)
+
+
+def _context_refusal(request: Mapping[str, Any], limit: int) -> Reply | None:
+    """OpenAI's answer to a request over the context window, or None if it fits."""
+    used = prompt_tokens(request)
+    if used <= limit:
+        return None
+    message = (
+        f"This model's maximum context length is {limit} tokens. However, your messages "
+        f"resulted in {used} tokens. Please reduce the length of the messages."
+    )
+    error = {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+    return Reply(status=400, error_message=message, body={"error": error})
+
+
+def _alternation_problem(messages: list[Any]) -> str | None:
+    """What a strict chat template refuses in the order of roles, or None."""
+    previous = None
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "system":
+            if index > 0:
+                return f"System message at position {index}: only the first may be one."
+        elif role in ("user", "assistant"):
+            if previous is None and role != "user":
+                return "Conversation must start with a user message (after the system one)."
+            if role == previous:
+                return (
+                    "Conversation roles must alternate user/assistant/user/assistant/... "
+                    f"(two {role} messages in a row at position {index})"
+                )
+        if role != "system":
+            previous = role
+    return None
+
+
 def _usage(reply: Reply, request: Mapping[str, Any]) -> dict[str, int]:
-    # A rough, deterministic estimate (4 characters a token), enough to sum and compare.
-    prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
+    prompt = prompt_tokens(request)
     produced = len(reply.content or "") + sum(len(json.dumps(c)) for c in reply.tool_calls)
     completion = max(1, produced // 4)
     return {
@@ -493,7 +560,8 @@ def instant_responder(
     """Call ``tool_name`` until ``tool_turns`` tool results follow the user message, then answer."""
 
     def respond(body: dict[str, Any]) -> Reply:
-        if _tool_results_since_user(body.get("messages", [])) < tool_turns:
+        # A request offering no tools (a summary request) gets text: nothing to call.
+        if body.get("tools") and _tool_results_since_user(body.get("messages", [])) < tool_turns:
             return make_reply(tool_calls=[tool_call(tool_name, arguments)])
         return make_reply(answer)
 
@@ -676,6 +744,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--record-http", type=Path, help="append each HTTP request's method, path and headers"
     )
+    parser.add_argument(
+        "--context-limit", type=int, help="refuse requests over N tokens as OpenAI does"
+    )
+    parser.add_argument(
+        "--alternation", action="store_true", help="refuse what strict chat templates refuse"
+    )
     options = parser.parse_args(argv)
     if options.script is None and not options.instant:
         parser.error("give --script FILE.json and/or --instant")
@@ -705,6 +779,8 @@ def main(argv: list[str] | None = None) -> int:
         models=[name for name in options.models.split(",") if name],
         api_key=options.api_key,
         record_http=record_http,
+        context_limit=options.context_limit,
+        alternation=options.alternation,
     )
     model.start()
     print(f"READY {model.base_url}", flush=True)
