@@ -36,6 +36,7 @@ class AgentTestClient(LanguageClient):
         super().__init__(*args, **kwargs)
         self.activity: list[dict[str, Any]] = []
         self.progress: list[dict[str, Any]] = []
+        self.compactions: list[dict[str, Any]] = []
 
 
 def make_client(cls: type[AgentTestClient] = AgentTestClient) -> AgentTestClient:
@@ -50,6 +51,10 @@ def make_client(cls: type[AgentTestClient] = AgentTestClient) -> AgentTestClient
     @client.feature("agent/askProgress")
     def on_progress(params: dict[str, Any]) -> None:
         client.progress.append(params)
+
+    @client.feature("agent/compaction")
+    def on_compaction(params: dict[str, Any]) -> None:
+        client.compactions.append(params)
 
     return client
 

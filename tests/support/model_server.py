@@ -547,6 +547,21 @@ def _tool_results_since_user(messages: list[Any]) -> int:
     return count
 
 
+def _tool_turns_since_user(messages: list[Any]) -> int:
+    """Tool turns after the last user message: the number in the last call's id
+    (``instant_responder`` numbers them), else the tool results counted."""
+    for message in reversed(messages):
+        if not isinstance(message, Mapping) or message.get("role") == "user":
+            break
+        calls = message.get("tool_calls") or ()
+        if message.get("role") == "assistant" and calls:
+            number = str(calls[-1].get("id", "")).rpartition("_t")[2]
+            if number.isdigit():
+                return int(number)
+            break
+    return _tool_results_since_user(messages)
+
+
 # --- responders -----------------------------------------------------------------
 
 
@@ -557,12 +572,18 @@ def instant_responder(
     tool_turns: int = 1,
     answer: str = "done",
 ) -> Responder:
-    """Call ``tool_name`` until ``tool_turns`` tool results follow the user message, then answer."""
+    """Call ``tool_name`` until ``tool_turns`` tool results follow the user message, then answer.
+
+    The calls it makes are numbered in their ids (``call_<hex>_t<n>``), so the count
+    survives a client that compacts its history (drops or summarizes earlier turns).
+    """
 
     def respond(body: dict[str, Any]) -> Reply:
         # A request offering no tools (a summary request) gets text: nothing to call.
-        if body.get("tools") and _tool_results_since_user(body.get("messages", [])) < tool_turns:
-            return make_reply(tool_calls=[tool_call(tool_name, arguments)])
+        done = _tool_turns_since_user(body.get("messages", []))
+        if body.get("tools") and done < tool_turns:
+            call_id = f"{new_call_id()}_t{done + 1}"
+            return make_reply(tool_calls=[tool_call(tool_name, arguments, id=call_id)])
         return make_reply(answer)
 
     return respond
