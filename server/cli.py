@@ -79,6 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
     from .config_command import add_parser as add_config_parser
 
     add_config_parser(commands)
+    compact = commands.add_parser(
+        "compact",
+        help="compact a saved conversation now (old tool outputs elided, older turns summarized)",
+        description=(
+            "Compact a conversation kept by `agent-lsp ask --session`: old tool outputs are "
+            "replaced by notes and older turns by the model's summary (agent/compact)."
+        ),
+    )
+    compact.add_argument("--session", required=True, help="the session id (printed by ask)")
+    compact.add_argument("--workspace", default=".", help="workspace folder (default: .)")
+    compact.add_argument(
+        "--session-dir",
+        type=Path,
+        dest="ask_session_dir",
+        help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
+    )
     return parser
 
 
@@ -135,4 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         from .config_command import run_config
 
         return run_config(args)
+    if args.command == "compact":
+        from .terminal_client import run_compact
+
+        return run_compact(args)
     return serve(args)

@@ -507,7 +507,7 @@ class AgentEngine:
         return _ask_result(conversation.id, result, usage)
 
     def _context_window(
-        self, conversation: Conversation, model: str, runtime: ToolRuntime
+        self, conversation: Conversation, model: str, runtime: ToolRuntime | None
     ) -> ContextWindow:
         settings = self._settings
         return ContextWindow(
@@ -516,7 +516,7 @@ class AgentEngine:
             conversation.archive,
             model=model,
             threshold=settings.compact_threshold,
-            fixed_chars=len(json.dumps(runtime.schemas())),
+            fixed_chars=len(json.dumps(runtime.schemas())) if runtime is not None else 0,
         )
 
     async def compact(self, session_id: str) -> p.CompactResult:
@@ -526,7 +526,10 @@ class AgentEngine:
         model_settings = self.model_settings()
         await self._ready()
         client = await self._client(model_settings)
-        runtime = await self.folder(conversation.workspace_root).runtime()
+        # The tools' schemas count only until a response calibrated the estimate, and
+        # the conversation's folder need not be open to compact it.
+        folder = self._folders.get(conversation.workspace_root)
+        runtime = await folder.runtime() if folder is not None else None
         if conversation.lock.locked():
             raise SessionBusyError(
                 f"Session {conversation.id} is answering an ask; compact it after that."

@@ -1,19 +1,21 @@
-"""``agent-lsp ask``: a real LSP client for the terminal.
+"""``agent-lsp ask`` and ``agent-lsp compact``: a real LSP client for the terminal.
 
 It starts the server as a child process and speaks to it over stdio exactly as an
 editor does, so the terminal exercises the same protocol path as VS Code.
-Tool activity goes to stderr as it happens; the answer goes to stdout.
+Tool activity and compactions go to stderr as they happen; the answer to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import threading
 import time
 from asyncio.subprocess import PIPE
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,7 +27,14 @@ from pygls.lsp.client import LanguageClient
 
 from . import __version__
 from .activity import summarize_arguments
-from .protocol import AGENT_ASK, AGENT_ASK_PROGRESS, AGENT_REQUEST_PERMISSION, AGENT_TOOL_ACTIVITY
+from .protocol import (
+    AGENT_ASK,
+    AGENT_ASK_PROGRESS,
+    AGENT_COMPACT,
+    AGENT_COMPACTION,
+    AGENT_REQUEST_PERMISSION,
+    AGENT_TOOL_ACTIVITY,
+)
 from .terminal_permissions import TerminalPermissions, capabilities
 
 # The server runs in isolated mode: ``-m`` would otherwise put the current folder
@@ -54,6 +63,27 @@ def format_activity(params: dict[str, Any]) -> str:
     return line
 
 
+def format_compaction(params: dict[str, Any]) -> str:
+    """One trace line for an ``agent/compaction`` notification, e.g.
+    ``12:00:01 ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)``."""
+    stamp = time.strftime("%H:%M:%S")
+    return f"{stamp} ⇣ {compaction_summary(params)}"
+
+
+def compaction_summary(params: dict[str, Any]) -> str:
+    """What a compaction did, from its notification or an ``agent/compact`` result."""
+    before, after = params.get("tokensBefore", 0), params.get("tokensAfter", 0)
+    line = f"compacted: {before:,} → {after:,} tokens of {params.get('contextWindow', 0):,}"
+    details = []
+    if elided := params.get("elidedOutputs"):
+        details.append(f"{elided} output{'' if elided == 1 else 's'} elided")
+    if summarized := params.get("summarizedMessages"):
+        details.append(f"{summarized} message{'' if summarized == 1 else 's'} summarized")
+    if params.get("trigger") == "overflow":
+        details.append("the model said the conversation was too long")
+    return f"{line} ({', '.join(details)})" if details else line
+
+
 def run_ask(args: argparse.Namespace) -> int:
     workspace = Path(args.workspace).expanduser().resolve()
     if not workspace.is_dir():
@@ -68,17 +98,32 @@ def run_ask(args: argparse.Namespace) -> int:
         options["permissionTimeout"] = args.permission_timeout
     from .session_files import default_session_dir
 
-    try:
-        return asyncio.run(
-            ask_once(
-                args.prompt,
-                workspace,
-                session_id=args.session,
-                settings=options,
-                session_dir=args.ask_session_dir or default_session_dir(),
-                approve_all=args.approve,
-            )
+    return _run(
+        ask_once(
+            args.prompt,
+            workspace,
+            session_id=args.session,
+            settings=options,
+            session_dir=args.ask_session_dir or default_session_dir(),
+            approve_all=args.approve,
         )
+    )
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    workspace = Path(args.workspace).expanduser().resolve()
+    if not workspace.is_dir():
+        print(f"agent-lsp: workspace is not a directory: {workspace}", file=sys.stderr)
+        return 2
+    from .session_files import default_session_dir
+
+    session_dir = args.ask_session_dir or default_session_dir()
+    return _run(compact_once(args.session, workspace, session_dir=session_dir))
+
+
+def _run(work: Coroutine[Any, Any, int]) -> int:
+    try:
+        return asyncio.run(work)
     except KeyboardInterrupt:
         print("agent-lsp: interrupted", file=sys.stderr)
         return 130
@@ -109,6 +154,65 @@ async def ask_once(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    async with connected(
+        workspace, settings=settings, session_dir=session_dir, err=err, approve_all=approve_all
+    ) as request:
+        params: dict[str, Any] = {"prompt": prompt}
+        if session_id:
+            params["sessionId"] = session_id
+        try:
+            result = await request(AGENT_ASK, params)
+        except JsonRpcException as exc:
+            print(f"agent-lsp: {exc.message}", file=err, flush=True)
+            return 1
+        print(result["answer"], file=out, flush=True)
+        if result.get("stopReason") == "max_turns":
+            print("agent-lsp: stopped at the turn limit (maxTurns)", file=err, flush=True)
+        usage = result.get("usage") or {}
+        if usage.get("contextWindow"):
+            used = f"{usage.get('contextTokens', 0):,} of {usage['contextWindow']:,} tokens"
+            print(f"context: {used}", file=err, flush=True)
+        if session_dir is not None:
+            print(f"session: {result['sessionId']} (continue with --session)", file=err, flush=True)
+        return 0
+
+
+async def compact_once(
+    session_id: str,
+    workspace: Path,
+    *,
+    session_dir: Path | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """``agent-lsp compact --session ID``: compact a saved conversation now."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    async with connected(workspace, session_dir=session_dir, err=err) as request:
+        try:
+            result = await request(AGENT_COMPACT, {"sessionId": session_id})
+        except JsonRpcException as exc:
+            print(f"agent-lsp: {exc.message}", file=err, flush=True)
+            return 1
+        print(f"session {session_id} {compaction_summary(result)}", file=out, flush=True)
+        return 0
+
+
+Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    workspace: Path,
+    *,
+    settings: dict[str, Any] | None = None,
+    session_dir: Path | None = None,
+    err: TextIO,
+    approve_all: bool = False,
+) -> AsyncIterator[Request]:
+    """The server as a child process, initialized for ``workspace``, shut down after;
+    yields a function sending one request (which fails at once if the server dies).
+    Permission requests are answered on the terminal (all allowed with ``approve_all``)."""
     client = LanguageClient("agent-lsp-terminal", __version__, converter_factory=get_converter)
     permissions = TerminalPermissions(sys.stdin, err, approve_all=approve_all)
 
@@ -123,6 +227,10 @@ async def ask_once(
     @client.feature(AGENT_TOOL_ACTIVITY)
     def on_activity(params: Any) -> None:
         print(format_activity(params), file=err, flush=True)
+
+    @client.feature(AGENT_COMPACTION)
+    def on_compaction(params: Any) -> None:
+        print(format_compaction(params), file=err, flush=True)
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def on_message(params: types.ShowMessageParams) -> None:
@@ -155,22 +263,12 @@ async def ask_once(
             ),
         )
         client.initialized(types.InitializedParams())
-        params: dict[str, Any] = {"prompt": prompt}
-        if session_id:
-            params["sessionId"] = session_id
-        try:
-            result = await _request(
-                connection, server, client.protocol.send_request_async(AGENT_ASK, params)
-            )
-        except JsonRpcException as exc:
-            print(f"agent-lsp: {exc.message}", file=err, flush=True)
-            return 1
-        print(result["answer"], file=out, flush=True)
-        if result.get("stopReason") == "max_turns":
-            print("agent-lsp: stopped at the turn limit (maxTurns)", file=err, flush=True)
-        if session_dir is not None:
-            print(f"session: {result['sessionId']} (continue with --session)", file=err, flush=True)
-        return 0
+
+        async def request(method: str, params: dict[str, Any]) -> Any:
+            pending = client.protocol.send_request_async(method, params)
+            return await _request(connection, server, pending)
+
+        yield request
     finally:
         try:
             await asyncio.wait_for(_request(connection, server, client.shutdown_async(None)), 10)

@@ -5,6 +5,9 @@ and out-of-order roles, and records every request it refused."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from server.compaction import ACKNOWLEDGEMENT, NOTE_PREFIX, SUMMARY_PREFIX, Archive
+from server.context_limits import DEFAULT_CONTEXT_WINDOW
 from server.conversations import Conversation
 from server.session_files import SessionFiles
 from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
@@ -40,8 +44,8 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def limited_model(**options: Any) -> ScriptedModel:
-    """A model of WINDOW tokens that reads build.log TOOL_TURNS times per ask; its
+def limited_model(context_limit: int = WINDOW) -> ScriptedModel:
+    """A model of ``context_limit`` tokens that reads build.log TOOL_TURNS times per ask; its
     summaries (requests offering no tools) say what happened."""
     reader = instant_responder(
         "read_file", {"path": "build.log"}, tool_turns=TOOL_TURNS, answer="The log is fine."
@@ -52,7 +56,7 @@ def limited_model(**options: Any) -> ScriptedModel:
             return make_reply("SUMMARY: the user keeps asking about build.log; it is fine.")
         return reader(body)
 
-    return ScriptedModel(respond, context_limit=WINDOW, alternation=True, **options)
+    return ScriptedModel(respond, context_limit=context_limit, alternation=True)
 
 
 @pytest.fixture
@@ -262,3 +266,48 @@ async def test_a_session_file_over_the_limit_loads_and_works(
     assert reloaded.messages[1]["content"].startswith(SUMMARY_PREFIX)
     assert reloaded.archive.removed and reloaded.archive.outputs
     assert reloaded.context.prompt_tokens > 0
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-I", "-m", "server", *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    )
+
+
+def test_the_terminal_client_shows_compactions_and_compacts_a_session(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`agent-lsp ask` prints each compaction and the context used; `agent-lsp compact`
+    compacts a saved session (the model's window here is the default, 32,768)."""
+    with limited_model(context_limit=DEFAULT_CONTEXT_WINDOW) as model:
+        env = server_env(model.base_url)
+        where = ("--workspace", str(workspace), "--session-dir", str(tmp_path / "sessions"))
+        first = run_cli("ask", "check the build log", *where, env=env)
+        assert first.returncode == 0, first.stderr
+        assert first.stdout == "The log is fine.\n"
+        lines = first.stderr.splitlines()
+        compacted = [line for line in lines if " ⇣ compacted: " in line]
+        assert compacted, first.stderr
+        assert re.fullmatch(
+            r"\d\d:\d\d:\d\d ⇣ compacted: [\d,]+ → [\d,]+ tokens of 32,768 \(\d+ outputs? elided\)",
+            compacted[0],
+        )
+        assert re.search(r"^context: [\d,]+ of 32,768 tokens$", first.stderr, re.M)
+        session = first.stderr.split("session: ")[1].split()[0]
+
+        result = run_cli("compact", "--session", session, *where, env=env)
+        assert result.returncode == 0, result.stderr
+        assert re.fullmatch(
+            rf"session {session} compacted: ([\d,]+) → ([\d,]+) tokens of 32,768 "
+            r"\((\d+ outputs? elided, )?\d+ messages summarized\)\n",
+            result.stdout,
+        ), result.stdout
+        before, after = (
+            int(n.replace(",", "")) for n in re.findall(r"[\d,]{2,}", result.stdout)[:2]
+        )
+        assert after < before
+        assert model.refused == []
+
+        unknown = run_cli("compact", "--session", "0" * 32, *where, env=env)
+        assert unknown.returncode == 1 and "sessionId" in unknown.stderr

@@ -98,3 +98,15 @@ def test_api_key_is_not_a_setting() -> None:
 
 def test_non_object() -> None:
     assert parse_settings([1, 2]).warnings
+
+
+def test_context_window_and_compaction_threshold() -> None:
+    assert (AgentSettings().context_window, AgentSettings().compact_threshold) == (None, 0.8)
+    settings = parse_settings({"contextWindow": 65_536, "compactThreshold": 0.7})
+    assert settings.warnings == ()
+    assert (settings.context_window, settings.compact_threshold) == (65_536, 0.7)
+    bad = parse_settings({"contextWindow": 1.5, "compactThreshold": 1.2})
+    assert (bad.context_window, bad.compact_threshold) == (None, 0.8)
+    assert len(bad.warnings) == 2
+    assert any("compactThreshold must be a number from 0.1 to 0.95" in w for w in bad.warnings)
+    assert parse_settings({"compactThreshold": True}).warnings
