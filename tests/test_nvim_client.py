@@ -26,9 +26,16 @@ from typing import Any
 import pytest
 
 from tests.support.lsp_client import REPO, server_env
-from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.model_server import ScriptedModel, instant_responder, tool_call
 from tests.support.procs import pids_with, unique_tag, wait_until
-from tests.support.trace_cases import FORMAT_CASES, STAMP, expected_lines, user_texts
+from tests.support.trace_cases import (
+    COMPACTION_CASES,
+    FORMAT_CASES,
+    STAMP,
+    expected_compaction_lines,
+    expected_lines,
+    user_texts,
+)
 
 NVIM = os.environ.get("AGENT_LSP_NVIM", "nvim")
 PLUGIN = REPO / "editor-client" / "nvim"
@@ -209,6 +216,60 @@ def test_trace_lines_match_the_terminal_client(
     )
     assert [line[9:] for line in records["lines"]] == expected_lines()
     assert all(re.fullmatch(STAMP + " ", line[:9]) for line in records["lines"])
+
+
+def test_compactions_show_in_the_trace_and_agent_compact_compacts(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A model of 8,000 tokens; each ask reads a 20 KB file three times."""
+    (workspace / "big.log").write_text("".join(f"{n:05d}: build output\n" for n in range(1000)))
+    reader = instant_responder("read_file", {"path": "big.log"}, tool_turns=3, answer="Read it.")
+    with ScriptedModel(reader, context_limit=8_000, alternation=True) as model:
+        records = run_nvim(
+            tmp_path,
+            model,
+            workspace,
+            """
+            local format = require('agent_lsp.format')
+            local lines = {}
+            for _, params in ipairs(config.data) do
+              table.insert(lines, format.compaction_line(params))
+            end
+            vim.cmd('AgentAsk read the log')
+            T.idle()
+            vim.cmd('AgentCompact')
+            local buf = agent.status().conversation_buf
+            T.wait('the compaction', function() return T.has_line(buf, '^_%(compacted: ') end)
+            T.emit({
+              lines = lines,
+              conversation = T.lines(buf),
+              trace = T.lines(agent.status().trace_buf),
+            })
+            """,
+            settings={"contextWindow": 8_000},
+            data=COMPACTION_CASES,
+        )
+        bodies, refused = model.bodies, model.refused
+
+    assert [line[9:] for line in records["lines"]] == expected_compaction_lines()
+    assert refused == []
+    conversation = "\n".join(records["conversation"])
+    # The ask's footer says how full the window is and that the ask compacted.
+    assert re.search(
+        r"_\(3 tool calls, context [\d,]+ of 8,000 tokens, compacted: [\d,]+ → [\d,]+ "
+        r"tokens of 8,000 \([^)]*\)\)_",
+        conversation,
+    ), conversation
+    compactions = [line for line in records["trace"] if " ⇣ compacted: " in line]
+    assert len(compactions) >= 2  # during the ask, then :AgentCompact
+    assert all(re.fullmatch(STAMP + r" ⇣ compacted: .* tokens of 8,000.*", c) for c in compactions)
+    # :AgentCompact: a summary request, then its result in the conversation.
+    assert not bodies[-1].get("tools")
+    assert re.search(
+        r"^_\(compacted: [\d,]+ → [\d,]+ tokens of 8,000 \([^)]*messages summarized\)\)_$",
+        conversation,
+        re.M,
+    ), conversation
 
 
 def test_ask_shows_answer_trace_and_follow_up_reuses_session(

@@ -17,7 +17,7 @@
 ;; - progress ("turn 2: read_file src/app.py") in the mode line of `*agent-lsp*'.
 ;;
 ;; Commands: `agent-lsp-ask', `agent-lsp-cancel', `agent-lsp-new-conversation',
-;; `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
+;; `agent-lsp-compact', `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
 ;; `agent-lsp-check-connection', `agent-lsp-select-model',
 ;; `agent-lsp-apply-settings', `agent-lsp-shutdown'; all of them (but the last
 ;; two) are on `agent-lsp-command-map'.
@@ -118,6 +118,14 @@ Buffers the server does not manage are read from disk by the agent."
    &key &allow-other-keys)
   "Add a trace line for the tool call activity in PARAMS."
   (agent-lsp--trace-insert (agent-lsp-format-activity params)))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/compaction)) &rest params
+   &key &allow-other-keys)
+  "Add a trace line for the compaction in PARAMS; the ask's footer mentions it."
+  (agent-lsp--trace-insert (agent-lsp-format-compaction params))
+  (when agent-lsp--request
+    (plist-put agent-lsp--request :compacted (agent-lsp-compaction-summary params))))
 
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql '$/progress)) &key token value)
@@ -296,6 +304,40 @@ Without one of those, ARGUMENTS itself on one line."
             (concat line ": " (truncate-string-to-width first 200))
           line))))))
 
+(defun agent-lsp--thousands (n)
+  "N with thousands separators, as Python's format(n, \",\")."
+  (let ((digits (number-to-string (truncate (if (numberp n) n 0)))))
+    (while (string-match "\\([0-9]\\)\\([0-9][0-9][0-9]\\)\\(,\\|$\\)" digits)
+      (setq digits (replace-match "\\1,\\2\\3" t nil digits)))
+    digits))
+
+(defun agent-lsp--count (n word)
+  "N WORD, with an s unless N is 1."
+  (format "%d %s%s" n word (if (eql n 1) "" "s")))
+
+(defun agent-lsp-compaction-summary (params)
+  "What a compaction did, from an `agent/compaction' notification or an
+`agent/compact' result PARAMS (a plist); as compaction_summary in
+server/terminal_client.py."
+  (let* ((elided (or (plist-get params :elidedOutputs) 0))
+         (summarized (or (plist-get params :summarizedMessages) 0))
+         (details (delq nil (list (and (> elided 0)
+                                       (concat (agent-lsp--count elided "output") " elided"))
+                                  (and (> summarized 0)
+                                       (concat (agent-lsp--count summarized "message")
+                                               " summarized"))
+                                  (and (equal (plist-get params :trigger) "overflow")
+                                       "the model said the conversation was too long"))))
+         (line (format "compacted: %s → %s tokens of %s"
+                       (agent-lsp--thousands (plist-get params :tokensBefore))
+                       (agent-lsp--thousands (plist-get params :tokensAfter))
+                       (agent-lsp--thousands (plist-get params :contextWindow)))))
+    (if details (format "%s (%s)" line (string-join details ", ")) line)))
+
+(defun agent-lsp-format-compaction (params)
+  "One trace line for an `agent/compaction' notification PARAMS (a plist)."
+  (format "%s ⇣ %s" (format-time-string "%H:%M:%S") (agent-lsp-compaction-summary params)))
+
 ;;; Buffers
 
 (defalias 'agent-lsp--conversation-parent-mode
@@ -396,9 +438,17 @@ Where point was at the end, it stays at the end."
     (setq agent-lsp--session-id (plist-get result :sessionId))
     (let* ((calls (length (plist-get result :toolCalls)))
            (stop (plist-get result :stopReason))
+           (usage (plist-get result :usage))
+           (compacted (plist-get request :compacted))
            (notes (concat (format "%d tool call%s" calls (if (= calls 1) "" "s"))
                           (if (and stop (not (equal stop "end_turn")))
-                              (format ", stopped: %s" stop) ""))))
+                              (format ", stopped: %s" stop) "")
+                          (if (plist-get usage :contextWindow)
+                              (format ", context %s of %s tokens"
+                                      (agent-lsp--thousands (plist-get usage :contextTokens))
+                                      (agent-lsp--thousands (plist-get usage :contextWindow)))
+                            "")
+                          (if compacted (concat ", " compacted) ""))))
       (agent-lsp--finish request (format "%s\n\n_(%s)_" (plist-get result :answer) notes)))
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
@@ -501,6 +551,31 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
     (setq agent-lsp--conversation-server nil
           agent-lsp--session-id nil)
     (agent-lsp--trace-insert "-- new conversation --")))
+
+;;;###autoload
+(defun agent-lsp-compact ()
+  "Compact the conversation now (`agent/compact').
+Old tool outputs become notes and older turns the model's summary; the
+result is a line in the conversation and the trace."
+  (interactive)
+  (when agent-lsp--request
+    (user-error "An ask is running; compact after it"))
+  (let ((server agent-lsp--conversation-server)
+        (session agent-lsp--session-id))
+    (unless (and server session (jsonrpc-running-p server))
+      (user-error "No agent-lsp conversation to compact yet"))
+    (agent-lsp--say "_compacting the conversation…_\n")
+    (agent-lsp--async-request
+     server :agent/compact (list :sessionId session)
+     :success-fn (lambda (result)
+                   (let ((summary (agent-lsp-compaction-summary result)))
+                     (agent-lsp--trace-insert
+                      (format "%s ⇣ %s" (format-time-string "%H:%M:%S") summary))
+                     (agent-lsp--say (format "_(%s)_\n\n" summary))))
+     :error-fn (lambda (error)
+                 (agent-lsp--say (format "**Error** (%s): %s\n\n" (plist-get error :code)
+                                         (plist-get error :message))))
+     :timeout nil)))
 
 ;;;###autoload
 (defun agent-lsp-list-tools ()
@@ -616,6 +691,7 @@ running servers; keep it with `customize-variable' or in the user file
     (define-key map "a" #'agent-lsp-ask)
     (define-key map "c" #'agent-lsp-cancel)
     (define-key map "n" #'agent-lsp-new-conversation)
+    (define-key map "k" #'agent-lsp-compact)
     (define-key map "l" #'agent-lsp-list-tools)
     (define-key map "t" #'agent-lsp-trace)
     (define-key map "b" #'agent-lsp-show)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.terminal_client import format_activity
+from server.terminal_client import format_activity, format_compaction
 
 STAMP = r"\d\d:\d\d:\d\d"
 
@@ -65,6 +65,32 @@ FORMAT_CASES: list[dict[str, Any]] = [
 def expected_lines() -> list[str]:
     """The terminal client's lines without their ``HH:MM:SS `` stamp."""
     return [format_activity(case)[9:] for case in FORMAT_CASES]
+
+
+# agent/compaction notifications (and agent/compact results, without trigger and turn).
+COMPACTION_CASES: list[dict[str, Any]] = [
+    {
+        "trigger": "threshold",
+        "tokensBefore": 30512,
+        "tokensAfter": 9880,
+        "contextWindow": 32000,
+        "elidedOutputs": 12,
+        "summarizedMessages": 0,
+    },
+    {
+        "trigger": "overflow",
+        "tokensBefore": 1234567,
+        "tokensAfter": 999,
+        "contextWindow": 1048576,
+        "elidedOutputs": 1,
+        "summarizedMessages": 41,
+    },
+    {"tokensBefore": 500, "tokensAfter": 500, "contextWindow": 8192},
+]
+
+
+def expected_compaction_lines() -> list[str]:
+    return [format_compaction(case)[9:] for case in COMPACTION_CASES]
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:

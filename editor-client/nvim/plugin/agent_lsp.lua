@@ -30,3 +30,6 @@ end, { nargs = 0, desc = 'agent-lsp: check the model endpoint (key, URL, model)'
 command('AgentModel', function()
   require('agent_lsp').models()
 end, { nargs = 0, desc = "agent-lsp: choose the model from the endpoint's list" })
+command('AgentCompact', function()
+  require('agent_lsp').compact()
+end, { nargs = 0, desc = 'agent-lsp: compact the conversation (summarize older turns)' })

@@ -4,6 +4,8 @@
 --   12:00:01 ✓ read_file src/app.py (3 ms)
 --   12:00:02 ✗ bash make test (512 ms): Error: exit status 2
 --   12:00:03 ⏸ bash npm ci (waiting for permission)
+-- and for agent/compaction (format_compaction):
+--   12:00:03 ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)
 local M = {}
 
 local SUMMARY_CHARS = 80 -- server/activity.py SUMMARY_CHARS
@@ -92,6 +94,50 @@ function M.check_lines(result)
   table.insert(lines, '')
   table.insert(lines, result and result.ok == true and 'The endpoint works.' or 'The endpoint does not work yet.')
   return lines
+end
+
+--- 12345678 -> "12,345,678" (Python's format(n, ','))
+function M.thousands(n)
+  local digits = tostring(math.floor(tonumber(n) or 0))
+  local sign, rest = digits:match('^(-?)(%d+)$')
+  rest = rest:reverse():gsub('(%d%d%d)', '%1,'):reverse():gsub('^,', '')
+  return sign .. rest
+end
+
+local function plural(n, word)
+  return string.format('%d %s%s', n, word, n == 1 and '' or 's')
+end
+
+--- What a compaction did, from an agent/compaction notification or an agent/compact
+--- result (server/terminal_client.py compaction_summary).
+function M.compaction_summary(params)
+  local line = string.format(
+    'compacted: %s → %s tokens of %s',
+    M.thousands(params.tokensBefore),
+    M.thousands(params.tokensAfter),
+    M.thousands(params.contextWindow)
+  )
+  local details = {}
+  local elided = tonumber(params.elidedOutputs) or 0
+  local summarized = tonumber(params.summarizedMessages) or 0
+  if elided > 0 then
+    table.insert(details, plural(elided, 'output') .. ' elided')
+  end
+  if summarized > 0 then
+    table.insert(details, plural(summarized, 'message') .. ' summarized')
+  end
+  if params.trigger == 'overflow' then
+    table.insert(details, 'the model said the conversation was too long')
+  end
+  if #details > 0 then
+    line = line .. ' (' .. table.concat(details, ', ') .. ')'
+  end
+  return line
+end
+
+--- One trace line for an agent/compaction notification.
+function M.compaction_line(params, now)
+  return string.format('%s ⇣ %s', os.date('%H:%M:%S', now), M.compaction_summary(params))
 end
 
 return M

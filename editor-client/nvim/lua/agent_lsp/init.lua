@@ -271,6 +271,17 @@ local function on_activity(_, params)
   end
 end
 
+local function on_compaction(_, params)
+  if type(params) ~= 'table' then
+    return
+  end
+  append(trace_buf(), { format.compaction_line(params) })
+  local req = conv.request
+  if req then
+    req.compacted = format.compaction_summary(params)
+  end
+end
+
 local function on_progress(err, result, ctx, config)
   -- Keep the usual progress handling (LspProgressUpdate / LspProgress, statuslines).
   local default = vim.lsp.handlers['$/progress']
@@ -313,6 +324,7 @@ local function start_client(root)
     capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), permissions.CAPABILITY),
     handlers = {
       ['agent/toolActivity'] = on_activity,
+      ['agent/compaction'] = on_compaction,
       ['$/progress'] = on_progress,
       ['agent/requestPermission'] = permissions.handler,
       ['$/cancelRequest'] = permissions.on_cancel,
@@ -416,6 +428,17 @@ local function on_answer(req, err, result)
   local notes = { string.format('%d tool call%s', calls, calls == 1 and '' or 's') }
   if result.stopReason and result.stopReason ~= 'end_turn' then
     table.insert(notes, 'stopped: ' .. tostring(result.stopReason))
+  end
+  local usage = type(result.usage) == 'table' and result.usage or {}
+  if usage.contextWindow then
+    table.insert(notes, string.format(
+      'context %s of %s tokens',
+      format.thousands(usage.contextTokens),
+      format.thousands(usage.contextWindow)
+    ))
+  end
+  if req.compacted then
+    table.insert(notes, req.compacted)
   end
   vim.list_extend(lines, { '', '_(' .. table.concat(notes, ', ') .. ')_' })
   finish(req, lines)
@@ -521,6 +544,39 @@ function M.new()
   start_conversation(root)
   append(trace_buf(), { '-- new conversation --' })
   show(conversation_buf(), false)
+end
+
+--- Compact the conversation now (agent/compact): old tool outputs become notes, older
+--- turns the model's summary. The result is a line in the conversation and the trace.
+function M.compact()
+  if conv.request then
+    notify('an ask is running; compact after it', vim.log.levels.WARN)
+    return
+  end
+  local client = client_by_id(conv.root and clients[conv.root])
+  if not (client and conv.session_id) then
+    notify('no conversation to compact yet')
+    return
+  end
+  local session = conv.session_id
+  append(conversation_buf(), { '_compacting the conversation…_' })
+  local line = api.nvim_buf_line_count(conversation_buf()) - 1
+  call(client, 'request', 'agent/compact', { sessionId = session }, function(err, result)
+    local text
+    if err then
+      text = string.format('**Error** (%s): %s', tostring(err.code), tostring(err.message))
+    else
+      local summary = format.compaction_summary(result)
+      text = '_(' .. summary .. ')_'
+      append(trace_buf(), { os.date('%H:%M:%S') .. ' ⇣ ' .. summary })
+    end
+    local buf = conversation_buf()
+    if api.nvim_buf_get_lines(buf, line, line + 1, false)[1] == '_compacting the conversation…_' then
+      set_lines(buf, line, line + 1, { text, '' })
+    else
+      append(buf, { text, '' })
+    end
+  end)
 end
 
 --- Open the trace buffer (one line per tool call start and end).
