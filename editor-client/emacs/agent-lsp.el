@@ -53,7 +53,8 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
 Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
 :enabledTools (a vector of tool names), :bashTimeout, :systemPrompt,
 :editThroughEditor, :confirmEdits (t or :json-false), :sandbox, :writableRoots,
-:network, :approval, :allowedCommands, :permissionTimeout.  Sent as
+:network, :approval, :allowedCommands, :permissionTimeout, :contextWindow
+\(tokens), :compactThreshold (0.1 to 0.95).  Sent as
 initializationOptions and answered to `workspace/configuration'.  Never the
 API key: the server reads it from the user configuration file
 ~/.config/agent-lsp/config.toml (`agent-lsp config set-key') or its environment."
