@@ -94,6 +94,7 @@ class ContextState:
     sent_chars: int = 0  # that request's size by our count
     tokens_per_char: float = 1 / CHARS_PER_TOKEN
     provider_window: int | None = None  # a window a provider's error stated
+    configured_window: int = 0  # the window configured when it did
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +103,7 @@ class ContextState:
             "sentChars": self.sent_chars,
             "tokensPerChar": self.tokens_per_char,
             "providerWindow": self.provider_window,
+            "configuredWindow": self.configured_window,
         }
 
     @classmethod
@@ -117,6 +119,7 @@ class ContextState:
             state.tokens_per_char = float(ratio)
         window = _count(data.get("providerWindow"))
         state.provider_window = window or None
+        state.configured_window = _count(data.get("configuredWindow"))
         return state
 
 
@@ -266,6 +269,8 @@ class ContextWindow:
         if state.model != model:  # figures measured with another model do not carry over
             state.model, state.prompt_tokens, state.sent_chars = model, 0, 0
             state.tokens_per_char, state.provider_window = 1 / CHARS_PER_TOKEN, None
+        if state.configured_window != window.tokens:  # a new setting: trust it again
+            state.configured_window, state.provider_window = window.tokens, None
 
     @property
     def window(self) -> int:
