@@ -692,7 +692,7 @@ running servers; keep it with `customize-variable' or in the user file
     (define-key map "a" #'agent-lsp-ask)
     (define-key map "c" #'agent-lsp-cancel)
     (define-key map "n" #'agent-lsp-new-conversation)
-    (define-key map "k" #'agent-lsp-compact)
+    (define-key map "z" #'agent-lsp-compact)
     (define-key map "l" #'agent-lsp-list-tools)
     (define-key map "t" #'agent-lsp-trace)
     (define-key map "b" #'agent-lsp-show)
