@@ -298,14 +298,13 @@ def test_the_terminal_client_shows_compactions_and_compacts_a_session(
 
         result = run_cli("compact", "--session", session, *where, env=env)
         assert result.returncode == 0, result.stderr
-        assert re.fullmatch(
+        shown = re.fullmatch(
             rf"session {session} compacted: ([\d,]+) → ([\d,]+) tokens of 32,768 "
             r"\((\d+ outputs? elided, )?\d+ messages summarized\)\n",
             result.stdout,
-        ), result.stdout
-        before, after = (
-            int(n.replace(",", "")) for n in re.findall(r"[\d,]{2,}", result.stdout)[:2]
         )
+        assert shown, result.stdout
+        before, after = (int(shown.group(n).replace(",", "")) for n in (1, 2))
         assert after < before
         assert model.refused == []
 
