@@ -4,28 +4,17 @@
 /** The subset of vscode.WorkspaceConfiguration this module needs. */
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
-  inspect<T>(key: string): { defaultValue?: T; globalValue?: T } | undefined;
+  inspect<T>(key: string):
+    | { defaultValue?: T; globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T }
+    | undefined;
 }
 
-/** What the server reads from `initializationOptions` (docs/protocol.md). Never an API key. */
-export interface InitializationOptions {
-  model?: string;
-  baseUrl?: string;
-  maxTurns?: number;
-  enabledTools?: string[];
-  bashTimeout?: number;
-  systemPrompt?: string;
-  requestTimeout?: number;
-  editThroughEditor?: boolean;
-  confirmEdits?: boolean;
-  /** Sandbox and permission keys: forwarded as the user wrote them; the server validates. */
-  sandbox?: unknown;
-  writableRoots?: unknown;
-  network?: unknown;
-  approval?: unknown;
-  allowedCommands?: unknown;
-  permissionTimeout?: unknown;
-}
+/**
+ * What the server reads from `initializationOptions` (docs/protocol.md): the user's raw values,
+ * keyed as the server names them. Never an API key. The server validates each field, reports
+ * bad ones with a warning, and owns every default, so nothing here is checked or defaulted.
+ */
+export type InitializationOptions = Record<string, unknown>;
 
 export const SECTION = "agentLsp";
 export const DEFAULT_SERVER_COMMAND: readonly string[] = ["agent-lsp"];
@@ -49,10 +38,9 @@ export const SAFETY_SETTINGS = [
  * Settings a cloned repository must not choose: the program the extension runs, where the
  * server sends the API key, which tools the agent has (a repo could re-enable `bash`), its
  * instructions, and whether edits ask first. They are `"scope": "machine"` in package.json, so
- * VS Code takes them from user (or remote) settings only; they are read here from the
- * user/default values alone as well, so a repository's .vscode/settings.json can never supply
- * them (not even while VS Code has not yet applied the extension's scopes to the workspace's
- * settings).
+ * VS Code takes them from user (or remote) settings only; they are read here from the user
+ * value alone as well, so a repository's .vscode/settings.json can never supply them (not even
+ * while VS Code has not yet applied the extension's scopes to the workspace's settings).
  */
 export const MACHINE_SETTINGS = [
   "server.command",
@@ -64,58 +52,41 @@ export const MACHINE_SETTINGS = [
   ...SAFETY_SETTINGS,
 ] as const;
 
-function machineValue(config: ConfigReader, key: (typeof MACHINE_SETTINGS)[number]): unknown {
-  const inspected = config.inspect<unknown>(key);
-  return inspected?.globalValue ?? inspected?.defaultValue;
-}
+/** The keys forwarded to the server, in the order the settings UI lists them. */
+export const SERVER_SETTINGS = [
+  "model",
+  "baseUrl",
+  "maxTurns",
+  "maxRetries",
+  "enabledTools",
+  "bashTimeout",
+  "requestTimeout",
+  "systemPrompt",
+  "confirmEdits",
+  "editThroughEditor",
+  ...SAFETY_SETTINGS,
+] as const;
 
-function nonEmptyString(value: unknown): string | undefined {
-  if (typeof value !== "string") return undefined;
-  const trimmed = value.trim();
-  return trimmed === "" ? undefined : trimmed;
-}
-
-function flag(value: unknown, fallback: boolean): boolean {
-  return typeof value === "boolean" ? value : fallback;
-}
-
-/** Positive finite numbers only; 0 / empty is how the settings UI says "server default". */
-function positiveNumber(value: unknown, integer: boolean): number | undefined {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return undefined;
-  return integer ? Math.floor(value) : value;
-}
+const MACHINE = new Set<string>(MACHINE_SETTINGS);
 
 /**
- * Settings the user left at "server default" are omitted, so the server's own defaults and
- * its environment / .env apply. `systemPrompt` keeps inner whitespace (only blank is dropped).
+ * The value the user set for `key`, or undefined when they set none (package.json's default
+ * is never sent: the server's default applies). Machine-scoped keys: the user (or remote)
+ * value only; others: the most specific level, as VS Code merges them.
  */
+export function userValue(config: ConfigReader, key: string): unknown {
+  const levels = config.inspect<unknown>(key);
+  if (levels === undefined) return undefined;
+  if (MACHINE.has(key)) return levels.globalValue;
+  return levels.workspaceFolderValue ?? levels.workspaceValue ?? levels.globalValue;
+}
+
+/** The user's values, as they wrote them (a typo reaches the server, which says so). */
 export function toInitializationOptions(config: ConfigReader): InitializationOptions {
   const options: InitializationOptions = {};
-  const model = nonEmptyString(config.get("model"));
-  if (model !== undefined) options.model = model;
-  const baseUrl = nonEmptyString(machineValue(config, "baseUrl"));
-  if (baseUrl !== undefined) options.baseUrl = baseUrl;
-  const maxTurns = positiveNumber(config.get("maxTurns"), true);
-  if (maxTurns !== undefined && maxTurns >= 1) options.maxTurns = maxTurns;
-  const tools = machineValue(config, "enabledTools");
-  if (Array.isArray(tools)) {
-    const names = tools.filter((t): t is string => typeof t === "string").map((t) => t.trim());
-    options.enabledTools = [...new Set(names.filter((t) => t !== ""))];
-  }
-  const bashTimeout = positiveNumber(config.get("bashTimeout"), false);
-  if (bashTimeout !== undefined) options.bashTimeout = bashTimeout;
-  const systemPrompt = machineValue(config, "systemPrompt");
-  if (typeof systemPrompt === "string" && systemPrompt.trim() !== "") {
-    options.systemPrompt = systemPrompt;
-  }
-  const requestTimeout = positiveNumber(config.get("requestTimeout"), false);
-  if (requestTimeout !== undefined) options.requestTimeout = requestTimeout;
-  // Always sent (the server applies a whole section, so an omitted flag means its default).
-  options.editThroughEditor = flag(machineValue(config, "editThroughEditor"), true);
-  options.confirmEdits = flag(machineValue(config, "confirmEdits"), false);
-  for (const key of SAFETY_SETTINGS) {
-    const value = config.inspect<unknown>(key)?.globalValue;
-    if (value !== undefined) options[key] = value;
+  for (const key of SERVER_SETTINGS) {
+    const value = userValue(config, key);
+    if (value !== undefined && value !== null) options[key] = value;
   }
   return options;
 }
@@ -151,7 +122,7 @@ export type ServerCommand =
  * A plain string is accepted and split on whitespace, since users will type one anyway.
  */
 export function serverCommand(config: ConfigReader): ServerCommand {
-  let raw = machineValue(config, "server.command");
+  let raw = userValue(config, "server.command");
   if (raw === undefined || raw === null) raw = [...DEFAULT_SERVER_COMMAND];
   if (typeof raw === "string") raw = raw.trim().split(/\s+/).filter((p) => p !== "");
   if (!Array.isArray(raw) || raw.length === 0 || !raw.every((p) => typeof p === "string")) {

@@ -6,6 +6,7 @@ import {
   answerConfigurationPull,
   type ConfigReader,
   MACHINE_SETTINGS,
+  SERVER_SETTINGS,
   SECTION,
   serverCommand,
   toDidChangeConfigurationParams,
@@ -35,9 +36,6 @@ function reader(
   };
 }
 
-/** The flags the server always gets, at their defaults. */
-const EDIT_DEFAULTS = { editThroughEditor: true, confirmEdits: false };
-
 // out/test/settings.test.js -> the extension's package.json
 const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8")) as {
   contributes: { configuration: { properties: Record<string, { scope?: string; default?: unknown; markdownDescription?: string }> } };
@@ -45,12 +43,13 @@ const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.js
 const properties = manifest.contributes.configuration.properties;
 
 describe("toInitializationOptions", () => {
-  it("maps every setting the server reads", () => {
+  it("forwards every setting the user set, as written", () => {
     const options = toInitializationOptions(
       reader({
         model: "deepseek-chat",
         baseUrl: " https://api.deepseek.com/v1 ",
         maxTurns: 12,
+        maxRetries: 0,
         enabledTools: ["read_file", "glob"],
         bashTimeout: 30,
         systemPrompt: "Be brief.\n",
@@ -63,35 +62,43 @@ describe("toInitializationOptions", () => {
     );
     assert.deepEqual(options, {
       model: "deepseek-chat",
-      baseUrl: "https://api.deepseek.com/v1",
+      baseUrl: " https://api.deepseek.com/v1 ",
       maxTurns: 12,
+      maxRetries: 0,
       enabledTools: ["read_file", "glob"],
       bashTimeout: 30,
-      systemPrompt: "Be brief.\n",
       requestTimeout: 90,
-      editThroughEditor: false,
+      systemPrompt: "Be brief.\n",
       confirmEdits: true,
+      editThroughEditor: false,
     });
   });
 
-  it("always sends the edit flags, defaulting non-booleans", () => {
-    assert.deepEqual(toInitializationOptions(reader({})), EDIT_DEFAULTS);
-    assert.deepEqual(
-      toInitializationOptions(reader({ editThroughEditor: "no", confirmEdits: 1 })),
-      EDIT_DEFAULTS,
+  it("sends nothing the user did not set: the server owns the defaults", () => {
+    const defaults = Object.fromEntries(
+      Object.entries(properties).map(([key, p]) => [key.slice(SECTION.length + 1), p.default]),
     );
-    assert.deepEqual(toInitializationOptions(reader({ confirmEdits: true })), {
-      editThroughEditor: true,
-      confirmEdits: true,
-    });
+    assert.deepEqual(toInitializationOptions(reader({}, {}, defaults)), {});
+  });
+
+  it("never sends its own copy of the tool list, so a new server tool is enabled", () => {
+    const defaults = { enabledTools: properties[`${SECTION}.enabledTools`]?.default };
+    assert.equal(defaults.enabledTools ?? null, null, "package.json names no tools");
+    assert.ok(!("enabledTools" in toInitializationOptions(reader({ model: "m" }, {}, defaults))));
+  });
+
+  it("forwards invalid values too, so the server's warning reaches the user", () => {
+    const options = toInitializationOptions(
+      reader({ maxTurns: -3, maxRetries: 99, model: 42, enabledTools: "bash", confirmEdits: "yes" }),
+    );
+    assert.deepEqual(options, { model: 42, maxTurns: -3, maxRetries: 99, enabledTools: "bash", confirmEdits: "yes" });
   });
 
   it("takes baseUrl from user settings only, never from the workspace's", () => {
     const hostile = { baseUrl: "https://attacker.example/v1" };
-    assert.deepEqual(toInitializationOptions(reader({}, hostile)), EDIT_DEFAULTS);
+    assert.deepEqual(toInitializationOptions(reader({}, hostile)), {});
     assert.deepEqual(toInitializationOptions(reader({ baseUrl: "http://127.0.0.1:11434/v1" }, hostile)), {
       baseUrl: "http://127.0.0.1:11434/v1",
-      ...EDIT_DEFAULTS,
     });
   });
 
@@ -105,68 +112,48 @@ describe("toInitializationOptions", () => {
     };
     assert.deepEqual(toInitializationOptions(reader(user, hostile)), {
       enabledTools: ["read_file", "glob"],
-      editThroughEditor: true,
       confirmEdits: true,
     });
   });
 
-  it("omits settings left at 'server default' so the server's env / .env apply", () => {
-    const options = toInitializationOptions(
-      reader({ model: "", baseUrl: "   ", bashTimeout: 0, requestTimeout: 0, systemPrompt: " " }),
-    );
-    assert.deepEqual(options, EDIT_DEFAULTS);
+  it("lets a workspace set what is not machine-scoped (the model, the turn limit)", () => {
+    assert.deepEqual(toInitializationOptions(reader({ model: "a", maxTurns: 9 }, { model: "b" })), {
+      model: "b",
+      maxTurns: 9,
+    });
   });
 
   it("never carries an API key, even if one is configured", () => {
     const options = toInitializationOptions(reader({ apiKey: "sk-secret", model: "m" }));
-    assert.deepEqual(options, { model: "m", ...EDIT_DEFAULTS });
+    assert.deepEqual(options, { model: "m" });
     assert.ok(!JSON.stringify(options).includes("sk-secret"));
-  });
-
-  it("drops bad values instead of sending them", () => {
-    const options = toInitializationOptions(
-      reader({ maxTurns: -3, bashTimeout: Number.NaN, model: 42, enabledTools: "bash" }),
-    );
-    assert.deepEqual(options, EDIT_DEFAULTS);
-  });
-
-  it("keeps an explicitly empty tool list, dedupes and trims names", () => {
-    assert.deepEqual(toInitializationOptions(reader({ enabledTools: [] })), { enabledTools: [], ...EDIT_DEFAULTS });
-    assert.deepEqual(
-      toInitializationOptions(reader({ enabledTools: ["bash", " bash", 3, "glob"] })),
-      { enabledTools: ["bash", "glob"], ...EDIT_DEFAULTS },
-    );
-  });
-
-  it("floors a fractional maxTurns", () => {
-    assert.deepEqual(toInitializationOptions(reader({ maxTurns: 7.9 })), { maxTurns: 7, ...EDIT_DEFAULTS });
   });
 
   it("forwards the sandbox settings from user settings only, as written", () => {
     const user = { sandbox: "read-only", writableRoots: ["~/.cache/uv"], network: true };
     const hostile = { sandbox: "off", writableRoots: ["/"], network: true };
-    assert.deepEqual(toInitializationOptions(reader(user, hostile)), { ...user, ...EDIT_DEFAULTS });
-    assert.deepEqual(toInitializationOptions(reader({}, hostile)), EDIT_DEFAULTS);
+    assert.deepEqual(toInitializationOptions(reader(user, hostile)), user);
+    assert.deepEqual(toInitializationOptions(reader({}, hostile)), {});
     const consent = { approval: "always", allowedCommands: ["npm test"], permissionTimeout: 60 };
-    assert.deepEqual(toInitializationOptions(reader(consent, { approval: "never" })), { ...consent, ...EDIT_DEFAULTS });
+    assert.deepEqual(toInitializationOptions(reader(consent, { approval: "never" })), consent);
     // Raw values reach the server, which validates them and says what is wrong.
-    assert.deepEqual(toInitializationOptions(reader({ sandbox: "none" })), { sandbox: "none", ...EDIT_DEFAULTS });
+    assert.deepEqual(toInitializationOptions(reader({ sandbox: "none" })), { sandbox: "none" });
   });
 
   it("wraps the same options for didChangeConfiguration", () => {
     assert.deepEqual(toDidChangeConfigurationParams(reader({ model: "m", maxTurns: 3, confirmEdits: true })), {
-      settings: { agentLsp: { model: "m", maxTurns: 3, editThroughEditor: true, confirmEdits: true } },
+      settings: { agentLsp: { model: "m", maxTurns: 3, confirmEdits: true } },
     });
   });
 });
 
 describe("answerConfigurationPull", () => {
-  it("answers our section with the sanitized options and leaves other sections alone", () => {
+  it("answers our section with the user's options and leaves other sections alone", () => {
     const config = reader({ maxTurns: 4, baseUrl: "http://127.0.0.1:8000/v1" }, { baseUrl: "https://attacker.example/v1" });
     const raw = { baseUrl: "https://attacker.example/v1", maxTurns: 4, server: { command: ["/tmp/evil"] } };
     assert.deepEqual(
       answerConfigurationPull([{ section: "agentLsp" }, { section: "editor" }, {}], [raw, { tabSize: 4 }], config),
-      [{ baseUrl: "http://127.0.0.1:8000/v1", maxTurns: 4, ...EDIT_DEFAULTS }, { tabSize: 4 }, null],
+      [{ baseUrl: "http://127.0.0.1:8000/v1", maxTurns: 4 }, { tabSize: 4 }, null],
     );
   });
 });
@@ -234,5 +221,9 @@ describe("package.json settings", () => {
   it("declares the edit flags with the server's defaults", () => {
     assert.equal(properties[`${SECTION}.editThroughEditor`]?.default, true);
     assert.equal(properties[`${SECTION}.confirmEdits`]?.default, false);
+  });
+
+  it("declares every forwarded key, maxRetries included", () => {
+    for (const key of SERVER_SETTINGS) assert.ok(properties[`${SECTION}.${key}`], key);
   });
 });
