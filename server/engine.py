@@ -504,7 +504,7 @@ class AgentEngine:
             conversation.touch()
             await self._save(conversation)
             usage = window.usage(conversation.messages)
-        return _ask_result(conversation.id, result, usage)
+        return _ask_result(conversation.id, result, usage, model_settings.model)
 
     def _context_window(
         self, conversation: Conversation, model: str, runtime: ToolRuntime | None
@@ -568,7 +568,9 @@ def _answered(messages: list[dict[str, Any]], since: int) -> bool:
     return any(m.get("role") == "assistant" for m in messages[since:])
 
 
-def _ask_result(session_id: str, loop: LoopResult, context: dict[str, int]) -> p.AskResult:
+def _ask_result(
+    session_id: str, loop: LoopResult, context: dict[str, int], model: str
+) -> p.AskResult:
     return p.AskResult(
         answer=loop.text,
         session_id=session_id,
@@ -581,6 +583,7 @@ def _ask_result(session_id: str, loop: LoopResult, context: dict[str, int]) -> p
             for call in loop.tool_calls
         ],
         usage={**loop.usage.as_dict(), **context},
+        model=model,
     )
 
 

@@ -21,7 +21,9 @@ your next call rather than repeating the same one. Do not touch anything the tas
 not need.
 
 When you are done, reply with a short summary of what you found or changed, naming \
-the files involved and anything the user should still check."""
+the files involved and anything the user should still check. Cite places in files as \
+`path:line` with the path relative to the project folder (e.g. `src/app.py:12`), so the \
+editor can link them."""
 
 
 def default_system_prompt(workspace_root: Path) -> str:

@@ -174,6 +174,7 @@ class AskResult:
     turns: int
     tool_calls: list[ToolCallResult]
     usage: dict[str, int]
+    model: str = ""  # the model that answered (clients show it under the answer)
 
 
 @attrs.define

@@ -88,6 +88,11 @@ def test_default_system_prompt_names_the_folder_and_asks_for_tool_use(tmp_path: 
     assert "tools" in prompt
 
 
+def test_default_system_prompt_asks_to_cite_files_as_path_line(tmp_path: Path) -> None:
+    # The editors link `path:line` references (VS Code's chat view, for one).
+    assert "`path:line`" in default_system_prompt(tmp_path)
+
+
 def test_override_fills_the_workspace_placeholder_and_keeps_other_braces(tmp_path: Path) -> None:
     prompt = system_prompt(tmp_path, 'Work in {workspace}. Output JSON like {"ok": true}.')
     assert prompt == f'Work in {tmp_path}. Output JSON like {{"ok": true}}.'

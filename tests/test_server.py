@@ -119,6 +119,7 @@ async def test_ask_reads_writes_and_edits_with_activity_and_progress(
     assert [c["id"] for c in result["toolCalls"]] == ["c1", "c2", "c3"]
     assert all(c["ok"] for c in result["toolCalls"])
     assert result["usage"]["total_tokens"] > 0
+    assert result["model"] == "scripted"  # the footer under the answer names it
 
     # Activity: a start and an end for each call, in order, tagged with the session.
     statuses = [(a["callId"], a["status"]) for a in client.activity]

@@ -36,10 +36,19 @@ if (args.has("--tests")) {
     sourcesContent: false,
     logLevel: "info",
   };
+  // The chat view's page script: runs in the webview (a browser), not in the extension host.
+  const webview = {
+    ...options,
+    entryPoints: ["src/webview/main.ts"],
+    outfile: "dist/webview.js",
+    platform: "browser",
+    format: "iife",
+    target: "es2022",
+    external: [],
+  };
   if (args.has("--watch")) {
-    const context = await esbuild.context(options);
-    await context.watch();
+    for (const o of [options, webview]) await (await esbuild.context(o)).watch();
   } else {
-    await esbuild.build(options);
+    await Promise.all([esbuild.build(options), esbuild.build(webview)]);
   }
 }

@@ -1,7 +1,9 @@
-// Server errors -> what the user is told and which button helps. The server's message is shown
-// as is (it says what to set and where); the buttons open the place to fix it.
+// Server errors -> what the user is told and the action that fixes it. The server's message is
+// shown as is (it says what to set and where); the buttons do the fix: set the key for an
+// authentication failure, Retry for a provider's 5xx or a timeout, open a folder when none is.
 
 import { ErrorCodes } from "./protocol";
+import { formatDuration } from "./summary";
 
 export type ErrorAction =
   | "openSettings"
@@ -9,10 +11,24 @@ export type ErrorAction =
   | "openFolder"
   | "showLog"
   | "setApiKey"
-  | "checkConnection";
+  | "checkConnection"
+  | "retry"
+  | "stop";
+
+export type ErrorKind =
+  | "cancelled"
+  | "notConfigured"
+  | "auth"
+  | "transient"
+  | "request"
+  | "noFolder"
+  | "busy"
+  | "contextWindow"
+  | "other";
 
 export interface ErrorReport {
   cancelled: boolean;
+  kind: ErrorKind;
   code?: number;
   message: string;
   actions: { title: string; action: ErrorAction }[];
@@ -34,32 +50,95 @@ function messageOf(error: unknown): string {
   return typeof error === "string" && error !== "" ? error : "Unknown error";
 }
 
+interface RequestFailure {
+  status?: number | null;
+  kind?: string;
+  attempts?: number;
+  elapsedMs?: number;
+}
+
+function dataOf(error: unknown): RequestFailure {
+  if (typeof error === "object" && error !== null && "data" in error) {
+    const data = (error as { data: unknown }).data;
+    if (typeof data === "object" && data !== null) return data as RequestFailure;
+  }
+  return {};
+}
+
+/** "3 attempts over 12.4s", from the server's structured fields. */
+export function attemptsText(data: RequestFailure): string {
+  if (typeof data.attempts !== "number" || data.attempts < 1) return "";
+  const over = typeof data.elapsedMs === "number" ? ` over ${formatDuration(data.elapsedMs)}` : "";
+  return `${data.attempts} attempt${data.attempts === 1 ? "" : "s"}${over}`;
+}
+
+function requestFailure(message: string, data: RequestFailure): Pick<ErrorReport, "kind" | "message" | "actions"> {
+  const status = typeof data.status === "number" ? data.status : undefined;
+  if (data.kind === "auth" || status === 401 || status === 403) {
+    return {
+      kind: "auth",
+      message,
+      actions: [
+        { title: "Set API Key", action: "setApiKey" },
+        { title: "Check Connection", action: "checkConnection" },
+      ],
+    };
+  }
+  const transient =
+    data.kind === "timeout" || data.kind === "connection" || status === 429 || (status !== undefined && status >= 500);
+  const attempts = attemptsText(data);
+  // Say how often it was tried unless the server's text already does.
+  const text = attempts && !/attempt/i.test(message) ? `${message} (${attempts})` : message;
+  if (transient) {
+    return {
+      kind: "transient",
+      message: text,
+      actions: [
+        { title: "Retry", action: "retry" },
+        { title: "Check Connection", action: "checkConnection" },
+        { title: "Show Server Log", action: "showLog" },
+      ],
+    };
+  }
+  return {
+    kind: "request",
+    message: text,
+    actions: [
+      { title: "Retry", action: "retry" },
+      { title: "Check Connection", action: "checkConnection" },
+      { title: "Open Settings", action: "openSettings" },
+    ],
+  };
+}
+
 export function describeAskError(error: unknown): ErrorReport {
   const code = codeOf(error);
   const message = messageOf(error);
-  const report = (actions: ErrorReport["actions"]): ErrorReport => {
-    const r: ErrorReport = { cancelled: false, message, actions };
+  const report = (kind: ErrorKind, actions: ErrorReport["actions"], text = message): ErrorReport => {
+    const r: ErrorReport = { cancelled: false, kind, message: text, actions };
     if (code !== undefined) r.code = code;
     return r;
   };
   switch (code) {
     case ErrorCodes.requestCancelled:
-      return { cancelled: true, code, message: "Agent request cancelled.", actions: [] };
+      return { cancelled: true, kind: "cancelled", code, message: "Agent request cancelled.", actions: [] };
     case ErrorCodes.modelNotConfigured:
-      return report([
+      return report("notConfigured", [
         { title: "Set API Key", action: "setApiKey" },
         { title: "Check Connection", action: "checkConnection" },
         { title: "Open Settings", action: "openSettings" },
       ]);
-    case ErrorCodes.modelRequestFailed:
-      return report([
-        { title: "Check Connection", action: "checkConnection" },
-        { title: "Open Settings", action: "openSettings" },
-        { title: "Show Server Log", action: "showLog" },
-      ]);
+    case ErrorCodes.modelRequestFailed: {
+      const failure = requestFailure(message, dataOf(error));
+      return report(failure.kind, failure.actions, failure.message);
+    }
     case ErrorCodes.noWorkspaceFolder:
-      return report([{ title: "Open Folder…", action: "openFolder" }]);
+      return report("noFolder", [{ title: "Open Folder…", action: "openFolder" }]);
+    case ErrorCodes.sessionBusy:
+      return report("busy", [{ title: "Stop It", action: "stop" }]);
+    case ErrorCodes.contextWindowExceeded:
+      return report("contextWindow", [{ title: "Show Server Log", action: "showLog" }]);
     default:
-      return report([{ title: "Show Server Log", action: "showLog" }]);
+      return report("other", [{ title: "Show Server Log", action: "showLog" }]);
   }
 }

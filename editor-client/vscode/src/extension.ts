@@ -17,6 +17,8 @@ import {
   WorkDoneProgress,
 } from "vscode-languageclient/node";
 import { ApiKeyStore } from "./apiKey";
+import { ChatController } from "./chat/controller";
+import type { SendOutcome } from "./chat/session";
 import { describeAskError, type ErrorReport } from "./errors";
 import {
   type PermissionRequest,
@@ -24,40 +26,34 @@ import {
   permissionCapabilityFeature,
   REQUEST_PERMISSION,
 } from "./permissions";
-import { joinWorkspacePath, resolveLink } from "./links";
-import { AgentPanel } from "./panel";
-import { type Conversation, type ConversationEntry, toolCallViews } from "./panel-render";
-import { type AskParams, type AskResult, type ListToolsResult, Methods, type ToolActivity } from "./protocol";
+import {
+  type AgentCapabilities,
+  type AnswerDelta,
+  type AskProgress,
+  type ListToolsResult,
+  Methods,
+  type ToolActivity,
+} from "./protocol";
 import {
   answerConfigurationPull,
   SECTION,
   serverCommand,
   toDidChangeConfigurationParams,
   toInitializationOptions,
+  userValue,
 } from "./settings";
-import { type AgentState, describeStatus, turnFromProgress } from "./status";
+import { type AgentState, describeStatus } from "./status";
 import { toolPickItems } from "./tools-view";
 import { findExecutable } from "./which";
 import { checkConnection, ModelStatus, selectModel, type SetupHost } from "./models";
 import { type CheckAction, serverEnvironment } from "./setup";
-import {
-  formatActivityLine,
-  formatAnswerLine,
-  formatAskLine,
-  formatNoteLine,
-  formatOutcomeLine,
-} from "./trace";
+import { formatAnswerLine, formatAskLine, formatNoteLine, formatOutcomeLine, TraceWriter } from "./trace";
 
 const RESTART_WINDOW_MS = 3 * 60_000;
 const MAX_RESTARTS = 4;
 
 function config(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration(SECTION);
-}
-
-interface RunningAsk {
-  cts: vscode.CancellationTokenSource;
-  entry: ConversationEntry;
 }
 
 class AgentClient implements vscode.Disposable, SetupHost {
@@ -75,15 +71,11 @@ class AgentClient implements vscode.Disposable, SetupHost {
     vscode.StatusBarAlignment.Left,
     10,
   );
-  private readonly panel = new AgentPanel((href) => void this.openLink(href));
-  private conversation: Conversation = { entries: [] };
-  private sessionId: string | undefined;
-  private running: RunningAsk | undefined;
-  private askFolder: vscode.WorkspaceFolder | undefined;
+  private readonly traceWriter = new TraceWriter((line) => this.trace.appendLine(line));
+  readonly chat: ChatController;
   private traceRevealed = false;
   private stopping = false;
   private restarts: number[] = [];
-  private turn: number | undefined;
   /** The settings the server last got (initializationOptions or didChangeConfiguration). */
   private sentSettings: string | undefined;
   /** The server command line start() last used, to tell a real change from a no-op event. */
@@ -103,6 +95,23 @@ class AgentClient implements vscode.Disposable, SetupHost {
         await this.restart();
       }),
     );
+    this.chat = new ChatController(context, {
+      connection: {
+        request: (method, params, signal) => this.request(method, params, signal),
+        supports: (method) => this.supports(method),
+      },
+      currentFolder: () => this.currentFolder(),
+      configuredModel: () => {
+        const model = userValue(config(), "model");
+        return typeof model === "string" && model.trim() !== "" ? model.trim() : undefined;
+      },
+      acceptsContext: () => this.capabilities()?.askContext === true,
+      onAskStarted: (prompt, sessionId) => this.onAskStarted(prompt, sessionId),
+      onAskEnded: (outcome, elapsedMs) => this.onAskEnded(outcome, elapsedMs),
+      runAction: (action) => this.runAction(action),
+      workDoneToken: () => this.workDoneToken(),
+    });
+    this.disposables.push(this.permissions.onRequest((request, answer) => this.chat.showPermission(request, answer)));
     this.statusItem.name = "Agent";
     this.statusItem.command = "agentLsp.showPanel";
     this.statusItem.show();
@@ -171,9 +180,20 @@ class AgentClient implements vscode.Disposable, SetupHost {
       },
     };
     const client = new LanguageClient("agentLsp", "Agent Server", serverOptions, clientOptions);
-    client.onNotification(Methods.toolActivity, (activity: ToolActivity) =>
-      this.onToolActivity(activity),
-    );
+    client.onNotification(Methods.toolActivity, (activity: ToolActivity) => {
+      this.traceWriter.activity(activity);
+      if (typeof activity.turn === "number" && this.chat.session.busy) {
+        this.setState({ kind: "working", turn: activity.turn, detail: activity.name });
+      }
+      this.chat.onActivity(activity);
+    });
+    client.onNotification(Methods.askProgress, (progress: AskProgress) => {
+      if (this.chat.session.busy && progress.sessionId === this.chat.session.sessionId) {
+        this.setState({ kind: "working", turn: progress.turn, detail: progress.message });
+      }
+      this.chat.onProgress(progress);
+    });
+    client.onNotification(Methods.answerDelta, (delta: AnswerDelta) => this.chat.onDelta(delta));
     client.registerFeature(permissionCapabilityFeature() as StaticFeature);
     client.onRequest(
       REQUEST_PERMISSION,
@@ -182,7 +202,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
     client.onDidChangeState((e) => {
       void vscode.commands.executeCommand("setContext", "agentLsp.serverRunning", e.newState === State.Running);
       if (e.newState !== State.Running) return;
-      if (!this.running) this.setState({ kind: "idle" });
+      if (!this.chat.session.busy) this.setState({ kind: "idle" });
       // Settings changed while the server was starting: initialize carried the old ones.
       void this.sendSettings(client, false);
     });
@@ -208,7 +228,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
   private reportStartFailure(message: string, actions: ErrorReport["actions"], log = true): void {
     if (log) this.log.error(message);
     this.setState({ kind: "stopped", message });
-    void this.showError({ cancelled: false, message, actions });
+    void this.showError({ cancelled: false, kind: "other", message, actions });
   }
 
   private onServerClosed(): { action: CloseAction; handled: boolean } {
@@ -216,11 +236,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
     const now = Date.now();
     this.restarts = this.restarts.filter((t) => now - t < RESTART_WINDOW_MS);
     this.restarts.push(now);
-    // The server kept the conversation in memory: it is gone.
-    this.sessionId = undefined;
-    this.conversation.sessionId = undefined;
-    this.conversation.notice = "The agent-lsp server stopped; the next ask starts a new conversation.";
-    this.panel.update(this.conversation);
+    this.chat.session.serverLost("The agent-lsp server stopped; the next ask starts a new conversation.");
     this.trace.appendLine(formatNoteLine("agent-lsp server stopped unexpectedly", new Date()));
     if (this.restarts.length > MAX_RESTARTS) {
       const message = `The agent-lsp server stopped ${this.restarts.length} times in 3 minutes and was not restarted.`;
@@ -246,9 +262,8 @@ class AgentClient implements vscode.Disposable, SetupHost {
   }
 
   async restart(): Promise<void> {
-    this.running?.cts.cancel();
+    this.chat.stop();
     await this.stopClient();
-    this.sessionId = undefined;
     this.restarts = [];
     await this.start();
   }
@@ -306,132 +321,125 @@ class AgentClient implements vscode.Disposable, SetupHost {
     return undefined;
   }
 
+  // -- requests ------------------------------------------------------------------------------
+
+  /** What the server offers (initialize's `capabilities.experimental.agent`). */
+  private capabilities(): AgentCapabilities | undefined {
+    const experimental = this.client?.initializeResult?.capabilities.experimental as
+      | { agent?: AgentCapabilities }
+      | undefined;
+    return experimental?.agent;
+  }
+
+  private supports(method: string): boolean {
+    const agent = this.capabilities();
+    return Boolean(agent?.requests?.includes(method) || agent?.notifications?.includes(method));
+  }
+
+  /** A request to the server; `signal` cancels it ($/cancelRequest). */
+  private async request<R>(method: string, params: unknown, signal?: AbortSignal): Promise<R> {
+    const client = this.client;
+    if (!client || client.state === State.Stopped || client.state === State.StartFailed) {
+      throw { code: -32099, message: "The agent-lsp server is not running: run Agent: Restart Server (its log says why)." };
+    }
+    const cts = new vscode.CancellationTokenSource();
+    const onAbort = () => cts.cancel();
+    signal?.addEventListener("abort", onAbort);
+    try {
+      return await client.sendRequest<R>(method, params, cts.token);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      cts.dispose();
+    }
+  }
+
+  /**
+   * A work-done token for the ask. Its messages are shown as they are (never parsed), and only
+   * when the server sends no agent/askProgress; passing our own token also keeps the server
+   * from opening a progress notification of its own.
+   */
+  private workDoneToken(): { token: string; dispose(): void } | undefined {
+    const client = this.client;
+    if (!client) return undefined;
+    const token = `agent-lsp-ask-${randomUUID()}`;
+    const subscription = client.onProgress(WorkDoneProgress.type, token, (value) => {
+      if (value.kind !== "end" && value.message) this.chat.showProgressText(value.message);
+    });
+    return { token, dispose: () => subscription.dispose() };
+  }
+
   // -- commands ------------------------------------------------------------------------------
 
+  /** Agent: Ask: the chat's input, focused. A string argument is sent as the prompt. */
   async ask(promptArgument?: unknown): Promise<void> {
-    if (this.running) {
-      const pick = await vscode.window.showInformationMessage(
-        "The agent is still working on the previous request.",
-        "Cancel It",
-        "Show Panel",
-      );
-      if (pick === "Cancel It") this.cancel();
-      else if (pick === "Show Panel") this.panel.show(false);
+    if (typeof promptArgument === "string") {
+      await this.chat.view.reveal(false);
+      await this.chat.send(promptArgument);
       return;
     }
-    const prompt =
-      typeof promptArgument === "string"
-        ? promptArgument
-        : await vscode.window.showInputBox({
-            title: "Agent: Ask",
-            prompt: this.sessionId
-              ? "Continue the conversation (Agent: New Conversation starts over)"
-              : "Ask the agent about this workspace",
-            placeHolder: "e.g. Why does the test in tests/test_app.py fail?",
-            ignoreFocusOut: true,
-          });
-    if (prompt === undefined || prompt.trim() === "") return;
-    const client = this.usableClient();
-    if (!client) return;
+    await this.chat.view.reveal(true);
+  }
 
+  /** Agent: Ask in Quick Input, for keyboard users. */
+  async askQuick(): Promise<void> {
+    const running = this.chat.session.runningAsk;
+    if (running) {
+      // Lasts exactly as long as the ask it is about.
+      void vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: "Agent: still working on the previous request", cancellable: true },
+        async (_progress, token) => {
+          token.onCancellationRequested(() => this.chat.stop());
+          await running;
+        },
+      );
+      return;
+    }
+    const prompt = await vscode.window.showInputBox({
+      title: "Agent: Ask",
+      prompt: this.chat.session.sessionId
+        ? "Continue the conversation (Agent: New Conversation starts over)"
+        : "Ask the agent about this workspace",
+      placeHolder: "e.g. Why does the test in tests/test_app.py fail?",
+      ignoreFocusOut: true,
+    });
+    if (prompt === undefined || prompt.trim() === "") return;
+    await this.chat.view.reveal(false);
+    await this.chat.send(prompt);
+  }
+
+  cancel(): void {
+    if (!this.chat.stop()) vscode.window.setStatusBarMessage("Agent: nothing is running", 3000);
+  }
+
+  async newConversation(): Promise<void> {
+    await this.chat.newConversation();
+    this.trace.appendLine(formatNoteLine("new conversation", new Date()));
+    this.setState({ kind: "idle" });
+  }
+
+  private onAskStarted(prompt: string, sessionId: string | undefined): void {
     if (!this.traceRevealed && config().get<boolean>("trace.revealOnFirstAsk", true)) {
       this.trace.show(true); // preserveFocus: never steal the editor's focus
     }
     this.traceRevealed = true;
-
-    const entry: ConversationEntry = { prompt, state: "working", toolCalls: [], progress: "" };
-    this.conversation.notice = undefined;
-    this.conversation.entries.push(entry);
-    this.panel.show(true);
-    this.panel.update(this.conversation);
-    this.trace.appendLine(formatAskLine(prompt, this.sessionId, new Date()));
-
-    const cts = new vscode.CancellationTokenSource();
-    this.running = { cts, entry };
-    this.turn = undefined;
+    this.trace.appendLine(formatAskLine(prompt, sessionId, new Date()));
     this.setState({ kind: "working" });
-    const progressToken = `agent-lsp-ask-${randomUUID()}`;
-    const folder = this.currentFolder();
-    this.askFolder = folder;
-    const params: AskParams = { prompt, workDoneToken: progressToken };
-    if (this.sessionId) params.sessionId = this.sessionId;
-    if (folder) params.workspaceFolder = folder.uri.toString();
-    const startedAt = Date.now();
-
-    await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: "Agent", cancellable: true },
-      async (progress, uiToken) => {
-        const onCancel = uiToken.onCancellationRequested(() => {
-          progress.report({ message: "cancelling…" });
-          cts.cancel(); // the client sends $/cancelRequest
-        });
-        const onProgress = client.onProgress(WorkDoneProgress.type, progressToken, (value) => {
-          if (value.kind === "end" || !value.message || cts.token.isCancellationRequested) return;
-          progress.report({ message: value.message });
-          entry.progress = value.message;
-          this.turn = turnFromProgress(value.message) ?? this.turn;
-          this.setState({ kind: "working", turn: this.turn, detail: value.message });
-          this.panel.update(this.conversation);
-        });
-        try {
-          const result = await client.sendRequest<AskResult>(Methods.ask, params, cts.token);
-          this.sessionId = result.sessionId;
-          this.conversation.sessionId = result.sessionId;
-          entry.state = "done";
-          entry.answer = result.answer;
-          entry.toolCalls = toolCallViews(result.toolCalls ?? []);
-          entry.stopReason = result.stopReason;
-          if (result.usage) entry.usage = result.usage;
-          this.trace.appendLine(formatAnswerLine(result, Date.now() - startedAt, new Date()));
-          this.setState({ kind: "idle" });
-        } catch (error) {
-          this.onAskFailed(entry, describeAskError(error));
-        } finally {
-          onProgress.dispose();
-          onCancel.dispose();
-          cts.dispose();
-          this.running = undefined;
-          this.panel.update(this.conversation);
-        }
-      },
-    );
   }
 
-  private onAskFailed(entry: ConversationEntry, report: ErrorReport): void {
-    for (const call of entry.toolCalls) if (call.state === "running") call.state = "failed";
-    if (report.cancelled) {
-      entry.state = "cancelled";
-      this.trace.appendLine(formatOutcomeLine(this.sessionId, "cancelled", "", new Date()));
+  private onAskEnded(outcome: SendOutcome, elapsedMs: number): void {
+    const now = new Date();
+    const sessionId = this.chat.session.sessionId;
+    if (outcome.kind === "answered") {
+      this.trace.appendLine(formatAnswerLine(outcome.result, elapsedMs, now));
       this.setState({ kind: "idle" });
-      void vscode.window.showInformationMessage("Agent: request cancelled.");
-      return;
-    }
-    entry.state = "error";
-    entry.error = report.message;
-    this.trace.appendLine(formatOutcomeLine(this.sessionId, "error", report.message, new Date()));
-    this.setState({ kind: "error", message: report.message });
-    void this.showError(report);
-  }
-
-  cancel(): void {
-    if (this.running) this.running.cts.cancel();
-    else void vscode.window.showInformationMessage("Agent: nothing is running.");
-  }
-
-  async newConversation(): Promise<void> {
-    this.running?.cts.cancel();
-    const ended = this.sessionId;
-    this.sessionId = undefined;
-    this.conversation = { entries: [] };
-    this.panel.update(this.conversation);
-    this.trace.appendLine(formatNoteLine("new conversation", new Date()));
-    if (!this.running) this.setState({ kind: "idle" });
-    if (ended && this.client?.isRunning()) {
-      try {
-        await this.client.sendRequest(Methods.endSession, { sessionId: ended });
-      } catch (error) {
-        this.log.warn(`agent/endSession: ${String(error)}`);
-      }
+    } else if (outcome.kind === "failed" && outcome.report.cancelled) {
+      this.trace.appendLine(formatOutcomeLine(sessionId, "cancelled", "", now));
+      this.setState({ kind: "idle" });
+    } else if (outcome.kind === "failed") {
+      this.trace.appendLine(formatOutcomeLine(sessionId, "error", outcome.report.message, now));
+      this.setState({ kind: "error", message: outcome.report.message });
+    } else if (!this.chat.session.busy) {
+      this.setState({ kind: "idle" });
     }
   }
 
@@ -520,8 +528,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
   }
 
   showPanel(): void {
-    this.panel.show(false);
-    this.panel.update(this.conversation);
+    void this.chat.view.reveal(false);
   }
 
   showTrace(): void {
@@ -530,35 +537,6 @@ class AgentClient implements vscode.Disposable, SetupHost {
 
   showLog(): void {
     this.log.show(true);
-  }
-
-  // -- server notifications ------------------------------------------------------------------
-
-  private onToolActivity(activity: ToolActivity): void {
-    this.trace.appendLine(formatActivityLine(activity, new Date()));
-    const entry = this.running?.entry;
-    if (!entry) return;
-    if (typeof activity.turn === "number") {
-      this.turn = activity.turn;
-      this.setState({ kind: "working", turn: this.turn, detail: activity.name });
-    }
-    const existing = entry.toolCalls.find((c) => c.id === activity.callId);
-    if (activity.status === "started") {
-      if (!existing) {
-        entry.toolCalls.push({
-          id: activity.callId,
-          name: activity.name,
-          arguments: activity.arguments,
-          state: "running",
-        });
-      }
-    } else if (existing && activity.status !== "waiting") {
-      // ("waiting": the call waits for the user's permission; it is still running.)
-      existing.state = activity.status === "completed" ? "ok" : "failed";
-      if (activity.durationMs !== undefined) existing.durationMs = activity.durationMs;
-      if (activity.output !== undefined) existing.output = activity.output;
-    }
-    this.panel.update(this.conversation);
   }
 
   // -- helpers -------------------------------------------------------------------------------
@@ -584,6 +562,11 @@ class AgentClient implements vscode.Disposable, SetupHost {
       ...report.actions.map((a) => a.title),
     );
     const action = report.actions.find((a) => a.title === pick)?.action;
+    if (action) await this.runAction(action);
+  }
+
+  /** What an error's button does (the chat view's buttons come here too). */
+  async runAction(action: string): Promise<void> {
     switch (action) {
       case "openSettings":
         await this.openSettings();
@@ -640,46 +623,10 @@ class AgentClient implements vscode.Disposable, SetupHost {
     }
   }
 
-  private async openLink(href: string): Promise<void> {
-    const target = resolveLink(href);
-    if (target.kind === "external") {
-      await vscode.env.openExternal(vscode.Uri.parse(target.url));
-      return;
-    }
-    if (target.kind !== "file") return;
-    const folder = this.askFolder ?? this.currentFolder();
-    let uri: vscode.Uri;
-    if (folder) {
-      uri = folder.uri.with({ path: joinWorkspacePath(folder.uri.path, target.path.replace(/\\/g, "/")) });
-    } else if (target.path.startsWith("/") || /^[a-zA-Z]:[\\/]/.test(target.path)) {
-      uri = vscode.Uri.file(target.path);
-    } else {
-      void vscode.window.showWarningMessage(`Agent: cannot open ${target.path}: no folder is open.`);
-      return;
-    }
-    try {
-      const document = await vscode.workspace.openTextDocument(uri);
-      // Keep the conversation in view: open the file in another editor group than the panel's.
-      const panelColumn = this.panel.viewColumn;
-      const viewColumn =
-        panelColumn === undefined || panelColumn !== vscode.ViewColumn.One
-          ? vscode.ViewColumn.One
-          : vscode.ViewColumn.Beside;
-      const options: vscode.TextDocumentShowOptions = { viewColumn, preview: true };
-      if (target.line !== undefined) {
-        const position = new vscode.Position(target.line - 1, Math.max(0, (target.column ?? 1) - 1));
-        options.selection = new vscode.Range(position, position);
-      }
-      await vscode.window.showTextDocument(document, options);
-    } catch {
-      void vscode.window.showWarningMessage(`Agent: cannot open ${target.path}: file not found.`);
-    }
-  }
-
   async dispose(): Promise<void> {
-    this.running?.cts.cancel();
+    this.chat.dispose();
+    this.traceWriter.dispose();
     await this.stopClient();
-    this.panel.dispose();
     this.statusItem.dispose();
     this.trace.dispose();
     this.log.dispose();
@@ -694,8 +641,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   agent = instance;
   context.subscriptions.push(
     vscode.commands.registerCommand("agentLsp.ask", (prompt?: unknown) => instance.ask(prompt)),
+    vscode.commands.registerCommand("agentLsp.askQuick", () => instance.askQuick()),
     vscode.commands.registerCommand("agentLsp.cancel", () => instance.cancel()),
     vscode.commands.registerCommand("agentLsp.newConversation", () => instance.newConversation()),
+    vscode.commands.registerCommand("agentLsp.history", () => instance.chat.showHistory()),
     vscode.commands.registerCommand("agentLsp.listTools", () => instance.listTools()),
     vscode.commands.registerCommand("agentLsp.showPanel", () => instance.showPanel()),
     vscode.commands.registerCommand("agentLsp.showToolTrace", () => instance.showTrace()),
@@ -710,7 +659,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   // Commands work while the server starts (requests wait for it); don't block activation
   // on the server, only on reading the key it is started with.
   await instance.loadApiKey();
-  void instance.start();
+  void instance.start().then(() => instance.chat.restore());
 }
 
 export async function deactivate(): Promise<void> {

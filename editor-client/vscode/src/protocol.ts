@@ -3,21 +3,38 @@
 
 export const Methods = {
   ask: "agent/ask",
+  newSession: "agent/newSession",
   listTools: "agent/listTools",
   endSession: "agent/endSession",
+  sessions: "agent/sessions",
+  sessionHistory: "agent/sessionHistory",
+  toolOutput: "agent/toolOutput",
   toolActivity: "agent/toolActivity",
+  askProgress: "agent/askProgress",
+  answerDelta: "agent/answerDelta",
   listModels: "agent/listModels",
   checkConnection: "agent/checkConnection",
 } as const;
 
 export const ErrorCodes = {
+  methodNotFound: -32601,
   invalidParams: -32602,
   requestCancelled: -32800,
   modelNotConfigured: -32001,
   modelRequestFailed: -32002,
   noWorkspaceFolder: -32003,
   sessionBusy: -32004,
+  contextWindowExceeded: -32005,
 } as const;
+
+/** `capabilities.experimental.agent` of the initialize result: what this server offers. */
+export interface AgentCapabilities {
+  version?: number;
+  requests?: string[];
+  notifications?: string[];
+  /** Issue 16: `agent/ask` accepts `context` (the active editor, its selection). */
+  askContext?: boolean;
+}
 
 export interface ToolAnnotations {
   readOnlyHint?: boolean;
@@ -36,11 +53,29 @@ export interface ListToolsResult {
   tools: ToolInfo[];
 }
 
+export interface NewSessionResult {
+  sessionId: string;
+  /** The folder the session acts in (a URI); every ask of the session names it. */
+  workspaceFolder: string;
+}
+
+export interface Range {
+  start: { line: number; character: number };
+  end: { line: number; character: number };
+}
+
+/** Editor context of an ask (issue 16). */
+export interface AskContext {
+  activeDocument?: { uri: string; selection?: Range };
+  documents?: string[];
+}
+
 export interface AskParams {
   prompt: string;
   sessionId?: string;
   workspaceFolder?: string;
   workDoneToken?: string | number;
+  context?: AskContext;
 }
 
 export interface ToolCallRecord {
@@ -58,14 +93,21 @@ export interface Usage {
   prompt_tokens?: number;
   completion_tokens?: number;
   total_tokens?: number;
+  contextTokens?: number;
+  contextWindow?: number;
 }
+
+export type StopReason = "end_turn" | "max_turns" | "max_tokens" | "empty";
 
 export interface AskResult {
   answer: string;
   sessionId: string;
-  stopReason: "end_turn" | "max_turns" | string;
+  stopReason: StopReason | string;
+  turns?: number;
   toolCalls: ToolCallRecord[];
   usage?: Usage;
+  /** The model that answered, when the server says. */
+  model?: string;
 }
 
 export interface ToolActivity {
@@ -73,7 +115,7 @@ export interface ToolActivity {
   callId: string;
   name: string;
   arguments: string;
-  status: "started" | "completed" | "failed" | string;
+  status: "started" | "waiting" | "completed" | "failed" | string;
   output?: string;
   durationMs?: number;
   turn?: number;
@@ -95,4 +137,66 @@ export interface ConnectionCheck {
 export interface CheckConnectionResult {
   ok: boolean;
   checks: ConnectionCheck[];
+}
+
+export type AskPhase = "model" | "tools" | "permission" | "compacting" | "done";
+
+export interface AskProgress {
+  sessionId: string;
+  turn: number;
+  phase: AskPhase | string;
+  /** For humans; clients show it, never parse it. */
+  message?: string;
+}
+
+export interface AnswerDelta {
+  sessionId: string;
+  turn: number;
+  delta: string;
+  channel: "answer" | "reasoning" | string;
+}
+
+export interface SessionInfo {
+  sessionId: string;
+  workspaceFolder: string;
+  title: string;
+  /** Seconds or milliseconds since the epoch, or an ISO date: see toDate(). */
+  created: number | string;
+  updated: number | string;
+  turns: number;
+}
+
+export interface SessionsResult {
+  sessions: SessionInfo[];
+}
+
+/** One entry of `agent/sessionHistory`: a prompt, or one model turn with its tool calls. */
+export interface HistoryEntry {
+  role: "user" | "assistant" | string;
+  content: string;
+  toolCalls?: { id: string; name: string; arguments: string; ok: boolean; output: string }[];
+}
+
+export interface SessionHistoryResult {
+  sessionId: string;
+  workspaceFolder: string;
+  entries: HistoryEntry[];
+}
+
+export interface ToolOutputResult {
+  callId: string;
+  name: string;
+  arguments: string;
+  ok: boolean;
+  output: string;
+  /** The tool itself cut the output (bash keeps its head and tail). */
+  truncated: boolean;
+}
+
+/** Timestamps from the server: epoch seconds, epoch milliseconds or ISO text. */
+export function toDate(value: number | string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "number") return new Date(value < 1e12 ? value * 1000 : value);
+  const parsed = Date.parse(value);
+  return Number.isNaN(parsed) ? undefined : new Date(parsed);
 }

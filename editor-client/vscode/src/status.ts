@@ -16,7 +16,7 @@ export interface StatusView {
 export function describeStatus(state: AgentState): StatusView {
   switch (state.kind) {
     case "idle":
-      return { text: "$(hubot) Agent: idle", tooltip: "agent-lsp is ready — click to open the Agent panel", isError: false };
+      return { text: "$(hubot) Agent: idle", tooltip: "agent-lsp is ready — click to open the Agent chat", isError: false };
     case "starting":
       return { text: "$(loading~spin) Agent: starting", tooltip: "Starting the agent-lsp server…", isError: false };
     case "working": {
@@ -24,7 +24,7 @@ export function describeStatus(state: AgentState): StatusView {
       const detail = state.detail ? ` — ${state.detail}` : "";
       return {
         text: `$(sync~spin) Agent: working${turn}`,
-        tooltip: `The agent is working${detail} — click to open the Agent panel`,
+        tooltip: `The agent is working${detail} — click to open the Agent chat`,
         isError: false,
       };
     }
@@ -33,11 +33,4 @@ export function describeStatus(state: AgentState): StatusView {
     case "stopped":
       return { text: "$(debug-disconnect) Agent: stopped", tooltip: state.message, isError: true };
   }
-}
-
-/** Work-done progress messages look like "turn 2: read_file src/app.py". */
-export function turnFromProgress(message: string | undefined): number | undefined {
-  if (!message) return undefined;
-  const m = /^\s*turn\s+(\d+)/i.exec(message);
-  return m && m[1] !== undefined ? Number.parseInt(m[1], 10) : undefined;
 }

@@ -8,9 +8,17 @@ const BULK_KEYS = new Set(["content", "old_text", "new_text", "old_string", "new
 
 export const DEFAULT_SUMMARY_LENGTH = 100;
 
+/** Shown where a multi-line value (a script given to bash) breaks its lines. */
+export const LINE_BREAK_MARK = "⏎";
+
 /** Collapse all whitespace (newlines included) so the result stays on one line. */
 export function oneLine(text: string): string {
   return text.replace(/\s+/g, " ").trim();
+}
+
+/** One line for a value whose lines matter (a script given to bash): breaks get a visible mark. */
+export function markedLines(text: string): string {
+  return oneLine(text.trim().replace(/[ \t]*(\r?\n)+[ \t]*/g, ` ${LINE_BREAK_MARK} `));
 }
 
 export function truncate(text: string, max: number): string {
@@ -55,7 +63,7 @@ export function summarizeArguments(
   const parts: string[] = [];
   for (const key of PRIMARY_KEYS) {
     const found = entries.find(([k]) => k === key);
-    if (found !== undefined) parts.push(oneLine(describeValue(found[1])));
+    if (found !== undefined) parts.push(markedLines(describeValue(found[1])));
   }
   for (const [key, value] of entries) {
     if (PRIMARY_KEYS.includes(key)) continue;

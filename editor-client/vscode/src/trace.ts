@@ -1,8 +1,10 @@
-// Lines of the "Agent Tool Trace" output channel: one when a call starts, one when it ends.
-//   14:03:07.120 [3f2a9c1e] turn 2 ▶ bash ls -la src
+// Lines of the "Agent Tool Trace" output channel: one per finished call, and a start line only
+// for a call still running after about a second (so a long command shows it has begun).
 //   14:03:07.410 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms
 //   14:03:07.500 [3f2a9c1e] turn 2 … bash npm ci — waiting for your permission
 //   14:03:08.002 [3f2a9c1e] turn 3 ✗ read_file nope.py — failed 3ms: Error: no such file
+//   14:03:09.120 [3f2a9c1e] turn 4 ▶ bash cd src ⏎ pytest -q
+//   14:03:31.777 [3f2a9c1e] turn 4 ✓ bash cd src ⏎ pytest -q — ok 23.66s
 
 import type { AskResult, ToolActivity } from "./protocol";
 import { firstLine, formatDuration, oneLine, summarizeArguments, truncate } from "./summary";
@@ -74,4 +76,51 @@ export function formatOutcomeLine(
 /** Lines about the client itself (server restarts, new conversations), in the same layout. */
 export function formatNoteLine(note: string, now: Date): string {
   return `${formatTime(now)} [--------] ${oneLine(note)}`;
+}
+
+export interface TraceTimers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+const REAL_TIMERS: TraceTimers = {
+  set: (fn, ms) => setTimeout(fn, ms),
+  clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/** Writes activity to the trace: the end line of each call, the start line of slow ones only. */
+export class TraceWriter {
+  private readonly pending = new Map<string, unknown>();
+
+  constructor(
+    private readonly append: (line: string) => void,
+    private readonly startDelayMs = 1000,
+    private readonly timers: TraceTimers = REAL_TIMERS,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  activity(activity: ToolActivity): void {
+    const key = `${activity.sessionId}/${activity.callId}`;
+    if (activity.status === "started") {
+      if (this.pending.has(key)) return;
+      const handle = this.timers.set(() => {
+        if (this.pending.delete(key)) this.append(formatActivityLine(activity, this.now()));
+      }, this.startDelayMs);
+      this.pending.set(key, handle);
+      return;
+    }
+    const handle = this.pending.get(key);
+    if (handle !== undefined) this.timers.clear(handle);
+    this.pending.delete(key);
+    this.append(formatActivityLine(activity, this.now()));
+  }
+
+  line(text: string): void {
+    this.append(text);
+  }
+
+  dispose(): void {
+    for (const handle of this.pending.values()) this.timers.clear(handle);
+    this.pending.clear();
+  }
 }

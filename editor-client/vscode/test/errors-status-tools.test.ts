@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { describeAskError } from "../src/errors";
-import { describeStatus, turnFromProgress } from "../src/status";
+import { describeStatus } from "../src/status";
 import { toolPickItems } from "../src/tools-view";
 
 describe("describeAskError", () => {
@@ -18,9 +18,30 @@ describe("describeAskError", () => {
     assert.deepEqual(report.actions.map((a) => a.action), ["setApiKey", "checkConnection", "openSettings"]);
   });
 
+  it("points an authentication failure to the key, not to settings that cannot hold it", () => {
+    const report = describeAskError({ code: -32002, message: "HTTP 401: invalid key", data: { status: 401, kind: "status", attempts: 1 } });
+    assert.equal(report.kind, "auth");
+    assert.deepEqual(report.actions.map((a) => a.action), ["setApiKey", "checkConnection"]);
+    assert.ok(!report.actions.some((a) => a.action === "openSettings"));
+  });
+
+  it("says how often a 5xx or a timeout was tried and offers Retry", () => {
+    const report = describeAskError({
+      code: -32002,
+      message: "The model request timed out",
+      data: { status: null, kind: "timeout", attempts: 3, elapsedMs: 365_000 },
+    });
+    assert.equal(report.kind, "transient");
+    assert.equal(report.message, "The model request timed out (3 attempts over 6m05s)");
+    assert.equal(report.actions[0]?.action, "retry");
+    const server = describeAskError({ code: -32002, message: "HTTP 503 after 2 attempts", data: { status: 503, attempts: 2 } });
+    assert.equal(server.message, "HTTP 503 after 2 attempts", "not said twice");
+    assert.equal(server.actions[0]?.action, "retry");
+  });
+
   it("offers to open a folder when none is open, the log otherwise", () => {
     assert.deepEqual(describeAskError({ code: -32003, message: "no folder" }).actions.map((a) => a.action), ["openFolder"]);
-    assert.deepEqual(describeAskError({ code: -32002, message: "401" }).actions.map((a) => a.action), ["checkConnection", "openSettings", "showLog"]);
+    assert.deepEqual(describeAskError({ code: -32002, message: "bad request", data: { status: 400 } }).actions.map((a) => a.action), ["retry", "checkConnection", "openSettings"]);
     assert.deepEqual(describeAskError(new Error("boom")).actions.map((a) => a.action), ["showLog"]);
     assert.equal(describeAskError(undefined).message, "Unknown error");
   });
@@ -36,11 +57,6 @@ describe("status", () => {
     assert.match(error.tooltip, /401 Unauthorized/);
   });
 
-  it("reads the turn from progress messages", () => {
-    assert.equal(turnFromProgress("turn 2: read_file src/app.py"), 2);
-    assert.equal(turnFromProgress("answer ready"), undefined);
-    assert.equal(turnFromProgress(undefined), undefined);
-  });
 });
 
 describe("toolPickItems", () => {

@@ -4,7 +4,7 @@ import { firstLine, formatDuration, summarizeArguments, truncate } from "../src/
 
 describe("summarizeArguments", () => {
   it("shows a bash command alone, on one line", () => {
-    assert.equal(summarizeArguments('{"command": "ls -la\\n  src"}'), "ls -la src");
+    assert.equal(summarizeArguments('{"command": "ls -la\\n  src"}'), "ls -la ⏎ src");
   });
 
   it("puts the path first and labels the other keys", () => {

@@ -69,7 +69,7 @@ describe("trace lines", () => {
   it("stays one line whatever the arguments hold", () => {
     const line = formatActivityLine(activity({ arguments: '{"command": "a\\nb\\r\\nc"}' }), at);
     assert.ok(!line.includes("\n"));
-    assert.ok(line.endsWith("bash a b c"));
+    assert.ok(line.endsWith("bash a ⏎ b ⏎ c"), line);
   });
 
   it("omits the turn when the server sends none", () => {
@@ -103,5 +103,49 @@ describe("trace lines", () => {
       formatOutcomeLine(undefined, "error", "Model not configured:\nset MODEL_API_KEY", at),
       "14:03:07.120 [--------] ask error: Model not configured: set MODEL_API_KEY",
     );
+  });
+});
+
+describe("TraceWriter", () => {
+  const { TraceWriter } = require("../src/trace") as typeof import("../src/trace");
+  function writer() {
+    const lines: string[] = [];
+    const timers: { fn: () => void; ms: number; cleared: boolean }[] = [];
+    const w = new TraceWriter(
+      (l) => lines.push(l),
+      1000,
+      {
+        set: (fn, ms) => {
+          const t = { fn, ms, cleared: false };
+          timers.push(t);
+          return t;
+        },
+        clear: (t) => {
+          (t as { cleared: boolean }).cleared = true;
+        },
+      },
+      () => at,
+    );
+    return { w, lines, timers };
+  }
+
+  it("writes one line for a quick call: the end line only", () => {
+    const { w, lines, timers } = writer();
+    w.activity(activity({ status: "started" }));
+    w.activity(activity({ status: "completed", durationMs: 20 }));
+    assert.deepEqual(lines, ["14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 20ms"]);
+    assert.equal(timers[0]?.cleared, true);
+  });
+
+  it("writes a start line for a call still running after a second", () => {
+    const { w, lines, timers } = writer();
+    w.activity(activity({ status: "started", arguments: '{"command": "cd src\\npytest -q"}' }));
+    assert.equal(timers[0]?.ms, 1000);
+    timers[0]?.fn();
+    w.activity(activity({ status: "failed", arguments: '{"command": "cd src\\npytest -q"}', durationMs: 5000, output: "Error: 1 failed" }));
+    assert.deepEqual(lines, [
+      "14:03:07.120 [3f2a9c1e] turn 2 ▶ bash cd src ⏎ pytest -q",
+      "14:03:07.120 [3f2a9c1e] turn 2 ✗ bash cd src ⏎ pytest -q — failed 5.00s: Error: 1 failed",
+    ]);
   });
 });

@@ -1,0 +1,216 @@
+// Render time per update of the chat view as a conversation grows to 200 entries: the part
+// update the view does (one tool row re-rendered and patched in place) next to the baseline of
+// the old panel (the whole conversation re-rendered and replaced per notification), measured in
+// the same run. Extension side in node; page side in headless Chromium with the real
+// dist/webview.js (playwright-core and chromium from the E2E cache: run tests/e2e_vscode/run.sh
+// once, or set PLAYWRIGHT_CORE and CHROMIUM).
+//
+//   npm run bench          (after npm run build)   -> ../../bench/results/vscode_view.md
+import { execSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { cpus, loadavg } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const EXT = join(HERE, "..");
+const ROOT = join(EXT, "..", "..");
+const require = createRequire(import.meta.url);
+
+await esbuild.build({
+  entryPoints: [join(HERE, "view-lib.ts")],
+  outfile: join(EXT, "out", "bench", "view-lib.js"),
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  logLevel: "warning",
+});
+const lib = require(join(EXT, "out", "bench", "view-lib.js"));
+const webviewJs = join(EXT, "dist", "webview.js");
+if (!existsSync(webviewJs)) throw new Error("dist/webview.js missing: run npm run build first");
+
+const SIZES = [10, 50, 100, 200];
+const UPDATES = 120;
+const ROUNDS = 3;
+const load = () => loadavg()[0].toFixed(2);
+const loadStart = load();
+
+const ANSWER = [
+  "## What I found",
+  "",
+  "The entry point `src/app.py:12` calls **main()**, which reads the config and starts the server.",
+  "",
+  "```python",
+  "def main():",
+  "    config = load_config()",
+  "    serve(config, port=8080)",
+  "```",
+  "",
+  "| file | role |",
+  "|---|---|",
+  "| `src/app.py` | entry |",
+  "| `src/config.py` | settings |",
+].join("\n");
+
+/** A finished entry like a real one: a prompt, three tool rows, a Markdown answer. */
+function finishedEntry(i) {
+  const entry = lib.newEntry(`Question ${i}: what does the app do, and where is it configured?`);
+  for (let c = 0; c < 3; c++) {
+    const callId = `c${i}-${c}`;
+    lib.applyActivity(entry, { sessionId: "s", callId, name: "read_file", arguments: JSON.stringify({ path: `src/file${c}.py` }), status: "completed", durationMs: 3, output: "x = 1\n".repeat(40) });
+  }
+  entry.items.push({ kind: "text", id: `t${i}`, text: ANSWER, channel: "answer" });
+  entry.state = "done";
+  entry.footer = { model: "gpt-4o-mini", elapsedMs: 4200, usage: { total_tokens: 1234 } };
+  return entry;
+}
+
+function conversation(n) {
+  const entries = Array.from({ length: n - 1 }, (_, i) => finishedEntry(i));
+  const running = lib.newEntry("The running ask");
+  entries.push(running);
+  return { sessionId: "s", entries };
+}
+
+/** The notifications of the running ask: a call starts, then finishes; repeat. */
+function* activities(count) {
+  for (let k = 0; k < count; k++) {
+    const callId = `live-${Math.floor(k / 2)}`;
+    yield k % 2 === 0
+      ? { sessionId: "s", callId, name: "bash", arguments: JSON.stringify({ command: `pytest -q tests/test_${k}.py` }), status: "started" }
+      : { sessionId: "s", callId, name: "bash", arguments: JSON.stringify({ command: `pytest -q tests/test_${k}.py` }), status: "completed", durationMs: 812, output: "5 passed in 0.8s" };
+  }
+}
+
+const options = { toolOutput: true, exists: (p) => p === "src/app.py" };
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** Mean of the middle 80%: the page's clock ticks in 0.1 ms, so a median would be that coarse. */
+const trimmedMean = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const cut = Math.floor(sorted.length * 0.1);
+  const kept = sorted.slice(cut, sorted.length - cut);
+  return kept.reduce((a, b) => a + b, 0) / kept.length;
+};
+
+/** Extension-side work per notification, and the messages it posts. */
+function extensionSide(n, mode) {
+  const conv = conversation(n);
+  const running = conv.entries[conv.entries.length - 1];
+  const times = [];
+  const messages = [];
+  for (const activity of activities(UPDATES)) {
+    const t0 = performance.now();
+    const [change] = lib.applyActivity(running, activity);
+    let message;
+    if (mode === "part") {
+      message = { type: "upsert", id: lib.partId.item(running, change.item), parent: lib.partId.items(running), html: lib.renderItem(running, change.item, options) };
+    } else {
+      message = { type: "reset", html: lib.renderConversation(conv, options) };
+    }
+    times.push(performance.now() - t0);
+    messages.push(message);
+  }
+  return { times, messages, initial: lib.renderConversation(conversation(n), options) };
+}
+
+// -- the page ------------------------------------------------------------------------------------
+
+function findE2eCache(name) {
+  const base = process.env.AGENT_LSP_E2E_CACHE ?? join(process.env.HOME ?? "", ".cache", "agent-lsp-e2e");
+  if (!existsSync(base)) return undefined;
+  for (const key of readdirSync(base)) {
+    const candidate = join(base, key, "app", "node_modules", name);
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+const playwrightPath = process.env.PLAYWRIGHT_CORE ?? findE2eCache("playwright-core");
+const chromiumPath = process.env.CHROMIUM ?? (() => {
+  try {
+    return execSync("command -v chromium", { encoding: "utf8" }).trim();
+  } catch {
+    return undefined;
+  }
+})();
+let browser;
+let page;
+if (playwrightPath && chromiumPath) {
+  const { chromium } = require(playwrightPath);
+  browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  page = await browser.newPage({ viewport: { width: 420, height: 900 } });
+} else {
+  console.error("view-render: no playwright-core/chromium (run tests/e2e_vscode/run.sh once): page side skipped");
+}
+
+async function pageSide(initial, messages) {
+  const html = lib
+    .renderPage({ cspSource: "", nonce: "bench", scriptUri: "about:blank", body: initial })
+    .replace(/<meta http-equiv="Content-Security-Policy"[^>]*>/, "")
+    .replace(/<script[^>]*><\/script>/, "");
+  await page.setContent(html);
+  await page.addScriptTag({ content: "window.acquireVsCodeApi = () => ({ postMessage() {}, getState() { return null; }, setState() {} });" });
+  await page.addScriptTag({ content: readFileSync(webviewJs, "utf8") });
+  // One message per evaluate: a full rebuild's HTML at 200 entries is about a megabyte.
+  const times = [];
+  for (const data of messages) {
+    times.push(
+      await page.evaluate((message) => {
+        window.dispatchEvent(new MessageEvent("message", { data: message }));
+        return window.agentLspTimings[window.agentLspTimings.length - 1].ms;
+      }, data),
+    );
+  }
+  return times;
+}
+
+// Sizes interleaved over rounds, so a burst of load on this shared machine hits all of them.
+const samples = new Map(SIZES.map((n) => [n, { partExt: [], fullExt: [], partPage: [], fullPage: [] }]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const n of SIZES) {
+    const s = samples.get(n);
+    const part = extensionSide(n, "part");
+    const full = extensionSide(n, "full");
+    s.partExt.push(trimmedMean(part.times));
+    s.fullExt.push(trimmedMean(full.times));
+    if (page) {
+      s.partPage.push(trimmedMean(await pageSide(part.initial, part.messages)));
+      s.fullPage.push(trimmedMean(await pageSide(full.initial, full.messages)));
+    }
+  }
+  console.error(`view-render: round ${round + 1} of ${ROUNDS} done`);
+}
+const rows = SIZES.map((n) => {
+  const s = samples.get(n);
+  const row = { n, partExt: median(s.partExt), fullExt: median(s.fullExt) };
+  if (page) {
+    row.partPage = median(s.partPage);
+    row.fullPage = median(s.fullPage);
+  }
+  return row;
+});
+await browser?.close();
+
+const ms = (x) => (x === undefined ? "—" : x < 0.1 ? `${(x * 1000).toFixed(0)} µs` : `${x.toFixed(2)} ms`);
+const total = (r, kind) => r[`${kind}Ext`] + (r[`${kind}Page`] ?? 0);
+const lines = [
+  "### VS Code chat view: render time per update",
+  "",
+  `\`cd editor-client/vscode && npm run build && npm run bench\`; ${new Date().toISOString().slice(0, 16).replace("T", " ")}, ${cpus().length} CPUs, Node ${process.version}, ${page ? `headless Chromium (${chromiumPath})` : "no browser (page side not measured)"}; 1-minute load average ${loadStart} at the start, ${load()} at the end.`,
+  `Each conversation has N entries (N−1 finished: a prompt, three tool rows, a Markdown answer with a highlighted code block and a table; the last one running). ${UPDATES} \`agent/toolActivity\` notifications of the running ask (a call starts, then finishes) are applied; per notification, the mean of the middle 80%, then the median of ${ROUNDS} rounds (sizes interleaved).`,
+  "Extension side: update the model and render what is posted. Page side: the real `dist/webview.js` puts it in place, including the layout read that scroll-follow does.",
+  "Baseline, measured in the same run: the old panel's way — the whole conversation rendered and replaced on every notification.",
+  "",
+  "| entries | chat view: extension | chat view: page | chat view: total | baseline (full rebuild): extension | baseline: page | baseline: total | ratio (view / baseline) |",
+  "|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ...rows.map((r) => `| ${r.n} | ${ms(r.partExt)} | ${ms(r.partPage)} | ${ms(total(r, "part"))} | ${ms(r.fullExt)} | ${ms(r.fullPage)} | ${ms(total(r, "full"))} | ${(total(r, "part") / total(r, "full")).toFixed(3)}x |`),
+  "",
+  `Growth from ${SIZES[0]} to ${SIZES[SIZES.length - 1]} entries: chat view ${(total(rows[rows.length - 1], "part") / total(rows[0], "part")).toFixed(2)}x (flat is 1x), baseline ${(total(rows[rows.length - 1], "full") / total(rows[0], "full")).toFixed(1)}x.`,
+  "",
+];
+const out = join(ROOT, "bench", "results", "vscode_view.md");
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, lines.join("\n"));
+console.log(lines.join("\n"));

@@ -1,0 +1,507 @@
+// The chat in VS Code: the view, the session behind it, what the view's buttons do, the
+// conversation history, the read-only "full output" documents. extension.ts owns the server
+// process and hands this a connection; features of later issues hook in through
+// registerAction / addCard / addEntryAction / onDidFinishAsk.
+
+import { existsSync } from "node:fs";
+import { isAbsolute, join, relative } from "node:path";
+import * as vscode from "vscode";
+import { describeAskError, type ErrorReport } from "../errors";
+import { joinWorkspacePath, resolveLink } from "../links";
+import {
+  type AnswerDelta,
+  type AskContext,
+  type AskProgress,
+  Methods,
+  type SessionHistoryResult,
+  type SessionsResult,
+  type ToolActivity,
+  type ToolOutputResult,
+  toDate,
+} from "../protocol";
+import type { FromView, ToView } from "./messages";
+import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
+import { partId, type RenderOptions } from "./render";
+import { ChatSession, type Connection, type SendOutcome } from "./session";
+import { ChatStore } from "./store";
+import { ChatView } from "./view";
+
+export const OUTPUT_SCHEME = "agent-lsp-output";
+
+export interface ChatHost {
+  connection: Connection;
+  /** The folder of the active editor, else the first (a new conversation starts there). */
+  currentFolder(): vscode.WorkspaceFolder | undefined;
+  /** The configured model name, for answers whose result does not name one. */
+  configuredModel(): string | undefined;
+  /** The server accepts `context` on agent/ask (issue 16). */
+  acceptsContext(): boolean;
+  /** The ask started / ended (status bar, trace). */
+  onAskStarted(prompt: string, sessionId: string | undefined): void;
+  onAskEnded(outcome: SendOutcome, elapsedMs: number): void;
+  /** An action the extension itself handles (open settings, show log, ...). */
+  runAction(action: string): Promise<void>;
+  workDoneToken(): { token: string; dispose(): void } | undefined;
+}
+
+export class ChatController implements vscode.Disposable, vscode.TextDocumentContentProvider {
+  readonly session: ChatSession;
+  readonly view: ChatView;
+  private readonly store: ChatStore;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
+  /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
+  readonly onDidFinishAsk = this.finished.event;
+
+  constructor(
+    context: vscode.ExtensionContext,
+    private readonly host: ChatHost,
+  ) {
+    this.store = new ChatStore(context.workspaceState);
+    this.view = new ChatView(context.extensionUri, {
+      conversation: () => this.session.conversation,
+      renderOptions: () => this.renderOptions(),
+      pageState: () => this.pageState(),
+      onMessage: (m) => void this.onMessage(m),
+    });
+    this.session = new ChatSession(host.connection, {
+      reset: (conversation) => {
+        this.view.resetPage();
+        this.remember(conversation);
+      },
+      changed: (changes) => this.view.changed(changes),
+      busy: (busy, status) => {
+        void vscode.commands.executeCommand("setContext", "agentLsp.busy", busy);
+        this.view.post(status === undefined ? { type: "busy", busy } : { type: "busy", busy, status });
+      },
+    });
+    this.disposables.push(
+      vscode.window.registerWebviewViewProvider(ChatView.viewId, this.view, {
+        // Live updates keep arriving while another view is in front; the scroll stays put.
+        webviewOptions: { retainContextWhenHidden: true },
+      }),
+      vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, this),
+      this.view,
+      this.finished,
+    );
+    this.registerActions();
+  }
+
+  // -- what the view shows ---------------------------------------------------------------------
+
+  private renderOptions(): RenderOptions {
+    return { toolOutput: this.host.connection.supports(Methods.toolOutput), exists: (p) => this.pathExists(p) };
+  }
+
+  private pageState(): ToView[] {
+    const messages: ToView[] = [
+      { type: "prompts", prompts: this.store.prompts },
+      { type: "draft", text: this.store.draft },
+      { type: "context", choices: this.host.acceptsContext() ? CONTEXT_CHOICES : [] },
+    ];
+    const entry = this.session.runningEntry;
+    messages.push(entry ? { type: "busy", busy: true, status: entry.status ?? "Working…" } : { type: "busy", busy: false });
+    return messages;
+  }
+
+  /** The folder the conversation acts in, as a path (links resolve against it). */
+  private folderPath(): string | undefined {
+    const pinned = this.session.conversation.folder;
+    if (pinned) {
+      try {
+        return vscode.Uri.parse(pinned).fsPath;
+      } catch {
+        return undefined;
+      }
+    }
+    return this.host.currentFolder()?.uri.fsPath;
+  }
+
+  /** A `path:line` in an answer is a link only if it names a file of the workspace. */
+  private pathExists(path: string): boolean {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    if (isAbsolute(path)) {
+      const inside = folders.some((f) => {
+        const rel = relative(f.uri.fsPath, path);
+        return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel);
+      });
+      return inside && existsSync(path);
+    }
+    const base = this.folderPath();
+    return base !== undefined && !path.split("/").includes("..") && existsSync(join(base, path));
+  }
+
+  private remember(conversation: Conversation): void {
+    this.store.setCurrent(conversation.sessionId);
+    this.store.save(conversation);
+  }
+
+  // -- restoring after a reload ----------------------------------------------------------------
+
+  /** Show the conversation that was on screen before the window reloaded. */
+  async restore(): Promise<void> {
+    const sessionId = this.store.currentSessionId;
+    if (!sessionId) return;
+    const local = this.store.load(sessionId);
+    if (!local) {
+      await this.openSession(sessionId).catch(() => undefined);
+      return;
+    }
+    this.session.replace(local);
+    // The window may have reloaded before the last copy was written: asks the server has and
+    // the copy does not are added from its history.
+    if (!this.host.connection.supports(Methods.sessionHistory)) return;
+    try {
+      const history = await this.host.connection.request<SessionHistoryResult>(Methods.sessionHistory, { sessionId });
+      if (this.session.conversation !== local || this.session.busy) return;
+      const missing = missingEntries(local, ChatSession.fromHistory(history));
+      if (missing.length === 0) return;
+      local.entries.push(...missing);
+      this.session.replace(local);
+    } catch {
+      // The server no longer has it: the copy is what there is to show.
+    }
+  }
+
+  // -- asks ------------------------------------------------------------------------------------
+
+  /** Send a prompt in this conversation; false if one is already running. */
+  async send(prompt: string, attach: readonly string[] = []): Promise<boolean> {
+    if (prompt.trim() === "") return false;
+    if (this.session.busy) {
+      void this.view.reveal(false);
+      return false;
+    }
+    this.store.addPrompt(prompt);
+    const folder = this.session.conversation.folder ? undefined : this.host.currentFolder()?.uri.toString();
+    const context = attach.length && this.host.acceptsContext() ? editorContext(attach) : undefined;
+    const progress = this.host.workDoneToken();
+    this.host.onAskStarted(prompt, this.session.sessionId);
+    const startedAt = Date.now();
+    const outcome = this.session.send(prompt, {
+      folder,
+      context,
+      model: this.host.configuredModel(),
+      workDoneToken: progress?.token,
+    });
+    // The view's own progress bar: it ends with the ask, whatever the outcome.
+    void vscode.window.withProgress({ location: { viewId: ChatView.viewId } }, () => outcome);
+    const result = await outcome;
+    progress?.dispose();
+    this.host.onAskEnded(result, Date.now() - startedAt);
+    if (result.kind === "answered" || result.kind === "failed") {
+      this.remember(this.session.conversation);
+      this.finished.fire({ entry: result.entry, sessionId: this.session.sessionId });
+    }
+    if (result.kind === "failed" && !result.report.cancelled && !this.view.visible) void this.toast(result.report);
+    return result.kind !== "busy";
+  }
+
+  stop(): boolean {
+    return this.session.stop();
+  }
+
+  /** The view's status line while an ask runs (when the server sends no agent/askProgress). */
+  showProgressText(text: string): void {
+    const entry = this.session.runningEntry;
+    if (!entry || this.host.connection.supports(Methods.askProgress)) return;
+    entry.status = text;
+    this.view.changed([{ part: "tail", entry }]);
+    this.view.post({ type: "busy", busy: true, status: text });
+  }
+
+  onActivity(activity: ToolActivity): void {
+    this.session.onActivity(activity);
+  }
+
+  onProgress(progress: AskProgress): void {
+    this.session.onProgress(progress);
+  }
+
+  onDelta(delta: AnswerDelta): void {
+    this.session.onDelta(delta);
+  }
+
+  /** Start over; the old conversation stays in the history (the server keeps it). */
+  async newConversation(): Promise<void> {
+    const old = this.session.replace({ entries: [] });
+    this.store.save(old);
+    this.store.setCurrent(undefined);
+    if (old.sessionId && !this.host.connection.supports(Methods.sessions)) {
+      // A server without history: nothing will show it again, so free it.
+      await this.host.connection.request(Methods.endSession, { sessionId: old.sessionId }).catch(() => undefined);
+    }
+  }
+
+  // -- history ---------------------------------------------------------------------------------
+
+  async showHistory(): Promise<void> {
+    if (!this.host.connection.supports(Methods.sessions)) {
+      void vscode.window.showInformationMessage("Agent: this agent-lsp server keeps no conversation history.");
+      return;
+    }
+    let result: SessionsResult;
+    try {
+      result = await this.host.connection.request<SessionsResult>(Methods.sessions, {});
+    } catch (error) {
+      void this.toast(describeAskError(error));
+      return;
+    }
+    // The server keeps every workspace's conversations; this window lists its own folders'.
+    const folders = new Set((vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath));
+    const sessions = (result.sessions ?? []).filter((s) => folders.has(folderLabel(s.workspaceFolder))).sort(
+      (a, b) => (toDate(b.updated)?.getTime() ?? 0) - (toDate(a.updated)?.getTime() ?? 0),
+    );
+    if (sessions.length === 0) {
+      void vscode.window.showInformationMessage("Agent: no past conversations in this workspace yet.");
+      return;
+    }
+    const current = this.session.sessionId;
+    const items = sessions.map((s) => ({
+      label: `${s.sessionId === current ? "$(comment-discussion) " : ""}${s.title || "(untitled)"}`,
+      description: [ago(toDate(s.updated)), `${s.turns} ask${s.turns === 1 ? "" : "s"}`].filter((p) => p).join(" · "),
+      detail: folderLabel(s.workspaceFolder),
+      sessionId: s.sessionId,
+    }));
+    const pick = await vscode.window.showQuickPick(items, {
+      title: "Agent: Conversations",
+      placeHolder: "Reopen a conversation to read or continue it",
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    if (pick && pick.sessionId !== current) await this.openSession(pick.sessionId, pick.label);
+    if (pick) await this.view.reveal(false);
+  }
+
+  /** Show a past conversation (its local copy, else the server's history) and continue it. */
+  async openSession(sessionId: string, title?: string): Promise<void> {
+    let conversation = this.store.load(sessionId);
+    if (!conversation) {
+      const history = await this.host.connection.request<SessionHistoryResult>(Methods.sessionHistory, { sessionId });
+      conversation = ChatSession.fromHistory(history, title);
+    }
+    const old = this.session.replace(conversation);
+    this.store.save(old);
+  }
+
+  // -- hooks for other features ----------------------------------------------------------------
+
+  registerAction(name: string, handler: (args: Record<string, string>) => unknown): vscode.Disposable {
+    return this.view.registerAction(name, handler);
+  }
+
+  /** Put a card (a permission request, a confirmation) into the running ask's entry. */
+  addCard(card: CardItem, entryId?: string): boolean {
+    const entry = entryId ? this.session.entry(entryId) : this.session.runningEntry;
+    if (!entry) return false;
+    this.view.changed(applyCard(entry, card));
+    return true;
+  }
+
+  /**
+   * A permission request of the running ask (src/permissions.ts asks in a modal dialog): shown
+   * in the conversation where it happens, then what the user chose.
+   */
+  showPermission(
+    request: { sessionId: string; callId: string; title: string; reason: string; arguments: Record<string, unknown>; options: { optionId: string; name: string }[] },
+    answer: PromiseLike<{ outcome: { outcome: string; optionId?: string } }>,
+  ): void {
+    if (request.sessionId !== this.session.sessionId || !this.session.runningEntry) return;
+    const entryId = this.session.runningEntry.id;
+    const id = `permission-${request.callId}`;
+    const command = typeof request.arguments?.["command"] === "string" ? `${request.arguments["command"]}\n` : "";
+    const body = `${command}${request.reason ? `Reason: ${request.reason}` : ""}`.trim();
+    const title = request.title || "The agent asks for permission";
+    this.addCard({ kind: "card", id, title: `Waiting for your permission — ${title}`, body, tone: "warning", buttons: [] }, entryId);
+    void Promise.resolve(answer).then((result) => {
+      const chosen = request.options.find((o) => o.optionId === result.outcome.optionId)?.name;
+      const said = result.outcome.outcome === "selected" && chosen ? `You chose: ${chosen}.` : "Not answered (withdrawn or dismissed).";
+      this.addCard({ kind: "card", id, title, body: body ? `${body}\n${said}` : said, tone: "info", buttons: [] }, entryId);
+    });
+  }
+
+  removeCard(cardId: string, entryId?: string): void {
+    const entry = entryId ? this.session.entry(entryId) : this.session.runningEntry;
+    const removed = entry ? removeItem(entry, cardId) : undefined;
+    if (entry && removed) this.view.post({ type: "remove", id: partId.item(entry, removed) });
+  }
+
+  /** Add a button under an answer (e.g. "Show changes"); replaces one with the same action. */
+  addEntryAction(entryId: string, button: Button): void {
+    const entry = this.session.entry(entryId);
+    if (!entry) return;
+    entry.actions = [...entry.actions.filter((b) => b.action !== button.action), button];
+    const change: Change = { part: "tail", entry };
+    this.view.changed([change]);
+  }
+
+  // -- the page's messages and buttons ---------------------------------------------------------
+
+  private async onMessage(message: FromView): Promise<void> {
+    switch (message.type) {
+      case "send":
+        await this.send(message.prompt, message.attach ?? []);
+        break;
+      case "stop":
+        this.stop();
+        break;
+      case "draft":
+        this.store.setDraft(message.text);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private registerActions(): void {
+    const entryOf = (args: Record<string, string>) => (args.entryId ? this.session.entry(args.entryId) : undefined);
+    this.disposables.push(
+      this.registerAction("openLink", (args) => this.openLink(args.href ?? "")),
+      this.registerAction("copyCode", async (args) => {
+        await vscode.env.clipboard.writeText(args.text ?? "");
+        vscode.window.setStatusBarMessage("$(check) Code copied", 2000);
+      }),
+      this.registerAction("insertCode", (args) => insertAtCursor(args.text ?? "")),
+      this.registerAction("openToolOutput", (args) => this.openToolOutput(args.callId ?? "", entryOf(args))),
+      this.registerAction("retry", async (args) => {
+        const entry = entryOf(args);
+        if (entry) await this.send(entry.prompt);
+      }),
+      this.registerAction("stop", () => this.stop()),
+      ...["setApiKey", "checkConnection", "openSettings", "openReadme", "openFolder", "showLog"].map((name) =>
+        this.registerAction(name, () => this.host.runAction(name)),
+      ),
+    );
+  }
+
+  /** An error toast when the view is not in sight (its buttons do what the view's would). */
+  async toast(report: ErrorReport): Promise<void> {
+    const actions = report.actions.filter((a) => a.action !== "retry" && a.action !== "stop");
+    const pick = await vscode.window.showErrorMessage(`Agent: ${report.message}`, ...actions.map((a) => a.title), "Show Chat");
+    if (pick === "Show Chat") return this.view.reveal(false);
+    const action = actions.find((a) => a.title === pick)?.action;
+    if (action) return this.host.runAction(action);
+  }
+
+  // -- full tool output ------------------------------------------------------------------------
+
+  private async openToolOutput(callId: string, entry: Entry | undefined): Promise<void> {
+    const sessionId = this.session.sessionId;
+    const item = entry?.items.find((i) => i.kind === "tool" && i.id === callId);
+    const name = item?.kind === "tool" ? item.name : "tool";
+    const query = new URLSearchParams({ session: sessionId ?? "", call: callId }).toString();
+    const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${name} ${callId}.txt`, query });
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(document, { preview: true, viewColumn: vscode.ViewColumn.Active });
+  }
+
+  /** The read-only document "Open full output" shows: the output the server kept for that call. */
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const query = new URLSearchParams(uri.query);
+    const sessionId = query.get("session") ?? "";
+    const callId = query.get("call") ?? "";
+    try {
+      const result = await this.host.connection.request<ToolOutputResult>(Methods.toolOutput, { sessionId, callId });
+      const head = `# ${result.name} ${result.ok ? "(ok)" : "(failed)"} — call ${result.callId}\n# arguments: ${result.arguments}\n`;
+      const cut = result.truncated ? "\n… [the server kept only this much of the output]\n" : "";
+      return `${head}\n${result.output}${cut}`;
+    } catch (error) {
+      return `Could not get the output of call ${callId}: ${describeAskError(error).message}\n`;
+    }
+  }
+
+  // -- links -----------------------------------------------------------------------------------
+
+  private async openLink(href: string): Promise<void> {
+    const target = resolveLink(href);
+    if (target.kind === "external") {
+      await vscode.env.openExternal(vscode.Uri.parse(target.url));
+      return;
+    }
+    if (target.kind !== "file") return;
+    const pinned = this.session.conversation.folder;
+    const folderUri = pinned ? vscode.Uri.parse(pinned) : this.host.currentFolder()?.uri;
+    let uri: vscode.Uri;
+    if (folderUri) {
+      uri = folderUri.with({ path: joinWorkspacePath(folderUri.path, target.path.replace(/\\/g, "/")) });
+    } else if (isAbsolute(target.path) || /^[a-zA-Z]:[\\/]/.test(target.path)) {
+      uri = vscode.Uri.file(target.path);
+    } else {
+      void vscode.window.showWarningMessage(`Agent: cannot open ${target.path}: no folder is open.`);
+      return;
+    }
+    try {
+      const document = await vscode.workspace.openTextDocument(uri);
+      const options: vscode.TextDocumentShowOptions = { preview: true };
+      if (target.line !== undefined) {
+        const position = new vscode.Position(target.line - 1, Math.max(0, (target.column ?? 1) - 1));
+        options.selection = new vscode.Range(position, position);
+      }
+      await vscode.window.showTextDocument(document, options);
+    } catch {
+      void vscode.window.showWarningMessage(`Agent: cannot open ${target.path}: file not found.`);
+    }
+  }
+
+  dispose(): void {
+    this.session.stop();
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+const CONTEXT_CHOICES = [
+  { id: "selection", label: "Selection" },
+  { id: "file", label: "Current file" },
+];
+
+/** `agent/ask`'s `context` from the active editor (issue 16). */
+function editorContext(attach: readonly string[]): AskContext | undefined {
+  const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+  if (!editor) return undefined;
+  const document: AskContext["activeDocument"] = { uri: editor.document.uri.toString() };
+  const selection = editor.selection;
+  if (attach.includes("selection") && !selection.isEmpty) {
+    document.selection = {
+      start: { line: selection.start.line, character: selection.start.character },
+      end: { line: selection.end.line, character: selection.end.character },
+    };
+  }
+  if (!attach.includes("file") && document.selection === undefined) return undefined;
+  return { activeDocument: document };
+}
+
+async function insertAtCursor(text: string): Promise<void> {
+  const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+  if (!editor) {
+    const document = await vscode.workspace.openTextDocument({ content: text });
+    await vscode.window.showTextDocument(document);
+    return;
+  }
+  const ok = await editor.edit((edit) => {
+    for (const selection of editor.selections) edit.replace(selection, text);
+  });
+  if (!ok) return;
+  const options: vscode.TextDocumentShowOptions = { preserveFocus: false };
+  if (editor.viewColumn !== undefined) options.viewColumn = editor.viewColumn;
+  await vscode.window.showTextDocument(editor.document, options);
+}
+
+function ago(date: Date | undefined): string {
+  if (!date) return "";
+  const ms = Date.now() - date.getTime();
+  const minutes = Math.round(ms / 60_000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 24) return `${hours} h ago`;
+  return date.toLocaleDateString();
+}
+
+function folderLabel(folder: string | undefined): string {
+  if (!folder) return "";
+  try {
+    return vscode.Uri.parse(folder).fsPath;
+  } catch {
+    return folder;
+  }
+}

@@ -1,0 +1,46 @@
+// The chat view's message protocol, extension <-> webview (README: "The chat view's messages").
+// Shared by both bundles; no vscode or DOM import. The extension renders HTML parts, the page
+// puts them in place by `data-id`; every click on an element with `data-action` comes back as
+// an "action" with the element's `data-*` values, so a feature adds a button without touching
+// the page's script.
+
+/** Extension -> webview. */
+export type ToView =
+  /** The whole conversation (first show, reopen, new conversation). */
+  | { type: "reset"; html: string; title?: string }
+  /**
+   * Put `html` (one element with `data-id` = `id`) in place of the element with that id;
+   * if there is none, insert it before the element `before`, else append it to `parent`
+   * (default: the conversation). Open `<details>` inside stay open.
+   */
+  | { type: "upsert"; id: string; html: string; parent?: string; before?: string }
+  | { type: "remove"; id: string }
+  /** Set the class of the element with that id (an entry's state: working, done, ...). */
+  | { type: "setClass"; id: string; className: string }
+  /** Whether an ask runs (Send becomes Stop), and the status line above the input. */
+  | { type: "busy"; busy: boolean; status?: string }
+  /** Focus the input; `text`, if given, replaces the draft. */
+  | { type: "focusInput"; text?: string }
+  /** The draft kept by the extension (after a reload); the page's own, if any, wins. */
+  | { type: "draft"; text: string }
+  /** Earlier prompts of this workspace, oldest first, for Up/Down recall. */
+  | { type: "prompts"; prompts: string[] }
+  /** Attach choices shown under the input (only when the server accepts editor context). */
+  | { type: "context"; choices: { id: string; label: string }[] };
+
+/** Webview -> extension. */
+export type FromView =
+  | { type: "ready" }
+  | { type: "send"; prompt: string; attach?: string[] }
+  | { type: "stop" }
+  /** The input's text as the user left it (kept across closing the view and reloads). */
+  | { type: "draft"; text: string }
+  | { type: "action"; action: string; args: Record<string, string> }
+  /** A render time measured by the page (benchmarks, debugging). */
+  | { type: "timing"; what: string; ms: number };
+
+export function isFromView(value: unknown): value is FromView {
+  if (typeof value !== "object" || value === null) return false;
+  const type = (value as { type?: unknown }).type;
+  return typeof type === "string";
+}

@@ -1,0 +1,369 @@
+// What the chat view shows, as plain data, and the changes the server's messages make to it.
+// Each change names the parts it touched (an entry, one of its items, its tail), so the view
+// re-renders only those: a selection elsewhere survives and the cost per update stays flat.
+
+import type {
+  AnswerDelta,
+  AskProgress,
+  AskResult,
+  HistoryEntry,
+  ToolActivity,
+  ToolCallRecord,
+  Usage,
+} from "../protocol";
+
+export type EntryState = "working" | "done" | "cancelled" | "error";
+export type CallState = "running" | "waiting" | "ok" | "failed";
+
+/** A button in the view; clicking it sends `action` with `args` to the extension. */
+export interface Button {
+  title: string;
+  action: string;
+  args?: Record<string, string>;
+  /** Shown as the primary button. */
+  primary?: boolean;
+}
+
+export interface ToolItem {
+  kind: "tool";
+  id: string;
+  name: string;
+  /** The arguments as the model wrote them (JSON text, possibly invalid). */
+  arguments: string;
+  state: CallState;
+  turn?: number;
+  durationMs?: number;
+  output?: string;
+}
+
+export interface TextItem {
+  kind: "text";
+  id: string;
+  text: string;
+  turn?: number;
+  channel: "answer" | "reasoning";
+}
+
+/** A box with a message and buttons, for what later features put into the conversation
+ * (a permission request, a rewind confirmation): no change to the view needed. */
+export interface CardItem {
+  kind: "card";
+  id: string;
+  title: string;
+  body: string;
+  tone?: "info" | "warning" | "error";
+  buttons: Button[];
+}
+
+export type Item = ToolItem | TextItem | CardItem;
+
+export interface ErrorView {
+  message: string;
+  buttons: Button[];
+}
+
+export interface Footer {
+  model?: string;
+  elapsedMs?: number;
+  usage?: Usage;
+  turns?: number;
+}
+
+export interface Entry {
+  id: string;
+  prompt: string;
+  state: EntryState;
+  items: Item[];
+  /** What the ask is doing now ("waiting for the model"), while working. */
+  status?: string;
+  stopReason?: string;
+  error?: ErrorView;
+  footer?: Footer;
+  /** Buttons under the answer (Retry, and later Show changes / Undo this ask). */
+  actions: Button[];
+}
+
+export interface Conversation {
+  sessionId?: string | undefined;
+  /** The folder the session acts in (URI), pinned by the first ask. */
+  folder?: string | undefined;
+  title?: string | undefined;
+  /** Shown above the entries, e.g. "The server restarted; this is a new conversation." */
+  notice?: string | undefined;
+  entries: Entry[];
+}
+
+/** The parts of the view an update touched. */
+export type Change =
+  | { part: "entry"; entry: Entry }
+  | { part: "item"; entry: Entry; item: Item; before?: Item | undefined }
+  | { part: "tail"; entry: Entry };
+
+let counter = 0;
+// Per extension host: entries kept from before a window reload keep their ids, so new ones
+// must not reuse them.
+const RUN = Math.floor(Math.random() * 36 ** 4).toString(36).padStart(4, "0");
+/** Ids unique across extension hosts (entries from history get fresh ones too). */
+export function freshId(prefix: string): string {
+  counter += 1;
+  return `${prefix}${RUN}${counter.toString(36)}`;
+}
+
+export function newEntry(prompt: string): Entry {
+  return { id: freshId("e"), prompt, state: "working", items: [], actions: [] };
+}
+
+const PHASE_TEXT: Record<string, string> = {
+  model: "waiting for the model",
+  tools: "running tools",
+  permission: "waiting for your permission",
+  compacting: "compacting the conversation",
+  done: "finishing",
+};
+
+/** The status line for a progress notification: from its structured phase, not its text. */
+export function phaseText(progress: Pick<AskProgress, "phase" | "turn">): string {
+  const what = PHASE_TEXT[progress.phase] ?? "working";
+  return progress.turn > 0 ? `turn ${progress.turn}: ${what}` : what;
+}
+
+export function applyProgress(entry: Entry, progress: AskProgress): Change[] {
+  const status = phaseText(progress);
+  if (entry.status === status) return [];
+  entry.status = status;
+  return [{ part: "tail", entry }];
+}
+
+function toolItem(entry: Entry, callId: string): ToolItem | undefined {
+  for (const item of entry.items) if (item.kind === "tool" && item.id === callId) return item;
+  return undefined;
+}
+
+export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
+  let item = toolItem(entry, activity.callId);
+  if (item === undefined) {
+    item = { kind: "tool", id: activity.callId, name: activity.name, arguments: activity.arguments ?? "", state: "running" };
+    if (typeof activity.turn === "number") item.turn = activity.turn;
+    entry.items.push(item);
+  }
+  switch (activity.status) {
+    case "started":
+      item.state = "running";
+      break;
+    case "waiting":
+      item.state = "waiting";
+      break;
+    case "completed":
+      item.state = "ok";
+      break;
+    default:
+      item.state = "failed";
+  }
+  if (activity.durationMs !== undefined) item.durationMs = activity.durationMs;
+  if (activity.output !== undefined) item.output = activity.output;
+  return [{ part: "item", entry, item }];
+}
+
+/** Streamed text (issue 16): appended to the text of that turn and channel. */
+export function applyDelta(entry: Entry, delta: AnswerDelta): Change[] {
+  const channel = delta.channel === "reasoning" ? "reasoning" : "answer";
+  const last = entry.items[entry.items.length - 1];
+  if (last && last.kind === "text" && last.turn === delta.turn && last.channel === channel) {
+    last.text += delta.delta;
+    return [{ part: "item", entry, item: last }];
+  }
+  const item: TextItem = { kind: "text", id: freshId("t"), text: delta.delta, turn: delta.turn, channel };
+  entry.items.push(item);
+  return [{ part: "item", entry, item }];
+}
+
+/** Put a card into the entry, or replace the card with the same id. */
+export function applyCard(entry: Entry, card: CardItem): Change[] {
+  const index = entry.items.findIndex((i) => i.kind === "card" && i.id === card.id);
+  if (index >= 0) entry.items[index] = card;
+  else entry.items.push(card);
+  return [{ part: "item", entry, item: card }];
+}
+
+export function removeItem(entry: Entry, id: string): Item | undefined {
+  const index = entry.items.findIndex((i) => i.id === id);
+  if (index < 0) return undefined;
+  return entry.items.splice(index, 1)[0];
+}
+
+/** Tool rows from a result, for calls whose activity the client did not see. */
+function recordItem(record: ToolCallRecord): ToolItem {
+  const item: ToolItem = {
+    kind: "tool",
+    id: record.id,
+    name: record.name,
+    arguments: record.arguments,
+    state: record.ok ? "ok" : "failed",
+  };
+  if (record.durationMs !== undefined) item.durationMs = record.durationMs;
+  if (record.output !== undefined) item.output = record.output;
+  return item;
+}
+
+/**
+ * The ask answered: settle the rows, add the final answer unless it streamed already, and
+ * put the footer on. `elapsedMs` is measured by the client.
+ */
+export function applyResult(entry: Entry, result: AskResult, elapsedMs: number, model?: string): Change[] {
+  const changes: Change[] = [];
+  for (const record of result.toolCalls ?? []) {
+    const item = toolItem(entry, record.id);
+    if (item === undefined) {
+      const added = recordItem(record);
+      entry.items.push(added);
+      changes.push({ part: "item", entry, item: added });
+    } else if (item.state === "running" || item.state === "waiting" || item.output === undefined) {
+      Object.assign(item, recordItem(record));
+      changes.push({ part: "item", entry, item });
+    }
+  }
+  const answers = entry.items.filter((i): i is TextItem => i.kind === "text" && i.channel === "answer");
+  const last = answers[answers.length - 1];
+  const lastIsFinal = last !== undefined && entry.items.indexOf(last) > lastToolIndex(entry);
+  if (result.answer !== "" && !(lastIsFinal && last.text === result.answer)) {
+    if (lastIsFinal) {
+      last.text = result.answer;
+      changes.push({ part: "item", entry, item: last });
+    } else {
+      const item: TextItem = { kind: "text", id: freshId("t"), text: result.answer, channel: "answer" };
+      if (result.turns !== undefined) item.turn = result.turns;
+      entry.items.push(item);
+      changes.push({ part: "item", entry, item });
+    }
+  }
+  entry.state = "done";
+  delete entry.status;
+  entry.stopReason = result.stopReason;
+  const footer: Footer = { elapsedMs };
+  const shownModel = result.model ?? model;
+  if (shownModel) footer.model = shownModel;
+  if (result.usage) footer.usage = result.usage;
+  if (result.turns !== undefined) footer.turns = result.turns;
+  entry.footer = footer;
+  changes.push({ part: "tail", entry });
+  return changes;
+}
+
+function lastToolIndex(entry: Entry): number {
+  let index = -1;
+  entry.items.forEach((item, i) => {
+    if (item.kind === "tool") index = i;
+  });
+  return index;
+}
+
+/** The ask ended without an answer (cancelled or failed): running rows stop too. */
+export function applyFailure(entry: Entry, outcome: "cancelled" | "error", error?: ErrorView): Change[] {
+  const changes: Change[] = [];
+  for (const item of entry.items) {
+    if (item.kind === "tool" && (item.state === "running" || item.state === "waiting")) {
+      item.state = "failed";
+      if (item.output === undefined && outcome === "cancelled") item.output = "Error: cancelled";
+      changes.push({ part: "item", entry, item });
+    }
+  }
+  entry.state = outcome;
+  delete entry.status;
+  if (error) entry.error = error;
+  changes.push({ part: "tail", entry });
+  return changes;
+}
+
+/**
+ * The assistant's text of turns that also called tools, from the session's history, put in
+ * front of the tool rows of its turn (the result carries only the final answer). Only the
+ * entries after the entry's prompt are read.
+ */
+export function applyTurnTexts(entry: Entry, history: readonly HistoryEntry[]): Change[] {
+  const changes: Change[] = [];
+  const known = new Set(entry.items.filter((i) => i.kind === "text").map((i) => (i as TextItem).text));
+  for (const turn of history) {
+    if (turn.role !== "assistant" || !turn.toolCalls?.length) continue;
+    const text = turn.content ?? "";
+    if (text.trim() === "" || known.has(text)) continue;
+    const first = turn.toolCalls[0];
+    const before = first ? toolItem(entry, first.id) : undefined;
+    if (before === undefined) continue; // not this entry's turn
+    const item: TextItem = { kind: "text", id: freshId("t"), text, channel: "answer" };
+    if (before.turn !== undefined) item.turn = before.turn;
+    entry.items.splice(entry.items.indexOf(before), 0, item);
+    changes.push({ part: "item", entry, item, before });
+  }
+  return changes;
+}
+
+/** The history of the last ask: the entries after its prompt. */
+export function lastAskMessages(history: readonly HistoryEntry[]): HistoryEntry[] {
+  let start = history.length;
+  for (let i = history.length - 1; i >= 0; i--) {
+    if (history[i]?.role === "user") {
+      start = i + 1;
+      break;
+    }
+  }
+  return history.slice(start);
+}
+
+/** A reopened conversation: one entry per prompt, text and tool rows in order. */
+export function entriesFromHistory(history: readonly HistoryEntry[]): Entry[] {
+  const entries: Entry[] = [];
+  let entry: Entry | undefined;
+  let turn = 0;
+  for (const message of history) {
+    if (message.role === "user") {
+      entry = newEntry(message.content ?? "");
+      entry.state = "done";
+      entries.push(entry);
+      turn = 0;
+      continue;
+    }
+    if (entry === undefined || message.role !== "assistant") continue;
+    turn += 1;
+    const text = message.content ?? "";
+    if (text.trim() !== "") entry.items.push({ kind: "text", id: freshId("t"), text, turn, channel: "answer" });
+    for (const call of message.toolCalls ?? []) {
+      entry.items.push({
+        kind: "tool",
+        id: call.id,
+        name: call.name,
+        arguments: call.arguments,
+        state: call.ok ? "ok" : "failed",
+        turn,
+        output: call.output,
+      });
+    }
+  }
+  return entries;
+}
+
+/** The server's entries after the last one the local copy shows (failed asks are only local). */
+export function missingEntries(local: Conversation, server: Conversation): Entry[] {
+  const last = [...local.entries].reverse().find((e) => e.state === "done" || e.state === "cancelled");
+  const at = last ? server.entries.map((e) => e.prompt).lastIndexOf(last.prompt) : -1;
+  if (last && at < 0) return [];
+  return server.entries.slice(at + 1);
+}
+
+/** What is kept of a conversation between window reloads (capped so workspaceState stays small). */
+export function compactConversation(conversation: Conversation, maxOutput = 2000): Conversation {
+  const entries = conversation.entries.map((entry) => ({
+    ...entry,
+    state: entry.state === "working" ? ("cancelled" as const) : entry.state,
+    items: entry.items
+      .filter((i) => i.kind !== "card")
+      .map((i) => {
+        if (i.kind === "tool") {
+          const copy: ToolItem = { ...i, state: i.state === "running" || i.state === "waiting" ? "failed" : i.state };
+          if (copy.output !== undefined && copy.output.length > maxOutput) copy.output = copy.output.slice(0, maxOutput);
+          return copy;
+        }
+        return { ...i };
+      }),
+  }));
+  return { ...conversation, entries };
+}

@@ -1,0 +1,212 @@
+// The chat view's HTML, one function per part (entry, item, tail) so an update re-renders only
+// the part it changed. Pure string building: unit-tested without VS Code. Every part carries
+// `data-id`, which the view's script uses to replace it in place.
+
+import { formatDuration, summarizeArguments } from "../summary";
+import type { Button, CardItem, Conversation, Entry, Footer, Item, TextItem, ToolItem } from "./model";
+import { escapeHtml, type PathExists, renderMarkdown, renderPlainText } from "./markdown";
+
+export interface RenderOptions {
+  /** The server keeps each call's full output (`agent/toolOutput`): offer to open it. */
+  toolOutput: boolean;
+  exists?: PathExists;
+}
+
+export const partId = {
+  entry: (entry: Entry) => entry.id,
+  items: (entry: Entry) => `${entry.id}/items`,
+  item: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}`,
+  tail: (entry: Entry) => `${entry.id}/tail`,
+};
+
+function attrs(values: Record<string, string | undefined>): string {
+  return Object.entries(values)
+    .filter((kv): kv is [string, string] => kv[1] !== undefined)
+    .map(([k, v]) => ` ${k}="${escapeHtml(v)}"`)
+    .join("");
+}
+
+/** A part's attributes: `data-id` names it, and the same as `id` lets the page find it at once. */
+export function partAttrs(id: string): string {
+  return attrs({ id: `part:${id}`, "data-id": id });
+}
+
+export function renderButton(button: Button, extraClass = ""): string {
+  const data: Record<string, string | undefined> = { "data-action": button.action };
+  for (const [k, v] of Object.entries(button.args ?? {})) data[`data-${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`] = v;
+  const cls = ["button", button.primary ? "primary" : "secondary", extraClass].filter((c) => c).join(" ");
+  return `<button class="${cls}"${attrs(data)}>${escapeHtml(button.title)}</button>`;
+}
+
+const CALL_MARK: Record<ToolItem["state"], string> = { running: "…", waiting: "?", ok: "✓", failed: "✗" };
+const CALL_WORD: Record<ToolItem["state"], string> = {
+  running: "running",
+  waiting: "waiting for your permission",
+  ok: "ok",
+  failed: "failed",
+};
+
+/** The server's preview ends with this marker when it cut the output. */
+const CUT_MARK = /\n… \[(\d+) more characters\]$/;
+
+export function cutCount(output: string | undefined): number | undefined {
+  const m = output === undefined ? null : CUT_MARK.exec(output);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** The arguments as the model wrote them: one row per field, multi-line values keep their lines. */
+export function renderArguments(argumentsJson: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(argumentsJson);
+  } catch {
+    return `<pre class="arg-value">${escapeHtml(argumentsJson)}</pre>`;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    return `<pre class="arg-value">${escapeHtml(JSON.stringify(parsed, null, 2))}</pre>`;
+  }
+  const rows = Object.entries(parsed as Record<string, unknown>).map(([key, value]) => {
+    const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+    return `<div class="arg"><span class="arg-key">${escapeHtml(key)}</span><pre class="arg-value">${escapeHtml(text)}</pre></div>`;
+  });
+  return rows.length ? rows.join("") : `<pre class="arg-value">{}</pre>`;
+}
+
+function firstErrorLine(output: string | undefined): string {
+  const line = (output ?? "").split(/\r?\n/).find((l) => l.trim() !== "") ?? "";
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+}
+
+export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOptions): string {
+  const summary = summarizeArguments(item.arguments, 160);
+  const duration = formatDuration(item.durationMs);
+  const status = `${CALL_WORD[item.state]}${duration ? ` · ${duration}` : ""}`;
+  const error =
+    item.state === "failed" && item.output
+      ? `<div class="call-error">${renderPlainText(firstErrorLine(item.output))}</div>`
+      : "";
+  const finished = item.state === "ok" || item.state === "failed";
+  const cut = cutCount(item.output);
+  let output: string;
+  if (item.output === undefined) {
+    output = `<div class="muted">${finished ? "No output." : "Running…"}</div>`;
+  } else {
+    const shown = cut === undefined ? item.output : item.output.replace(CUT_MARK, "");
+    output = `<pre class="output">${escapeHtml(shown)}</pre>`;
+    if (cut !== undefined) {
+      output += `<div class="cut-note">Preview cut: ${cut.toLocaleString("en-US")} more characters${options.toolOutput ? " — open the full output to read them" : ""}.</div>`;
+    }
+  }
+  const open =
+    finished && options.toolOutput
+      ? `<div class="call-actions">${renderButton({ title: "Open full output", action: "openToolOutput", args: { callId: item.id, entryId: entry.id } })}</div>`
+      : "";
+  return (
+    `<details class="call ${item.state}"${partAttrs(partId.item(entry, item))}>` +
+    `<summary><span class="mark">${CALL_MARK[item.state]}</span> ` +
+    `<code class="tool">${escapeHtml(item.name)}</code> ` +
+    `<span class="args">${escapeHtml(summary)}</span> ` +
+    `<span class="status">${escapeHtml(status)}</span>${error}</summary>` +
+    `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
+    `<div class="label">Output</div>${output}${open}</div>` +
+    `</details>`
+  );
+}
+
+export function renderTextItem(entry: Entry, item: TextItem, options: RenderOptions): string {
+  const html = renderMarkdown(item.text, options.exists);
+  if (item.channel === "reasoning") {
+    return `<details class="reasoning"${partAttrs(partId.item(entry, item))}><summary>Reasoning</summary><div class="markdown-body">${html}</div></details>`;
+  }
+  return `<div class="answer markdown-body"${partAttrs(partId.item(entry, item))}>${html}</div>`;
+}
+
+export function renderCardItem(entry: Entry, item: CardItem): string {
+  return (
+    `<div class="card ${item.tone ?? "info"}"${partAttrs(partId.item(entry, item))}>` +
+    `<div class="card-title">${escapeHtml(item.title)}</div>` +
+    `<div class="card-body">${renderPlainText(item.body)}</div>` +
+    `<div class="buttons">${item.buttons.map((b) => renderButton(b)).join("")}</div></div>`
+  );
+}
+
+export function renderItem(entry: Entry, item: Item, options: RenderOptions): string {
+  switch (item.kind) {
+    case "tool":
+      return renderToolItem(entry, item, options);
+    case "text":
+      return renderTextItem(entry, item, options);
+    case "card":
+      return renderCardItem(entry, item);
+  }
+}
+
+const STOP_NOTES: Record<string, string> = {
+  max_turns: "Stopped: the agent reached the turn limit (agentLsp.maxTurns) before it finished.",
+  max_tokens: "The answer was cut: the model reached its output token limit.",
+  empty: "The model returned nothing: no text and no tool calls. Try again or rephrase.",
+};
+
+export function formatFooter(footer: Footer): string {
+  const parts: string[] = [];
+  if (footer.model) parts.push(footer.model);
+  const elapsed = formatDuration(footer.elapsedMs);
+  if (elapsed) parts.push(elapsed);
+  const tokens = footer.usage?.total_tokens;
+  if (tokens !== undefined && tokens > 0) parts.push(`${tokens.toLocaleString("en-US")} tokens`);
+  const context = footer.usage?.contextTokens;
+  const window = footer.usage?.contextWindow;
+  if (context !== undefined && window !== undefined && window > 0) {
+    parts.push(`context ${context.toLocaleString("en-US")} of ${window.toLocaleString("en-US")}`);
+  }
+  return parts.join(" · ");
+}
+
+export function renderTail(entry: Entry): string {
+  const parts: string[] = [];
+  switch (entry.state) {
+    case "working":
+      parts.push(`<div class="working-status"><span class="spinner"></span> ${escapeHtml(entry.status ?? "Working…")}</div>`);
+      break;
+    case "cancelled":
+      parts.push(`<div class="outcome cancelled">Cancelled.</div>`);
+      break;
+    case "error":
+      parts.push(`<div class="outcome error">${renderPlainText(entry.error?.message ?? "The ask failed.")}</div>`);
+      break;
+    default:
+      break;
+  }
+  const note = entry.stopReason ? STOP_NOTES[entry.stopReason] : undefined;
+  if (note) parts.push(`<div class="stop-note">${escapeHtml(note)}</div>`);
+  const buttons = [...(entry.state === "error" ? entry.error?.buttons ?? [] : []), ...entry.actions];
+  if (buttons.length) parts.push(`<div class="buttons">${buttons.map((b) => renderButton(b)).join("")}</div>`);
+  const footer = entry.footer ? formatFooter(entry.footer) : "";
+  if (footer) parts.push(`<div class="footer">${escapeHtml(footer)}</div>`);
+  return `<div class="tail"${partAttrs(partId.tail(entry))}>${parts.join("")}</div>`;
+}
+
+export function entryClass(entry: Entry): string {
+  return `entry ${entry.state}`;
+}
+
+export function renderEntry(entry: Entry, options: RenderOptions): string {
+  return (
+    `<section class="${entryClass(entry)}"${partAttrs(partId.entry(entry))}>` +
+    `<div class="prompt"><div class="prompt-text">${escapeHtml(entry.prompt)}</div></div>` +
+    `<div class="items"${partAttrs(partId.items(entry))}>${entry.items.map((i) => renderItem(entry, i, options)).join("")}</div>` +
+    renderTail(entry) +
+    `</section>`
+  );
+}
+
+export const EMPTY_HTML =
+  `<div class="empty"><p>Ask the agent about this workspace: type below and press <b>Enter</b>.</p>` +
+  `<p class="muted">Shift+Enter adds a line; ↑ recalls earlier prompts; Escape stops a running ask.</p></div>`;
+
+/** The whole conversation (first show, reopen, new conversation). */
+export function renderConversation(conversation: Conversation, options: RenderOptions): string {
+  const notice = conversation.notice ? `<div class="notice"${partAttrs("notice")}>${renderPlainText(conversation.notice)}</div>` : "";
+  if (conversation.entries.length === 0) return notice + EMPTY_HTML;
+  return notice + conversation.entries.map((e) => renderEntry(e, options)).join("");
+}

@@ -1,0 +1,312 @@
+// The chat view's page script (bundled to dist/webview.js). It puts the HTML parts the
+// extension renders in place by `data-id`, keeps the reader's scroll position, runs the input
+// (Enter sends, Shift+Enter breaks the line, Up/Down recall, Escape stops) and turns clicks on
+// `data-action` elements into actions for the extension. It never evaluates anything from an
+// answer, and the page's CSP admits no other script.
+
+import type { FromView, ToView } from "../chat/messages";
+import { caretLines, inputAction } from "./keys";
+import { PromptHistory } from "./prompt-history";
+import { afterChange, isAtBottom } from "./scroll";
+
+interface VsCodeApi {
+  postMessage(message: FromView): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+interface PageState {
+  draft?: string;
+  prompts?: string[];
+}
+
+const vscode = acquireVsCodeApi();
+const saved = (vscode.getState() ?? {}) as PageState;
+
+const root = document.getElementById("conversation") as HTMLElement;
+const jump = document.getElementById("jump") as HTMLButtonElement;
+const input = document.getElementById("input") as HTMLTextAreaElement;
+const send = document.getElementById("send") as HTMLButtonElement;
+const status = document.getElementById("status") as HTMLElement;
+const attach = document.getElementById("attach") as HTMLElement;
+
+const history = new PromptHistory(saved.prompts ?? []);
+let busy = false;
+/** Whether to follow new output: the reader was at the bottom when they last scrolled. */
+let stick = true;
+
+/** Render times of the last updates (read by bench/view-render.mjs). */
+const timings: { what: string; ms: number }[] = [];
+(window as unknown as { agentLspTimings: typeof timings }).agentLspTimings = timings;
+
+function save(): void {
+  const state: PageState = { draft: input.value, prompts: [...history.all] };
+  vscode.setState(state);
+}
+
+/** A part by its id (an `id` attribute: a hash lookup, not a walk of the conversation). */
+function byId(id: string): Element | null {
+  return document.getElementById(`part:${id}`);
+}
+
+function fromHtml(html: string): Element | null {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  return template.content.firstElementChild;
+}
+
+/** Replace `old` by `next`, keeping the `<details>` the reader opened open. */
+function replace(old: Element, next: Element): void {
+  const open = new Set<string>();
+  if (old instanceof HTMLDetailsElement && old.open && old.dataset.id) open.add(old.dataset.id);
+  for (const d of old.querySelectorAll<HTMLDetailsElement>("details[open][data-id]")) open.add(d.dataset.id ?? "");
+  if (next instanceof HTMLDetailsElement && open.has(next.dataset.id ?? "")) next.open = true;
+  for (const d of next.querySelectorAll<HTMLDetailsElement>("details[data-id]")) if (open.has(d.dataset.id ?? "")) d.open = true;
+  old.replaceWith(next);
+}
+
+// Entries live in chunks of CHUNK: a change inside one lays out that chunk's entries and the
+// chunks, not every entry of a long conversation (so an update costs the same at 200).
+const CHUNK = 16;
+
+function lastChunk(): Element {
+  const last = root.lastElementChild;
+  if (last?.classList.contains("chunk") && last.childElementCount < CHUNK) return last;
+  const chunk = document.createElement("div");
+  chunk.className = "chunk";
+  root.appendChild(chunk);
+  return chunk;
+}
+
+function chunkEntries(): void {
+  for (const entry of Array.from(root.querySelectorAll(":scope > section.entry"))) lastChunk().appendChild(entry);
+}
+
+function apply(message: ToView): void {
+  switch (message.type) {
+    case "reset":
+      root.innerHTML = message.html;
+      chunkEntries();
+      break;
+    case "upsert": {
+      const next = fromHtml(message.html);
+      if (!next) return;
+      const old = byId(message.id);
+      if (old) {
+        replace(old, next);
+        return;
+      }
+      const before = message.before ? byId(message.before) : null;
+      if (before?.parentElement) {
+        before.parentElement.insertBefore(next, before);
+        return;
+      }
+      const parent = message.parent ? byId(message.parent) : null;
+      if (parent) parent.appendChild(next);
+      else {
+        root.querySelector(":scope > .empty")?.remove();
+        if (next.matches("section.entry")) lastChunk().appendChild(next);
+        else root.appendChild(next);
+      }
+      break;
+    }
+    case "remove":
+      byId(message.id)?.remove();
+      break;
+    case "setClass": {
+      const element = byId(message.id);
+      if (element) element.className = message.className;
+      break;
+    }
+    case "busy":
+      setBusy(message.busy, message.status);
+      break;
+    case "focusInput":
+      if (message.text !== undefined) {
+        input.value = message.text;
+        autosize();
+        save();
+      }
+      input.focus();
+      input.setSelectionRange(input.value.length, input.value.length);
+      break;
+    case "draft":
+      if (input.value === "" && message.text !== "") {
+        input.value = message.text;
+        autosize();
+        save();
+      }
+      break;
+    case "prompts":
+      history.replace(message.prompts);
+      save();
+      break;
+    case "context":
+      attach.innerHTML = "";
+      for (const choice of message.choices) {
+        const label = document.createElement("label");
+        const box = document.createElement("input");
+        box.type = "checkbox";
+        box.value = choice.id;
+        label.append(box, ` ${choice.label}`);
+        attach.append(label);
+      }
+      attach.hidden = message.choices.length === 0;
+      break;
+  }
+}
+
+const CONTENT_CHANGES = new Set(["reset", "upsert", "remove"]);
+
+window.addEventListener("message", (event: MessageEvent) => {
+  const message = event.data as ToView | undefined;
+  if (!message || typeof message.type !== "string") return;
+  if (!CONTENT_CHANGES.has(message.type)) {
+    apply(message);
+    return;
+  }
+  const started = performance.now();
+  const wasAtBottom = message.type === "reset" || stick;
+  apply(message);
+  const next = afterChange(wasAtBottom, root);
+  if (next.scrollTo !== undefined) root.scrollTop = next.scrollTo;
+  jump.hidden = !next.offerJump;
+  if (message.type === "reset") stick = true;
+  timings.push({ what: message.type, ms: performance.now() - started });
+  if (timings.length > 1000) timings.splice(0, timings.length - 1000);
+});
+
+root.addEventListener("scroll", () => {
+  stick = isAtBottom(root);
+  if (stick) jump.hidden = true;
+});
+// A reader starting to scroll up is not followed, even before the first scroll event lands
+// (an update in between would otherwise pull them back to the bottom).
+root.addEventListener("wheel", (event) => {
+  if (event.deltaY < 0) stick = false;
+}, { passive: true });
+root.addEventListener("keydown", (event) => {
+  if (["ArrowUp", "PageUp", "Home"].includes(event.key)) stick = false;
+});
+
+jump.addEventListener("click", () => {
+  root.scrollTop = root.scrollHeight;
+  stick = true;
+  jump.hidden = true;
+});
+
+// -- clicks: links and buttons -----------------------------------------------------------------
+
+function codeOf(element: Element): string {
+  return element.closest(".code-block")?.querySelector("pre code")?.textContent ?? "";
+}
+
+document.addEventListener("click", (event) => {
+  const target = event.target instanceof Element ? event.target : null;
+  if (!target) return;
+  const actor = target.closest<HTMLElement>("[data-action]");
+  if (actor) {
+    event.preventDefault();
+    const args: Record<string, string> = {};
+    for (const [k, v] of Object.entries(actor.dataset)) if (k !== "action" && v !== undefined) args[k] = v;
+    const action = actor.dataset.action ?? "";
+    if (action === "copyCode" || action === "insertCode") args.text = codeOf(actor);
+    if (action === "stop") {
+      vscode.postMessage({ type: "stop" });
+      return;
+    }
+    vscode.postMessage({ type: "action", action, args });
+    return;
+  }
+  const link = target.closest("a");
+  if (link) {
+    event.preventDefault();
+    const href = link.getAttribute("href");
+    if (href) vscode.postMessage({ type: "action", action: "openLink", args: { href } });
+  }
+});
+
+// -- the input ---------------------------------------------------------------------------------
+
+function autosize(): void {
+  input.style.height = "auto";
+  const max = Math.max(80, Math.floor(window.innerHeight * 0.4));
+  input.style.height = `${Math.min(input.scrollHeight, max)}px`;
+}
+
+let draftTimer: ReturnType<typeof setTimeout> | undefined;
+function draftChanged(): void {
+  save();
+  if (draftTimer !== undefined) clearTimeout(draftTimer);
+  draftTimer = setTimeout(() => vscode.postMessage({ type: "draft", text: input.value }), 300);
+}
+
+function setBusy(value: boolean, text?: string): void {
+  busy = value;
+  send.textContent = busy ? "Stop" : "Send";
+  send.title = busy ? "Stop the running ask (Escape)" : "Send (Enter)";
+  send.classList.toggle("stop", busy);
+  document.body.classList.toggle("busy", busy);
+  status.textContent = text ?? "";
+  status.hidden = !text;
+}
+
+function attached(): string[] {
+  return Array.from(attach.querySelectorAll<HTMLInputElement>("input:checked")).map((b) => b.value);
+}
+
+function submit(): void {
+  const prompt = input.value;
+  if (prompt.trim() === "" || busy) return;
+  history.add(prompt);
+  const choices = attached();
+  vscode.postMessage(choices.length ? { type: "send", prompt, attach: choices } : { type: "send", prompt });
+  input.value = "";
+  autosize();
+  save();
+  vscode.postMessage({ type: "draft", text: "" });
+}
+
+function onSendButton(): void {
+  if (busy) vscode.postMessage({ type: "stop" });
+  else submit();
+  input.focus();
+}
+
+send.addEventListener("click", (event) => {
+  event.preventDefault();
+  onSendButton();
+});
+
+input.addEventListener("keydown", (event) => {
+  const caret = caretLines(input.value, input.selectionStart, input.selectionEnd);
+  const action = inputAction(event, caret, busy);
+  if (action === "default") return;
+  event.preventDefault();
+  if (action === "send") submit();
+  else if (action === "stop") vscode.postMessage({ type: "stop" });
+  else {
+    const text = action === "recallUp" ? history.up(input.value) : history.down();
+    if (text === undefined) return;
+    input.value = text;
+    autosize();
+    save();
+    const end = action === "recallUp" ? 0 : text.length;
+    input.setSelectionRange(end, end);
+  }
+});
+
+input.addEventListener("input", () => {
+  history.edited();
+  autosize();
+  draftChanged();
+});
+
+window.addEventListener("resize", autosize);
+
+chunkEntries();
+input.value = saved.draft ?? "";
+autosize();
+root.scrollTop = root.scrollHeight;
+vscode.postMessage({ type: "ready" });

@@ -1,0 +1,177 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { findPathRefs, renderCodeBlock, renderMarkdown, renderPlainText } from "../src/chat/markdown";
+import type { Entry, ToolItem } from "../src/chat/model";
+import { renderPage } from "../src/chat/page";
+import { cutCount, formatFooter, renderArguments, renderConversation, renderEntry, renderTail, renderToolItem } from "../src/chat/render";
+
+const files = new Set(["src/app.py", "README.md", "pkg/mod.ts"]);
+const exists = (p: string) => files.has(p.replace(/^\.\//, ""));
+const options = { toolOutput: true, exists };
+
+function entry(overrides: Partial<Entry> = {}): Entry {
+  return { id: "e1", prompt: "List the <py> files", state: "done", items: [], actions: [], ...overrides };
+}
+
+function tool(overrides: Partial<ToolItem> = {}): ToolItem {
+  return { kind: "tool", id: "call_1", name: "bash", arguments: '{"command": "ls"}', state: "ok", ...overrides };
+}
+
+describe("answers as Markdown", () => {
+  it("renders Markdown and escapes raw HTML", () => {
+    const html = renderMarkdown("Found **2** files <script>alert(1)</script> [app](src/app.py)");
+    assert.match(html, /<strong>2<\/strong>/);
+    assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+    assert.match(html, /<a href="src\/app.py">app<\/a>/);
+    assert.ok(!html.includes("<script>"));
+  });
+
+  it("refuses script and data links", () => {
+    const html = renderMarkdown("[x](javascript:alert(1)) [y](data:text/html,hi)");
+    assert.ok(!/href="(javascript|data):/.test(html), html);
+  });
+
+  it("highlights a code block as one block with Copy and Insert at Cursor", () => {
+    const html = renderMarkdown("```python\ndef f():\n    return 1\n```");
+    assert.equal(html.match(/<pre>/g)?.length, 1, "one block, not one per line");
+    assert.match(html, /<span class="hljs-keyword">def<\/span>/);
+    assert.match(html, /data-action="copyCode"[^>]*>Copy</);
+    assert.match(html, /data-action="insertCode"[^>]*>Insert at Cursor</);
+    assert.match(html, /class="code-lang">python</);
+  });
+
+  it("escapes code in an unknown language or none", () => {
+    assert.match(renderCodeBlock("<b>x</b>", "nosuchlang"), /&lt;b&gt;x&lt;\/b&gt;/);
+    assert.match(renderMarkdown("    indented <i>\n"), /&lt;i&gt;/);
+  });
+});
+
+describe("path:line links", () => {
+  it("links path:line in plain text when the file exists", () => {
+    const html = renderMarkdown("See src/app.py:12 and src/gone.py:3, then README.md:1:5.", exists);
+    assert.match(html, /<a href="src\/app.py:12" class="path-link">src\/app.py:12<\/a>/);
+    assert.match(html, /<a href="README.md:1:5" class="path-link">README.md:1:5<\/a>/);
+    assert.ok(!html.includes('href="src/gone.py'), "a file that does not exist stays text");
+  });
+
+  it("links inline code naming a file, with or without a line", () => {
+    const html = renderMarkdown("Open `src/app.py:3` or `pkg/mod.ts`, not `print()`.", exists);
+    assert.match(html, /<a href="src\/app.py:3" class="path-link"><code>src\/app.py:3<\/code><\/a>/);
+    assert.match(html, /<a href="pkg\/mod.ts" class="path-link"><code>pkg\/mod.ts<\/code><\/a>/);
+    assert.match(html, /<code>print\(\)<\/code>/);
+  });
+
+  it("leaves existing links, URLs and code blocks alone", () => {
+    const html = renderMarkdown("[the app](src/app.py) https://example.com/src/app.py:1\n\n```\nsrc/app.py:2\n```", exists);
+    assert.equal(html.match(/class="path-link"/g), null, html);
+  });
+
+  it("finds references with their line and column", () => {
+    assert.deepEqual(findPathRefs("at ./src/app.py:7:2.", exists), [{ start: 3, end: 19, path: "./src/app.py", line: 7, column: 2 }]);
+    assert.deepEqual(findPathRefs("http://x/src/app.py:7 time 10:30", exists), []);
+  });
+});
+
+describe("plain text", () => {
+  it("escapes and makes URLs clickable", () => {
+    assert.equal(
+      renderPlainText("401 <bad>: see https://platform.example.com/keys."),
+      '401 &lt;bad&gt;: see <a href="https://platform.example.com/keys">https://platform.example.com/keys</a>.',
+    );
+  });
+});
+
+describe("tool rows", () => {
+  it("show name, argument summary, status and duration, collapsed", () => {
+    const html = renderToolItem(entry(), tool({ durationMs: 12 }), options);
+    assert.match(html, /^<details class="call ok" id="part:e1\/tool\/call_1" data-id="e1\/tool\/call_1">/);
+    assert.match(html, /<code class="tool">bash<\/code> <span class="args">ls<\/span> <span class="status">ok · 12ms<\/span>/);
+    assert.ok(!/<details[^>]* open/.test(html));
+  });
+
+  it("expand to the arguments as written: a multi-line command keeps its lines", () => {
+    const html = renderArguments(JSON.stringify({ command: "cd src\npytest -q", timeout: 30 }));
+    assert.match(html, /<span class="arg-key">command<\/span><pre class="arg-value">cd src\npytest -q<\/pre>/);
+    assert.match(html, /<span class="arg-key">timeout<\/span><pre class="arg-value">30<\/pre>/);
+    assert.equal(renderArguments("{not json"), '<pre class="arg-value">{not json</pre>');
+  });
+
+  it("show a failed call's error inline, without expanding", () => {
+    const html = renderToolItem(entry(), tool({ state: "failed", output: "\nError: no such file: nope.py\nmore" }), options);
+    const summary = html.slice(0, html.indexOf("</summary>"));
+    assert.match(summary, /<div class="call-error">Error: no such file: nope.py<\/div>/);
+  });
+
+  it("say when the preview was cut, and offer the full output", () => {
+    const output = `${"x".repeat(100)}\n… [48000 more characters]`;
+    assert.equal(cutCount(output), 48000);
+    const html = renderToolItem(entry(), tool({ output }), options);
+    assert.match(html, /Preview cut: 48,000 more characters/);
+    assert.match(html, /data-action="openToolOutput" data-call-id="call_1" data-entry-id="e1"[^>]*>Open full output</);
+    const without = renderToolItem(entry(), tool({ output }), { toolOutput: false });
+    assert.ok(!without.includes("openToolOutput"), "no button when the server keeps no output");
+  });
+});
+
+describe("entries", () => {
+  it("show the prompt escaped, then the items in order, then the tail", () => {
+    const html = renderEntry(
+      entry({
+        items: [
+          { kind: "text", id: "t1", text: "Let me look.", channel: "answer" },
+          tool(),
+          { kind: "text", id: "t2", text: "Done.", channel: "answer" },
+        ],
+        footer: { model: "scripted", elapsedMs: 3200, usage: { total_tokens: 1234 } },
+      }),
+      options,
+    );
+    assert.ok(html.includes("List the &lt;py&gt; files"));
+    const order = ["Let me look.", 'data-id="e1/tool/call_1"', "Done.", 'class="footer"'].map((s) => html.indexOf(s));
+    assert.deepEqual([...order].sort((a, b) => a - b), order, "in order");
+    assert.ok(order.every((i) => i >= 0));
+    assert.match(html, /<div class="footer">scripted · 3.20s · 1,234 tokens<\/div>/);
+  });
+
+  it("say why an answer stopped: turn limit, token limit, nothing returned", () => {
+    assert.match(renderTail(entry({ stopReason: "max_turns" })), /turn limit \(agentLsp.maxTurns\)/);
+    assert.match(renderTail(entry({ stopReason: "max_tokens" })), /answer was cut/);
+    assert.match(renderTail(entry({ stopReason: "empty" })), /model returned nothing/);
+    assert.ok(!renderTail(entry({ stopReason: "end_turn" })).includes("stop-note"));
+  });
+
+  it("show errors with their buttons and clickable URLs", () => {
+    const html = renderTail(
+      entry({
+        state: "error",
+        error: { message: "HTTP 503 from https://api.example.com (3 attempts)", buttons: [{ title: "Retry", action: "retry", args: { entryId: "e1" }, primary: true }] },
+      }),
+    );
+    assert.match(html, /<a href="https:\/\/api.example.com">/);
+    assert.match(html, /<button class="button primary" data-action="retry" data-entry-id="e1">Retry<\/button>/);
+  });
+
+  it("show working status, and an empty conversation says how to start", () => {
+    assert.match(renderTail(entry({ state: "working", status: "turn 2: running tools" })), /turn 2: running tools/);
+    assert.match(renderConversation({ entries: [] }, options), /press <b>Enter<\/b>/);
+  });
+
+  it("footer leaves out what is unknown", () => {
+    assert.equal(formatFooter({ elapsedMs: 900 }), "900ms");
+    assert.equal(formatFooter({ model: "m", usage: { total_tokens: 0 } }), "m");
+    assert.equal(
+      formatFooter({ usage: { total_tokens: 876, contextTokens: 1290, contextWindow: 128000 } }),
+      "876 tokens · context 1,290 of 128,000",
+    );
+  });
+});
+
+describe("the page", () => {
+  it("admits only its nonce'd style and script", () => {
+    const html = renderPage({ cspSource: "vscode-webview:", nonce: "abc", scriptUri: "https://x/webview.js", body: "" });
+    assert.match(html, /script-src 'nonce-abc'/);
+    assert.match(html, /<script nonce="abc" src="https:\/\/x\/webview.js"><\/script>/);
+    assert.match(html, /id="conversation"/);
+    assert.match(html, /<textarea id="input"/);
+  });
+});
