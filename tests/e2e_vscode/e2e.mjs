@@ -517,7 +517,8 @@ const SCRIPT = [
   {
     match: "E2E-SCROLL",
     replies: [
-      ...Array.from({ length: 20 }, (_, i) => ({ tool_calls: [{ name: "bash", arguments: { command: `sleep 0.5; echo step-${i}` } }] })),
+      // Slow enough that steps keep arriving while the test scrolls and selects, even on a busy machine.
+      ...Array.from({ length: 20 }, (_, i) => ({ tool_calls: [{ name: "bash", arguments: { command: `sleep 1; echo step-${i}` } }] })),
       { content: "All steps done." },
     ],
   },
@@ -659,6 +660,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
   assert(selected.includes("Line 3"), `selected: ${selected}`);
   const rows = frame.locator(".entry").last().locator("details.call");
   const rowsThen = await rows.count();
+  assert(rowsThen < 18, `the run is nearly over before the check: ${rowsThen} rows`);
   await until("more steps arriving", async () => (await rows.count()) >= rowsThen + 2, 30_000);
   const after = await frame.evaluate(() => ({
     top: document.getElementById("conversation").scrollTop,
@@ -670,7 +672,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
   assert(after.jump, "no jump to latest offered");
   await page.screenshot({ path: join(OUTPUT, "scrolled-up.png") });
   await frame.locator("#jump").click();
-  await finishedEntry(frame, "E2E-SCROLL");
+  await finishedEntry(frame, "E2E-SCROLL", 90_000);
   const bottom = await frame.evaluate(() => {
     const c = document.getElementById("conversation");
     return c.scrollHeight - c.clientHeight - c.scrollTop;
@@ -821,6 +823,7 @@ scenario("Stop during a long bash cancels it", async ({ page, userData }) => {
   await page.screenshot({ path: join(OUTPUT, "cancel-progress.png") });
   const clicked = Date.now();
   await stop.click();
+  log(`cancel: the click landed ${Date.now() - clicked}ms after it was asked for`);
   await until("the cancelled entry", async () => (await frame.locator(".entry.cancelled").count()) === 1, 20_000);
   log(`cancel: the entry said cancelled ${Date.now() - clicked}ms after the click`);
   await until("the bash process to be gone", () => pgrep(CANCEL_MARK).length === 0, 10_000);
