@@ -381,9 +381,26 @@ function toolResult(request, name) {
 
 /** Ask as a user does: Agent: Ask (Ctrl+Alt+A) focuses the chat's input; type; Enter. */
 async function ask(page, prompt) {
-  await runCommand(page, "Agent: Ask");
-  const frame = await panelFrame(page);
-  await until("the chat input focused", () => frame.evaluate(() => document.activeElement?.id === "input"), 15_000);
+  // Ctrl+Alt+A, as a user presses it (no palette typing that could land in an editor); the
+  // palette if the key did not get there (e.g. before the extension is active).
+  const inputFocused = async () => {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.evaluate(() => document.activeElement?.id === "input" && document.hasFocus())) return frame;
+      } catch {
+        // frame navigated away
+      }
+    }
+    return undefined;
+  };
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+Alt+A");
+  let frame = await until("the chat input focused by Ctrl+Alt+A", inputFocused, 5000).catch(() => undefined);
+  if (!frame) {
+    log("Ctrl+Alt+A did not focus the chat input; using the palette");
+    await runCommand(page, "Agent: Ask");
+    frame = await until("the chat input focused", inputFocused, 15_000);
+  }
   await until("the chat ready to send", async () => (await frame.locator("#send").innerText()) === "Send", 30_000);
   await page.keyboard.type(prompt);
   await page.keyboard.press("Enter");
@@ -611,7 +628,7 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
   await answer.locator("a[href='src/app.py']").click();
   await until("app.py opened from the link", async () => (await page.locator(".tabs-container .tab", { hasText: "app.py" }).count()) > 0, 15_000);
   state.sessionShort = /\[([^\]]+)\] answered/.exec(lines.find((l) => l.includes("answered")))?.[1];
-  await frame.locator(".entry.done details.call").first().locator("summary").click(); // expanded for the screenshot
+  await frame.locator(".entry.done details.call").first().locator("summary").click({ force: true }); // expanded for the screenshot
   await page.screenshot({ path: join(OUTPUT, "panel-and-trace.png") });
   await frame.locator("#conversation").screenshot({ path: join(OUTPUT, "panel.png") });
   await page.locator(".part.panel").screenshot({ path: join(OUTPUT, "trace.png") });
@@ -873,7 +890,9 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     await until("the agent's change in the editor", async () => (await editorText(page, path)) === withEdit, 10_000);
     assert(readFileSync(file, "utf8") === GREET, `the file on disk changed:\n${readFileSync(file, "utf8")}`);
     assert((await page.locator(".tabs-container .tab.dirty", { hasText: "greet.py" }).count()) === 1, "greet.py is not dirty");
-    await last.locator("details.call").last().locator("summary").click(); // the edit_file result, for the screenshot
+    // The edit_file result, for the screenshot. (force: Playwright's stability wait on a webview
+    // element can stall for many seconds in headless Chromium; this click asserts nothing.)
+    await last.locator("details.call").last().locator("summary").click({ force: true });
     await page.screenshot({ path: join(OUTPUT, "unsaved-edit.png") });
     // (d) one undo takes back the agent's change and keeps the user's line.
     await focusEditor(page, path);
