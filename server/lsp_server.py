@@ -57,6 +57,8 @@ class AgentProtocol(LanguageServerProtocol):
                 "version": p.PROTOCOL_VERSION,
                 "requests": list(p.REQUESTS),
                 "notifications": list(p.NOTIFICATIONS),
+                # agent/ask accepts `context` (the active document, selection, others).
+                "askContext": True,
             }
         }
         return result

@@ -57,6 +57,7 @@ async def test_initialize_advertises_the_agent_extension(client: AgentTestClient
     ]
     for method in ("agent/newSession", "agent/sessions", "agent/toolOutput"):
         assert method in agent["requests"]
+    assert agent["askContext"] is True
 
 
 async def test_list_tools_is_mcp_shaped(client: AgentTestClient) -> None:
