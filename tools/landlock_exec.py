@@ -134,7 +134,7 @@ def _within(path: str, folder: str) -> bool:
 
 def read_grants(
     hidden: list[str], granted: list[str], *, max_entries: int = MAX_ENTRIES
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[tuple[str, bool]], list[str]]:
     """Where to grant reading so that nothing beneath a ``hidden`` path is readable.
 
     Landlock only adds rights, so "everything but S" is spelled out: for each folder A
@@ -145,7 +145,8 @@ def read_grants(
     (the workspace, a writable root, a device) stays readable: the grant wins. One that
     does not exist hides nothing yet, and its deepest existing ancestor is granted entry
     by entry like the others, so what appears there later is not readable in this call.
-    Returns the paths to grant read to and notes for the command's stderr.
+    Returns the paths to grant read to (each with whether it is a folder: ``d_type``
+    tells, no ``stat``) and notes for the command's stderr.
     """
     real_granted = [os.path.realpath(path) for path in granted]
     targets: set[str] = set()
@@ -158,7 +159,7 @@ def read_grants(
     # A hidden path beneath another is hidden with it (and must not make it an ancestor).
     targets = {t for t in targets if not any(t != o and _within(t, o) for o in targets)}
     if not targets:
-        return ["/"], []
+        return [("/", True)], []
     ancestors: set[str] = set()
     for target in targets:
         parent = os.path.dirname(target)
@@ -167,7 +168,7 @@ def read_grants(
             if parent == "/":
                 break
             parent = os.path.dirname(parent)
-    paths: list[str] = []
+    paths: list[tuple[str, bool]] = []
     notes: list[str] = []
     for folder in sorted(ancestors):
         try:
@@ -189,7 +190,10 @@ def read_grants(
             path = entry.path
             if path in ancestors or path in targets or entry.is_symlink():
                 continue
-            paths.append(path)
+            try:
+                paths.append((path, entry.is_dir(follow_symlinks=False)))
+            except OSError:
+                continue  # gone meanwhile
     return paths, notes
 
 
@@ -234,29 +238,43 @@ def confine(
     ruleset = _syscall(libc, "landlock_create_ruleset", _SYS_CREATE_RULESET,
                        ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))  # fmt: skip
 
-    def allow(path: str, rights: int, *, follow: bool = True) -> None:
-        flags = os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    # One rule struct and argument tuple for every call: a ruleset may have hundreds of
+    # rules (see read_grants), and building ctypes objects per rule is most of their cost.
+    rule = PathBeneathAttr(0, -1)
+    add_rule = libc.syscall  # type: ignore[attr-defined]
+    add_rule.restype = ctypes.c_long
+    add_args = (
+        ctypes.c_long(_SYS_ADD_RULE),
+        ctypes.c_int(ruleset),
+        ctypes.c_int(_RULE_PATH_BENEATH),
+        ctypes.byref(rule),
+        ctypes.c_uint32(0),
+    )
+
+    def allow(path: str, rights: int, *, folder: bool | None = None) -> None:
+        """``folder``: known to be a folder or not (then symlinks are not followed)."""
+        flags = os.O_PATH | os.O_CLOEXEC | (0 if folder is None else os.O_NOFOLLOW)
         try:
             fd = os.open(path, flags)
         except OSError:
             return  # a missing device or folder grants nothing
         try:
-            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            if not (stat.S_ISDIR(os.fstat(fd).st_mode) if folder is None else folder):
                 rights &= _FS_FILE_RIGHTS
-            rule = PathBeneathAttr(rights, fd)
-            _syscall(libc, f"landlock_add_rule({path})", _SYS_ADD_RULE, ctypes.c_int(ruleset),
-                     ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
-                     ctypes.c_uint32(0))  # fmt: skip
+            rule.allowed_access, rule.parent_fd = rights, fd
+            if add_rule(*add_args) < 0:
+                error = os.strerror(ctypes.get_errno())
+                raise LandlockError(f"landlock_add_rule({path}): {error}")
         finally:
             os.close(fd)
 
     readable = readable or []
     reads, notes = read_grants(hidden or [], [*writable, *readable, *DEVICES])
     try:
-        if reads != ["/"]:
+        if reads != [("/", True)]:
             allow("/", FS_READ_DIR)  # names and listings everywhere; contents per entry
-        for path in reads:
-            allow(path, FS_READ, follow=False)
+        for path, folder in reads:
+            allow(path, FS_READ, folder=folder)
         for directory in readable:
             allow(directory, FS_READ)
         for device in DEVICES:
