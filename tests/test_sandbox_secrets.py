@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from server.engine import AgentEngine
 from server.own_secrets import hidden_paths
 from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
 from tests.support.model_server import ScriptedModel, tool_call
@@ -188,8 +187,22 @@ async def test_inside_the_workspace_the_workspace_wins_and_the_user_is_warned(
     )
     assert key in result  # read_file could read it too: the workspace is the agent's
     assert str(env_file) not in tool.annotations["sandbox"]["hiddenPaths"]
-    warning = AgentEngine(environ=environ).add_folder(workspace)
-    assert warning is not None and ".env" in warning and "API key" in warning
+
+
+async def test_opening_a_folder_that_holds_them_warns_the_user(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "agent-lsp"
+    env_file = write(workspace / ".env", f"MODEL_API_KEY={new_key()}\n")
+    env = server_env(model.base_url, AGENT_LSP_ENV_FILE=str(env_file))
+    client = await start_client(env, [workspace])
+    try:
+        await until(lambda: client.messages)
+        warning = client.messages[0].message
+        assert str(env_file) in warning and "API key" in warning and "narrower" in warning
+    finally:
+        await client.shutdown_session()
+        await client.stop()
 
 
 def test_the_rules_stay_bounded(home: Home) -> None:
