@@ -238,8 +238,8 @@ def confine(
     ruleset = _syscall(libc, "landlock_create_ruleset", _SYS_CREATE_RULESET,
                        ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))  # fmt: skip
 
-    # One rule struct and argument tuple for every call: a ruleset may have hundreds of
-    # rules (see read_grants), and building ctypes objects per rule is most of their cost.
+    # One rule struct and argument tuple, reused: a ruleset may have hundreds of rules
+    # (see read_grants), each a syscall through ctypes.
     rule = PathBeneathAttr(0, -1)
     add_rule = libc.syscall  # type: ignore[attr-defined]
     add_rule.restype = ctypes.c_long
