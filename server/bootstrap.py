@@ -7,7 +7,9 @@ here (and in the user's ``enabledTools`` setting, if any) does.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tooling.workspace import Workspace
@@ -28,6 +30,7 @@ def build_runtime(
     bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
     sandbox_policy: SandboxPolicy | None = None,
+    hidden_paths: Iterable[Path] = (),
 ) -> ToolRuntime:
     """A fresh runtime whose tools act on ``workspace`` only (see :func:`build_registry`)."""
     from tooling.runtime import ToolRuntime
@@ -39,6 +42,7 @@ def build_runtime(
             bash_timeout=bash_timeout,
             secret_env=secret_env,
             sandbox_policy=sandbox_policy,
+            hidden_paths=hidden_paths,
         )
     )
 
@@ -50,8 +54,12 @@ def build_registry(
     bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
     sandbox_policy: SandboxPolicy | None = None,
+    hidden_paths: Iterable[Path] = (),
 ) -> ToolRegistry:
     """The enabled tools, bound to ``workspace`` only.
+
+    ``hidden_paths`` (agent-lsp's own files, :func:`server.own_secrets.hidden_paths`) join
+    the sandbox policy's: no confined ``bash`` command may read them.
 
     What a call may use beyond that (the editor's documents, the conversation's
     ledger) reaches it through its ``ToolContext``. ``enabled`` narrows the default
@@ -65,15 +73,19 @@ def build_registry(
     from tools.edit_file import edit_file_tool
     from tools.glob import glob_tool
     from tools.read_file import read_file_tool
+    from tools.sandbox import SandboxPolicy
     from tools.shell import DEFAULT_SECRET_ENV, bash_tool
     from tools.write_file import write_file_tool
+
+    policy = sandbox_policy or SandboxPolicy()
+    policy = dataclasses.replace(policy, hidden_paths=(*policy.hidden_paths, *hidden_paths))
 
     factories: dict[str, Callable[[], ToolDefinition]] = {
         "bash": lambda: bash_tool(
             workspace,
             default_timeout=bash_timeout,
             hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
-            policy=sandbox_policy,
+            policy=policy,
         ),
         "read_file": lambda: read_file_tool(workspace),
         "write_file": lambda: write_file_tool(workspace),

@@ -124,10 +124,14 @@ def serve(args: argparse.Namespace) -> int:
     protocol_out = claim_stdout()
     from .engine import AgentEngine
     from .lsp_server import create_server, serve_stdio
+    from .own_secrets import take_key_from_environment
     from .session_files import default_session_dir
 
+    # Before any command runs: the key leaves os.environ and /proc/self/environ, and
+    # lives on in the engine's copy of the environment only.
+    environ = take_key_from_environment()
     session_dir = None if args.memory_only else (args.session_dir or default_session_dir())
-    server = create_server(AgentEngine(session_dir=session_dir))
+    server = create_server(AgentEngine(environ=environ, session_dir=session_dir))
     if args.tcp:
         server.start_tcp(args.host, args.port)
         return 0

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -42,6 +43,7 @@ from .errors import (
 )
 from .events import EventSink
 from .model_config import ModelSettings, create_client, load_model_settings
+from .own_secrets import exposure_warning, hidden_paths
 from .permissions import Asker, PermissionGate
 from .prompts import system_prompt
 from .session_files import SessionFiles
@@ -129,6 +131,10 @@ class AgentEngine:
         session_dir: Path | None = None,
     ) -> None:
         self._environ = environ
+        # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
+        self._hidden_paths = hidden_paths(
+            os.environ if environ is None else environ, state=(session_dir,)
+        )
         self._settings = AgentSettings()
         self._folders: dict[Path, Folder] = {}
         self._files = SessionFiles(session_dir) if session_dir is not None else None
@@ -217,7 +223,8 @@ class AgentEngine:
     # -- workspace folders -----------------------------------------------------------
 
     def set_folders(self, paths: list[Path]) -> list[str]:
-        """Replace the open folders; returns warnings for folders that cannot be used."""
+        """Replace the open folders; returns warnings for folders that cannot be used (or
+        that hold agent-lsp's own files)."""
         self._folders.clear()
         return [w for path in paths if (w := self.add_folder(path))]
 
@@ -227,7 +234,7 @@ class AgentEngine:
         except WorkspaceError as exc:
             return str(exc)
         self._folders.setdefault(workspace.root, self._make_folder(workspace))
-        return None
+        return exposure_warning(workspace.root, self._hidden_paths)
 
     def remove_folder(self, path: Path) -> None:
         self._folders.pop(Path(path).resolve(), None)
@@ -264,6 +271,7 @@ class AgentEngine:
                 enabled=settings.enabled_tools,
                 bash_timeout=settings.bash_timeout,
                 sandbox_policy=settings.sandbox,
+                hidden_paths=self._hidden_paths,
             )
 
         return Folder(workspace, build, settings.runtime_key())
@@ -377,8 +385,6 @@ class AgentEngine:
 
     def config_warnings(self) -> list[str]:
         """Problems of the user configuration file to show once (other users can read it)."""
-        import os
-
         from .user_config import config_path, permission_warning
 
         path = config_path(os.environ if self._environ is None else self._environ)

@@ -23,6 +23,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,15 @@ MAX_AGE_DAYS = 30
 MAX_FILES = 500
 
 
+def state_dir(environ: Mapping[str, str]) -> Path:
+    """agent-lsp's state folder: ``$XDG_STATE_HOME/agent-lsp`` (else ``~/.local/state``)."""
+    home = environ.get("HOME") or str(Path.home())
+    state = environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+    return Path(state) / "agent-lsp"
+
+
 def default_session_dir() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "agent-lsp" / "sessions"
+    return state_dir(os.environ) / "sessions"
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,11 @@ def compaction_summary(params: dict[str, Any]) -> str:
 
 
 def run_ask(args: argparse.Namespace) -> int:
+    from .own_secrets import hide_from_proc_environ
+
+    # A key exported for this command is passed on to the server, but a command the agent
+    # runs must not find it in this process's /proc/PID/environ.
+    hide_from_proc_environ()
     workspace = Path(args.workspace).expanduser().resolve()
     if not workspace.is_dir():
         print(f"agent-lsp: workspace is not a directory: {workspace}", file=sys.stderr)

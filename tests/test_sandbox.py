@@ -324,6 +324,7 @@ def test_list_tools_shows_the_sandbox(workspace: Path) -> None:
         "network": False,
         "writableRoots": [str(workspace)],
         "landlockAbi": sandbox.support().abi,
+        "hiddenPaths": [],
     }
     assert described["annotations"]["openWorldHint"] is False
     assert "runs in a sandbox" in described["description"]

@@ -2,7 +2,8 @@
 
 Run by path, never imported from the workspace::
 
-    python -I -S landlock_exec.py [--write DIR]... [--no-network] -- PROGRAM [ARG]...
+    python -I -S landlock_exec.py [--write DIR]... [--read DIR]... [--hide PATH]...
+                                  [--no-network] -- PROGRAM [ARG]...
 
 ``-I`` keeps the current directory (the workspace) and every ``PYTHON*`` variable out
 of the interpreter, ``-S`` skips site-packages: this file uses the standard library
@@ -11,9 +12,11 @@ only, so nothing the command's repository contains can run before the ruleset do
 The ruleset, applied to this fresh single-threaded process and inherited by every
 process the command starts (the kernel offers no way to lift it):
 
-- read and execute anything (``/`` beneath, read rights only);
+- read and execute anything (``/`` beneath, read rights only) except each ``--hide``
+  path (:func:`read_grants`);
 - write, create, remove, rename only beneath each ``--write`` directory and in the
-  usual devices (``DEVICES``);
+  usual devices (``DEVICES``); each ``--write`` and ``--read`` directory is readable
+  as a whole, even where it holds or lies beneath a hidden path;
 - with ``--no-network``: no TCP ``bind`` or ``connect`` (Landlock ABI >= 4);
 - no signals to, and no abstract Unix sockets of, processes outside the sandbox
   (ABI >= 6).
@@ -26,6 +29,7 @@ this module only for :func:`abi_version` and the constants.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 # No other import at module level: every one is start-up time of every bash call (the
@@ -71,6 +75,9 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 
 FAILURE_MARKER = "agent-lsp sandbox:"
 FAILURE_STATUS = 125
+# A folder on the way to a hidden path is granted entry by entry; past this many entries
+# none of them is (reading beneath it is refused), which bounds the rules of one call.
+MAX_ENTRIES = 10_000
 
 
 class LandlockError(Exception):
@@ -121,8 +128,86 @@ def handled_fs(abi: int) -> int:
     return rights
 
 
-def confine(writable: list[str], *, network: bool) -> int:
-    """Apply the ruleset to this process (and every future child); returns the ABI."""
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def read_grants(
+    hidden: list[str], granted: list[str], *, max_entries: int = MAX_ENTRIES
+) -> tuple[list[tuple[str, bool]], list[str]]:
+    """Where to grant reading so that nothing beneath a ``hidden`` path is readable.
+
+    Landlock only adds rights, so "everything but S" is spelled out: for each folder A
+    on the way from ``/`` to S (S's ancestors), every entry of A except the next folder
+    on the way, and never S. Paths are resolved first (Landlock sees the real file, not
+    the name a symlink gives it); entries that are symlinks get no rule (what they point
+    to is judged where it really is). A hidden path at or beneath a ``granted`` folder
+    (the workspace, a writable root, a device) stays readable: the grant wins. One that
+    does not exist hides nothing yet, and its deepest existing ancestor is granted entry
+    by entry like the others, so what appears there later is not readable in this call.
+    Returns the paths to grant read to (each with whether it is a folder: ``d_type``
+    tells, no ``stat``) and notes for the command's stderr.
+    """
+    real_granted = [os.path.realpath(path) for path in granted]
+    targets: set[str] = set()
+    for path in hidden:
+        if not os.path.isabs(path):
+            raise LandlockError(f"hidden path {path!r} is not absolute")
+        real = os.path.realpath(path)
+        if real != "/" and not any(_within(real, folder) for folder in real_granted):
+            targets.add(real)
+    # A hidden path beneath another is hidden with it (and must not make it an ancestor).
+    targets = {t for t in targets if not any(t != o and _within(t, o) for o in targets)}
+    if not targets:
+        return [("/", True)], []
+    ancestors: set[str] = set()
+    for target in targets:
+        parent = os.path.dirname(target)
+        while parent not in ancestors:
+            ancestors.add(parent)
+            if parent == "/":
+                break
+            parent = os.path.dirname(parent)
+    paths: list[tuple[str, bool]] = []
+    notes: list[str] = []
+    for folder in sorted(ancestors):
+        try:
+            with os.scandir(folder) as entries:
+                children = []
+                for entry in entries:
+                    children.append(entry)
+                    if len(children) > max_entries:
+                        raise OverflowError
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # not there (yet): nothing beneath it to grant
+        except (OSError, OverflowError) as exc:
+            # Fail closed: without the list, nothing beneath this folder is granted.
+            why = f"more than {max_entries} entries" if isinstance(exc, OverflowError) else (
+                exc.strerror or str(exc))  # fmt: skip
+            notes.append(f"note: files beneath {folder} are not readable in this call ({why})")
+            continue
+        for entry in children:
+            path = entry.path
+            if path in ancestors or path in targets or entry.is_symlink():
+                continue
+            try:
+                paths.append((path, entry.is_dir(follow_symlinks=False)))
+            except OSError:
+                continue  # gone meanwhile
+    return paths, notes
+
+
+def confine(
+    writable: list[str],
+    *,
+    network: bool,
+    readable: list[str] | None = None,
+    hidden: list[str] | None = None,
+) -> tuple[int, list[str]]:
+    """Apply the ruleset to this process (and every future child).
+
+    Returns the ABI and notes for the command's stderr (see :func:`read_grants`).
+    """
     import ctypes
 
     class RulesetAttr(ctypes.Structure):
@@ -153,23 +238,45 @@ def confine(writable: list[str], *, network: bool) -> int:
     ruleset = _syscall(libc, "landlock_create_ruleset", _SYS_CREATE_RULESET,
                        ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))  # fmt: skip
 
-    def allow(path: str, rights: int) -> None:
+    # One rule struct and argument tuple, reused: a ruleset may have hundreds of rules
+    # (see read_grants), each a syscall through ctypes.
+    rule = PathBeneathAttr(0, -1)
+    add_rule = libc.syscall  # type: ignore[attr-defined]
+    add_rule.restype = ctypes.c_long
+    add_args = (
+        ctypes.c_long(_SYS_ADD_RULE),
+        ctypes.c_int(ruleset),
+        ctypes.c_int(_RULE_PATH_BENEATH),
+        ctypes.byref(rule),
+        ctypes.c_uint32(0),
+    )
+
+    def allow(path: str, rights: int, *, folder: bool | None = None) -> None:
+        """``folder``: known to be a folder or not (then symlinks are not followed)."""
+        flags = os.O_PATH | os.O_CLOEXEC | (0 if folder is None else os.O_NOFOLLOW)
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            fd = os.open(path, flags)
         except OSError:
             return  # a missing device or folder grants nothing
         try:
-            if not os.path.isdir(path):
+            if not (stat.S_ISDIR(os.fstat(fd).st_mode) if folder is None else folder):
                 rights &= _FS_FILE_RIGHTS
-            rule = PathBeneathAttr(rights, fd)
-            _syscall(libc, f"landlock_add_rule({path})", _SYS_ADD_RULE, ctypes.c_int(ruleset),
-                     ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
-                     ctypes.c_uint32(0))  # fmt: skip
+            rule.allowed_access, rule.parent_fd = rights, fd
+            if add_rule(*add_args) < 0:
+                error = os.strerror(ctypes.get_errno())
+                raise LandlockError(f"landlock_add_rule({path}): {error}")
         finally:
             os.close(fd)
 
+    readable = readable or []
+    reads, notes = read_grants(hidden or [], [*writable, *readable, *DEVICES])
     try:
-        allow("/", FS_READ)
+        if reads != [("/", True)]:
+            allow("/", FS_READ_DIR)  # names and listings everywhere; contents per entry
+        for path, folder in reads:
+            allow(path, FS_READ, folder=folder)
+        for directory in readable:
+            allow(directory, FS_READ)
         for device in DEVICES:
             allow(device, fs & (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE))
         for directory in writable:
@@ -181,17 +288,17 @@ def confine(writable: list[str], *, network: bool) -> int:
                  ctypes.c_uint32(0))  # fmt: skip
     finally:
         os.close(ruleset)
-    return abi
+    return abi, notes
 
 
 def main(argv: list[str]) -> int:
-    writable: list[str] = []
+    lists: dict[str, list[str]] = {"--write": [], "--read": [], "--hide": []}
     network = True
     args = list(argv)
     while args and args[0] != "--":
         option = args.pop(0)
-        if option == "--write" and args:
-            writable.append(args.pop(0))
+        if option in lists and args:
+            lists[option].append(args.pop(0))
         elif option == "--no-network":
             network = False
         else:
@@ -200,9 +307,13 @@ def main(argv: list[str]) -> int:
     if not command:
         return _fail("no command given")
     try:
-        confine(writable, network=network)
+        _, notes = confine(
+            lists["--write"], network=network, readable=lists["--read"], hidden=lists["--hide"]
+        )
     except (LandlockError, OSError) as exc:
         return _fail(f"could not confine the command ({exc}); it did not run")
+    for note in notes:
+        print(f"agent-lsp sandbox {note}", file=sys.stderr, flush=True)
     try:
         os.execvp(command[0], command)
     except OSError as exc:

@@ -13,6 +13,11 @@ Policies (settings ``sandbox``, ``writableRoots``, ``network``):
 - ``read-only``: as above, but the workspace is read-only too.
 - ``off``: no confinement.
 
+In both confined modes the policy's ``hidden_paths`` (agent-lsp's own configuration, key
+files and state, which the server passes in) are not readable at all, unless they lie in
+the workspace or a writable root: what the agent may write it may read, and its file tools
+read the whole workspace anyway (the server warns when a folder holds them).
+
 ``.git`` inside the workspace is writable like the rest of it (Landlock grants are
 hierarchical: no rule can take a right away beneath a writable folder), so commits work;
 because git obeys ``.git/config`` and runs ``.git/hooks`` later, outside any sandbox, a
@@ -53,6 +58,8 @@ class SandboxPolicy:
     # Extra folders a toolchain writes to (caches); absolute, as the settings gave them.
     writable_roots: tuple[Path, ...] = ()
     network: bool = False
+    # What no confined command may read (files or folders, absolute; the server's own).
+    hidden_paths: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -96,6 +103,8 @@ class Confinement:
     roots: tuple[Path, ...]  # the workspace and writableRoots (none when read-only)
     tmp: Path  # the call's private temp dir
     network: bool
+    readable: tuple[Path, ...] = ()  # read as a whole: the workspace when read-only
+    hidden: tuple[Path, ...] = ()  # not readable (unless in a root or readable folder)
 
     def argv(self, program: Sequence[str]) -> list[str]:
         """The launcher command line that runs ``program`` under this confinement."""
@@ -103,6 +112,10 @@ class Confinement:
         argv = [INTERPRETER, "-I", "-S", str(LAUNCHER)]
         for root in (*self.roots, self.tmp):
             argv += ["--write", str(root)]
+        for folder in self.readable:
+            argv += ["--read", str(folder)]
+        for path in self.hidden:
+            argv += ["--hide", str(path)]
         if not self.network:
             argv.append("--no-network")
         return [*argv, "--", *program]
@@ -117,8 +130,14 @@ def confinement(
     """
     if policy.mode == "off" or not support().available:
         return None
-    roots = (workspace_root, *policy.writable_roots) if policy.mode == "workspace-write" else ()
-    return Confinement(roots, call_tmp, policy.network if network is None else network)
+    writes = policy.mode == "workspace-write"
+    return Confinement(
+        roots=(workspace_root, *policy.writable_roots) if writes else (),
+        tmp=call_tmp,
+        network=policy.network if network is None else network,
+        readable=() if writes else (workspace_root,),
+        hidden=policy.hidden_paths,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -149,10 +168,27 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
             else []
         ),
         "landlockAbi": state.abi,
+        "hiddenPaths": [str(p) for p in hidden_outside(policy, workspace_root)] if enforced else [],
     }
     if policy.mode != "off" and not state.available:
         described["reason"] = state.reason()
     return described
+
+
+def hidden_outside(policy: SandboxPolicy, workspace_root: Path) -> list[Path]:
+    """The hidden paths a confined command cannot read: those outside the folders it may
+    write (and the workspace), which stay readable as a whole. Resolved as the launcher
+    resolves them, at the time of asking (a few ``lstat``)."""
+    folders = [os.path.realpath(f) for f in (workspace_root, *policy.writable_roots)]
+    return [
+        path
+        for path in policy.hidden_paths
+        if not any(_within(os.path.realpath(path), folder) for folder in folders)
+    ]
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def prompt_text(policy: SandboxPolicy, confined: bool) -> str:
@@ -167,8 +203,13 @@ def prompt_text(policy: SandboxPolicy, confined: bool) -> str:
     if policy.mode == "workspace-write" and policy.writable_roots:
         where += ", " + ", ".join(map(str, policy.writable_roots))
     net = "" if policy.network else "; it cannot open network connections (TCP)"
+    own = (
+        " except agent-lsp's own configuration and state (the user's API key, saved conversations)"
+        if policy.hidden_paths
+        else ""
+    )
     return (
-        f"It runs in a sandbox: it can read any file but write only in {where} "
+        f"It runs in a sandbox: it can read any file{own} but write only in {where} "
         f"($TMPDIR is a private temporary folder removed after the call){net}."
     )
 
@@ -186,11 +227,26 @@ def explain_denial(output: str, confinement: Confinement) -> str | None:
     """A note for the model when a failed confined command looks refused by the sandbox."""
     if not _DENIAL.search(output):
         return None
+    # Named in full, or by its last two parts (a relative path, ~ spelled out).
+    named = [
+        str(path)
+        for path in confinement.hidden
+        if str(path) in output or f"{path.parent.name}/{path.name}" in output
+    ]
+    if named:
+        return (
+            f"Note: {', '.join(named)} {'is' if len(named) == 1 else 'are'} agent-lsp's own "
+            "configuration or state (the user's API key, saved conversations): agent-lsp's "
+            "sandbox never lets a command read it, on purpose, and retrying will fail "
+            "again. Do not try other ways to read it and do not ask for an escalation to "
+            "read it; if the task needs a setting from it, ask the user."
+        )
     places = "".join(f"{root}, " for root in confinement.roots)
     network = "" if confinement.network else " and no TCP connections (connect or bind)"
+    own = ", and no reading of agent-lsp's own configuration and state" * bool(confinement.hidden)
     return (
         "Note: this command ran in agent-lsp's sandbox, which allows writes only in "
-        f"{places}$TMPDIR and the usual devices{network}; 'permission denied' or a refused "
+        f"{places}$TMPDIR and the usual devices{network}{own}; 'permission denied' or a refused "
         "connection above is most likely the sandbox, and retrying the same way will fail "
         "again. Change the command to stay inside those places (e.g. point caches or "
         "outputs at $TMPDIR or the workspace). Only if the task truly needs more, call bash "

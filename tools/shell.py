@@ -28,7 +28,8 @@ Policies (the parts a caller can observe):
   ``TMPDIR``/``TMP``/``TEMP`` pointing at a private temp dir of the call, removed after it.
 - **Sandbox.** Unless the policy is ``off`` (or the kernel has no Landlock), the command
   runs confined (``tools/sandbox.py``): it writes only in the workspace, the
-  ``writableRoots`` and its temp dir, and opens no TCP connection. A failure that looks
+  ``writableRoots`` and its temp dir, reads none of the policy's ``hidden_paths``
+  (agent-lsp's own key files and state), and opens no TCP connection. A failure that looks
   like the sandbox refusing gets a note saying so, and a change to ``.git/config`` or
   ``.git/hooks`` gets a note too (git obeys them later, outside the sandbox).
 
