@@ -101,7 +101,8 @@ async def _ask_bare(client: Any, schemas: list[dict[str, Any]]) -> tuple[float, 
         )
         requests += 1
         message = response.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
+        # As every endpoint accepts it (llama.cpp's server: content must be a string).
+        messages.append({**message.model_dump(exclude_none=True), "content": message.content or ""})
         if not message.tool_calls:
             break
         for call in message.tool_calls:
@@ -123,6 +124,8 @@ class _MemoryCompletions:
 class _MemoryClient:
     api_key = "memory"
     base_url = "memory://"
+    max_retries = 0
+    timeout = 600.0
 
     def __init__(self) -> None:
         self.chat = type("Chat", (), {"completions": _MemoryCompletions()})()

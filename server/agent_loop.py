@@ -11,6 +11,11 @@ Invariants the rest of the server relies on:
   unsupported call types, cancellation and tool bugs included -- so the history
   is always valid to send again.
 - A cancelled (or failed) model request appends nothing.
+- An assistant message is appended in the one shape every endpoint accepts
+  (:func:`~server.model_request.assistant_message`), never as the SDK parsed it.
+- A response cut at the token limit (``finish_reason: "length"``) ends the run
+  with ``stop_reason="max_tokens"``; its tool calls (whose arguments may be cut
+  too) are not run but answered with an error, so the history stays valid.
 - Consecutive calls to read-only tools in one response run concurrently; their
   results are still appended in call order. Any other call is a barrier.
 - With a ``window`` (``server.compaction``), each request goes through it: the
@@ -18,14 +23,14 @@ Invariants the rest of the server relies on:
   context-length error.
 
 ``openai`` is not imported here at module level (it costs ~1 s); the client is
-passed in and the SDK's exception types are looked up only when a request fails.
+passed in, and :mod:`server.model_request` (one request, its retries and the shape
+of what goes back) looks the SDK's types up when it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -43,7 +48,7 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .model_config import ModelRequestError, scrub, translate_model_error
+from .model_request import assistant_message, complete
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -56,8 +61,14 @@ log = logging.getLogger(__name__)
 
 PREVIEW_LIMIT = 2000
 CANCELLED_OUTPUT = "Error: cancelled"
+CUT_OFF_OUTPUT = (
+    "Error: not run: the response was cut off at the model's token limit "
+    "(finish_reason: length), so this call may be incomplete"
+)
 
-StopReason = Literal["end_turn", "max_turns"]
+# end_turn: the model answered; empty: it answered nothing (no text, no tool calls);
+# max_tokens: its response was cut at the token limit; max_turns: the turn budget ran out.
+StopReason = Literal["end_turn", "empty", "max_tokens", "max_turns"]
 
 
 @dataclass
@@ -125,9 +136,12 @@ async def agent_loop(
 ) -> LoopResult:
     """Run the loop on ``messages`` (appended to in place) and return the final text.
 
-    One turn is one chat.completions request. When ``max_turns`` requests have been
-    made and the model still wants tools, those calls are run (and paired) and the
-    loop stops with ``stop_reason="max_turns"`` and the last assistant text.
+    One turn is one chat.completions request. The run stops with ``end_turn`` when
+    the model answers without tools, ``empty`` when it answers nothing at all (no
+    text, no tool calls; the text is ``""``), ``max_tokens`` when its response was
+    cut at the token limit, and ``max_turns`` when ``max_turns`` requests have been
+    made and the model still wants tools (those calls are run and paired; the text
+    is the last assistant text).
 
     ``context`` is what the tools may use for this run (the conversation's ledger, the
     editor's documents); each call gets its own copy via ``for_call``. Without one,
@@ -152,62 +166,45 @@ async def agent_loop(
         return await complete_text(client, model, request, usage)
 
     for turn in range(1, max_turns + 1):
-        send = functools.partial(_request, client, model, messages, options, usage)
+        send = functools.partial(complete, client, model=model, messages=messages, options=options)
         if window is None:
             emit(ModelRequestStarted(turn=turn))
-            message = await send()
+            reply = await send()
         else:
-            message = await window.send(messages, send, turn=turn, summarize=summarize, emit=emit)
+            reply = await window.send(messages, send, turn=turn, summarize=summarize, emit=emit)
+        usage.add(reply.usage)
+        if window is not None:
             window.observe(messages, usage.last_prompt_tokens)
-        messages.append(message.model_dump(exclude_none=True))
+        message = reply.message
         text = message.content or getattr(message, "refusal", None) or ""
         calls = list(message.tool_calls or ())
+        messages.append(assistant_message(text, calls))
+        if reply.finish_reason == "length":
+            cut = [{"role": "tool", "tool_call_id": c.id, "content": CUT_OFF_OUTPUT} for c in calls]
+            messages.extend(cut)
+            return _stop(emit, LoopResult(text, "max_tokens", records, usage, turn))
         if not calls:
-            emit(FinalAnswer(text=text, stop_reason="end_turn"))
-            return LoopResult(text, "end_turn", records, usage, turn)
+            if not text.strip():
+                return _stop(emit, LoopResult("", "empty", records, usage, turn))
+            return _stop(emit, LoopResult(text, "end_turn", records, usage, turn))
         await _run_tool_calls(calls, runtime, context, messages, records, turn, emit)
 
-    emit(FinalAnswer(text=text, stop_reason="max_turns"))
-    return LoopResult(text, "max_turns", records, usage, max_turns)
+    return _stop(emit, LoopResult(text, "max_turns", records, usage, max_turns))
+
+
+def _stop(emit: EventSink, result: LoopResult) -> LoopResult:
+    emit(FinalAnswer(text=result.text, stop_reason=result.stop_reason))
+    return result
 
 
 async def complete_text(
     client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], usage: Usage | None = None
 ) -> str:
     """One request offering no tools; the text it answers (compaction's summaries)."""
-    message = await _request(client, model, messages, {}, usage or Usage())
-    return message.content or ""
-
-
-async def _request(
-    client: AsyncOpenAI,
-    model: str,
-    messages: list[dict[str, Any]],
-    options: dict[str, Any],
-    usage: Usage,
-) -> Any:
-    """One chat.completions request; its message, or a ModelRequestError."""
-    import openai  # already loaded: the caller built ``client`` with it
-
-    api_key = getattr(client, "api_key", None)
-    secrets = [api_key] if isinstance(api_key, str) else []
-    base_url = str(getattr(client, "base_url", "") or "").rstrip("/") or None
-    try:
-        response = await client.chat.completions.create(
-            model=model, messages=list(messages), **options
-        )
-    except (openai.OpenAIError, json.JSONDecodeError) as exc:
-        raise translate_model_error(exc, secrets=secrets, base_url=base_url) from None
-
-    choices = getattr(response, "choices", None)
-    message = getattr(choices[0], "message", None) if choices else None
-    if message is None:
-        what = "no choices" if not choices else "no message in the first choice"
-        where = f" from {base_url}" if base_url else ""
-        detail = scrub(f"Malformed model response{where}: {what}", secrets)
-        raise ModelRequestError(detail, kind="malformed")
-    usage.add(getattr(response, "usage", None))
-    return message
+    reply = await complete(client, model=model, messages=messages, options={})
+    if usage is not None:
+        usage.add(reply.usage)
+    return reply.message.content or ""
 
 
 async def _run_tool_calls(

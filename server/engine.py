@@ -36,13 +36,12 @@ from .context_limits import window_for
 from .conversations import Conversation, ConversationStore
 from .editor_context import prompt_of, with_context
 from .errors import (
-    ContextWindowExceededError,
     InvalidParamsError,
     NoWorkspaceFolderError,
     SessionBusyError,
 )
-from .events import EventSink
-from .model_config import ModelSettings, create_client, load_model_settings
+from .events import EngineWarning, EventSink, WarningSink
+from .model_config import ModelRequestError, ModelSettings, create_client, load_model_settings
 from .own_secrets import exposure_warning, hidden_paths
 from .permissions import Asker, PermissionGate
 from .prompts import system_prompt
@@ -60,6 +59,9 @@ log = logging.getLogger(__name__)
 
 # History entries show tool output previews of this size (agent/toolOutput has it all).
 HISTORY_PREVIEW = 2000
+# How long an ask that is done waits for its endpoint's model check to report, so a
+# one-shot client (the terminal) still shows the warning; the check runs meanwhile.
+MODEL_CHECK_GRACE_S = 0.5
 
 
 class Folder:
@@ -145,10 +147,17 @@ class AgentEngine:
         self._documents: EditorDocuments | None = None
         self._warm: asyncio.Task[None] | None = None
         self._sandbox_warned = False
+        self._on_warning: WarningSink | None = None
+        # One check per (base URL, model) for the server's lifetime.
+        self._model_checks: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     def attach_documents(self, documents: EditorDocuments | None) -> None:
         """Give the file tools the editor's open buffers (the language server does)."""
         self._documents = documents
+
+    def attach_warnings(self, sink: WarningSink | None) -> None:
+        """Where warnings that belong to no ask go (the language server shows them)."""
+        self._on_warning = sink
 
     # -- readiness -------------------------------------------------------------------
 
@@ -465,10 +474,11 @@ class AgentEngine:
 
         if on_session is not None:
             on_session(conversation.id)
+        check = self._check_model(model_settings, client)
         async with conversation.lock:
             window = self._context_window(conversation, model_settings.model, runtime)
-            before = len(conversation.messages)
-            conversation.messages.append({"role": "user", "content": content})
+            request = {"role": "user", "content": content}
+            conversation.messages.append(request)
             try:
                 result = await agent_loop(
                     conversation.messages,
@@ -491,25 +501,15 @@ class AgentEngine:
                     ),
                     window=window,
                 )
-            except ContextWindowExceededError:
-                # The model never saw this request: it leaves no trace, so the next
-                # ask does not carry it again. (Turns it did run stay.)
-                if not _answered(conversation.messages, before):
-                    del conversation.messages[before:]
-                await self._save(conversation)
-                raise
-            except BaseException:
-                # A new conversation that failed before the model answered once is
-                # useless (its id was never shown); otherwise keep it: tool activity
-                # already named it, and it can continue after a cancel.
-                if created and len(conversation.messages) <= 2:
-                    self._conversations.drop(conversation.id)
-                else:
-                    await self._save(conversation)
+            except BaseException as exc:
+                await self._settle_unfinished(conversation, request, created=created)
+                if isinstance(exc, ModelRequestError):
+                    await _grace(check)
                 raise
             conversation.touch()
             await self._save(conversation)
             usage = window.usage(conversation.messages)
+        await _grace(check)
         return _ask_result(conversation.id, result, usage, model_settings.model)
 
     def _context_window(
@@ -559,12 +559,62 @@ class AgentEngine:
             done.summarized if done else 0,
         )
 
+    async def _settle_unfinished(
+        self, conversation: Conversation, request: dict[str, Any], *, created: bool
+    ) -> None:
+        """Leave the conversation of an ask that failed or was cancelled usable.
+
+        Until the model has answered once nothing happened: the ask leaves no trace
+        (its ``request`` message goes, and a conversation this ask created with it; a
+        retry of the same prompt then does not stack a duplicate). Once it has
+        answered, its turns stay, even cut short: the tools they ran may have changed
+        files, which the model must go on knowing (the loop has paired every call).
+        The request is found by identity: compaction may have moved it.
+        """
+        messages = conversation.messages
+        at = next((i for i, m in enumerate(messages) if m is request), None)
+        if at is not None and not _answered(messages, at + 1):
+            del messages[at:]
+            if created:
+                self._conversations.drop(conversation.id)
+                return
+        await self._save(conversation)
+
+    def _check_model(self, settings: ModelSettings, client: AsyncOpenAI) -> asyncio.Task[None]:
+        """Check, once per endpoint and model, that the endpoint serves the model.
+
+        Runs beside the ask's first request, so the ask does not wait for it.
+        """
+        key = (settings.base_url, settings.model)
+        check = self._model_checks.get(key)
+        if check is None:
+            check = asyncio.create_task(self._report_unserved_model(settings, client))
+            check.add_done_callback(_log_failure)
+            self._model_checks[key] = check
+        return check
+
+    async def _report_unserved_model(self, settings: ModelSettings, client: AsyncOpenAI) -> None:
+        from .served_models import is_served, not_served_warning, served_models
+
+        served = await served_models(client, http_timeout=settings.timeout)
+        if served is None or is_served(settings.model, served):
+            return
+        message = not_served_warning(settings.model, served, settings.base_url)
+        if self._on_warning is None:
+            log.warning("%s", message)
+        else:
+            self._on_warning(EngineWarning(kind="model_not_served", message=message))
+
     async def _save(self, conversation: Conversation) -> None:
         # Called under the conversation's lock, so nothing appends while it is written.
         if self._files is not None:
             await asyncio.to_thread(self._conversations.save, conversation)
 
     async def aclose(self) -> None:
+        checks = [check for check in self._model_checks.values() if not check.done()]
+        for check in checks:
+            check.cancel()
+        await asyncio.gather(*checks, return_exceptions=True)
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
@@ -572,6 +622,16 @@ class AgentEngine:
 
 def _answered(messages: list[dict[str, Any]], since: int) -> bool:
     return any(m.get("role") == "assistant" for m in messages[since:])
+
+
+async def _grace(check: asyncio.Task[None]) -> None:
+    if not check.done():
+        await asyncio.wait({check}, timeout=MODEL_CHECK_GRACE_S)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("The model check failed", exc_info=exc)
 
 
 def _ask_result(

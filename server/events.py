@@ -60,7 +60,7 @@ class PermissionAnswered:
 @dataclass(frozen=True)
 class FinalAnswer:
     text: str
-    stop_reason: str  # "end_turn" or "max_turns"
+    stop_reason: str  # "end_turn", "empty", "max_tokens" or "max_turns"
 
 
 @dataclass(frozen=True)
@@ -96,3 +96,18 @@ AgentEvent = (
     | CompactionFinished
 )
 EventSink = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class EngineWarning:
+    """Something the user should know that is not an ask's result or error.
+
+    Not tied to one ask's run (it may arrive after the ask that caused it ended),
+    so the engine reports it to its own sink, which a front end shows the user.
+    """
+
+    kind: str  # "model_not_served": the endpoint's model list lacks the configured model
+    message: str
+
+
+WarningSink = Callable[[EngineWarning], None]

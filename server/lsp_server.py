@@ -76,6 +76,7 @@ class AgentLanguageServer(LanguageServer):
         )
         self.engine = engine or AgentEngine()
         self.engine.attach_documents(LspDocuments(self))
+        self.engine.attach_warnings(lambda warning: self.warn_user(f"agent-lsp: {warning.message}"))
         self.asker = LspAsker(self)
         self.asks: set[asyncio.Task[Any]] = set()
         self.pending_warnings: list[str] = []
@@ -170,9 +171,13 @@ def _rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
         if isinstance(exc, ModelNotConfiguredError):
             return JsonRpcException(message=str(exc), code=p.MODEL_NOT_CONFIGURED)
         assert isinstance(exc, ModelRequestError)
-        return JsonRpcException(
-            message=str(exc), code=p.MODEL_REQUEST_FAILED, data={"status": exc.status}
-        )
+        data = {
+            "status": exc.status,
+            "kind": exc.kind,
+            "attempts": exc.attempts,
+            "elapsedMs": round(exc.elapsed_ms),
+        }
+        return JsonRpcException(message=str(exc), code=p.MODEL_REQUEST_FAILED, data=data)
 
     expected = (p.ParamsError, AgentError, ModelNotConfiguredError, ModelRequestError)
     if inspect.iscoroutinefunction(handler):

@@ -65,7 +65,9 @@ class ModelRequestError(Exception):
 
     ``kind`` is one of ``"status"``, ``"timeout"``, ``"connection"``, ``"malformed"``,
     ``"other"``. ``overflow`` is set when the provider said the request does not fit
-    the model's context window. The message never contains the API key.
+    the model's context window. ``attempts`` and ``elapsed_ms`` say how many requests
+    were sent and over how long (retries included). The message never contains the
+    API key.
     """
 
     def __init__(
@@ -76,12 +78,16 @@ class ModelRequestError(Exception):
         provider_message: str = "",
         kind: str = "other",
         overflow: Overflow | None = None,
+        attempts: int = 1,
+        elapsed_ms: float = 0.0,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.provider_message = provider_message
         self.kind = kind
         self.overflow = overflow
+        self.attempts = attempts
+        self.elapsed_ms = elapsed_ms
 
     @property
     def message(self) -> str:
@@ -161,9 +167,8 @@ def translate_model_error(
     where = f" from {endpoint}" if endpoint else ""
     overflow = None
     if isinstance(exc, openai.APITimeoutError):
-        kind, status, provider = "timeout", None, ""
-        message = "Model request" + (f" to {endpoint}" if endpoint else "") + " timed out"
-    elif isinstance(exc, openai.APIConnectionError):
+        return timeout_error(base_url)
+    if isinstance(exc, openai.APIConnectionError):
         kind, status, provider = "connection", None, _cause_text(exc)
         message = "Could not connect to the model endpoint" + (f" {endpoint}" if endpoint else "")
         if provider:
@@ -190,6 +195,18 @@ def translate_model_error(
         kind=kind,
         overflow=overflow,
     )
+
+
+def public_url(url: str) -> str:
+    """``url`` as it may be shown: without user:password@ and the trailing slash."""
+    return _strip_userinfo(url).rstrip("/")
+
+
+def timeout_error(base_url: str | None = None) -> ModelRequestError:
+    """The error for a request that got no answer in time."""
+    endpoint = _strip_userinfo(base_url).rstrip("/") if base_url else None
+    message = "Model request" + (f" to {endpoint}" if endpoint else "") + " timed out"
+    return ModelRequestError(message, kind="timeout")
 
 
 def scrub(text: str, secrets: Iterable[str | None]) -> str:

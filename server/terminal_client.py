@@ -43,6 +43,21 @@ from .terminal_permissions import TerminalPermissions, capabilities
 SERVER_ARGV = (sys.executable, "-I", "-m", "server", "--stdio")
 
 
+# What the user is told when an ask ended other than with an answer (stopReason).
+STOP_NOTES = {
+    "max_turns": "stopped at the turn limit (maxTurns)",
+    "max_tokens": "the answer was cut off at the model's output token limit",
+    "empty": "the model returned nothing (no text and no tool calls)",
+}
+
+
+def stop_note(stop_reason: Any) -> str | None:
+    """The note for a result's ``stopReason``, or None for an ordinary answer."""
+    if stop_reason in (None, "end_turn"):
+        return None
+    return STOP_NOTES.get(stop_reason) or f"stopped: {stop_reason}"
+
+
 def format_activity(params: dict[str, Any]) -> str:
     """One trace line, e.g. ``12:00:01 ✓ read_file src/app.py (3 ms)``; a call waiting
     for the user's permission: ``12:00:01 ⏸ bash npm ci (waiting for permission)``."""
@@ -170,9 +185,11 @@ async def ask_once(
         except JsonRpcException as exc:
             print(f"agent-lsp: {exc.message}", file=err, flush=True)
             return 1
-        print(result["answer"], file=out, flush=True)
-        if result.get("stopReason") == "max_turns":
-            print("agent-lsp: stopped at the turn limit (maxTurns)", file=err, flush=True)
+        if result["answer"]:
+            print(result["answer"], file=out, flush=True)
+        note = stop_note(result.get("stopReason"))
+        if note:
+            print(f"agent-lsp: {note}", file=err, flush=True)
         usage = result.get("usage") or {}
         if usage.get("contextWindow"):
             used = f"{usage.get('contextTokens', 0):,} of {usage['contextWindow']:,} tokens"
@@ -239,13 +256,13 @@ async def connected(
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def on_message(params: types.ShowMessageParams) -> None:
-        print(f"agent-lsp: {params.message}", file=err, flush=True)
+        print(_prefixed(params.message), file=err, flush=True)
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
     def on_log(params: types.LogMessageParams) -> None:
         # Errors of the ask itself arrive as its error response; print those once.
         if params.type == types.MessageType.Warning:
-            print(f"agent-lsp: {params.message}", file=err, flush=True)
+            print(_prefixed(params.message), file=err, flush=True)
 
     command = [*SERVER_ARGV]
     if session_dir is not None:
@@ -317,6 +334,11 @@ async def _request(
     answer.cancel()
     code = await server.wait()
     raise ConnectionError(f"exited with code {code} before answering")
+
+
+def _prefixed(message: str) -> str:
+    # The server's own messages already start with "agent-lsp: ".
+    return message if message.startswith("agent-lsp: ") else f"agent-lsp: {message}"
 
 
 async def _forward_stderr(server: asyncio.subprocess.Process, err: TextIO) -> None:

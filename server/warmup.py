@@ -89,11 +89,15 @@ async def _rehearse() -> None:
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     client = AsyncOpenAI(api_key="warm-up", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    # The agent's own paths (one request with its retries; the endpoint's model list).
+    from .model_request import complete
+    from .served_models import served_models
+
     async with server:
         try:
-            await client.chat.completions.create(
-                model="warm-up", messages=[{"role": "user", "content": "warm"}]
+            await complete(
+                client, model="warm-up", messages=[{"role": "user", "content": "warm"}], options={}
             )
-            await client.models.list()
+            await served_models(client, http_timeout=10)
         finally:
             await client.close()

@@ -32,8 +32,10 @@ from tests.support.trace_cases import (
     COMPACTION_CASES,
     FORMAT_CASES,
     STAMP,
+    STOP_REASONS,
     expected_compaction_lines,
     expected_lines,
+    expected_stop_notes,
     user_texts,
 )
 
@@ -270,6 +272,54 @@ def test_compactions_show_in_the_trace_and_agent_compact_compacts(
         conversation,
         re.M,
     ), conversation
+
+
+def test_stop_notes_match_the_terminal_client(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        local format = require('agent_lsp.format')
+        local notes = {}
+        for i, reason in ipairs(config.data) do
+          notes[i] = format.stop_note(reason) or vim.NIL
+        end
+        T.emit({ notes = notes })
+        """,
+        data=STOP_REASONS,
+    )
+    assert records["notes"] == expected_stop_notes()
+
+
+def test_an_empty_or_cut_answer_is_said_so(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    model.reply(None)
+    model.reply("The first half", finish_reason="length")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        vim.cmd('AgentAsk say something')
+        T.idle()
+        vim.cmd('AgentAsk say more')
+        T.idle()
+        T.emit({ conversation = T.lines(agent.status().conversation_buf) })
+        """,
+    )
+    conversation = "\n".join(records["conversation"])
+    # Then the context used: "_(0 tool calls, <note>, context N of M tokens)_".
+    assert "## Agent\n\n_(0 tool calls, the model returned nothing (no text and no tool calls)" in (
+        conversation
+    )
+    assert (
+        "## Agent\n\nThe first half\n\n"
+        "_(0 tool calls, the answer was cut off at the model's output token limit"
+    ) in conversation
 
 
 def test_ask_shows_answer_trace_and_follow_up_reuses_session(

@@ -339,6 +339,19 @@ server/terminal_client.py."
   "One trace line for an `agent/compaction' notification PARAMS (a plist)."
   (format "%s ⇣ %s" (format-time-string "%H:%M:%S") (agent-lsp-compaction-summary params)))
 
+(defconst agent-lsp--stop-notes
+  '(("max_turns" . "stopped at the turn limit (maxTurns)")
+    ("max_tokens" . "the answer was cut off at the model's output token limit")
+    ("empty" . "the model returned nothing (no text and no tool calls)"))
+  "What the user is told when an ask ended other than with an answer (its
+stopReason); the same words as the terminal client (STOP_NOTES).")
+
+(defun agent-lsp-stop-note (stop-reason)
+  "The note for a result's STOP-REASON, or nil for an ordinary answer."
+  (when (and (stringp stop-reason) (not (equal stop-reason "end_turn")))
+    (or (cdr (assoc stop-reason agent-lsp--stop-notes))
+        (format "stopped: %s" stop-reason))))
+
 ;;; Buffers
 
 (defalias 'agent-lsp--conversation-parent-mode
@@ -438,19 +451,23 @@ Where point was at the end, it stays at the end."
   (when (eq request agent-lsp--request)
     (setq agent-lsp--session-id (plist-get result :sessionId))
     (let* ((calls (length (plist-get result :toolCalls)))
-           (stop (plist-get result :stopReason))
+           (answer (plist-get result :answer))
+           (stop (agent-lsp-stop-note (plist-get result :stopReason)))
            (usage (plist-get result :usage))
            (compacted (plist-get request :compacted))
            (notes (concat (format "%d tool call%s" calls (if (= calls 1) "" "s"))
-                          (if (and stop (not (equal stop "end_turn")))
-                              (format ", stopped: %s" stop) "")
+                          (if stop (concat ", " stop) "")
                           (if (plist-get usage :contextWindow)
                               (format ", context %s of %s tokens"
                                       (agent-lsp--thousands (plist-get usage :contextTokens))
                                       (agent-lsp--thousands (plist-get usage :contextWindow)))
                             "")
                           (if compacted (concat ", " compacted) ""))))
-      (agent-lsp--finish request (format "%s\n\n_(%s)_" (plist-get result :answer) notes)))
+      (agent-lsp--finish request
+                         (concat (if (and (stringp answer) (not (string-empty-p answer)))
+                                     (concat answer "\n\n")
+                                   "")
+                                 (format "_(%s)_" notes))))
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
 (defun agent-lsp--on-error (request error)

@@ -26,7 +26,21 @@ to every reply (``delay`` adds to one); delays never block other requests.
 
 Like real providers, the server checks tool-call pairing (every assistant
 ``tool_calls`` id answered by a following ``role="tool"`` message, no stray tool
-messages) and answers HTTP 400 otherwise (``strict=False`` turns this off).
+messages) and answers HTTP 400 otherwise (``strict=False`` turns this off). It
+also enforces rules of particular providers that an agent must not break, each
+on by default and named in :data:`PROVIDER_RULES` (pass ``rules=`` a smaller set,
+or ``--no-rule NAME`` on the command line, to switch one off):
+
+- ``assistant-content`` (llama.cpp's server): every assistant message has a string
+  ``content``; a missing one is HTTP 500 ``'dict object' has no attribute 'content'``,
+  a null one HTTP 500 ``... Input should be a valid string ...``.
+- ``no-reasoning-content`` (DeepSeek): a request message carrying
+  ``reasoning_content`` is HTTP 400.
+
+Replies can carry ``reasoning_content`` (as DeepSeek's reasoner sends) and any
+``finish_reason`` (``"length"``: cut at the token limit). ``models=None`` answers
+``GET /v1/models`` with 404, as endpoints that do not list; ``model_listings``
+counts the listings asked for.
 
 ``context_limit=N`` (``--context-limit N``) makes it a model with a context window
 of N tokens by its own count (:func:`prompt_tokens`, the figure its ``usage``
@@ -51,7 +65,7 @@ Command line (editor E2E tests, benchmarks)::
     python -m tests.support.model_server --script FILE.json [--port N] [--latency S]
         [--instant [--instant-tool NAME] [--instant-args JSON] [--instant-turns N]]
         [--record FILE.jsonl] [--models ID,ID] [--api-key KEY] [--record-http FILE.jsonl]
-        [--context-limit N] [--alternation]
+        [--context-limit N] [--alternation] [--no-rule NAME ...]
 
 prints ``READY http://127.0.0.1:PORT/v1`` as its first stdout line (flushed) and
 serves until killed. ``--record`` appends each chat request body as one JSON line,
@@ -75,7 +89,8 @@ answers its last reply's content without tool calls (or ``"(script exhausted)"``
 An ``"echo": true`` rule answers with the user message itself. Reply objects take
 ``content``, ``tool_calls`` (``{"name", "arguments", "id"?}``; ``"type": "custom"``
 makes an unsupported-type call), ``delay``, ``status``, ``error_message``,
-``usage``, ``finish_reason``. No matching rule and no ``--instant`` -> HTTP 500.
+``usage``, ``finish_reason``, ``reasoning_content``. No matching rule and no
+``--instant`` -> HTTP 500.
 """
 
 from __future__ import annotations
@@ -99,6 +114,9 @@ CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 OMIT_USAGE = "omit"  # pass as ``usage`` to send a response without a usage block
 EXHAUSTED_TEXT = "(script exhausted)"
+ASSISTANT_CONTENT = "assistant-content"
+NO_REASONING_CONTENT = "no-reasoning-content"
+PROVIDER_RULES = frozenset({ASSISTANT_CONTENT, NO_REASONING_CONTENT})
 
 ToolCallSpec = tuple[str, str, Mapping[str, Any] | str] | Mapping[str, Any]
 Responder = Callable[[dict[str, Any]], "Reply | None"]
@@ -131,12 +149,13 @@ class Reply:
     usage: Mapping[str, Any] | str | None = None
     finish_reason: str | None = None
     body: Any = None  # sent verbatim instead of a built completion (dict/list -> JSON)
+    reasoning_content: str | None = None  # DeepSeek's reasoner sends its thinking here
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Reply:
         """A reply from a script object (``{"content", "tool_calls", "delay", ...}``)."""
         known = {"content", "tool_calls", "status", "error_message", "delay", "usage"}
-        known |= {"finish_reason", "body", "error"}
+        known |= {"finish_reason", "body", "error", "reasoning_content"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"Unknown reply field(s): {', '.join(sorted(unknown))}")
@@ -149,6 +168,7 @@ class Reply:
             usage=data.get("usage"),
             finish_reason=data.get("finish_reason"),
             body=data.get("body"),
+            reasoning_content=data.get("reasoning_content"),
         )
 
 
@@ -162,6 +182,7 @@ def make_reply(
     usage: Mapping[str, Any] | str | None = None,
     finish_reason: str | None = None,
     body: Any = None,
+    reasoning_content: str | None = None,
 ) -> Reply:
     return Reply(
         content=content,
@@ -172,6 +193,7 @@ def make_reply(
         usage=usage,
         finish_reason=finish_reason,
         body=body,
+        reasoning_content=reasoning_content,
     )
 
 
@@ -201,10 +223,11 @@ class ScriptedModel:
         *,
         latency: float = 0.0,
         strict: bool = True,
+        rules: Iterable[str] = PROVIDER_RULES,
         host: str = "127.0.0.1",
         port: int = 0,
         record: TextIO | None = None,
-        models: Iterable[str] = ("scripted",),
+        models: Iterable[str] | None = ("scripted",),
         models_delay: float = 0.0,
         api_key: str | None = None,
         record_http: TextIO | None = None,
@@ -214,7 +237,11 @@ class ScriptedModel:
         self.responder = responder
         self.latency = latency
         self.strict = strict
-        self.models = list(models)
+        self.rules = frozenset(rules)
+        unknown = self.rules - PROVIDER_RULES
+        if unknown:
+            raise ValueError(f"Unknown provider rule(s): {', '.join(sorted(unknown))}")
+        self.models = None if models is None else list(models)  # None: GET /models is a 404
         self.models_delay = models_delay  # seconds before GET /models answers
         self.api_key = api_key
         self.context_limit = context_limit
@@ -289,6 +316,7 @@ class ScriptedModel:
         usage: Mapping[str, Any] | str | None = None,
         finish_reason: str | None = None,
         body: Any = None,
+        reasoning_content: str | None = None,
         times: int = 1,
     ) -> None:
         """Queue the next answer (see :func:`make_reply`; ``usage=OMIT_USAGE`` sends none).
@@ -307,6 +335,7 @@ class ScriptedModel:
                     usage=usage,
                     finish_reason=finish_reason,
                     body=body,
+                    reasoning_content=reasoning_content,
                 )
             )
 
@@ -321,6 +350,14 @@ class ScriptedModel:
             return len(self._queue)
 
     # --- inspection --------------------------------------------------------
+
+    @property
+    def model_listings(self) -> int:
+        """How many ``GET /models`` requests arrived."""
+        with self._lock:
+            return sum(
+                1 for e in self.http_log if e["method"] == "GET" and e["path"] in MODELS_PATHS
+            )
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -355,10 +392,10 @@ class ScriptedModel:
                 self._record.write(json.dumps(body) + "\n")
                 self._record.flush()
 
-        problem = _request_problem(body, strict=self.strict)
-        if problem is None and self.alternation:
+        refusal = _request_problem(body, strict=self.strict, rules=self.rules)
+        if refusal is None and self.alternation:
             problem = _alternation_problem(body["messages"])
-        refusal = _error_reply(400, problem, "invalid_request_error") if problem else None
+            refusal = _error_reply(400, problem, "invalid_request_error") if problem else None
         if refusal is None and self.context_limit is not None:
             refusal = _context_refusal(body, self.context_limit)
         if refusal is not None:
@@ -397,6 +434,8 @@ def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
 def completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]:
     """A Chat Completions response the openai SDK parses."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning_content is not None:
+        message["reasoning_content"] = reply.reasoning_content
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
@@ -470,8 +509,44 @@ def _usage(reply: Reply, request: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
-def _request_problem(body: Any, *, strict: bool) -> str | None:
-    """What a real provider would reject with HTTP 400, or None."""
+def _request_problem(body: Any, *, strict: bool, rules: frozenset[str]) -> Reply | None:
+    """The error a real provider would answer this request with, or None."""
+    problem = _shape_problem(body)
+    if problem is None and strict:
+        problem = _pairing_problem(body["messages"])
+    if problem is not None:
+        return _error_reply(400, problem, "invalid_request_error")
+    messages = [m for m in body["messages"] if isinstance(m, dict)]
+    if NO_REASONING_CONTENT in rules and any("reasoning_content" in m for m in messages):
+        # DeepSeek: the reasoner's thinking must not be sent back.
+        return _error_reply(
+            400,
+            "The reasoning_content is an intermediate result for display purposes only and "
+            "will not be included in the context for inference. Please remove the "
+            "reasoning_content from your input and try again.",
+            "invalid_request_error",
+        )
+    if ASSISTANT_CONTENT in rules:
+        for index, message in enumerate(body["messages"]):
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            # llama-cpp-python's server (0.3.36), word for word: a null content fails its
+            # request validation, a missing one its chat template (StrictUndefined).
+            if "content" not in message:
+                text = "'dict object' has no attribute 'content'"
+            elif not isinstance(message["content"], str):
+                text = (
+                    "1 validation error:\n  {'type': 'string_type', 'loc': ('body', 'messages', "
+                    f"{index}, 'ChatCompletionRequestAssistantMessage', 'content'), "
+                    f"'msg': 'Input should be a valid string', 'input': {message['content']!r}}}"
+                )
+            else:
+                continue
+            return _error_reply(500, text, "internal_server_error")
+    return None
+
+
+def _shape_problem(body: Any) -> str | None:
     if not isinstance(body, dict):
         return "request body must be a JSON object"
     messages = body.get("messages")
@@ -481,8 +556,6 @@ def _request_problem(body: Any, *, strict: bool) -> str | None:
         return "'model' is required"
     if "tools" in body and not body["tools"]:
         return "'tools' must not be empty when present"
-    if strict:
-        return _pairing_problem(messages)
     return None
 
 
@@ -706,7 +779,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         if not owner._admit("GET", path, {k.lower(): v for k, v in self.headers.items()}):
             self._refuse_key()
-        elif path in MODELS_PATHS:
+        elif path in MODELS_PATHS and owner.models is not None:
             if not owner._wait(owner.models_delay):
                 self.close_connection = True
                 return
@@ -771,6 +844,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--alternation", action="store_true", help="refuse what strict chat templates refuse"
     )
+    parser.add_argument(
+        "--no-rule",
+        action="append",
+        default=[],
+        choices=sorted(PROVIDER_RULES),
+        help="switch off a provider rule (see the module docstring); repeatable",
+    )
     options = parser.parse_args(argv)
     if options.script is None and not options.instant:
         parser.error("give --script FILE.json and/or --instant")
@@ -795,6 +875,7 @@ def main(argv: list[str] | None = None) -> int:
     model = ScriptedModel(
         responder,
         latency=latency,
+        rules=PROVIDER_RULES - set(options.no_rule),
         port=options.port,
         record=record,
         models=[name for name in options.models.split(",") if name],

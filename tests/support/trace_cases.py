@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.terminal_client import format_activity, format_compaction
+from server.terminal_client import format_activity, format_compaction, stop_note
 
 STAMP = r"\d\d:\d\d:\d\d"
 
@@ -91,6 +91,14 @@ COMPACTION_CASES: list[dict[str, Any]] = [
 
 def expected_compaction_lines() -> list[str]:
     return [format_compaction(case)[9:] for case in COMPACTION_CASES]
+
+
+# Result stop reasons whose note every client must word like the terminal client.
+STOP_REASONS = ["end_turn", "max_turns", "max_tokens", "empty", "a_future_reason"]
+
+
+def expected_stop_notes() -> list[str | None]:
+    return [stop_note(reason) for reason in STOP_REASONS]
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:

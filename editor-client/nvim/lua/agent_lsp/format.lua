@@ -140,4 +140,20 @@ function M.compaction_line(params, now)
   return string.format('%s ⇣ %s', os.date('%H:%M:%S', now), M.compaction_summary(params))
 end
 
+-- What the user is told when an ask ended other than with an answer (the result's
+-- stopReason); the same words as the terminal client (server/terminal_client.py STOP_NOTES).
+local STOP_NOTES = {
+  max_turns = 'stopped at the turn limit (maxTurns)',
+  max_tokens = "the answer was cut off at the model's output token limit",
+  empty = 'the model returned nothing (no text and no tool calls)',
+}
+
+--- The note for a result's stopReason, or nil for an ordinary answer (end_turn).
+function M.stop_note(stop_reason)
+  if stop_reason == nil or stop_reason == vim.NIL or stop_reason == 'end_turn' then
+    return nil
+  end
+  return STOP_NOTES[stop_reason] or ('stopped: ' .. tostring(stop_reason))
+end
+
 return M

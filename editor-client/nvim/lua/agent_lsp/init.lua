@@ -423,11 +423,13 @@ local function on_answer(req, err, result)
     return
   end
   conv.session_id = result.sessionId
-  local lines = text_lines(result.answer)
+  local answer = type(result.answer) == 'string' and result.answer or ''
+  local lines = answer ~= '' and vim.list_extend(text_lines(answer), { '' }) or {}
   local calls = type(result.toolCalls) == 'table' and #result.toolCalls or 0
   local notes = { string.format('%d tool call%s', calls, calls == 1 and '' or 's') }
-  if result.stopReason and result.stopReason ~= 'end_turn' then
-    table.insert(notes, 'stopped: ' .. tostring(result.stopReason))
+  local stop = format.stop_note(result.stopReason)
+  if stop then
+    table.insert(notes, stop)
   end
   local usage = type(result.usage) == 'table' and result.usage or {}
   if usage.contextWindow then
@@ -440,7 +442,7 @@ local function on_answer(req, err, result)
   if req.compacted then
     table.insert(notes, req.compacted)
   end
-  vim.list_extend(lines, { '', '_(' .. table.concat(notes, ', ') .. ')_' })
+  table.insert(lines, '_(' .. table.concat(notes, ', ') .. ')_')
   finish(req, lines)
   -- The agent may have changed files on disk: reload unmodified buffers ('autoread').
   pcall(vim.cmd, 'checktime')
