@@ -137,7 +137,15 @@ def serve(args: argparse.Namespace) -> int:
         return 0
     # SIGTERM/SIGHUP (an editor stopping us, a closed terminal) and stdin EOF all
     # cancel every ask, so tools kill their process groups before the process exits.
-    code = serve_stdio(server, sys.stdin.buffer, protocol_out)
+    profile_to = os.environ.get("AGENT_LSP_PROFILE")
+    if profile_to:  # for developers: a cProfile of the event loop's thread, written at exit
+        import cProfile
+
+        profiler = cProfile.Profile()
+        code = profiler.runcall(serve_stdio, server, sys.stdin.buffer, protocol_out)
+        profiler.dump_stats(profile_to)
+    else:
+        code = serve_stdio(server, sys.stdin.buffer, protocol_out)
     sys.stderr.flush()
     # The stdin reader thread may still sit in a blocking read; the interpreter would
     # wait for it at exit. Asks were cancelled and tool processes killed by now.

@@ -114,6 +114,7 @@ def _import_heavy() -> None:
     from .warmup import rehearse_sdk
 
     rehearse_sdk()  # imports openai and runs its request path once, locally
+    p.warm()
 
 
 def _build_client(settings: ModelSettings) -> AsyncOpenAI:
@@ -182,7 +183,10 @@ class AgentEngine:
             log.exception("could not import the agent's dependencies")
             return
         try:
-            await self._client(self.model_settings())
+            settings = self.model_settings()
+            # Listing the endpoint's models now (not beside the first ask) also opens
+            # the connection the first ask will reuse.
+            self._check_model(settings, await self._client(settings))
         except Exception:  # not configured yet: the ask says what to set
             log.debug("model client not created during warm-up", exc_info=True)
         if self._files is not None:

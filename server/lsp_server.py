@@ -26,6 +26,11 @@ from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+)
 from pygls.uris import to_fs_path
 
 from . import __version__
@@ -66,13 +71,15 @@ class AgentProtocol(LanguageServerProtocol):
 
 class AgentLanguageServer(LanguageServer):
     def __init__(self, engine: AgentEngine | None = None) -> None:
+        self.converter = get_converter()
         super().__init__(
             "agent-lsp",
             __version__,
             protocol_cls=AgentProtocol,
             # Keeps custom params and results plain JSON objects (pygls 2 would
-            # otherwise turn them into namedtuples).
-            converter_factory=get_converter,
+            # otherwise turn them into namedtuples). Our own instance, so the warm-up
+            # can prepare it (see _warm_converter).
+            converter_factory=lambda: self.converter,
         )
         self.engine = engine or AgentEngine()
         self.engine.attach_documents(LspDocuments(self))
@@ -81,6 +88,7 @@ class AgentLanguageServer(LanguageServer):
         self.asks: set[asyncio.Task[Any]] = set()
         self.pending_warnings: list[str] = []
         self.shutdown_requested = False
+        self.warm_up: asyncio.Future[None] | None = None
 
     # -- helpers -------------------------------------------------------------------
 
@@ -148,6 +156,31 @@ class AgentLanguageServer(LanguageServer):
         if received:
             return 128 + received[0]
         return 0 if self.shutdown_requested else 1
+
+
+# What the first ask sends and receives through pygls: cattrs generates (and compiles)
+# each class's (un)structuring code on first use, a few milliseconds apiece.
+_WIRE_CLASSES = (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    types.ShowMessageParams,
+    types.LogMessageParams,
+    types.ProgressParams,
+    types.WorkDoneProgressBegin,
+    types.WorkDoneProgressReport,
+    types.WorkDoneProgressEnd,
+    types.WorkDoneProgressCreateParams,
+    types.ApplyWorkspaceEditParams,
+    types.ApplyWorkspaceEditResult,
+    types.ConfigurationParams,
+)
+
+
+def _warm_converter(converter: Any) -> None:
+    for cls in _WIRE_CLASSES:
+        converter.get_structure_hook(cls)
+        converter.get_unstructure_hook(cls)
 
 
 def serve_stdio(server: AgentLanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
@@ -234,6 +267,7 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         # Import the SDK and build the tools now, in a thread, rather than in the
         # user's first ask (and not before initialize answers).
         ls.engine.warm_up()
+        ls.warm_up = asyncio.ensure_future(asyncio.to_thread(_warm_converter, ls.converter))
         if not ls.engine.folders:
             ls.window_log_message(
                 types.LogMessageParams(

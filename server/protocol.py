@@ -415,3 +415,12 @@ def _first_problem(exc: BaseException, path: list[str]) -> tuple[str, str]:
 
 def _join(path: list[str]) -> str:
     return "".join(p if p.startswith("[") else f".{p}" for p in path).lstrip(".")
+
+
+def warm() -> None:
+    """Generate the (un)structuring code of every class now (cattrs compiles it on first
+    use, a few milliseconds each), in the warm-up thread rather than in a first request."""
+    for value in list(globals().values()):
+        if isinstance(value, type) and attrs.has(value):
+            _converter.get_structure_hook(value)
+            _converter.get_unstructure_hook(value)
