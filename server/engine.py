@@ -832,23 +832,25 @@ def _checkpoint_summary(checkpoint: Checkpoint) -> p.CheckpointSummary:
 
 def _cut_before(conversation: Conversation, undone: list[Checkpoint], *, dry_run: bool) -> bool:
     """Cut the conversation back to before the first of the ``undone`` asks that left
-    its request in it. Compaction moves messages (and a summary replaces old ones), so
-    the request is found by its digest, from the end: every later undone ask with the
-    same request text comes after it. False when it is not there any more (summarized)."""
+    its request in it; True when that worked. Compaction moves messages, so a request
+    is found by its digest, from the end (every later undone ask with the same text
+    comes after it). One that only a summary holds now cannot be cut out: then the
+    conversation is cut before the first later undone ask still there, and False."""
     digests = [c.request_digest for c in undone if c.request_digest]
     if not digests:
         return True  # none of them is in the conversation: nothing to cut
-    target, same = digests[0], digests.count(digests[0])
     messages = conversation.messages
-    for index in range(len(messages) - 1, 0, -1):
-        message = messages[index]
-        if message.get("role") == "user" and _digest(message) == target:
-            same -= 1
-            if same == 0:
-                if not dry_run:
-                    del messages[index:]
-                    conversation.ledger.seen.clear()  # the model forgets what it read
-                return True
+    for position, target in enumerate(digests):
+        same = digests[position:].count(target)
+        for index in range(len(messages) - 1, 0, -1):
+            message = messages[index]
+            if message.get("role") == "user" and _digest(message) == target:
+                same -= 1
+                if same == 0:
+                    if not dry_run:
+                        del messages[index:]
+                        conversation.ledger.seen.clear()  # the model forgets what it read
+                    return position == 0
     return False
 
 

@@ -195,6 +195,7 @@ class AskResult:
     tool_calls: list[ToolCallResult]
     usage: dict[str, int]
     model: str = ""  # the model that answered (clients show it under the answer)
+    checkpoint_id: str | None = None  # agent/diff shows what it changed, agent/rewind undoes it
 
 
 @attrs.define

@@ -283,3 +283,47 @@ async def test_a_cancelled_wait_for_the_store_lock_never_leaves_it_held(
     async with asyncio.timeout(10):  # left held, this would wait LOCK_TIMEOUT (180 s)
         async with other.locked():
             pass
+
+
+def test_the_conversation_is_cut_before_the_undone_ask_even_after_compaction() -> None:
+    from server.checkpoint_store import Checkpoint
+    from server.conversations import Conversation
+    from server.engine import _cut_before, _digest
+
+    def ask(text: str) -> dict[str, str]:
+        return {"role": "user", "content": text}
+
+    def checkpoint(n: int, request: dict[str, str] | None) -> Checkpoint:
+        return Checkpoint(str(n), "p", 0.0, _digest(request) if request else None)
+
+    first, second, third = ask("fix the tests"), ask("and the docs"), ask("fix the tests")
+    summary = ask("[Summary of the earlier conversation, written when it was compacted] ...")
+    # Compacted: the first ask is in the summary, the later ones stay (moved).
+    messages = [
+        {"role": "system", "content": "s"},
+        summary,
+        {"role": "assistant", "content": "Understood"},
+        second,
+        {"role": "assistant", "content": "docs done"},
+        third,
+        {"role": "assistant", "content": "tests done"},
+    ]
+    conversation = Conversation(id="c", workspace_root=Path("/w"), messages=list(messages))
+    asks = [checkpoint(1, first), checkpoint(2, second), checkpoint(3, third)]
+    # Undo the third: the last "fix the tests" (not a summarized first one).
+    assert _cut_before(conversation, asks[2:], dry_run=False)
+    assert conversation.messages == messages[:5]
+    # Undo from the second: cut before it (the third, same text as the first, is after it).
+    conversation.messages = list(messages)
+    assert _cut_before(conversation, asks[1:], dry_run=True)
+    assert conversation.messages == messages  # a dry run cuts nothing
+    assert _cut_before(conversation, asks[1:], dry_run=False)
+    assert conversation.messages == messages[:3]
+    # Undo from the first: only the summary holds it now; the later ones are cut.
+    conversation.messages = list(messages)
+    assert not _cut_before(conversation, asks, dry_run=False)
+    assert conversation.messages == messages[:3]
+    # An undone ask that left no trace (it failed unanswered) is skipped.
+    conversation.messages = list(messages)
+    assert _cut_before(conversation, [checkpoint(4, None), asks[2]], dry_run=False)
+    assert conversation.messages == messages[:5]

@@ -468,16 +468,16 @@ Where point was at the end, it stays at the end."
                                       (agent-lsp--thousands (plist-get usage :contextTokens))
                                       (agent-lsp--thousands (plist-get usage :contextWindow)))
                             "")
-                          (if compacted (concat ", " compacted) "")
-                          (if (stringp checkpoint)
-                              (format ", checkpoint %s: M-x agent-lsp-diff, agent-lsp-rewind"
-                                      checkpoint)
-                            ""))))
+                          (if compacted (concat ", " compacted) ""))))
       (agent-lsp--finish request
                          (concat (if (and (stringp answer) (not (string-empty-p answer)))
                                      (concat answer "\n\n")
                                    "")
-                                 (format "_(%s)_" notes))))
+                                 (format "_(%s)_" notes)
+                                 (if (stringp checkpoint)
+                                     (format "\n_(checkpoint %s: M-x agent-lsp-diff, agent-lsp-rewind)_"
+                                             checkpoint)
+                                   ""))))
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
 (defun agent-lsp--on-error (request error)

@@ -444,10 +444,10 @@ local function on_answer(req, err, result)
   if req.compacted then
     table.insert(notes, req.compacted)
   end
-  if type(result.checkpointId) == 'string' then
-    table.insert(notes, 'checkpoint ' .. result.checkpointId .. ': :AgentDiff, :AgentRewind')
-  end
   table.insert(lines, '_(' .. table.concat(notes, ', ') .. ')_')
+  if type(result.checkpointId) == 'string' then
+    table.insert(lines, '_(checkpoint ' .. result.checkpointId .. ': :AgentDiff, :AgentRewind)_')
+  end
   finish(req, lines)
   -- The agent may have changed files on disk: reload unmodified buffers ('autoread').
   pcall(vim.cmd, 'checktime')
