@@ -82,7 +82,8 @@ class AgentLanguageServer(LanguageServer):
             converter_factory=lambda: self.converter,
         )
         self.engine = engine or AgentEngine()
-        self.engine.attach_documents(LspDocuments(self))
+        documents = LspDocuments(self)
+        self.engine.attach_documents(documents, editor=documents)
         self.engine.attach_warnings(lambda warning: self.warn_user(f"agent-lsp: {warning.message}"))
         self.asker = LspAsker(self)
         self.asks: set[asyncio.Task[Any]] = set()
@@ -325,9 +326,9 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
 
     @server.feature(p.AGENT_END_SESSION)
     @_rpc
-    def end_session(ls: AgentLanguageServer, params: Any) -> Any:
+    async def end_session(ls: AgentLanguageServer, params: Any) -> Any:
         q = p.parse(params, p.SessionParams)
-        return p.to_wire(p.EndSessionResult(ls.engine.end_session(q.session_id)))
+        return p.to_wire(p.EndSessionResult(await ls.engine.end_session(q.session_id)))
 
     @server.feature(p.AGENT_LIST_MODELS)
     @_rpc
@@ -340,6 +341,27 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     async def check_connection(ls: AgentLanguageServer, params: Any) -> Any:
         p.parse(params, p.FolderParams)
         return p.to_wire(await ls.engine.check_connection())
+
+    @server.feature(p.AGENT_CHECKPOINTS)
+    @_rpc
+    async def checkpoints(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.SessionParams)
+        return p.to_wire(await ls.engine.list_checkpoints(q.session_id))
+
+    @server.feature(p.AGENT_DIFF)
+    @_rpc
+    async def diff(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.DiffParams)
+        result = await ls.engine.checkpoint_diff(
+            q.session_id, q.checkpoint_id, include_content=q.include_content
+        )
+        return p.to_wire(result)
+
+    @server.feature(p.AGENT_REWIND)
+    @_rpc
+    async def rewind(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.RewindParams)
+        return p.to_wire(await ls.engine.rewind(q.session_id, q.checkpoint_id, dry_run=q.dry_run))
 
     @server.feature(p.AGENT_SESSIONS)
     @_rpc

@@ -196,6 +196,9 @@ async def ask_once(
             print(f"context: {used}", file=err, flush=True)
         if session_dir is not None:
             print(f"session: {result['sessionId']} (continue with --session)", file=err, flush=True)
+        if session_dir is not None and result.get("checkpointId"):
+            undo = f"agent-lsp rewind --session {result['sessionId']} {result['checkpointId']}"
+            print(f"checkpoint: {result['checkpointId']} (undo with: {undo})", file=err, flush=True)
         return 0
 
 
