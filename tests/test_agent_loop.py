@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from server.events import (
 )
 from server.model_config import ModelRequestError, ModelSettings, create_client
 from tests.support.model_server import OMIT_USAGE, ScriptedModel, tool_call
+from tests.support.procs import pids_with
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 from tooling.registry import ToolRegistry
@@ -484,7 +486,8 @@ async def test_cancelling_mid_tool_kills_it_and_pairs_every_call(
     recorder = Recorder()
     runtime = runtime_of(bash, recorder.tool("after"))
     # The shell starts a grandchild that would write a marker later; cancelling must kill it.
-    command = "echo $$ > shell.pid; (sleep 1; echo late > marker.txt) & sleep 30"
+    tag = str(random.randrange(10**8, 10**9))  # digits: a ``sleep`` argument that tags it
+    command = f"echo $$ > shell.pid; (sleep 1.{tag}; echo late > marker.txt) & sleep 30.{tag}"
     model.reply(
         tool_calls=[
             tool_call("bash", {"command": command}, id="sh"),
@@ -517,7 +520,9 @@ async def test_cancelling_mid_tool_kills_it_and_pairs_every_call(
     assert [(e.call_id, e.ok, e.output) for e in finished] == [("sh", False, "Error: cancelled")]
     assert not any(isinstance(e, FinalAnswer) for e in events)
     assert not _process_alive(shell_pid)
-    await asyncio.sleep(1.5)  # past the time the grandchild would have written
+    # The grandchild's subshell carries the tag: with no tagged process left, nothing
+    # can write the marker later.
+    assert pids_with(tag) == []
     assert not (tmp_path / "marker.txt").exists()
 
     # The history is valid: the same conversation continues (the server checks pairing).
