@@ -22,7 +22,8 @@ from server.events import AgentEvent, TextDelta, ToolCallStarted
 from server.model_config import ModelRequestError, ModelSettings, create_client
 from server.model_stream import ModelReply, StreamSupport, request_completion
 from tests.support.model_server import ScriptedModel, tool_call
-from tests.test_agent_loop import Recorder, runtime_of
+from tests.support.procs import wait_until
+from tests.test_agent_loop import Recorder, _start_cli, runtime_of
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 
@@ -428,3 +429,31 @@ async def test_the_loop_streams_through_a_tool_context(
     model.reply("end")
     await agent_loop([{"role": "user", "content": "x"}], runtime_of(tool), client=client, model="m")
     assert seen == ["p1"]
+
+
+async def test_the_cli_streams_paced_and_logs_each_stream(tmp_path: Path) -> None:
+    log = tmp_path / "streams.jsonl"
+    process = _start_cli(
+        "--instant", "--chunk-size", "1", "--chunk-delay", "0.01", "--stream-log", str(log)
+    )
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 30)
+        settings = ModelSettings(api_key=KEY, base_url=line.split()[1], model="m", max_retries=0)
+        cli_client = create_client(settings)
+        try:
+            deltas = Deltas()
+            reply = await stream(cli_client, deltas)
+        finally:
+            await cli_client.close()
+        assert reply.tool_calls and reply.tool_calls[0]["function"]["name"] == "noop"
+        # Logged once the server is done with the stream (just after the client is).
+        assert await asyncio.to_thread(wait_until, lambda: log.exists() and log.read_text(), 10)
+        (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+        assert record["completed"] is True and record["disconnected"] is False
+        sent = record["sent"]
+        # Paced from the start: N events take about N x 10 ms, not less.
+        assert sent[-1] - sent[0] >= 0.01 * (len(sent) - 1) * 0.9
+    finally:
+        process.kill()
+        process.wait(timeout=10)

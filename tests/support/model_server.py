@@ -83,11 +83,12 @@ Command line (editor E2E tests, benchmarks)::
         [--instant [--instant-tool NAME] [--instant-args JSON] [--instant-turns N]]
         [--record FILE.jsonl] [--models ID,ID] [--api-key KEY] [--record-http FILE.jsonl]
         [--context-limit N] [--alternation] [--no-rule NAME ...]
-        [--stream MODE] [--chunk-size N] [--chunk-delay S]
+        [--stream MODE] [--chunk-size N] [--chunk-delay S] [--stream-log FILE.jsonl]
 
 prints ``READY http://127.0.0.1:PORT/v1`` as its first stdout line (flushed) and
 serves until killed. ``--record`` appends each chat request body as one JSON line,
-``--record-http`` each HTTP request's ``{"method", "path", "headers"}``.
+``--record-http`` each HTTP request's ``{"method", "path", "headers"}``,
+``--stream-log`` each streamed answer's :class:`StreamRecord`.
 The script is a JSON list of rules (or ``{"rules": [...], "latency": S}``)::
 
     [
@@ -114,6 +115,7 @@ makes an unsupported-type call), ``delay``, ``status``, ``error_message``,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import select
@@ -304,6 +306,7 @@ class ScriptedModel:
         self._arrived = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._record = record
+        self.stream_log: TextIO | None = None  # one JSON line per finished stream
         self._address = (host, port)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -511,6 +514,13 @@ class ScriptedModel:
             if sent is not None:
                 record.sent.append(sent)
             self._arrived.notify_all()
+
+    def _stream_ended(self, record: StreamRecord) -> None:
+        self._stream_event(record)
+        if self.stream_log is not None:
+            with self._lock:
+                self.stream_log.write(json.dumps(dataclasses.asdict(record)) + "\n")
+                self.stream_log.flush()
 
 
 def _error_reply(status: int, message: str, kind: str) -> Reply:
@@ -938,9 +948,11 @@ class _Handler(BaseHTTPRequestHandler):
             "Transfer-Encoding: chunked\r\n"
             "\r\n"
         ).encode("latin-1")
+        started = time.monotonic()
         try:
             for index, event in enumerate(events):
-                if index and not self._pause(model, delay):
+                # Paced from the start (not after each write), so N events take N * delay.
+                if index and not self._pause(model, started + index * delay):
                     record.disconnected = not model._stopping.is_set()
                     self.close_connection = True
                     return
@@ -959,12 +971,11 @@ class _Handler(BaseHTTPRequestHandler):
             record.disconnected = True
             self.close_connection = True
         finally:
-            model._stream_event(record)
+            model._stream_ended(record)
 
-    def _pause(self, model: ScriptedModel, delay: float) -> bool:
-        """Wait ``delay`` s between events; False once the client has hung up (seen at
-        once: a closed socket turns readable) or the server is stopping."""
-        deadline = time.monotonic() + delay
+    def _pause(self, model: ScriptedModel, deadline: float) -> bool:
+        """Wait until ``deadline``; False once the client has hung up (seen at once: a
+        closed socket turns readable) or the server is stopping."""
         while not model._stopping.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -1070,6 +1081,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--chunk-delay", type=float, default=0.0, help="seconds between streamed events"
     )
+    parser.add_argument(
+        "--stream-log",
+        type=Path,
+        help="append each streamed answer's record (send times, monotonic clock) as a JSON line",
+    )
     options = parser.parse_args(argv)
     if options.script is None and not options.instant:
         parser.error("give --script FILE.json and/or --instant")
@@ -1106,6 +1122,8 @@ def main(argv: list[str] | None = None) -> int:
         chunk_size=options.chunk_size,
         chunk_delay=options.chunk_delay,
     )
+    stream_log = options.stream_log.open("a", encoding="utf-8") if options.stream_log else None
+    model.stream_log = stream_log
     model.start()
     print(f"READY {model.base_url}", flush=True)
     try:
@@ -1114,9 +1132,9 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         model.stop()
-        for file in (record, record_http):
-            if file is not None:
-                file.close()
+        for log_file in (record, record_http, stream_log):
+            if log_file is not None:
+                log_file.close()
     return 0
 
 
