@@ -737,7 +737,7 @@ def test_the_answer_streams_into_the_conversation(
         "## You\n\nstream it\n\n## Agent\n\n"
         "> Thinking it over.\n> Two lines of it.\n\n"  # reasoning, quoted, first
         + answer
-        + "\n\n_(0 tool calls)_\n\n"
+        + "\n\n_(0 tool calls"  # the footer
     )
     assert expected in conversation, conversation
     assert conversation.count("Part 0 of") == 1

@@ -28,6 +28,7 @@ from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 
 KEY = "sk-test-stream-0123456789"
+OBJECT = {"type": "object"}
 USER = [{"role": "user", "content": "go"}]
 
 
@@ -56,9 +57,8 @@ class Deltas:
 
 async def stream(client: Any, deltas: Deltas | None = None, **kwargs: Any) -> ModelReply:
     kwargs.setdefault("streaming", StreamSupport())
-    return await request_completion(
-        client, model="m", messages=USER, options={}, on_delta=deltas, **kwargs
-    )
+    kwargs.setdefault("options", {})
+    return await request_completion(client, model="m", messages=USER, on_delta=deltas, **kwargs)
 
 
 # -- text ------------------------------------------------------------------------------
@@ -443,7 +443,8 @@ async def test_the_cli_streams_paced_and_logs_each_stream(tmp_path: Path) -> Non
         cli_client = create_client(settings)
         try:
             deltas = Deltas()
-            reply = await stream(cli_client, deltas)
+            noop = {"type": "function", "function": {"name": "noop", "parameters": OBJECT}}
+            reply = await stream(cli_client, deltas, options={"tools": [noop]})
         finally:
             await cli_client.close()
         assert reply.tool_calls and reply.tool_calls[0]["function"]["name"] == "noop"
