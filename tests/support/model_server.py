@@ -58,7 +58,8 @@ first chunk, ``reasoning_content`` pieces, then ``content`` pieces of
 fragment, its arguments in ``chunk_size`` pieces, ``index`` = its position), a
 chunk with the ``finish_reason``, a usage chunk (``choices: []``) when the request
 asks for ``stream_options.include_usage``, and ``data: [DONE]``; ``chunk_delay``
-seconds pass between events. A reply can give its own ``chunk_size`` and
+seconds pass between events (a text longer than :data:`MAX_PIECES` pieces goes in
+longer ones). A reply can give its own ``chunk_size`` and
 ``chunk_delay``, its raw ``stream_deltas`` (one chunk each), ``break_after`` (the
 connection is dropped after that many events), and a ``body`` is sent as the
 stream's events (a list: one each). ``stream`` picks how the server treats
@@ -141,6 +142,7 @@ NO_REASONING_CONTENT = "no-reasoning-content"
 PROVIDER_RULES = frozenset({ASSISTANT_CONTENT, NO_REASONING_CONTENT})
 STREAM_MODES = ("sse", "refuse", "plain", "no-stream-options")
 DEFAULT_CHUNK_SIZE = 4  # characters per streamed piece (about a token)
+MAX_PIECES = 10_000  # per streamed field; longer texts get longer pieces
 
 ToolCallSpec = tuple[str, str, Mapping[str, Any] | str] | Mapping[str, Any]
 Responder = Callable[[dict[str, Any]], "Reply | None"]
@@ -666,7 +668,12 @@ def stream_events(reply: Reply, request: Mapping[str, Any], chunk_size: int) -> 
 
 
 def _pieces(text: str | None, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] if text else []
+    """``text`` in pieces of ``size`` characters, or larger ones for a long text (at most
+    MAX_PIECES pieces: a 40 MB argument is not streamed as ten million chunks)."""
+    if not text:
+        return []
+    size = max(size, -(-len(text) // MAX_PIECES))
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _request_problem(body: Any, *, strict: bool, rules: frozenset[str]) -> Reply | None:
