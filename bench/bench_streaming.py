@@ -95,7 +95,8 @@ class Model:
         """The next stream record the model logged (it logs when a stream ends)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            lines = self.log.read_text().splitlines()
+            # Whole lines only: a long record may be half written when it is read.
+            lines = self.log.read_text().split("\n")[:-1]
             if len(lines) > self._read:
                 self._read += 1
                 self.last = json.loads(lines[self._read - 1])
