@@ -1,7 +1,8 @@
 """Streamed model requests: the real openai SDK against the scripted model's SSE mode.
 
-``request_completion`` is one request; the loop tests run it inside ``agent_loop``.
-The scripted model streams with delays between chunks, splits tool-call arguments
+``complete`` (server/model_request.py) is one request, its attempts and their budget;
+each attempt is ``request_once`` (server/model_stream.py); the loop tests run them inside
+``agent_loop``. The scripted model streams with delays between chunks, splits tool-call arguments
 across chunks, sends reasoning_content, and can refuse streaming in the ways real
 endpoints do.
 """
@@ -20,7 +21,8 @@ import pytest
 from server.agent_loop import agent_loop
 from server.events import AgentEvent, TextDelta, ToolCallStarted
 from server.model_config import ModelRequestError, ModelSettings, create_client
-from server.model_stream import ModelReply, StreamSupport, request_completion
+from server.model_request import complete
+from server.model_stream import ModelReply, StreamSupport
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import wait_until
 from tests.test_agent_loop import Recorder, _start_cli, runtime_of
@@ -58,7 +60,7 @@ class Deltas:
 async def stream(client: Any, deltas: Deltas | None = None, **kwargs: Any) -> ModelReply:
     kwargs.setdefault("streaming", StreamSupport())
     kwargs.setdefault("options", {})
-    return await request_completion(client, model="m", messages=USER, on_delta=deltas, **kwargs)
+    return await complete(client, model="m", messages=USER, on_delta=deltas, **kwargs)
 
 
 # -- text ------------------------------------------------------------------------------
@@ -368,20 +370,37 @@ async def test_other_errors_are_not_taken_for_a_refusal(model: ScriptedModel, cl
 # -- failures and cancellation --------------------------------------------------------------
 
 
-async def test_a_stream_that_breaks_off_fails_the_request(
-    model: ScriptedModel, client: Any
-) -> None:
-    model.reply("this answer never finishes", chunk_size=4, break_after=3)
-    deltas = Deltas()
-    with pytest.raises(ModelRequestError) as caught:
-        await stream(client, deltas)
-    assert caught.value.kind == "connection"
-    assert deltas.text() == "this answer "  # what arrived was shown
+def retrying_client(model: ScriptedModel, request_timeout: float = 20) -> Any:
+    settings = ModelSettings(
+        api_key=KEY, base_url=model.base_url, model="m", timeout=request_timeout, max_retries=2
+    )
+    return create_client(settings)
 
 
-async def test_an_error_event_mid_stream_fails_the_request(
-    model: ScriptedModel, client: Any
-) -> None:
+async def test_a_stream_that_breaks_off_after_text_is_not_retried(model: ScriptedModel) -> None:
+    own = retrying_client(model)
+    try:
+        model.reply("this answer never finishes", chunk_size=4, break_after=3)
+        deltas = Deltas()
+        with pytest.raises(ModelRequestError) as caught:
+            await stream(own, deltas)
+        assert caught.value.kind == "connection"
+        assert deltas.text() == "this answer "  # what arrived was shown, once
+        assert "the answer broke off while streaming" in str(caught.value)
+        assert caught.value.attempts == 1 and len(model.requests) == 1
+
+        # Broken before any text: retried like any dropped connection.
+        model.reply("never starts", break_after=0)
+        model.reply("the retry answers")
+        deltas = Deltas()
+        reply = await stream(own, deltas)
+        assert reply.text == deltas.text() == "the retry answers"
+        assert len(model.requests) == 3
+    finally:
+        await own.close()
+
+
+async def test_an_error_event_mid_stream_fails_the_request(model: ScriptedModel) -> None:
     chunk = {
         "id": "c",
         "object": "chat.completion.chunk",
@@ -390,9 +409,31 @@ async def test_an_error_event_mid_stream_fails_the_request(
         "choices": [{"index": 0, "delta": {"content": "partial"}, "finish_reason": None}],
     }
     model.reply(body=[chunk, {"error": {"message": "the model crashed", "type": "server_error"}}])
-    with pytest.raises(ModelRequestError) as caught:
-        await stream(client)
+    own = retrying_client(model)
+    try:
+        with pytest.raises(ModelRequestError) as caught:
+            await stream(own)
+    finally:
+        await own.close()
     assert "the model crashed" in str(caught.value)
+    assert len(model.requests) == 1  # "partial" was shown: not asked again
+
+
+async def test_request_timeout_bounds_the_whole_stream(model: ScriptedModel) -> None:
+    model.reply("slow " * 100, chunk_size=5, chunk_delay=0.05)  # ~5 s of streaming
+    own = retrying_client(model, request_timeout=1.0)
+    deltas = Deltas()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelRequestError) as caught:
+            await stream(own, deltas)
+    finally:
+        await own.close()
+    assert caught.value.kind == "timeout"
+    assert time.monotonic() - started < 4
+    assert deltas.seen and "broke off while streaming" in str(caught.value)
+    assert len(model.requests) == 1
+    assert await asyncio.to_thread(model.wait_for, lambda: model.streams[0].disconnected, 5)
 
 
 async def test_cancelling_closes_the_stream_at_once(model: ScriptedModel, client: Any) -> None:
