@@ -10,7 +10,8 @@ A. **right after ``initialized``**: an ask is sent at once (the server is still
    server time) and the worst listTools latency during that wait;
 B. **after 3 idle seconds**: in a second fresh server, the first ask after the
    warm-up had time to finish;
-C. **a later ask** in that same server (the baseline: nothing left to warm).
+C. **a later ask after idle**: in that same server, after another 3 idle seconds (the
+   baseline: nothing left to warm, but as cold as B in the caches and the CPU's clock).
 
 Targets (issue 10): B <= 1.5x C; worst listTools latency during A < 50 ms (the
 event loop is never blocked for more than 50 ms).
@@ -127,6 +128,9 @@ async def round_after_idle(env: dict[str, str], folder: Path) -> tuple[float, fl
         await asyncio.sleep(IDLE_S)  # the idle time being measured, not a wait for a condition
         first, task = await time_to_first_call(session, calls)
         await task
+        # The baseline idles as long: a process idle for seconds runs colder (caches,
+        # CPU frequency) than one answering asks back to back, whatever it warmed.
+        await asyncio.sleep(IDLE_S)
         later, task = await time_to_first_call(session, calls)
         await task
         return first, later
@@ -182,10 +186,10 @@ def render(
         "| what | agent-lsp (median) | baseline (same run) | ratio | target |",
         "|---|---:|---:|---:|---|",
         f"| first ask after {IDLE_S:g} idle s: to first tool call | {med(after_idle) * ms:.1f} ms "
-        f"| later ask {med(later) * ms:.1f} ms | {ratio:.2f}x | <= 1.5x: "
+        f"| later ask after idle {med(later) * ms:.1f} ms | {ratio:.2f}x | <= 1.5x: "
         f"{'met' if ratio <= 1.5 else '**not met**'} |",
         f"| first ask right after `initialized`: to first tool call | "
-        f"{med(right_after) * ms:.0f} ms | later ask {med(later) * ms:.1f} ms | "
+        f"{med(right_after) * ms:.0f} ms | later ask after idle {med(later) * ms:.1f} ms | "
         f"{med(right_after) / med(later):.0f}x | (waits for the warm-up: SDK import) |",
         f"| worst `agent/listTools` latency while that first ask waits (median over rounds; "
         f"worst round) | {med(worst) * ms:.1f} ms; {max(worst) * ms:.1f} ms | same probes "

@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .config_command import add_parser as add_config_parser
 
     add_config_parser(commands)
+    _add_checkpoint_commands(commands)
     compact = commands.add_parser(
         "compact",
         help="compact a saved conversation now (old tool outputs elided, older turns summarized)",
@@ -96,6 +97,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
     )
     return parser
+
+
+def _add_checkpoint_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    helps = {
+        "checkpoints": "list a session's asks and the files each one changed",
+        "diff": "show what one ask changed, as a unified diff",
+        "rewind": "undo the asks from CHECKPOINT on (files the user changed since are kept)",
+    }
+    for name, text in helps.items():
+        command = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        command.add_argument("--session", required=True, help="the session id (printed by ask)")
+        if name != "checkpoints":
+            command.add_argument("checkpoint", help="a checkpoint id (from agent-lsp checkpoints)")
+        if name == "rewind":
+            command.add_argument(
+                "--dry-run", action="store_true", help="say what would be restored; change nothing"
+            )
+        command.add_argument("--workspace", default=".", help="workspace folder (default: .)")
+        command.add_argument(
+            "--session-dir",
+            type=Path,
+            dest="ask_session_dir",
+            metavar="DIR",
+            help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
+        )
 
 
 def configure_logging(level: str) -> None:
@@ -137,7 +163,15 @@ def serve(args: argparse.Namespace) -> int:
         return 0
     # SIGTERM/SIGHUP (an editor stopping us, a closed terminal) and stdin EOF all
     # cancel every ask, so tools kill their process groups before the process exits.
-    code = serve_stdio(server, sys.stdin.buffer, protocol_out)
+    profile_to = os.environ.get("AGENT_LSP_PROFILE")
+    if profile_to:  # for developers: a cProfile of the event loop's thread, written at exit
+        import cProfile
+
+        profiler = cProfile.Profile()
+        code = profiler.runcall(serve_stdio, server, sys.stdin.buffer, protocol_out)
+        profiler.dump_stats(profile_to)
+    else:
+        code = serve_stdio(server, sys.stdin.buffer, protocol_out)
     sys.stderr.flush()
     # The stdin reader thread may still sit in a blocking read; the interpreter would
     # wait for it at exit. Asks were cancelled and tool processes killed by now.
@@ -151,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         from .terminal_client import run_ask
 
         return run_ask(args)
+    if args.command in ("checkpoints", "diff", "rewind"):
+        from .terminal_checkpoints import run_checkpoint_command
+
+        return run_checkpoint_command(args)
     if args.command == "config":
         from .config_command import run_config
 

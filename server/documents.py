@@ -17,6 +17,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from tooling.documents import BufferEdit, EditOutcome
+from tools.textedit import minimal_edit
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -61,10 +62,47 @@ class LspDocuments:
     async def apply_edits(
         self, path: Path, base_text: str, edits: list[BufferEdit], *, label: str
     ) -> EditOutcome:
+        confirm = self._ls.engine.settings.confirm_edits
+        return await self._apply(path, base_text, edits, label=label, confirm=confirm)
+
+    async def replace_text(self, path: Path, text: str, *, label: str) -> EditOutcome:
+        """Make the buffer hold ``text`` (a rewind: the user already confirmed it)."""
+        document = self._document(path)
+        if document is None:
+            return EditOutcome(False, "the document is not open any more")
+        base = document.source
+        return await self._apply(path, base, [minimal_edit(base, text)], label=label, confirm=False)
+
+    async def delete_document(self, path: Path, *, label: str) -> EditOutcome | None:
+        """Delete an open document's file through the editor (undoable there), or None
+        when the client cannot delete files in a workspace edit."""
+        document = self._document(path)
+        caps = self._edit_capabilities()
+        operations = (caps.resource_operations or []) if caps else []
+        deletes = types.ResourceOperationKind.Delete in operations
+        if document is None or not self.can_edit() or not deletes:
+            return None
+        edit = types.WorkspaceEdit(
+            document_changes=[
+                types.DeleteFile(
+                    uri=document.uri, options=types.DeleteFileOptions(ignore_if_not_exists=True)
+                )
+            ]
+        )
+        result = await self._ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label=label)
+        )
+        reason = "the editor refused to delete it" + (
+            f" ({result.failure_reason})" if result.failure_reason else ""
+        )
+        return EditOutcome(True) if result.applied else EditOutcome(False, reason)
+
+    async def _apply(
+        self, path: Path, base_text: str, edits: list[BufferEdit], *, label: str, confirm: bool
+    ) -> EditOutcome:
         document = self._document(path)
         if document is None or document.source != base_text:
             return EditOutcome(False, "the document changed in the editor meanwhile; read it again")
-        confirm = self._ls.engine.settings.confirm_edits
         edit_caps = self._edit_capabilities()
         annotate = bool(edit_caps and edit_caps.change_annotation_support)
         index = LineIndex(base_text, _encoding(self._ls))

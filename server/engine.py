@@ -15,12 +15,13 @@ lock would block every other request).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from .context_limits import window_for
 from .conversations import Conversation, ConversationStore
 from .editor_context import prompt_of, with_context
 from .errors import (
+    AgentError,
     InvalidParamsError,
     NoWorkspaceFolderError,
     SessionBusyError,
@@ -55,6 +57,10 @@ if TYPE_CHECKING:
     from tooling.documents import EditorDocuments
     from tooling.registry import ToolRegistry
     from tooling.runtime import ToolRuntime
+
+    from .checkpoint_store import Checkpoint
+    from .checkpoints import AskRecorder, CheckpointService
+    from .rewind import RewindEditor
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +121,7 @@ def _import_heavy() -> None:
     from .warmup import rehearse_sdk
 
     rehearse_sdk()  # imports openai and runs its request path once, locally
+    p.warm()
 
 
 def _build_client(settings: ModelSettings) -> AsyncOpenAI:
@@ -132,6 +139,7 @@ class AgentEngine:
         environ: Mapping[str, str] | None = None,
         max_conversations: int = 100,
         session_dir: Path | None = None,
+        checkpoint_dir: Path | None = None,
     ) -> None:
         self._environ = environ
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
@@ -150,13 +158,20 @@ class AgentEngine:
         self._documents: EditorDocuments | None = None
         self._warm: asyncio.Task[None] | None = None
         self._sandbox_warned = False
+        self._editor: RewindEditor | None = None
+        self._checkpoint_dir = checkpoint_dir
+        self._checkpoints: CheckpointService | None = None
         self._on_warning: WarningSink | None = None
         # One check per (base URL, model) for the server's lifetime.
         self._model_checks: dict[tuple[str, str], asyncio.Task[None]] = {}
 
-    def attach_documents(self, documents: EditorDocuments | None) -> None:
-        """Give the file tools the editor's open buffers (the language server does)."""
+    def attach_documents(
+        self, documents: EditorDocuments | None, editor: RewindEditor | None = None
+    ) -> None:
+        """Give the file tools the editor's open buffers (the language server does), and
+        rewinds a way to restore open documents through the editor."""
         self._documents = documents
+        self._editor = editor
 
     def attach_warnings(self, sink: WarningSink | None) -> None:
         """Where warnings that belong to no ask go (the language server shows them)."""
@@ -185,7 +200,10 @@ class AgentEngine:
             log.exception("could not import the agent's dependencies")
             return
         try:
-            await self._client(self.model_settings())
+            settings = self.model_settings()
+            # Listing the endpoint's models now (not beside the first ask) also opens
+            # the connection the first ask will reuse.
+            self._check_model(settings, await self._client(settings))
         except Exception:  # not configured yet: the ask says what to set
             log.debug("model client not created during warm-up", exc_info=True)
         if self._files is not None:
@@ -302,7 +320,10 @@ class AgentEngine:
             raise InvalidParamsError("sessionId", f"unknown session {session_id!r}")
         return conversation
 
-    def end_session(self, session_id: str) -> bool:
+    async def end_session(self, session_id: str) -> bool:
+        conversation = self._conversations.get(session_id)
+        if conversation is not None and conversation.workspace_root in self._folders:
+            await self._drop_checkpoints(conversation)
         return self._conversations.drop(session_id)  # its grants go with it
 
     def grants(self, session_id: str) -> list[p.GrantInfo]:
@@ -481,6 +502,7 @@ class AgentEngine:
         async with conversation.lock:
             window = self._context_window(conversation, model_settings.model, runtime)
             request = {"role": "user", "content": content}
+            recorder = await self._begin_checkpoint(conversation, prompt, request)
             conversation.messages.append(request)
             try:
                 result = await agent_loop(
@@ -501,20 +523,148 @@ class AgentEngine:
                             session_id=conversation.id,
                             emit=on_event or _ignore,
                         ),
+                        journal=recorder,
                     ),
                     window=window,
                     streaming=self._streaming.setdefault(model_settings, StreamSupport()),
                 )
             except BaseException as exc:
                 await self._settle_unfinished(conversation, request, created=created)
+                if recorder is not None:
+                    await asyncio.shield(self._finish_checkpoint(recorder, conversation, request))
+                    if conversation.id not in self._conversations:  # it left no trace
+                        await asyncio.shield(self._drop_checkpoints(conversation))
                 if isinstance(exc, ModelRequestError):
                     await _grace(check)
                 raise
+            if recorder is not None:
+                await asyncio.shield(self._finish_checkpoint(recorder, conversation, request))
             conversation.touch()
             await self._save(conversation)
             usage = window.usage(conversation.messages)
         await _grace(check)
-        return _ask_result(conversation.id, result, usage, model_settings.model)
+        checkpoint_id = recorder.checkpoint.id if recorder is not None else None
+        return _ask_result(conversation.id, result, usage, model_settings.model, checkpoint_id)
+
+    # -- checkpoints -----------------------------------------------------------------
+
+    @property
+    def checkpoints(self) -> CheckpointService:
+        if self._checkpoints is None:
+            from .checkpoints import CheckpointService
+
+            self._checkpoints = CheckpointService(
+                self._checkpoint_dir, on_warning=self._checkpoint_warning
+            )
+        return self._checkpoints
+
+    def _checkpoint_warning(self, message: str) -> None:
+        if self._on_warning is None:
+            log.warning("%s", message)
+        else:
+            self._on_warning(EngineWarning(kind="checkpoints", message=message))
+
+    async def _begin_checkpoint(
+        self, conversation: Conversation, prompt: str, request: dict[str, Any]
+    ) -> AskRecorder | None:
+        """Start this ask's checkpoint; an ask still runs when the store cannot be used."""
+        with self._store_problems("starting the checkpoint"):
+            return await self.checkpoints.begin(
+                conversation.workspace_root, conversation.id, prompt, _digest(request)
+            )
+        return None
+
+    async def _finish_checkpoint(
+        self, recorder: AskRecorder, conversation: Conversation, request: dict[str, Any]
+    ) -> None:
+        kept = any(m is request for m in conversation.messages)  # compaction may move it
+        with self._store_problems("recording the checkpoint"):
+            await recorder.finish(in_conversation=kept)
+
+    async def _drop_checkpoints(self, conversation: Conversation) -> None:
+        with self._store_problems("dropping the session's checkpoints"):
+            await self.checkpoints.end_session(conversation.workspace_root, conversation.id)
+
+    @contextlib.contextmanager
+    def _store_problems(self, what: str) -> Iterator[None]:
+        """Checkpoint storage the environment refuses (a full disk, git failing) must
+        not fail the ask: it is logged and shown to the user once (bugs still raise)."""
+        from .shadow_git import GitError
+
+        try:
+            yield
+        except (OSError, GitError) as exc:
+            log.warning("%s failed: %s", what, exc)
+            self.checkpoints.warn(f"{what} failed ({exc}); this ask may not be undoable")
+
+    def _checkpoint_session(self, session_id: str) -> tuple[Path, Conversation | None]:
+        """The open folder whose checkpoints hold ``session_id``, and the conversation
+        if the server still has it."""
+        conversation = self._conversations.get(session_id)
+        if conversation is not None:
+            if conversation.workspace_root not in self._folders:
+                raise InvalidParamsError(
+                    "sessionId",
+                    f"the session belongs to {conversation.workspace_root}, which is not an "
+                    "open workspace folder",
+                )
+            return conversation.workspace_root, conversation
+        for root in self._folders:
+            if self.checkpoints.has_session(root, session_id):
+                return root, None
+        raise InvalidParamsError("sessionId", f"unknown session {session_id!r}")
+
+    async def list_checkpoints(self, session_id: str) -> p.CheckpointsResult:
+        root, _ = self._checkpoint_session(session_id)
+        with _checkpoint_errors():
+            found = await self.checkpoints.checkpoints(root, session_id)
+        return p.CheckpointsResult([_checkpoint_summary(c) for c in found])
+
+    async def checkpoint_diff(
+        self, session_id: str, checkpoint_id: str, *, include_content: bool = False
+    ) -> p.DiffResult:
+        root, _ = self._checkpoint_session(session_id)
+        with _checkpoint_errors():
+            files = await self.checkpoints.diff(
+                root, session_id, checkpoint_id, include_content=include_content
+            )
+        return p.DiffResult(
+            [
+                p.FileDiff(f.path, f.status, f.diff or "", f.diff is None, f.before, f.after)
+                for f in files
+            ]
+        )
+
+    async def rewind(
+        self, session_id: str, checkpoint_id: str, *, dry_run: bool = False
+    ) -> p.RewindResult:
+        """Undo the asks from ``checkpoint_id`` on and cut the conversation back to
+        before it (refused while the session is answering an ask)."""
+        root, conversation = self._checkpoint_session(session_id)
+        if conversation is not None and conversation.busy:
+            raise SessionBusyError(
+                f"Session {session_id} is answering an ask; wait for it or cancel it first."
+            )
+        lock = conversation.lock if conversation is not None else asyncio.Lock()
+        async with lock:
+            with _checkpoint_errors():
+                outcome, undone = await self.checkpoints.rewind(
+                    root, session_id, checkpoint_id, editor=self._editor, dry_run=dry_run
+                )
+            truncated = conversation is not None and _cut_before(
+                conversation, undone, dry_run=dry_run
+            )
+            if truncated and not dry_run:
+                assert conversation is not None
+                conversation.touch()
+                await self._save(conversation)
+        return p.RewindResult(
+            restored=outcome.restored,
+            in_editor=outcome.in_editor,
+            conflicts=[p.RewindConflict(path, reason) for path, reason in outcome.conflicts],
+            conversation_truncated=truncated,
+            dry_run=dry_run,
+        )
 
     def _context_window(
         self, conversation: Conversation, model: str, runtime: ToolRuntime | None
@@ -615,6 +765,8 @@ class AgentEngine:
             await asyncio.to_thread(self._conversations.save, conversation)
 
     async def aclose(self) -> None:
+        if self._checkpoints is not None:
+            await self._checkpoints.aclose()
         checks = [check for check in self._model_checks.values() if not check.done()]
         for check in checks:
             check.cancel()
@@ -639,7 +791,11 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 
 
 def _ask_result(
-    session_id: str, loop: LoopResult, context: dict[str, int], model: str
+    session_id: str,
+    loop: LoopResult,
+    context: dict[str, int],
+    model: str,
+    checkpoint_id: str | None = None,
 ) -> p.AskResult:
     return p.AskResult(
         answer=loop.text,
@@ -654,6 +810,7 @@ def _ask_result(
         ],
         usage={**loop.usage.as_dict(), **context},
         model=model,
+        checkpoint_id=checkpoint_id,
     )
 
 
@@ -664,3 +821,66 @@ def _call_parts(call: Mapping[str, Any]) -> tuple[str, str]:
 
 def _ignore(event: object) -> None:
     pass
+
+
+def _checkpoint_summary(checkpoint: Checkpoint) -> p.CheckpointSummary:
+    from datetime import UTC, datetime
+
+    stamp = datetime.fromtimestamp(checkpoint.time, UTC).isoformat(timespec="seconds")
+    return p.CheckpointSummary(
+        id=checkpoint.id,
+        prompt=checkpoint.prompt,
+        time=stamp.replace("+00:00", "Z"),
+        state=checkpoint.state,
+        coverage=checkpoint.coverage,
+        notes=list(checkpoint.notes),
+        files=[p.CheckpointFile(c.path, c.status, c.added, c.removed) for c in checkpoint.changes],
+    )
+
+
+def _cut_before(conversation: Conversation, undone: list[Checkpoint], *, dry_run: bool) -> bool:
+    """Cut the conversation back to before the first of the ``undone`` asks that left
+    its request in it; True when that worked. Compaction moves messages, so a request
+    is found by its digest, from the end (every later undone ask with the same text
+    comes after it). One that only a summary holds now cannot be cut out: then the
+    conversation is cut before the first later undone ask still there, and False."""
+    digests = [c.request_digest for c in undone if c.request_digest]
+    if not digests:
+        return True  # none of them is in the conversation: nothing to cut
+    messages = conversation.messages
+    for position, target in enumerate(digests):
+        same = digests[position:].count(target)
+        for index in range(len(messages) - 1, 0, -1):
+            message = messages[index]
+            if message.get("role") == "user" and _digest(message) == target:
+                same -= 1
+                if same == 0:
+                    if not dry_run:
+                        del messages[index:]
+                        conversation.ledger.seen.clear()  # the model forgets what it read
+                    return position == 0
+    return False
+
+
+def _digest(message: dict[str, Any]) -> str:
+    import hashlib
+
+    return hashlib.sha256(
+        str(message.get("content") or "").encode("utf-8", "surrogatepass")
+    ).hexdigest()
+
+
+@contextlib.contextmanager
+def _checkpoint_errors() -> Iterator[None]:
+    from .checkpoint_store import CheckpointError
+    from .checkpoints import CheckpointBusyError
+    from .shadow_git import GitError
+
+    try:
+        yield
+    except CheckpointError as exc:
+        raise InvalidParamsError(exc.field, str(exc)) from None
+    except CheckpointBusyError as exc:
+        raise SessionBusyError(str(exc)) from None
+    except (OSError, GitError) as exc:
+        raise AgentError(f"The checkpoint store failed: {exc}") from None

@@ -26,6 +26,11 @@ from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+)
 from pygls.uris import to_fs_path
 
 from . import __version__
@@ -66,21 +71,25 @@ class AgentProtocol(LanguageServerProtocol):
 
 class AgentLanguageServer(LanguageServer):
     def __init__(self, engine: AgentEngine | None = None) -> None:
+        self.converter = get_converter()
         super().__init__(
             "agent-lsp",
             __version__,
             protocol_cls=AgentProtocol,
             # Keeps custom params and results plain JSON objects (pygls 2 would
-            # otherwise turn them into namedtuples).
-            converter_factory=get_converter,
+            # otherwise turn them into namedtuples). Our own instance, so the warm-up
+            # can prepare it (see _warm_converter).
+            converter_factory=lambda: self.converter,
         )
         self.engine = engine or AgentEngine()
-        self.engine.attach_documents(LspDocuments(self))
+        documents = LspDocuments(self)
+        self.engine.attach_documents(documents, editor=documents)
         self.engine.attach_warnings(lambda warning: self.warn_user(f"agent-lsp: {warning.message}"))
         self.asker = LspAsker(self)
         self.asks: set[asyncio.Task[Any]] = set()
         self.pending_warnings: list[str] = []
         self.shutdown_requested = False
+        self.warm_up: asyncio.Future[None] | None = None
 
     # -- helpers -------------------------------------------------------------------
 
@@ -148,6 +157,31 @@ class AgentLanguageServer(LanguageServer):
         if received:
             return 128 + received[0]
         return 0 if self.shutdown_requested else 1
+
+
+# What the first ask sends and receives through pygls: cattrs generates (and compiles)
+# each class's (un)structuring code on first use, a few milliseconds apiece.
+_WIRE_CLASSES = (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    types.ShowMessageParams,
+    types.LogMessageParams,
+    types.ProgressParams,
+    types.WorkDoneProgressBegin,
+    types.WorkDoneProgressReport,
+    types.WorkDoneProgressEnd,
+    types.WorkDoneProgressCreateParams,
+    types.ApplyWorkspaceEditParams,
+    types.ApplyWorkspaceEditResult,
+    types.ConfigurationParams,
+)
+
+
+def _warm_converter(converter: Any) -> None:
+    for cls in _WIRE_CLASSES:
+        converter.get_structure_hook(cls)
+        converter.get_unstructure_hook(cls)
 
 
 def serve_stdio(server: AgentLanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
@@ -234,6 +268,7 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         # Import the SDK and build the tools now, in a thread, rather than in the
         # user's first ask (and not before initialize answers).
         ls.engine.warm_up()
+        ls.warm_up = asyncio.ensure_future(asyncio.to_thread(_warm_converter, ls.converter))
         if not ls.engine.folders:
             ls.window_log_message(
                 types.LogMessageParams(
@@ -291,9 +326,9 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
 
     @server.feature(p.AGENT_END_SESSION)
     @_rpc
-    def end_session(ls: AgentLanguageServer, params: Any) -> Any:
+    async def end_session(ls: AgentLanguageServer, params: Any) -> Any:
         q = p.parse(params, p.SessionParams)
-        return p.to_wire(p.EndSessionResult(ls.engine.end_session(q.session_id)))
+        return p.to_wire(p.EndSessionResult(await ls.engine.end_session(q.session_id)))
 
     @server.feature(p.AGENT_LIST_MODELS)
     @_rpc
@@ -306,6 +341,27 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     async def check_connection(ls: AgentLanguageServer, params: Any) -> Any:
         p.parse(params, p.FolderParams)
         return p.to_wire(await ls.engine.check_connection())
+
+    @server.feature(p.AGENT_CHECKPOINTS)
+    @_rpc
+    async def checkpoints(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.SessionParams)
+        return p.to_wire(await ls.engine.list_checkpoints(q.session_id))
+
+    @server.feature(p.AGENT_DIFF)
+    @_rpc
+    async def diff(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.DiffParams)
+        result = await ls.engine.checkpoint_diff(
+            q.session_id, q.checkpoint_id, include_content=q.include_content
+        )
+        return p.to_wire(result)
+
+    @server.feature(p.AGENT_REWIND)
+    @_rpc
+    async def rewind(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.RewindParams)
+        return p.to_wire(await ls.engine.rewind(q.session_id, q.checkpoint_id, dry_run=q.dry_run))
 
     @server.feature(p.AGENT_SESSIONS)
     @_rpc

@@ -29,6 +29,9 @@ AGENT_END_SESSION: Final = "agent/endSession"
 AGENT_SESSIONS: Final = "agent/sessions"
 AGENT_SESSION_HISTORY: Final = "agent/sessionHistory"
 AGENT_TOOL_OUTPUT: Final = "agent/toolOutput"
+AGENT_CHECKPOINTS: Final = "agent/checkpoints"
+AGENT_DIFF: Final = "agent/diff"
+AGENT_REWIND: Final = "agent/rewind"
 AGENT_LIST_MODELS: Final = "agent/listModels"
 AGENT_CHECK_CONNECTION: Final = "agent/checkConnection"
 AGENT_GRANTS: Final = "agent/grants"
@@ -52,6 +55,9 @@ REQUESTS: Final = (
     AGENT_SESSIONS,
     AGENT_SESSION_HISTORY,
     AGENT_TOOL_OUTPUT,
+    AGENT_CHECKPOINTS,
+    AGENT_DIFF,
+    AGENT_REWIND,
     AGENT_LIST_MODELS,
     AGENT_CHECK_CONNECTION,
     AGENT_GRANTS,
@@ -152,6 +158,20 @@ class RevokeGrantParams:
     grant_id: str = attrs.field(validator=_non_empty)
 
 
+@attrs.define
+class DiffParams:
+    session_id: str = attrs.field(validator=_non_empty)
+    checkpoint_id: str = attrs.field(validator=_non_empty)
+    include_content: bool = False  # whole texts before and after, for a diff view
+
+
+@attrs.define
+class RewindParams:
+    session_id: str = attrs.field(validator=_non_empty)
+    checkpoint_id: str = attrs.field(validator=_non_empty)
+    dry_run: bool = False
+
+
 # -- results and notifications ---------------------------------------------------------------
 
 
@@ -185,6 +205,7 @@ class AskResult:
     tool_calls: list[ToolCallResult]
     usage: dict[str, int]
     model: str = ""  # the model that answered (clients show it under the answer)
+    checkpoint_id: str | None = None  # agent/diff shows what it changed, agent/rewind undoes it
 
 
 @attrs.define
@@ -257,6 +278,60 @@ class ConnectionCheck:
 class CheckConnectionResult:
     ok: bool
     checks: list[ConnectionCheck]
+
+
+@attrs.define
+class CheckpointFile:
+    path: str  # relative to the session's folder, "/"-separated
+    status: str  # "added" | "modified" | "deleted"
+    added: int | None  # lines; None for binary or very large files
+    removed: int | None
+
+
+@attrs.define
+class CheckpointSummary:
+    id: str
+    prompt: str  # shortened
+    time: str  # when the ask started: ISO 8601, UTC
+    state: str  # "running" | "done" | "interrupted"
+    coverage: str  # "all" | "fileTools" (no git: bash changes not recorded)
+    notes: list[str]
+    files: list[CheckpointFile]
+
+
+@attrs.define
+class CheckpointsResult:
+    checkpoints: list[CheckpointSummary]
+
+
+@attrs.define
+class FileDiff:
+    path: str
+    status: str
+    diff: str  # unified; "" when binary
+    binary: bool
+    before: str | None = None  # with includeContent only (None: absent, binary, too large)
+    after: str | None = None
+
+
+@attrs.define
+class DiffResult:
+    files: list[FileDiff]
+
+
+@attrs.define
+class RewindConflict:
+    path: str
+    reason: str
+
+
+@attrs.define
+class RewindResult:
+    restored: list[str]
+    in_editor: list[str]  # of restored: put back in an open editor buffer, unsaved
+    conflicts: list[RewindConflict]
+    conversation_truncated: bool
+    dry_run: bool
 
 
 @attrs.define
@@ -438,3 +513,12 @@ def _first_problem(exc: BaseException, path: list[str]) -> tuple[str, str]:
 
 def _join(path: list[str]) -> str:
     return "".join(p if p.startswith("[") else f".{p}" for p in path).lstrip(".")
+
+
+def warm() -> None:
+    """Generate the (un)structuring code of every class now (cattrs compiles it on first
+    use, a few milliseconds each), in the warm-up thread rather than in a first request."""
+    for value in list(globals().values()):
+        if isinstance(value, type) and attrs.has(value):
+            _converter.get_structure_hook(value)
+            _converter.get_unstructure_hook(value)

@@ -261,6 +261,9 @@ async def ask_once(
             shown.line(f"context: {used}")
         if session_dir is not None:
             shown.line(f"session: {result['sessionId']} (continue with --session)")
+        if session_dir is not None and result.get("checkpointId"):
+            undo = f"agent-lsp rewind --session {result['sessionId']} {result['checkpointId']}"
+            shown.line(f"checkpoint: {result['checkpointId']} (undo with: {undo})")
         return 0
 
 

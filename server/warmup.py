@@ -45,6 +45,26 @@ _COMPLETION = {
     ],
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
+_CALL = {"id": "call_warm", "type": "function", "function": {"name": "warm", "arguments": "{}"}}
+_MESSAGES = [
+    {"role": "system", "content": "warm"},
+    {"role": "user", "content": "warm"},
+    {"role": "assistant", "content": "", "tool_calls": [_CALL]},
+    {"role": "tool", "tool_call_id": "call_warm", "content": "warm"},
+]
+_OPTIONS = {
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "warm",
+                "description": "warm",
+                "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
+            },
+        }
+    ],
+    "tool_choice": "auto",
+}
 _MODELS = {"object": "list", "data": [{"id": "warm-up", "object": "model"}]}
 _CHUNK = {
     "id": "warm-up",
@@ -111,14 +131,14 @@ async def _rehearse() -> None:
 
     async with server:
         try:
-            await complete(
-                client, model="warm-up", messages=[{"role": "user", "content": "warm"}], options={}
-            )
+            # Messages of every role and a tool: the SDK inspects each param type the
+            # first time it meets it (~7 ms), so the request must look like the agent's.
+            await complete(client, model="warm-up", messages=_MESSAGES, options=_OPTIONS)
             await complete(
                 client,
                 model="warm-up",
-                messages=[{"role": "user", "content": "warm"}],
-                options={},
+                messages=_MESSAGES,
+                options=_OPTIONS,
                 streaming=StreamSupport(),
             )
             await served_models(client, http_timeout=10)

@@ -783,3 +783,61 @@ def test_the_active_region_goes_with_the_ask(
         "what is this?\n\n_(selection: notes.txt, lines 2-3)_\n\n## Agent"
         in (records["conversation"])
     )
+
+
+def test_checkpoints_diff_and_undoing_an_ask(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    notes = workspace / "notes.txt"
+    model.reply(tool_calls=[tool_call("read_file", {"path": "notes.txt"})])
+    model.reply(
+        tool_calls=[
+            tool_call("edit_file", {"path": "notes.txt", "old_text": "hello", "new_text": "bye"}),
+            tool_call("bash", {"command": "echo made by bash > made.txt"}),
+        ]
+    )
+    model.reply("Changed.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (setq agent-lsp-managed-modes '(text-mode)
+              agent-lsp-save-before-ask nil
+              eglot-confirm-server-initiated-edits nil)
+        (find-file "notes.txt")
+        (text-mode)
+        (agent-lsp-ask "change the notes")
+        (test-idle)
+        (let ((edited (with-current-buffer "notes.txt" (buffer-string)))
+              asked)
+          (agent-lsp-checkpoints)
+          (agent-lsp-diff "1")
+          ;; The dry run is shown in the question; the user answers yes.
+          (cl-letf (((symbol-function 'yes-or-no-p)
+                     (lambda (prompt) (setq asked prompt) t)))
+            (agent-lsp-rewind "1"))
+          (test-emit :edited edited
+                     :restored (with-current-buffer "notes.txt" (buffer-string))
+                     :checkpoints (test-lines "*agent-lsp-checkpoints*")
+                     :diff (test-text "*agent-lsp-diff*")
+                     :diff_mode (symbol-name (with-current-buffer "*agent-lsp-diff*" major-mode))
+                     :asked asked
+                     :conversation (test-text "*agent-lsp*")))
+        """,
+    )
+    assert records["edited"] == "bye from the notes\n"
+    checkpoints = records["checkpoints"]
+    assert re.fullmatch(r"  1  \d{4}-\d\d-\d\d \d\d:\d\d  change the notes", checkpoints[0])
+    assert checkpoints[1:3] == ["       A made.txt (+1)", "       M notes.txt (+1 -1)"]
+    assert "-hello from the notes\n+bye from the notes\n" in records["diff"]
+    assert records["diff_mode"] == "diff-mode"
+    assert "would restore: notes.txt (in the editor, unsaved)" in records["asked"]
+    assert "would restore: made.txt" in records["asked"]
+    # Undone in the buffer through eglot (workspace/applyEdit), unsaved; bash's file gone.
+    assert records["restored"] == "hello from the notes\n"
+    assert notes.read_text(encoding="utf-8") == "hello from the notes\n"
+    assert not (workspace / "made.txt").exists()
+    assert "checkpoint 1: M-x agent-lsp-diff, agent-lsp-rewind" in records["conversation"]
+    assert "- restored: notes.txt (in the editor, unsaved)" in records["conversation"]

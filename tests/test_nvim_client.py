@@ -750,3 +750,73 @@ def test_a_visual_selection_goes_with_the_ask(
     conversation = "\n".join(records["conversation"])
     assert "what is this?\n\n_(selection: notes.txt, lines 2-3)_" in conversation
     assert "and these?\n\n_(selection: notes.txt, lines 1-2)_" in conversation
+
+
+def test_checkpoints_diff_and_undoing_an_ask(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    notes = workspace / "notes.txt"
+    model.reply(tool_calls=[tool_call("read_file", {"path": "notes.txt"})])
+    model.reply(
+        tool_calls=[
+            tool_call("edit_file", {"path": "notes.txt", "old_text": "hello", "new_text": "bye"}),
+            tool_call("bash", {"command": "echo made by bash > made.txt"}),
+        ]
+    )
+    model.reply("Changed.")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        vim.cmd('edit notes.txt')
+        local notes = vim.api.nvim_get_current_buf()
+        vim.cmd('AgentAsk change the notes')
+        T.idle()
+        local edited = T.lines(notes)
+        vim.cmd('AgentCheckpoints')
+        T.wait('the checkpoints', function()
+          return T.has_line(agent.status().checkpoints_buf, 'made%.txt')
+        end)
+        vim.cmd('AgentDiff')
+        T.wait('the diff', function() return T.has_line(agent.status().diff_buf, '^%+bye') end)
+        -- :AgentRewind shows the dry run and asks; the user picks Undo.
+        local asked
+        vim.ui.select = function(items, opts, on_choice)
+          asked = { items = items, prompt = opts.prompt }
+          on_choice('Undo')
+        end
+        vim.cmd('AgentRewind')
+        T.wait('the rewind', function()
+          return T.has_line(agent.status().conversation_buf, 'Undone: ask 1')
+        end)
+        T.emit({
+          edited = edited,
+          restored = T.lines(notes),
+          modified = vim.bo[notes].modified,
+          checkpoints = T.lines(agent.status().checkpoints_buf),
+          diff = T.lines(agent.status().diff_buf),
+          diff_filetype = vim.bo[agent.status().diff_buf].filetype,
+          asked = asked,
+          conversation = T.lines(agent.status().conversation_buf),
+        })
+        """,
+    )
+    assert records["edited"] == ["bye from the notes"]
+    checkpoints = records["checkpoints"]
+    assert re.fullmatch(r"  1  \d{4}-\d\d-\d\d \d\d:\d\d  change the notes", checkpoints[0])
+    assert checkpoints[1:] == ["       A made.txt (+1)", "       M notes.txt (+1 -1)"]
+    assert "-hello from the notes" in records["diff"]
+    assert "+bye from the notes" in records["diff"]
+    assert records["diff_filetype"] == "diff"
+    assert records["asked"]["items"] == ["Undo", "Cancel"]
+    assert "would restore: notes.txt (in the editor, unsaved)" in records["asked"]["prompt"]
+    assert "would restore: made.txt" in records["asked"]["prompt"]
+    # The buffer edit was undone in the buffer (through workspace/applyEdit), unsaved;
+    # bash's file is gone from the disk.
+    assert records["restored"] == ["hello from the notes"]
+    assert notes.read_text(encoding="utf-8") == "hello from the notes\n"
+    assert not (workspace / "made.txt").exists()
+    conversation = "\n".join(records["conversation"])
+    assert "checkpoint 1: :AgentDiff, :AgentRewind" in conversation
+    assert "- restored: notes.txt (in the editor, unsaved)" in conversation

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 
 from .documents import EditorDocuments
+from .journal import ChangeJournal
 from .ledger import FileLedger
 from .permissions import Permissions
 
@@ -26,6 +27,8 @@ class ToolContext:
     documents: EditorDocuments | None = None
     session_id: str = ""
     call_id: str = ""
+    # The ask's change journal (checkpoints), or None outside an ask that records one.
+    journal: ChangeJournal | None = None
     # Set by the runtime when the call is cancelled: work running in a thread polls
     # it (asyncio cancellation cannot reach a thread).
     cancelled: threading.Event = field(default_factory=threading.Event)

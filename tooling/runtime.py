@@ -84,6 +84,10 @@ class ToolRuntime:
                     decision = await context.permissions.authorize(request)
                 if not decision.allowed:
                     return f"Error: {decision.message}"
+            if not tool.read_only and context.journal is not None:
+                # Nothing may change before the ask's checkpoint is recorded (asked after
+                # the permission, so the user's question never waits for the snapshot).
+                await context.journal.ready()
             # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
             return await tool.handler(arguments, context)
         except asyncio.CancelledError:

@@ -88,6 +88,7 @@ class FileStore:
         self._workspace = workspace
         self._ledger = context.ledger
         self._documents = context.documents
+        self._journal = context.journal  # the ask's checkpoint: told about every change
 
     def shown(self, target: Path) -> str:
         return self._workspace.relative(target)
@@ -232,6 +233,8 @@ class FileStore:
         try:
             if expected is not None and not os.access(target, os.W_OK):
                 raise ToolError(f"permission denied: {shown} is not writable")
+            if self._journal is not None:
+                self._journal.will_write(target)
             written = atomic_write(target, data, expected=expected)
         except FileChangedError:
             if expected is None:
@@ -285,6 +288,8 @@ class FileStore:
         outcome = await documents.apply_edits(target, base, [minimal_edit(base, new)], label=label)
         if not outcome.applied:
             raise ToolError(f"{self.shown(target)} was not changed: {outcome.reason}")
+        if self._journal is not None:
+            self._journal.edited_buffer(target, base, new)
         # The editor reports its new text with didChange, usually just before or after
         # answering; wait briefly so the next read sees the agent's own edit.
         for _ in range(100):

@@ -24,8 +24,9 @@
 ;; Commands: `agent-lsp-ask', `agent-lsp-cancel', `agent-lsp-new-conversation',
 ;; `agent-lsp-compact', `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
 ;; `agent-lsp-check-connection', `agent-lsp-select-model',
-;; `agent-lsp-apply-settings', `agent-lsp-shutdown'; all of them (but the last
-;; two) are on `agent-lsp-command-map'.
+;; `agent-lsp-checkpoints', `agent-lsp-diff', `agent-lsp-rewind' (see what each
+;; ask changed and undo it), `agent-lsp-apply-settings', `agent-lsp-shutdown';
+;; all of them (but the last two) are on `agent-lsp-command-map'.
 ;;
 ;; The server reads the API key, endpoint and model from the user configuration
 ;; file ~/.config/agent-lsp/config.toml (`agent-lsp config set-key' writes it),
@@ -37,6 +38,8 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'diff-mode)
+(require 'parse-time)
 (require 'eglot)
 (require 'jsonrpc)
 (require 'project)
@@ -80,6 +83,8 @@ Buffers the server does not manage are read from disk by the agent."
 (defconst agent-lsp--buffer "*agent-lsp*")
 (defconst agent-lsp--trace-buffer "*agent-lsp-trace*")
 (defconst agent-lsp--tools-buffer "*agent-lsp-tools*")
+(defconst agent-lsp--checkpoints-buffer "*agent-lsp-checkpoints*")
+(defconst agent-lsp--diff-buffer "*agent-lsp-diff*")
 (defconst agent-lsp--check-buffer "*agent-lsp-check*")
 (defconst agent-lsp--check-timeout 90
   "Seconds to wait for `agent/checkConnection' (it lists models, then asks once).")
@@ -508,6 +513,7 @@ new paragraph."
            (compacted (plist-get request :compacted))
            (last (and (plist-get request :answer-start)
                       (equal (plist-get request :turn) (plist-get result :turns))))
+           (checkpoint (plist-get result :checkpointId))
            (notes (concat (format "%d tool call%s" calls (if (= calls 1) "" "s"))
                           (if stop (concat ", " stop) "")
                           (if (plist-get usage :contextWindow)
@@ -515,9 +521,14 @@ new paragraph."
                                       (agent-lsp--thousands (plist-get usage :contextTokens))
                                       (agent-lsp--thousands (plist-get usage :contextWindow)))
                             "")
-                          (if compacted (concat ", " compacted) ""))))
+                          (if compacted (concat ", " compacted) "")))
+           (checkpoint-note
+            (if (stringp checkpoint)
+                (format "\n_(checkpoint %s: M-x agent-lsp-diff, agent-lsp-rewind)_" checkpoint)
+              "")))
       (if (and last (equal (plist-get request :text) answer))
-          (agent-lsp--finish request (format "\n\n_(%s)_" notes)) ; streamed as it is
+          ;; Streamed as it is: only the footer.
+          (agent-lsp--finish request (concat (format "\n\n_(%s)_" notes) checkpoint-note))
         ;; Not streamed as it is (an older server; an answer of only whitespace, which
         ;; the result gives as ""): the answer itself, in place of what streamed of it.
         (when last
@@ -531,7 +542,8 @@ new paragraph."
                            (concat (if (and (stringp answer) (not (string-empty-p answer)))
                                        (concat answer "\n\n")
                                      "")
-                                   (format "_(%s)_" notes)))))
+                                   (format "_(%s)_" notes)
+                                   checkpoint-note))))
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
 (defun agent-lsp--on-error (request error)
@@ -634,6 +646,7 @@ model sees the file and the selected text (a list (BUFFER START END))."
                                 (list :sessionId agent-lsp--session-id))
                            (and context (list :context context)))))
       (setq agent-lsp--request request)
+      (agent-lsp--flush-changes server)
       (agent-lsp--set-status "working: waiting for the model")
       (display-buffer agent-lsp--buffer)
       (condition-case err
@@ -789,6 +802,168 @@ running servers; keep it with `customize-variable' or in the user file
   (message "agent-lsp: model %s for this session" model)
   model)
 
+;;; Checkpoints: what each ask changed, and undoing it
+
+(defun agent-lsp--local-time (stamp)
+  "The ISO 8601 UTC STAMP of a checkpoint in local time, as the terminal shows it."
+  (condition-case nil
+      (format-time-string "%Y-%m-%d %H:%M" (parse-iso8601-time-string stamp))
+    (error stamp)))
+
+(defun agent-lsp-format-checkpoints (checkpoints)
+  "Lines for CHECKPOINTS (from `agent/checkpoints').
+The same as `agent-lsp checkpoints' prints in a terminal."
+  (let (lines)
+    (seq-doseq (checkpoint checkpoints)
+      (let ((state (plist-get checkpoint :state))
+            (files (plist-get checkpoint :files)))
+        (push (format "%3s  %s  %s%s" (plist-get checkpoint :id)
+                      (agent-lsp--local-time (plist-get checkpoint :time))
+                      (plist-get checkpoint :prompt)
+                      (if (equal state "done") "" (format " [%s]" state)))
+              lines)
+        (seq-doseq (file files)
+          (let* ((added (plist-get file :added))
+                 (removed (plist-get file :removed))
+                 (counts (delq nil (list (and (numberp added) (> added 0) (format "+%d" added))
+                                         (and (numberp removed) (> removed 0)
+                                              (format "-%d" removed))))))
+            (push (format "       %s %s%s"
+                          (pcase (plist-get file :status)
+                            ("added" "A") ("modified" "M") ("deleted" "D") (_ "?"))
+                          (plist-get file :path)
+                          (if counts (format " (%s)" (string-join counts " ")) ""))
+                  lines)))
+        (when (seq-empty-p files) (push "       (no files changed)" lines))
+        (seq-doseq (note (plist-get checkpoint :notes))
+          (push (concat "       note: " note) lines))))
+    (nreverse lines)))
+
+(defun agent-lsp-format-rewind (result checkpoint)
+  "Lines for the `agent/rewind' RESULT of CHECKPOINT.
+The same as `agent-lsp rewind' prints in a terminal."
+  (let ((dry (eq (plist-get result :dryRun) t))
+        (in-editor (append (plist-get result :inEditor) nil))
+        (restored (plist-get result :restored))
+        (conflicts (plist-get result :conflicts))
+        lines)
+    (seq-doseq (path restored)
+      (push (format "%s: %s%s" (if dry "would restore" "restored") path
+                    (if (member path in-editor) " (in the editor, unsaved)" ""))
+            lines))
+    (seq-doseq (conflict conflicts)
+      (push (format "%s (changed since): %s: %s" (if dry "would keep" "kept")
+                    (plist-get conflict :path) (plist-get conflict :reason))
+            lines))
+    (when (and (seq-empty-p restored) (seq-empty-p conflicts))
+      (push "no files to put back" lines))
+    (when (eq (plist-get result :conversationTruncated) t)
+      (push (format "conversation %s back to before ask %s" (if dry "would be cut" "cut")
+                    checkpoint)
+            lines))
+    (nreverse lines)))
+
+(defun agent-lsp--flush-changes (server)
+  "Send SERVER the buffer changes eglot still holds back (it sends them on an idle
+timer, and before its own requests, but not before ours), so the server compares
+against what the user sees."
+  (when (fboundp 'eglot--signal-textDocument/didChange)
+    (dolist (buffer (eglot--managed-buffers server))
+      (when (buffer-live-p buffer)
+        (with-current-buffer buffer
+          (when eglot--recent-changes
+            (eglot--signal-textDocument/didChange)))))))
+
+(defun agent-lsp--session-server ()
+  "The conversation's server and session id, or a user error."
+  (unless (and agent-lsp--session-id agent-lsp--conversation-server
+               (jsonrpc-running-p agent-lsp--conversation-server))
+    (user-error "No conversation yet: ask something first"))
+  (agent-lsp--flush-changes agent-lsp--conversation-server)
+  (list agent-lsp--conversation-server agent-lsp--session-id))
+
+(defun agent-lsp--list-checkpoints ()
+  "The conversation's checkpoints (a vector of plists)."
+  (pcase-let ((`(,server ,session) (agent-lsp--session-server)))
+    (plist-get (jsonrpc-request server :agent/checkpoints (list :sessionId session))
+               :checkpoints)))
+
+(defun agent-lsp--read-checkpoint (prompt)
+  "Read a checkpoint id with PROMPT; the default is the latest ask's."
+  (let* ((checkpoints (append (agent-lsp--list-checkpoints) nil))
+         (choices (mapcar (lambda (c) (format "%s  %s" (plist-get c :id) (plist-get c :prompt)))
+                          checkpoints)))
+    (unless checkpoints (user-error "No checkpoints in this conversation"))
+    (car (split-string (completing-read prompt choices nil t nil nil (car (last choices)))))))
+
+;;;###autoload
+(defun agent-lsp-checkpoints ()
+  "List the conversation's asks and the files each changed.
+They are shown in `*agent-lsp-checkpoints*'."
+  (interactive)
+  (let ((lines (agent-lsp-format-checkpoints (agent-lsp--list-checkpoints))))
+    (with-current-buffer (agent-lsp--get-buffer agent-lsp--checkpoints-buffer
+                                                #'agent-lsp-trace-mode)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (if lines (string-join lines "\n") "no checkpoints in this conversation") "\n")
+        (goto-char (point-min))))
+    (display-buffer agent-lsp--checkpoints-buffer)))
+
+;;;###autoload
+(defun agent-lsp-diff (checkpoint)
+  "Show what ask CHECKPOINT changed as a unified diff in `*agent-lsp-diff*'."
+  (interactive (list (agent-lsp--read-checkpoint "Show the changes of ask: ")))
+  (pcase-let* ((`(,server ,session) (agent-lsp--session-server))
+               (files (plist-get (jsonrpc-request server :agent/diff
+                                                  (list :sessionId session
+                                                        :checkpointId checkpoint))
+                                 :files)))
+    (with-current-buffer (get-buffer-create agent-lsp--diff-buffer)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (seq-doseq (file files)
+          (insert (if (eq (plist-get file :binary) t)
+                      (format "Binary file %s %s\n" (plist-get file :path) (plist-get file :status))
+                    (plist-get file :diff))))
+        (when (= (buffer-size) 0) (insert (format "(ask %s changed no files)\n" checkpoint))))
+      (diff-mode)
+      (setq buffer-read-only t)
+      (goto-char (point-min)))
+    (display-buffer agent-lsp--diff-buffer)))
+
+;;;###autoload
+(defun agent-lsp-rewind (checkpoint &optional force)
+  "Undo ask CHECKPOINT and every later one; the agent forgets them too.
+A dry run first lists what will be restored and what is kept because it
+changed since the agent's change; you confirm.  With FORCE (a prefix
+argument), don't ask."
+  (interactive (list (agent-lsp--read-checkpoint "Undo ask (and later ones): ")
+                     current-prefix-arg))
+  (when agent-lsp--request
+    (user-error "An ask is running (M-x agent-lsp-cancel stops it)"))
+  (pcase-let* ((`(,server ,session) (agent-lsp--session-server))
+               (params (list :sessionId session :checkpointId checkpoint)))
+    (when (or force
+              (yes-or-no-p
+               (format "%s\nUndo ask %s and later? "
+                       (string-join
+                        (agent-lsp-format-rewind
+                         (jsonrpc-request server :agent/rewind
+                                          (append params (list :dryRun t)))
+                         checkpoint)
+                        "\n")
+                       checkpoint)))
+      (let* ((result (jsonrpc-request server :agent/rewind params))
+             (lines (agent-lsp-format-rewind result checkpoint)))
+        (agent-lsp--say (format "_Undone: ask %s and later (the agent forgot them)._\n\n%s\n\n"
+                                checkpoint
+                                (mapconcat (lambda (line) (concat "- " line)) lines "\n")))
+        (agent-lsp--revert-changed-buffers (agent-lsp--server-root server))
+        (message "agent-lsp: undid ask %s: %d restored, %d kept" checkpoint
+                 (length (plist-get result :restored)) (length (plist-get result :conflicts)))
+        result))))
+
 ;;;###autoload
 (defun agent-lsp-show ()
   "Show the conversation buffer `*agent-lsp*'."
@@ -827,6 +1002,9 @@ running servers; keep it with `customize-variable' or in the user file
     (define-key map "l" #'agent-lsp-list-tools)
     (define-key map "t" #'agent-lsp-trace)
     (define-key map "b" #'agent-lsp-show)
+    (define-key map "h" #'agent-lsp-checkpoints)
+    (define-key map "d" #'agent-lsp-diff)
+    (define-key map "u" #'agent-lsp-rewind)
     (define-key map "k" #'agent-lsp-check-connection)
     (define-key map "m" #'agent-lsp-select-model)
     map)

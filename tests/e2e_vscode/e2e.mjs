@@ -551,6 +551,18 @@ const SCRIPT = [
     match: "E2E-PATHS",
     replies: [{ content: "The entry point is src/app.py:5 — it calls `src/greet.py:2`? No; nope/missing.py:3 does not exist." }],
   },
+  {
+    match: "E2E-CHECKPOINT",
+    replies: [
+      {
+        tool_calls: [
+          { name: "write_file", arguments: { path: "src/checkpoint-new.txt", content: "NEW FROM THE AGENT\n" } },
+          { name: "bash", arguments: { command: "sed -i 's/# demo/# DEMO CHANGED BY THE AGENT/' README.md" } },
+        ],
+      },
+      { content: "Changed README.md and added a file." },
+    ],
+  },
   { match: "*", replies: [{ content: "fallback answer" }] },
 ];
 
@@ -990,6 +1002,75 @@ scenario("a permission request is a modal dialog: always allow, then a changed c
   assert(requests.length === 4, `expected 4 model requests, got ${requests.length}`);
   const rejected = toolResult(requests[3], "bash") ?? "";
   assert(rejected.startsWith("Error: the user declined"), `the rejected call's result:\n${rejected}`);
+});
+
+/** Run a command that shows the conversation's asks; the quick pick, once it lists `ask`. */
+async function pickAsk(page, command, ask) {
+  const picker = page.locator(".quick-input-widget:visible");
+  await until(`the asks of "${command}"`, async () => {
+    await runCommand(page, command);
+    const shown = await until("the quick pick", async () => (await picker.count()) > 0 && (await picker.innerText()).includes(ask), 8_000).catch(() => false);
+    return shown;
+  }, 45_000, 500);
+  return picker;
+}
+
+scenario("show the changes of an ask, then undo it after a dry run", async ({ page, workspace }) => {
+  const readme = join(workspace, "README.md");
+  const created = join(workspace, "src", "checkpoint-new.txt");
+  const before = readFileSync(readme, "utf8");
+  await ask(page, "E2E-CHECKPOINT change the readme and add a file");
+  const frame = await panelFrame(page);
+  const entry = await finishedEntry(frame, "E2E-CHECKPOINT");
+  assert(readFileSync(readme, "utf8").includes("DEMO CHANGED BY THE AGENT"), "bash did not change README.md");
+  assert(existsSync(created), "write_file did not create the file");
+  const button = (title) => entry.locator(".buttons button", { hasText: new RegExp(`^${title}$`) });
+  await until("the buttons under the answer", async () => (await button("Show changes").count()) === 1 && (await button("Undo this ask").count()) === 1, 10_000);
+
+  // The command picks an ask (newest first, with its files); VS Code's diff view opens.
+  const picker = await pickAsk(page, "Agent: Show Changes of an Ask", "E2E-CHECKPOINT");
+  assert((await picker.innerText()).includes("M README.md +1"), `quick pick: ${await picker.innerText()}`);
+  await page.keyboard.press("Enter");
+  const diffTab = page.locator(".tabs-container .tab", { hasText: /Changes of ask \d+ \(2 files\)/ });
+  // The editor area only (the trace below names the command too); Monaco renders spaces as
+  // no-break spaces. Each file shows its own texts: the readme before and after, the new file.
+  const shown = async () => (await page.locator(".part.editor").innerText()).replace(/\u00a0/g, " ");
+  const bothFiles = async () => {
+    const text = await shown();
+    return text.includes("# demo") && text.includes("# DEMO CHANGED BY THE AGENT") && text.includes("NEW FROM THE AGENT");
+  };
+  await until("the diff view with both files' texts", async () => (await diffTab.count()) === 1 && (await bothFiles()), 20_000);
+  await page.screenshot({ path: join(OUTPUT, "show-changes.png") });
+  const closeDiff = async () => {
+    await diffTab.hover();
+    await diffTab.locator(".tab-actions .action-label").click();
+    await until("the diff view closed", async () => (await diffTab.count()) === 0, 10_000);
+  };
+  await closeDiff();
+  // The same from the button under the answer.
+  await button("Show changes").click();
+  await until("the diff view again", async () => (await diffTab.count()) === 1 && (await bothFiles()), 20_000);
+  await closeDiff();
+
+  // Undo this ask: the dry run is shown in a modal dialog; the user confirms.
+  const chat = await panelFrame(page);
+  await (await finishedEntry(chat, "E2E-CHECKPOINT")).locator(".buttons button", { hasText: /^Undo this ask$/ }).click();
+  const dialog = page.locator(".monaco-dialog-box");
+  await until("the undo question", async () => /Undo ask \d+ and every later one\?/.test(await dialog.innerText()), 15_000);
+  const question = await dialog.innerText();
+  assert(question.includes("README.md") && question.includes("src/checkpoint-new.txt"), `dialog: ${question}`);
+  assert(readFileSync(readme, "utf8") !== before, "the dry run changed a file");
+  await page.screenshot({ path: join(OUTPUT, "undo-dialog.png") });
+  await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Undo$/ }).click();
+  await waitForNotification(page, /Undid ask \d+: 2 files put back/);
+  assert(readFileSync(readme, "utf8") === before, `README.md not restored:\n${readFileSync(readme, "utf8")}`);
+  assert(!existsSync(created), "the created file is still there");
+  const after = await panelFrame(page);
+  await until("the undone ask gone from the chat, the outcome said", async () => {
+    const text = await after.locator("#conversation").innerText();
+    return !text.includes("E2E-CHECKPOINT") && text.includes("Undid ask");
+  }, 10_000);
+  await page.screenshot({ path: join(OUTPUT, "after-undo.png") });
 });
 
 scenario("a dead server is restarted and the user is told", async ({ page, model, codeServerPid }) => {

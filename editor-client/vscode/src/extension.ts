@@ -19,6 +19,7 @@ import {
 import { ApiKeyStore } from "./apiKey";
 import { ChatController } from "./chat/controller";
 import type { SendOutcome } from "./chat/session";
+import { Checkpoints } from "./checkpoints";
 import { describeAskError, type ErrorReport } from "./errors";
 import {
   type PermissionRequest,
@@ -73,6 +74,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
   );
   private readonly traceWriter = new TraceWriter((line) => this.trace.appendLine(line));
   readonly chat: ChatController;
+  readonly checkpoints: Checkpoints;
   private traceRevealed = false;
   private stopping = false;
   private restarts: number[] = [];
@@ -112,6 +114,16 @@ class AgentClient implements vscode.Disposable, SetupHost {
       workDoneToken: () => this.workDoneToken(),
     });
     this.disposables.push(this.permissions.onRequest((request, answer) => this.chat.showPermission(request, answer)));
+    this.checkpoints = new Checkpoints(
+      {
+        client: () => this.usableClient(),
+        folder: () => {
+          const pinned = this.chat.session.conversation.folder;
+          return pinned ? vscode.Uri.parse(pinned) : this.currentFolder()?.uri;
+        },
+      },
+      this.chat,
+    );
     this.statusItem.name = "Agent";
     this.statusItem.command = "agentLsp.showPanel";
     this.statusItem.show();
@@ -431,6 +443,8 @@ class AgentClient implements vscode.Disposable, SetupHost {
     const sessionId = this.chat.session.sessionId;
     if (outcome.kind === "answered") {
       this.trace.appendLine(formatAnswerLine(outcome.result, elapsedMs, now));
+      const { sessionId: session, checkpointId } = outcome.result;
+      if (checkpointId) this.checkpoints.answered(outcome.entry.id, session, checkpointId);
       this.setState({ kind: "idle" });
     } else if (outcome.kind === "failed" && outcome.report.cancelled) {
       this.trace.appendLine(formatOutcomeLine(sessionId, "cancelled", "", now));
@@ -624,6 +638,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
   }
 
   async dispose(): Promise<void> {
+    this.checkpoints.dispose();
     this.chat.dispose();
     this.traceWriter.dispose();
     await this.stopClient();
@@ -650,6 +665,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("agentLsp.showToolTrace", () => instance.showTrace()),
     vscode.commands.registerCommand("agentLsp.showServerLog", () => instance.showLog()),
     vscode.commands.registerCommand("agentLsp.restartServer", () => instance.restart()),
+    vscode.commands.registerCommand("agentLsp.showChanges", (session?: unknown, checkpoint?: unknown) =>
+      instance.checkpoints.pickAndShowChanges(session, checkpoint),
+    ),
+    vscode.commands.registerCommand("agentLsp.undoAsk", (session?: unknown, checkpoint?: unknown) =>
+      instance.checkpoints.pickAndUndo(session, checkpoint),
+    ),
     vscode.commands.registerCommand("agentLsp.setApiKey", () => instance.setApiKey()),
     vscode.commands.registerCommand("agentLsp.clearApiKey", () => instance.clearApiKey()),
     vscode.commands.registerCommand("agentLsp.selectModel", () => instance.selectModel()),

@@ -6,6 +6,9 @@ export const Methods = {
   newSession: "agent/newSession",
   listTools: "agent/listTools",
   endSession: "agent/endSession",
+  checkpoints: "agent/checkpoints",
+  diff: "agent/diff",
+  rewind: "agent/rewind",
   sessions: "agent/sessions",
   sessionHistory: "agent/sessionHistory",
   toolOutput: "agent/toolOutput",
@@ -102,6 +105,8 @@ export type StopReason = "end_turn" | "max_turns" | "max_tokens" | "empty";
 export interface AskResult {
   answer: string;
   sessionId: string;
+  /** This ask's checkpoint: agent/diff shows what it changed, agent/rewind undoes it. */
+  checkpointId?: string | null;
   stopReason: StopReason | string;
   turns?: number;
   toolCalls: ToolCallRecord[];
@@ -199,4 +204,55 @@ export function toDate(value: number | string | undefined): Date | undefined {
   if (typeof value === "number") return new Date(value < 1e12 ? value * 1000 : value);
   const parsed = Date.parse(value);
   return Number.isNaN(parsed) ? undefined : new Date(parsed);
+}
+
+export type FileStatus = "added" | "modified" | "deleted";
+
+export interface CheckpointFile {
+  path: string;
+  status: FileStatus | string;
+  /** Lines added/removed; null for binary or very large files. */
+  added: number | null;
+  removed: number | null;
+}
+
+export interface Checkpoint {
+  id: string;
+  /** The ask's prompt, shortened. */
+  prompt: string;
+  /** ISO 8601, UTC. */
+  time: string;
+  state: "running" | "done" | "interrupted" | string;
+  /** "fileTools": only write_file/edit_file changes are recorded (no git), not bash's. */
+  coverage: "all" | "fileTools" | string;
+  notes: string[];
+  files: CheckpointFile[];
+}
+
+export interface CheckpointsResult {
+  checkpoints: Checkpoint[];
+}
+
+export interface FileDiff {
+  path: string;
+  status: FileStatus | string;
+  /** Unified diff ("" when binary). */
+  diff: string;
+  binary: boolean;
+  /** Whole texts when includeContent was asked (null: absent, binary or too large). */
+  before?: string | null;
+  after?: string | null;
+}
+
+export interface DiffResult {
+  files: FileDiff[];
+}
+
+export interface RewindResult {
+  restored: string[];
+  /** Of restored: put back in an open editor buffer (unsaved, undoable there). */
+  inEditor: string[];
+  conflicts: { path: string; reason: string }[];
+  conversationTruncated: boolean;
+  dryRun: boolean;
 }

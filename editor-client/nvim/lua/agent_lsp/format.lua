@@ -156,4 +156,83 @@ function M.stop_note(stop_reason)
   return STOP_NOTES[stop_reason] or ('stopped: ' .. tostring(stop_reason))
 end
 
+local MARKS = { added = 'A', modified = 'M', deleted = 'D' }
+
+local function local_time(stamp)
+  -- "2026-12-01T10:12:00Z" (UTC) shown in local time, as the terminal client does.
+  local y, mo, d, h, mi, sec = tostring(stamp):match('^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)')
+  if not y then
+    return tostring(stamp)
+  end
+  local utc = { year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h), min = tonumber(mi), sec = tonumber(sec) }
+  local offset = os.time() - os.time(os.date('!*t'))
+  return os.date('%Y-%m-%d %H:%M', os.time(utc) + offset)
+end
+
+--- A session's asks and the files each changed, as `agent-lsp checkpoints` prints them:
+---   "  1  2026-12-01 10:12  tidy the notes" then "       M notes.txt (+1 -1)".
+function M.checkpoint_lines(checkpoints)
+  local lines = {}
+  for _, checkpoint in ipairs(checkpoints or {}) do
+    local state = checkpoint.state ~= 'done' and (' [' .. tostring(checkpoint.state) .. ']') or ''
+    table.insert(lines, string.format('%3s  %s  %s%s', checkpoint.id, local_time(checkpoint.time), checkpoint.prompt, state))
+    for _, file in ipairs(checkpoint.files or {}) do
+      local counts = {}
+      if type(file.added) == 'number' and file.added > 0 then
+        table.insert(counts, '+' .. file.added)
+      end
+      if type(file.removed) == 'number' and file.removed > 0 then
+        table.insert(counts, '-' .. file.removed)
+      end
+      local suffix = #counts > 0 and (' (' .. table.concat(counts, ' ') .. ')') or ''
+      table.insert(lines, '       ' .. (MARKS[file.status] or '?') .. ' ' .. file.path .. suffix)
+    end
+    if #(checkpoint.files or {}) == 0 then
+      table.insert(lines, '       (no files changed)')
+    end
+    for _, note in ipairs(checkpoint.notes or {}) do
+      table.insert(lines, '       note: ' .. note)
+    end
+  end
+  return lines
+end
+
+--- What a rewind did (or, for a dry run, would do), as `agent-lsp rewind` prints it.
+function M.rewind_lines(result, checkpoint_id)
+  local dry = result.dryRun == true
+  local in_editor = {}
+  for _, path in ipairs(result.inEditor or {}) do
+    in_editor[path] = true
+  end
+  local lines = {}
+  for _, path in ipairs(result.restored or {}) do
+    local where = in_editor[path] and ' (in the editor, unsaved)' or ''
+    table.insert(lines, (dry and 'would restore: ' or 'restored: ') .. path .. where)
+  end
+  for _, conflict in ipairs(result.conflicts or {}) do
+    table.insert(lines, (dry and 'would keep' or 'kept') .. ' (changed since): ' .. conflict.path .. ': ' .. conflict.reason)
+  end
+  if #(result.restored or {}) == 0 and #(result.conflicts or {}) == 0 then
+    table.insert(lines, 'no files to put back')
+  end
+  if result.conversationTruncated then
+    table.insert(lines, 'conversation ' .. (dry and 'would be cut' or 'cut') .. ' back to before ask ' .. tostring(checkpoint_id))
+  end
+  return lines
+end
+
+--- agent/diff files as one unified diff text (lines).
+function M.diff_lines(files)
+  local lines = {}
+  for _, file in ipairs(files or {}) do
+    if file.binary then
+      table.insert(lines, 'Binary file ' .. file.path .. ' ' .. file.status)
+    else
+      local text = (file.diff or ''):gsub('\n$', '')
+      vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
+    end
+  end
+  return lines
+end
+
 return M

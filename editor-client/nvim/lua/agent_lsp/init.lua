@@ -36,6 +36,8 @@ local uv = vim.uv or vim.loop
 local CONVERSATION = 'agent-lsp://conversation'
 local TRACE = 'agent-lsp://trace'
 local TOOLS = 'agent-lsp://tools'
+local CHECKPOINTS = 'agent-lsp://checkpoints'
+local DIFF = 'agent-lsp://diff'
 local CHECK = 'agent-lsp://check'
 local CANCEL_WAIT_MS = 10000
 
@@ -505,6 +507,9 @@ local function on_answer(req, err, result)
     table.insert(notes, req.compacted)
   end
   table.insert(lines, '_(' .. table.concat(notes, ', ') .. ')_')
+  if type(result.checkpointId) == 'string' then
+    table.insert(lines, '_(checkpoint ' .. result.checkpointId .. ': :AgentDiff, :AgentRewind)_')
+  end
   finish(req, lines)
   -- The agent may have changed files on disk: reload unmodified buffers ('autoread').
   pcall(vim.cmd, 'checktime')
@@ -800,6 +805,119 @@ function M.models()
   end)
 end
 
+-- Checkpoints -----------------------------------------------------------------
+
+--- Run `callback(client, session_id, checkpoint_id)` for the conversation's checkpoint
+--- `id` (default: its latest ask).
+local function with_checkpoint(id, callback)
+  if not (conv.root and conv.session_id) then
+    notify('no conversation yet: ask something first', vim.log.levels.WARN)
+    return
+  end
+  local session = conv.session_id
+  with_client(conv.root, function(client)
+    if id and id ~= '' then
+      callback(client, session, id)
+      return
+    end
+    call(client, 'request', 'agent/checkpoints', { sessionId = session }, function(err, result)
+      if err then
+        notify('agent/checkpoints failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        return
+      end
+      local list = result.checkpoints or {}
+      if #list == 0 then
+        notify('no checkpoints in this conversation')
+        return
+      end
+      callback(client, session, list[#list].id)
+    end)
+  end)
+end
+
+local function report(method, err)
+  notify(method .. ' failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+end
+
+--- List the conversation's asks and the files each one changed.
+function M.checkpoints()
+  if not (conv.root and conv.session_id) then
+    notify('no conversation yet: ask something first', vim.log.levels.WARN)
+    return
+  end
+  local session = conv.session_id
+  with_client(conv.root, function(client)
+    call(client, 'request', 'agent/checkpoints', { sessionId = session }, function(err, result)
+      if err then
+        return report('agent/checkpoints', err)
+      end
+      local lines = format.checkpoint_lines(result.checkpoints)
+      local buf = scratch(CHECKPOINTS, 'agentlspcheckpoints')
+      set_lines(buf, 0, -1, #lines > 0 and lines or { 'no checkpoints in this conversation' })
+      show(buf, true)
+    end)
+  end)
+end
+
+--- Show what ask `id` (default: the latest) changed, as a unified diff.
+function M.diff(id)
+  with_checkpoint(id, function(client, session, checkpoint)
+    local params = { sessionId = session, checkpointId = checkpoint }
+    call(client, 'request', 'agent/diff', params, function(err, result)
+      if err then
+        return report('agent/diff', err)
+      end
+      local lines = format.diff_lines(result.files)
+      local buf = scratch(DIFF, 'diff')
+      set_lines(buf, 0, -1, #lines > 0 and lines or { '(ask ' .. checkpoint .. ' changed no files)' })
+      show(buf, true)
+    end)
+  end)
+end
+
+--- Undo ask `id` (default: the latest) and every later one: a dry run first says what
+--- will be restored and what is kept because it changed since; `force` skips asking.
+function M.rewind(id, force)
+  if conv.request then
+    notify('an ask is running (:AgentCancel stops it)', vim.log.levels.WARN)
+    return
+  end
+  with_checkpoint(id, function(client, session, checkpoint)
+    local function run()
+      local params = { sessionId = session, checkpointId = checkpoint }
+      call(client, 'request', 'agent/rewind', params, function(err, result)
+        if err then
+          return report('agent/rewind', err)
+        end
+        local lines = { '_Undone: ask ' .. checkpoint .. ' and later (the agent forgot them)._', '' }
+        for _, line in ipairs(format.rewind_lines(result, checkpoint)) do
+          table.insert(lines, '- ' .. line)
+        end
+        table.insert(lines, '')
+        append(conversation_buf(), lines)
+        pcall(vim.cmd, 'checktime')
+        notify(string.format('undid ask %s: %d restored, %d kept', checkpoint, #result.restored, #result.conflicts))
+      end)
+    end
+    if force then
+      return run()
+    end
+    local params = { sessionId = session, checkpointId = checkpoint, dryRun = true }
+    call(client, 'request', 'agent/rewind', params, function(err, result)
+      if err then
+        return report('agent/rewind', err)
+      end
+      local summary = table.concat(format.rewind_lines(result, checkpoint), '\n')
+      local prompt = 'Undo ask ' .. checkpoint .. ' and later?\n' .. summary
+      vim.ui.select({ 'Undo', 'Cancel' }, { prompt = prompt }, function(choice)
+        if choice == 'Undo' then
+          run()
+        end
+      end)
+    end)
+  end)
+end
+
 --- The conversation state (for statuslines and tests).
 function M.status()
   local req = conv.request
@@ -812,6 +930,8 @@ function M.status()
     conversation_buf = buffers[CONVERSATION],
     trace_buf = buffers[TRACE],
     tools_buf = buffers[TOOLS],
+    checkpoints_buf = buffers[CHECKPOINTS],
+    diff_buf = buffers[DIFF],
     check_buf = buffers[CHECK],
   }
 end

@@ -1,0 +1,231 @@
+// "Show changes" and "Undo this ask": what one ask changed, in VS Code's diff view, and a
+// rewind that asks first; as buttons under each answer in the chat view and as commands that
+// pick an ask. The server holds the checkpoints (agent/checkpoints, agent/diff, agent/rewind);
+// this module only asks it and shows the answers.
+
+import * as vscode from "vscode";
+import type { LanguageClient } from "vscode-languageclient/node";
+import type { Button, Conversation } from "./chat/model";
+import { checkpointItems, undoOutcome, undoQuestion } from "./checkpoints-view";
+import {
+  type CheckpointsResult,
+  type DiffResult,
+  type FileDiff,
+  Methods,
+  type RewindResult,
+} from "./protocol";
+
+export const SCHEME = "agent-lsp-checkpoint";
+
+export interface CheckpointHost {
+  /** The running client, or undefined after telling the user why there is none. */
+  client(): LanguageClient | undefined;
+  /** The folder the chat's conversation acts in (to name the files in the diff view). */
+  folder(): vscode.Uri | undefined;
+}
+
+/** What this needs of the chat view (chat/controller.ts). */
+export interface ChatHooks {
+  registerAction(name: string, handler: (args: Record<string, string>) => unknown): vscode.Disposable;
+  addEntryAction(entryId: string, button: Button): void;
+  readonly session: {
+    readonly sessionId: string | undefined;
+    readonly conversation: Conversation;
+    replace(conversation: Conversation): Conversation;
+  };
+}
+
+const SHOW = "showChanges";
+const UNDO = "undoAsk";
+
+export class Checkpoints implements vscode.Disposable {
+  private readonly contents = new Map<string, string>();
+  private readonly disposables: vscode.Disposable[];
+  private shown = 0;
+
+  constructor(
+    private readonly host: CheckpointHost,
+    private readonly chat: ChatHooks,
+  ) {
+    this.disposables = [
+      vscode.workspace.registerTextDocumentContentProvider(SCHEME, {
+        provideTextDocumentContent: (uri) => this.contents.get(uri.query) ?? "",
+      }),
+      chat.registerAction(SHOW, (args) => this.withIds(args, (s, c) => this.showChanges(s, c))),
+      chat.registerAction(UNDO, (args) => this.withIds(args, (s, c) => this.undoAsk(s, c))),
+    ];
+  }
+
+  /** An ask answered: "Show changes" and "Undo this ask" under its answer. */
+  answered(entryId: string, sessionId: string, checkpointId: string): void {
+    const args = { sessionId, checkpointId };
+    this.chat.addEntryAction(entryId, { title: "Show changes", action: SHOW, args });
+    this.chat.addEntryAction(entryId, { title: "Undo this ask", action: UNDO, args });
+  }
+
+  private withIds(args: Record<string, string>, run: (sessionId: string, checkpointId: string) => Promise<unknown>): unknown {
+    const { sessionId, checkpointId } = args;
+    return sessionId && checkpointId ? run(sessionId, checkpointId) : undefined;
+  }
+
+  /** After an undo the server's conversation ends before that ask: so does the view. */
+  private cutView(sessionId: string, checkpointId: string, result: RewindResult): void {
+    const conversation = this.chat.session.conversation;
+    if (conversation.sessionId !== sessionId) return;
+    const index = conversation.entries.findIndex((entry) =>
+      entry.actions.some((b) => b.action === UNDO && b.args?.["checkpointId"] === checkpointId),
+    );
+    const entries = index >= 0 ? conversation.entries.slice(0, index) : conversation.entries;
+    this.chat.session.replace({ ...conversation, entries, notice: undoOutcome(checkpointId, result) });
+  }
+
+  /** Open VS Code's diff view for each file the ask changed. */
+  async showChanges(sessionId: string, checkpointId: string): Promise<void> {
+    const client = this.host.client();
+    if (!client) return;
+    let result: DiffResult;
+    try {
+      result = await client.sendRequest<DiffResult>(Methods.diff, {
+        sessionId,
+        checkpointId,
+        includeContent: true,
+      });
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Agent: could not get the changes: ${message(error)}`);
+      return;
+    }
+    if (!result.files.length) {
+      void vscode.window.showInformationMessage(`Agent: ask ${checkpointId} changed no files.`);
+      return;
+    }
+    const key = ++this.shown;
+    this.forgetOlderThan(key - 20);
+    const resources = result.files.map((file) => this.resources(file, checkpointId, key));
+    const title = `Changes of ask ${checkpointId}`;
+    const only = resources.length === 1 ? resources[0] : undefined;
+    if (only) {
+      const [resource, left, right] = only;
+      await vscode.commands.executeCommand("vscode.diff", left, right, `${title}: ${name(resource)}`);
+      return;
+    }
+    try {
+      await vscode.commands.executeCommand("vscode.changes", title, resources);
+    } catch {
+      // An older VS Code without the multi-file diff editor: one diff tab per file.
+      for (const [resource, left, right] of resources) {
+        await vscode.commands.executeCommand("vscode.diff", left, right, `${title}: ${name(resource)}`, {
+          preview: false,
+        });
+      }
+    }
+  }
+
+  /** Undo the ask (and later ones): a dry run first, shown in a modal question. */
+  async undoAsk(sessionId: string, checkpointId: string): Promise<boolean> {
+    const client = this.host.client();
+    if (!client) return false;
+    const params = { sessionId, checkpointId };
+    try {
+      const dry = await client.sendRequest<RewindResult>(Methods.rewind, { ...params, dryRun: true });
+      const question = undoQuestion(checkpointId, dry);
+      const pick = await vscode.window.showWarningMessage(
+        question.message,
+        { modal: true, detail: question.detail },
+        ...(question.actionable ? ["Undo"] : []),
+      );
+      if (pick !== "Undo") return false;
+      const result = await client.sendRequest<RewindResult>(Methods.rewind, params);
+      this.cutView(sessionId, checkpointId, result);
+      void vscode.window.showInformationMessage(`Agent: ${undoOutcome(checkpointId, result)}`);
+      return true;
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Agent: could not undo ask ${checkpointId}: ${message(error)}`);
+      return false;
+    }
+  }
+
+  /** Command: pick one of the conversation's asks, show its changes. */
+  async pickAndShowChanges(sessionId?: unknown, checkpointId?: unknown): Promise<void> {
+    const picked = await this.pick(sessionId, checkpointId, "Show the changes of which ask?");
+    if (picked) await this.showChanges(picked.sessionId, picked.checkpointId);
+  }
+
+  /** Command: pick one of the conversation's asks, undo it and every later one. */
+  async pickAndUndo(sessionId?: unknown, checkpointId?: unknown): Promise<void> {
+    const picked = await this.pick(sessionId, checkpointId, "Undo which ask (and every later one)?");
+    if (picked) await this.undoAsk(picked.sessionId, picked.checkpointId);
+  }
+
+  private async pick(
+    sessionArg: unknown,
+    checkpointArg: unknown,
+    placeHolder: string,
+  ): Promise<{ sessionId: string; checkpointId: string } | undefined> {
+    const sessionId = typeof sessionArg === "string" ? sessionArg : this.chat.session.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("Agent: no conversation yet: ask something first.");
+      return undefined;
+    }
+    if (typeof checkpointArg === "string") return { sessionId, checkpointId: checkpointArg };
+    const client = this.host.client();
+    if (!client) return undefined;
+    let result: CheckpointsResult;
+    try {
+      result = await client.sendRequest<CheckpointsResult>(Methods.checkpoints, { sessionId });
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Agent: could not list the asks: ${message(error)}`);
+      return undefined;
+    }
+    if (!result.checkpoints.length) {
+      void vscode.window.showInformationMessage("Agent: this conversation has no asks to show.");
+      return undefined;
+    }
+    const item = await vscode.window.showQuickPick(checkpointItems(result.checkpoints), {
+      title: "Agent: the conversation's asks",
+      placeHolder,
+      matchOnDetail: true,
+    });
+    return item ? { sessionId, checkpointId: item.checkpointId } : undefined;
+  }
+
+  /** [the workspace file, its text before the ask, after it] for vscode.changes. */
+  private resources(file: FileDiff, checkpointId: string, key: number): [vscode.Uri, vscode.Uri, vscode.Uri] {
+    const folder = this.host.folder();
+    const resource = folder ? vscode.Uri.joinPath(folder, file.path) : vscode.Uri.file(file.path);
+    const side = (which: "before" | "after", text: string | null | undefined): vscode.Uri => {
+      const query = `${key}/${which}/ask-${checkpointId}/${file.path}`;
+      this.contents.set(query, text ?? placeholder(file, which));
+      // Both sides share the file's path (the diff view picks its language from the name,
+      // and does not take the pair for a rename); the query tells them apart.
+      return vscode.Uri.from({ scheme: SCHEME, path: `/${file.path}`, query });
+    };
+    return [resource, side("before", file.before), side("after", file.after)];
+  }
+
+  /** Drop the texts of diff views shown long ago (each view keeps its own copy). */
+  private forgetOlderThan(key: number): void {
+    for (const query of this.contents.keys()) {
+      if (Number(query.split("/", 1)[0]) < key) this.contents.delete(query);
+    }
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    this.contents.clear();
+  }
+}
+
+function placeholder(file: FileDiff, which: "before" | "after"): string {
+  if ((file.status === "added" && which === "before") || (file.status === "deleted" && which === "after")) {
+    return "";
+  }
+  return file.binary ? "(binary file: no text to show)" : "(too large to show)";
+}
+
+function name(uri: vscode.Uri): string {
+  return uri.path.split("/").pop() ?? uri.path;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

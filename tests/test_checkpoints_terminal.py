@@ -1,0 +1,90 @@
+"""``agent-lsp checkpoints`` / ``diff`` / ``rewind`` in the terminal, real processes throughout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.lsp_client import REPO, server_env
+from tests.support.model_server import ScriptedModel, tool_call
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_an_ask_listed_shown_and_undone_from_the_terminal(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("first line\n")
+    (workspace / "old.txt").write_text("old\n")
+    env = server_env(model.base_url)
+    model.reply(tool_calls=[tool_call("read_file", {"path": "notes.txt"})])
+    model.reply(
+        tool_calls=[
+            tool_call("edit_file", {"path": "notes.txt", "old_text": "first", "new_text": "1st"}),
+            tool_call("bash", {"command": "rm old.txt && echo hi > hello.txt"}),
+        ]
+    )
+    model.reply("Done.")
+    where = ("--workspace", str(workspace))
+    asked = run_cli("ask", "tidy the notes", *where, env=env)
+    assert asked.returncode == 0, asked.stderr
+    session = asked.stderr.split("session: ")[1].split()[0]
+    assert f"undo with: agent-lsp rewind --session {session} 1" in asked.stderr
+
+    listed = run_cli("checkpoints", "--session", session, *where, env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("  1  ") and lines[0].endswith("tidy the notes")
+    assert lines[1:] == [
+        "       A hello.txt (+1)",
+        "       M notes.txt (+1 -1)",
+        "       D old.txt (-1)",
+    ]
+
+    shown = run_cli("diff", "--session", session, "1", *where, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-first line\n+1st line\n" in shown.stdout
+
+    (workspace / "hello.txt").write_text("the user kept this one\n")
+    dry = run_cli("rewind", "--session", session, "1", "--dry-run", *where, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "would restore: notes.txt" in dry.stdout
+    assert "would keep (changed since): hello.txt" in dry.stdout
+    assert (workspace / "notes.txt").read_text() == "1st line\n"
+
+    done = run_cli("rewind", "--session", session, "1", *where, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "restored: notes.txt",
+        "restored: old.txt",
+        "kept (changed since): hello.txt: it was changed after the agent's last change to it",
+        "conversation cut back to before ask 1",
+    ]
+    assert (workspace / "notes.txt").read_text() == "first line\n"
+    assert (workspace / "old.txt").read_text() == "old\n"
+    assert (workspace / "hello.txt").read_text() == "the user kept this one\n"
+
+    model.reply("Starting over.")
+    again = run_cli("ask", "hello?", "--session", session, *where, env=env)
+    assert again.returncode == 0, again.stderr
+    assert [m["role"] for m in model.bodies[-1]["messages"]] == ["system", "user"]
+
+
+def test_an_unknown_session_is_an_error(tmp_path: Path) -> None:
+    result = run_cli("checkpoints", "--session", "0" * 32, "--workspace", str(tmp_path),
+                     env=server_env(None))  # fmt: skip
+    assert result.returncode == 1
+    assert "unknown session" in result.stderr
