@@ -17,7 +17,8 @@ response is assembled exactly: text in order, tool calls from their fragments by
 ``index`` (the id, type and name from the first fragment that has them, the
 arguments concatenated), usage from the final chunk (``stream_options:
 {include_usage: true}``). An endpoint that refuses streaming -- an HTTP error
-naming ``stream``, or an answer that is not an event stream -- is asked again
+naming ``stream``, an answer that is not an event stream, or an event stream with
+no event (llama-cpp-python's, when tools are offered) -- is asked again
 plainly, once (or, when it answered plainly anyway, that answer is used), and its
 :class:`StreamSupport` remembers it; one that refuses only ``stream_options``
 streams without it. Cancelling closes the stream's connection at once (the
@@ -167,9 +168,10 @@ async def _streamed(
     finally:
         await stream.close()  # at once on cancel: the endpoint sees the connection close
     if not assembler.chunks:
-        if "event-stream" not in kind:
-            raise _StreamRefused(f"it answered a streamed request with {kind or 'no content type'}")
-        raise _malformed(client, "the stream ended without a chunk")
+        # Nothing was shown, so asking plainly loses nothing. llama-cpp-python answers a
+        # streamed request with tools this way (HTTP 200, an empty event stream).
+        what = "an empty event stream" if "event-stream" in kind else kind or "no content type"
+        raise _StreamRefused(f"it answered a streamed request with {what}")
     if not assembler.choices:
         raise _malformed(client, "no choices in the stream")
     return assembler.reply()

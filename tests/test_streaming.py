@@ -166,6 +166,25 @@ async def test_an_endpoint_that_refuses_streaming_still_answers(workspace: Path)
     assert [bool(b.get("stream")) for b in model.bodies] == [True, False, False]
 
 
+async def test_an_endpoint_that_streams_nothing_when_offered_tools_still_answers(
+    workspace: Path,
+) -> None:
+    # llama-cpp-python: HTTP 200 and an event stream without a single event.
+    with ScriptedModel(stream="empty-with-tools") as model:
+        client = await start_client(server_env(model.base_url), [workspace])
+        try:
+            model.reply("whole answer")
+            model.reply("second answer")
+            first = await ask(client, prompt="hi")
+            second = await ask(client, prompt="again", sessionId=first["sessionId"])
+        finally:
+            await client.shutdown_session()
+            await client.stop()
+    assert (first["answer"], second["answer"]) == ("whole answer", "second answer")
+    assert [d["delta"] for d in client.deltas] == ["whole answer", "second answer"]
+    assert [bool(b.get("stream")) for b in model.bodies] == [True, False, False]
+
+
 async def test_cancelling_mid_stream_closes_the_model_connection(
     client: AgentTestClient, model: ScriptedModel
 ) -> None:
@@ -173,7 +192,7 @@ async def test_cancelling_mid_stream_closes_the_model_connection(
     first = await ask(client, prompt="warm up")
     model.reply("never finished " * 300, chunk_size=5, chunk_delay=0.01)
     running = RunningAsk(client, {"prompt": "long", "sessionId": first["sessionId"]})
-    await until(lambda: len(client.deltas) > 1)
+    await until(lambda: any("never" in d["delta"] for d in client.deltas))
 
     cancelled_at = time.monotonic()
     running.cancel()

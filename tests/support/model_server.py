@@ -65,7 +65,10 @@ connection is dropped after that many events), and a ``body`` is sent as the
 stream's events (a list: one each). ``stream`` picks how the server treats
 streaming: ``"sse"`` (default), ``"refuse"`` (HTTP 400 naming ``stream``, as some
 endpoints do), ``"plain"`` (ignores it: a JSON completion), ``"no-stream-options"``
-(HTTP 400 when ``stream_options`` is sent). Each streamed answer is recorded in
+(HTTP 400 when ``stream_options`` is sent), ``"empty-with-tools"`` (a streamed request
+that offers tools gets HTTP 200 and an event stream with no event at all, as
+llama-cpp-python's ``chatml-function-calling`` does: "Automatic streaming tool choice
+is not supported" is raised inside its generator). Each streamed answer is recorded in
 ``.streams`` (:class:`StreamRecord`: when each event left, whether the client hung
 up before the end), so a test can see a cancelled stream's connection close.
 
@@ -140,7 +143,7 @@ EXHAUSTED_TEXT = "(script exhausted)"
 ASSISTANT_CONTENT = "assistant-content"
 NO_REASONING_CONTENT = "no-reasoning-content"
 PROVIDER_RULES = frozenset({ASSISTANT_CONTENT, NO_REASONING_CONTENT})
-STREAM_MODES = ("sse", "refuse", "plain", "no-stream-options")
+STREAM_MODES = ("sse", "refuse", "plain", "no-stream-options", "empty-with-tools")
 DEFAULT_CHUNK_SIZE = 4  # characters per streamed piece (about a token)
 MAX_PIECES = 10_000  # per streamed field; longer texts get longer pieces
 
@@ -206,6 +209,10 @@ class Reply:
             stream_deltas=data.get("stream_deltas"),
             break_after=data.get("break_after"),
         )
+
+
+# The answer of an endpoint that streams nothing when offered tools (see ``stream``).
+_EMPTY_STREAM = Reply()
 
 
 def make_reply(
@@ -472,6 +479,8 @@ class ScriptedModel:
             with self._lock:
                 self.refused.append({"status": refusal.status, "error": refusal.body["error"]})
             return refusal, 0.0
+        if self.stream == "empty-with-tools" and body.get("stream") and body.get("tools"):
+            return _EMPTY_STREAM, 0.0  # no reply used: the client asks again plainly
         with self._lock:
             reply = self._queue.popleft() if self._queue else None
         if reply is None and self.responder is not None:
@@ -947,6 +956,14 @@ class _Handler(BaseHTTPRequestHandler):
         """Send ``reply`` as Server-Sent Events, one HTTP chunk per event."""
         record = model._stream_started(len(model.requests) - 1)
         events = stream_events(reply, body, model.chunk_size)
+        if reply is _EMPTY_STREAM:
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+            )
+            self.wfile.flush()
+            model._stream_ended(record)
+            return
         delay = model.chunk_delay if reply.chunk_delay is None else reply.chunk_delay
         head = (
             "HTTP/1.1 200 OK\r\n"
