@@ -5,8 +5,9 @@
    bare ``client.chat.completions.create`` calls with the same growing message list
    (what the loop wraps). Both go through the real SDK and real HTTP on 127.0.0.1; the
    difference is the loop's own cost (event emission, tool runtime dispatch, message
-   bookkeeping). A third row runs the loop against an in-memory client (no HTTP) to
-   show that cost on its own.
+   bookkeeping); both make plain requests. Another row streams the loop's requests
+   (Server-Sent Events, the server's default) to show what streaming costs a turn,
+   and one runs the loop against an in-memory client (no HTTP) to show its own cost.
 2. Parallel read-only calls: one response asks for 4 read-only tools that each take
    0.5 s; wall time of the ask versus the same tools declared not read-only (run one
    after another).
@@ -33,6 +34,7 @@ from openai.types.chat import ChatCompletion  # noqa: E402
 
 from server.agent_loop import agent_loop  # noqa: E402
 from server.model_config import ModelSettings, create_client  # noqa: E402
+from server.model_stream import StreamSupport  # noqa: E402
 from tests.support.model_server import (  # noqa: E402
     ScriptedModel,
     completion_body,
@@ -81,10 +83,19 @@ def _prompt() -> list[dict[str, Any]]:
     ]
 
 
-async def _ask_with_loop(client: Any, runtime: ToolRuntime) -> tuple[float, int]:
+async def _ask_with_loop(
+    client: Any, runtime: ToolRuntime, *, stream: bool = False
+) -> tuple[float, int]:
     messages = _prompt()
     started = time.perf_counter()
-    result = await agent_loop(messages, runtime, client=client, model="bench", max_turns=1000)
+    result = await agent_loop(
+        messages,
+        runtime,
+        client=client,
+        model="bench",
+        max_turns=1000,
+        streaming=StreamSupport(enabled=stream),
+    )
     elapsed = time.perf_counter() - started
     assert result.stop_reason == "end_turn" and len(result.tool_calls) == TURNS_PER_ASK
     return elapsed, result.turns
@@ -136,6 +147,7 @@ async def bench_overhead() -> dict[str, float]:
     schemas = runtime.schemas()
     memory = _MemoryClient()
     loop_turns: list[float] = []
+    streamed_turns: list[float] = []
     bare_turns: list[float] = []
     memory_turns: list[float] = []
     with ScriptedModel(instant_responder("noop", tool_turns=TURNS_PER_ASK)) as model:
@@ -146,11 +158,13 @@ async def bench_overhead() -> dict[str, float]:
         try:
             for round_ in range(WARMUP + ROUNDS):
                 loop_time, loop_n = await _ask_with_loop(client, runtime)
+                streamed_time, streamed_n = await _ask_with_loop(client, runtime, stream=True)
                 bare_time, bare_n = await _ask_bare(client, schemas)
                 memory_time, memory_n = await _ask_with_loop(memory, runtime)  # type: ignore[arg-type]
-                assert loop_n == bare_n == memory_n == TURNS_PER_ASK + 1
+                assert loop_n == streamed_n == bare_n == memory_n == TURNS_PER_ASK + 1
                 if round_ >= WARMUP:
                     loop_turns.append(loop_time / loop_n)
+                    streamed_turns.append(streamed_time / streamed_n)
                     bare_turns.append(bare_time / bare_n)
                     memory_turns.append(memory_time / memory_n)
         finally:
@@ -159,6 +173,7 @@ async def bench_overhead() -> dict[str, float]:
     bare_us = statistics.median(bare_turns) * 1e6
     return {
         "loop_us": loop_us,
+        "streamed_us": statistics.median(streamed_turns) * 1e6,
         "bare_us": bare_us,
         "memory_us": statistics.median(memory_turns) * 1e6,
         "ratio": loop_us / bare_us,
@@ -220,6 +235,8 @@ def render(overhead: dict[str, float], parallel: dict[str, float]) -> str:
         f"| {overhead['bare_us']:.0f} | 1.00 |",
         f"| `agent_loop` (events, runtime dispatch, no-op tool) "
         f"| {overhead['loop_us']:.0f} | {overhead['ratio']:.2f} |",
+        f"| `agent_loop`, requests streamed (SSE, the server's default) "
+        f"| {overhead['streamed_us']:.0f} | {overhead['streamed_us'] / overhead['bare_us']:.2f} |",
         f"| `agent_loop` with an in-memory client (loop + response parsing, no HTTP) "
         f"| {overhead['memory_us']:.0f} | {overhead['memory_us'] / overhead['bare_us']:.2f} |",
         "",

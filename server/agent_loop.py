@@ -12,7 +12,10 @@ Invariants the rest of the server relies on:
   is always valid to send again.
 - A cancelled (or failed) model request appends nothing.
 - An assistant message is appended in the one shape every endpoint accepts
-  (:func:`~server.model_request.assistant_message`), never as the SDK parsed it.
+  (:func:`~server.model_stream.assistant_message`: ``content`` a string, reasoning
+  text never), never as the SDK parsed it.
+- The model's text reaches ``on_event`` as it streams in (``TextDelta``), the whole
+  of it, in order, before the turn's tool calls start.
 - A response cut at the token limit (``finish_reason: "length"``) ends the run
   with ``stop_reason="max_tokens"``; its tool calls (whose arguments may be cut
   too) are not run but answered with an error, so the history stays valid.
@@ -45,10 +48,12 @@ from .events import (
     EventSink,
     FinalAnswer,
     ModelRequestStarted,
+    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
-from .model_request import assistant_message, complete
+from .model_request import complete
+from .model_stream import StreamSupport
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -133,6 +138,7 @@ async def agent_loop(
     on_event: EventSink | None = None,
     context: ToolContext | None = None,
     window: ContextWindow | None = None,
+    streaming: StreamSupport | None = None,
 ) -> LoopResult:
     """Run the loop on ``messages`` (appended to in place) and return the final text.
 
@@ -147,6 +153,9 @@ async def agent_loop(
     editor's documents); each call gets its own copy via ``for_call``. Without one,
     the tools get a fresh context for the run.
 
+    ``streaming`` is what the endpoint is known to accept (the engine keeps one per
+    endpoint); without one, requests stream and what is learned lasts this run.
+
     Raises :class:`~server.model_config.ModelRequestError` when a request fails;
     ``CancelledError`` propagates after the history has been made consistent.
     """
@@ -154,6 +163,7 @@ async def agent_loop(
         raise ValueError("max_turns must be >= 1")
     emit = on_event or _ignore
     context = context if context is not None else ToolContext()
+    streaming = streaming if streaming is not None else StreamSupport()
     schemas = runtime.schemas()  # once per run: the registry does not change mid-run
     # An empty registry sends no ``tools`` at all: some endpoints reject ``tools: []``.
     options: dict[str, Any] = {"tools": schemas, "tool_choice": "auto"} if schemas else {}
@@ -166,7 +176,15 @@ async def agent_loop(
         return await complete_text(client, model, request, usage)
 
     for turn in range(1, max_turns + 1):
-        send = functools.partial(complete, client, model=model, messages=messages, options=options)
+        send = functools.partial(
+            complete,
+            client,
+            model=model,
+            messages=messages,
+            options=options,
+            streaming=streaming,
+            on_delta=functools.partial(_text_delta, emit, turn),
+        )
         if window is None:
             emit(ModelRequestStarted(turn=turn))
             reply = await send()
@@ -175,13 +193,13 @@ async def agent_loop(
         usage.add(reply.usage)
         if window is not None:
             window.observe(messages, usage.last_prompt_tokens)
-        message = reply.message
-        text = message.content or getattr(message, "refusal", None) or ""
-        calls = list(message.tool_calls or ())
-        messages.append(assistant_message(text, calls))
+        text = reply.text
+        calls = reply.tool_calls
+        messages.append(reply.message)
         if reply.finish_reason == "length":
-            cut = [{"role": "tool", "tool_call_id": c.id, "content": CUT_OFF_OUTPUT} for c in calls]
-            messages.extend(cut)
+            messages.extend(
+                {"role": "tool", "tool_call_id": c["id"], "content": CUT_OFF_OUTPUT} for c in calls
+            )
             return _stop(emit, LoopResult(text, "max_tokens", records, usage, turn))
         if not calls:
             if not text.strip():
@@ -200,15 +218,19 @@ def _stop(emit: EventSink, result: LoopResult) -> LoopResult:
 async def complete_text(
     client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], usage: Usage | None = None
 ) -> str:
-    """One request offering no tools; the text it answers (compaction's summaries)."""
+    """One plain request offering no tools; the text it answers (compaction's summaries)."""
     reply = await complete(client, model=model, messages=messages, options={})
     if usage is not None:
         usage.add(reply.usage)
-    return reply.message.content or ""
+    return reply.text
+
+
+def _text_delta(emit: EventSink, turn: int, channel: str, text: str) -> None:
+    emit(TextDelta(turn, channel, text))
 
 
 async def _run_tool_calls(
-    calls: Sequence[Any],
+    calls: Sequence[dict[str, Any]],
     runtime: ToolRuntime,
     context: ToolContext,
     messages: list[dict[str, Any]],
@@ -226,11 +248,11 @@ async def _run_tool_calls(
         call = calls[index]
         name, arguments = _describe(call)
         started[index] = time.perf_counter()
-        emit(ToolCallStarted(turn=turn, call_id=call.id, name=name, arguments=arguments))
-        if getattr(call, "type", "function") != "function":
-            output = f"Error: unsupported tool call type {call.type}"
+        emit(ToolCallStarted(turn=turn, call_id=call["id"], name=name, arguments=arguments))
+        if call.get("type", "function") != "function":
+            output = f"Error: unsupported tool call type {call['type']}"
         else:
-            output = await runtime.execute(name, arguments, context.for_call(call.id))
+            output = await runtime.execute(name, arguments, context.for_call(call["id"]))
         outputs[index] = output
         _finish(index, output, ok=not is_error(output))
 
@@ -239,13 +261,13 @@ async def _run_tool_calls(
         name, arguments = _describe(call)
         duration_ms = (time.perf_counter() - started[index]) * 1000
         shown = preview(output)
-        finished[index] = ToolCallRecord(call.id, name, arguments, ok, shown, duration_ms)
-        emit(ToolCallFinished(turn, call.id, name, arguments, ok, shown, duration_ms))
+        finished[index] = ToolCallRecord(call["id"], name, arguments, ok, shown, duration_ms)
+        emit(ToolCallFinished(turn, call["id"], name, arguments, ok, shown, duration_ms))
 
     def append(index: int, output: str) -> None:
         if index in finished:
             records.append(finished[index])
-        messages.append({"role": "tool", "tool_call_id": calls[index].id, "content": output})
+        messages.append({"role": "tool", "tool_call_id": calls[index]["id"], "content": output})
 
     try:
         index = 0
@@ -299,21 +321,15 @@ async def _run_concurrently(run: Any, indices: range) -> None:
         raise failures[0]
 
 
-def _is_read_only(call: Any, runtime: ToolRuntime) -> bool:
-    return getattr(call, "type", "function") == "function" and runtime.is_read_only(
-        call.function.name
-    )
+def _is_read_only(call: dict[str, Any], runtime: ToolRuntime) -> bool:
+    return call.get("type", "function") == "function" and runtime.is_read_only(_describe(call)[0])
 
 
-def _describe(call: Any) -> tuple[str, str]:
-    """(name, raw arguments) of a call of any type."""
-    function = getattr(call, "function", None)
-    if function is not None:
-        return function.name or "", function.arguments or ""
-    custom = getattr(call, "custom", None)
-    if custom is not None:
-        return getattr(custom, "name", "") or "", getattr(custom, "input", "") or ""
-    return "", ""
+def _describe(call: dict[str, Any]) -> tuple[str, str]:
+    """(name, raw arguments) of a call of any type (as ``server.model_stream`` shapes it)."""
+    kind = call.get("type", "function")
+    body = call.get(kind) or {}
+    return str(body.get("name") or ""), str(body.get("arguments", body.get("input")) or "")
 
 
 def _safely(action: Any) -> None:

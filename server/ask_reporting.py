@@ -1,9 +1,12 @@
 """What the editor sees of a running ask: work-done progress and notifications.
 
 One :class:`AskReporter` per ask turns the loop's typed events into
-``agent/toolActivity``, ``agent/askProgress`` and ``agent/compaction`` notifications
-(structured fields clients render) and work-done progress reports (text for humans
-only).
+``agent/toolActivity``, ``agent/askProgress``, ``agent/compaction`` and
+``agent/answerDelta`` notifications (structured fields clients render) and
+work-done progress reports (text for humans only). Streamed text is coalesced
+(``server.delta_coalescing``) and what is waiting is sent before any other
+notification, so the editor sees everything in the order it happened, and all of
+it before the ask's response.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pygls.exceptions import JsonRpcException
 
 from . import protocol as p
 from .activity import activity_params, summarize_arguments
+from .delta_coalescing import DeltaCoalescer
 from .events import (
     AgentEvent,
     CompactionFinished,
@@ -25,6 +29,7 @@ from .events import (
     ModelRequestStarted,
     PermissionAnswered,
     PermissionRequested,
+    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -88,11 +93,16 @@ class AskReporter:
         self._progress = progress
         self.session_id = session_id or ""
         self._turn = 0
+        self._deltas = DeltaCoalescer(self._send_delta)
 
     def set_session(self, session_id: str) -> None:
         self.session_id = session_id
 
     def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._deltas.add(event.turn, event.channel, event.text)
+            return
+        self._deltas.flush()
         if isinstance(event, ModelRequestStarted):
             self._turn = event.turn
             self._phase("model", f"turn {event.turn}: waiting for the model")
@@ -144,7 +154,12 @@ class AskReporter:
         progress = p.AskProgress(self.session_id, self._turn, phase, message)
         self._ls.protocol.notify(p.AGENT_ASK_PROGRESS, p.to_wire(progress))
 
+    def _send_delta(self, turn: int, channel: str, text: str) -> None:
+        delta = p.AnswerDelta(self.session_id, turn, text, channel)
+        self._ls.protocol.notify(p.AGENT_ANSWER_DELTA, p.to_wire(delta))
+
     def end(self, outcome: str) -> None:
+        self._deltas.close()
         self._progress.end(outcome)
 
 

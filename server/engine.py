@@ -44,6 +44,7 @@ from .errors import (
 )
 from .events import EngineWarning, EventSink, WarningSink
 from .model_config import ModelRequestError, ModelSettings, create_client, load_model_settings
+from .model_stream import StreamSupport
 from .own_secrets import exposure_warning, hidden_paths
 from .permissions import Asker, PermissionGate
 from .prompts import system_prompt
@@ -152,6 +153,8 @@ class AgentEngine:
             max_conversations=max_conversations, files=self._files
         )
         self._clients: dict[ModelSettings, AsyncOpenAI] = {}
+        # What each endpoint accepts (does it stream?), learned once per server lifetime.
+        self._streaming: dict[ModelSettings, StreamSupport] = {}
         self._documents: EditorDocuments | None = None
         self._warm: asyncio.Task[None] | None = None
         self._sandbox_warned = False
@@ -523,6 +526,7 @@ class AgentEngine:
                         journal=recorder,
                     ),
                     window=window,
+                    streaming=self._streaming.setdefault(model_settings, StreamSupport()),
                 )
             except BaseException as exc:
                 await self._settle_unfinished(conversation, request, created=created)

@@ -3,6 +3,7 @@
 The loop never prints: front ends pass an :data:`EventSink` (a plain synchronous
 callback) and turn these into editor notifications, log lines or test records.
 For each run the order is: ``ModelRequestStarted`` before every model request,
+then that turn's ``TextDelta``s as the response streams in, then
 ``ToolCallStarted``/``ToolCallFinished`` around every tool call (a cancelled call
 still gets its ``ToolCallFinished`` with ``ok=False``), ``FinalAnswer`` last.
 ``CompactionStarted``/``CompactionFinished`` come before a turn's request when the
@@ -18,6 +19,20 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class ModelRequestStarted:
     turn: int  # 1-based: one turn = one chat.completions request
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """Text of the model's response as it arrives, in order.
+
+    ``channel`` is ``"answer"`` (the message's text; a turn's deltas add up to it)
+    or ``"reasoning"`` (thinking some providers send beside it: shown, never sent
+    back). Not coalesced here: one event per streamed chunk.
+    """
+
+    turn: int
+    channel: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,7 @@ class CompactionFinished:
 
 AgentEvent = (
     ModelRequestStarted
+    | TextDelta
     | ToolCallStarted
     | ToolCallFinished
     | PermissionRequested

@@ -1,25 +1,23 @@
-"""One chat.completions request as the endpoint sees it.
+"""One chat.completions request as the endpoint sees it: its attempts and its budget.
 
-Two things real endpoints are strict about live here:
-
-- **What we send back.** :func:`assistant_message` is the only shape of an
-  assistant turn we put in the history: the fields the Chat Completions API
-  defines (``role``, ``content``, ``tool_calls`` with ``id``/``type``/``function``)
-  and nothing else. ``content`` is always a string (``""`` when the model sent
-  none): llama.cpp's server answers HTTP 500 ``'dict object' has no attribute
-  'content'`` to a missing or null one. ``reasoning_content`` is never echoed
-  (DeepSeek answers HTTP 400), nor the legacy ``function_call``, ``refusal``,
-  ``audio`` or any provider extra.
+- **What we send back** is shaped in :mod:`server.model_stream`: the assistant
+  turn with the fields the Chat Completions API defines and nothing else
+  (``content`` always a string -- llama.cpp's server answers HTTP 500 to a missing
+  or null one; never ``reasoning_content``, which DeepSeek refuses, nor the legacy
+  ``function_call``, ``refusal``, ``audio`` or any provider extra). That module
+  makes one attempt, streamed or not, and hands text on as it arrives.
 - **How long a request may take.** :func:`complete` makes the attempts itself
   (the SDK's own retries are switched off for it, so they can be counted) and
   bounds them all by the client's ``timeout``: ``requestTimeout`` is the budget of
-  the whole request, retries and the waits between them included. A failure says
-  how many attempts were made and over how long.
+  the whole request, retries, the waits between them and the streaming of the
+  answer included. A failure says how many attempts were made and over how long.
 
 The retry rules follow the openai SDK's: a timeout, a refused connection, HTTP
 408, 409, 429 and 5xx are retried (an ``x-should-retry`` header overrides), after
 ``Retry-After`` when the endpoint sends one, else 0.5 s doubling up to 8 s, less
-up to 25 % jitter. A wait that would pass the deadline is not started.
+up to 25 % jitter. A wait that would pass the deadline is not started. A stream
+that fails after some of its text was handed on is not retried: the user has seen
+that text, and a new attempt would show it again.
 """
 
 from __future__ import annotations
@@ -33,13 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .model_config import (
-    DEFAULT_TIMEOUT,
-    ModelRequestError,
-    scrub,
-    timeout_error,
-    translate_model_error,
-)
+from .model_config import DEFAULT_TIMEOUT, ModelRequestError, timeout_error, translate_model_error
+from .model_stream import DeltaSink, ModelReply, StreamSupport, request_once
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -69,50 +62,6 @@ class RequestPolicy:
         return cls(float(timeout), retries if isinstance(retries, int) and retries > 0 else 0)
 
 
-@dataclass(frozen=True)
-class Completion:
-    """The first choice of a response: its message, why it ended, and the usage."""
-
-    message: Any  # openai.types.chat.ChatCompletionMessage
-    finish_reason: str | None
-    usage: Any  # openai.types.CompletionUsage or None
-
-
-def assistant_message(text: str, calls: Sequence[Any]) -> dict[str, Any]:
-    """The assistant turn as we send it back (see the module docstring)."""
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if calls:
-        message["tool_calls"] = [_tool_call(call) for call in calls]
-    return message
-
-
-def _tool_call(call: Any) -> dict[str, Any]:
-    kind = getattr(call, "type", None) or "function"
-    if kind == "function":
-        function = getattr(call, "function", None)
-        return {
-            "id": call.id,
-            "type": "function",
-            "function": {
-                "name": getattr(function, "name", None) or "",
-                "arguments": getattr(function, "arguments", None) or "",
-            },
-        }
-    if kind == "custom":  # answered with an error, but still the model's turn as it was
-        custom = getattr(call, "custom", None)
-        return {
-            "id": call.id,
-            "type": "custom",
-            "custom": {
-                "name": getattr(custom, "name", None) or "",
-                "input": getattr(custom, "input", None) or "",
-            },
-        }
-    body = getattr(call, kind, None)
-    dumped = body.model_dump(exclude_none=True) if hasattr(body, "model_dump") else {}
-    return {"id": call.id, "type": kind, kind: dumped}
-
-
 async def complete(
     client: AsyncOpenAI,
     *,
@@ -120,14 +69,21 @@ async def complete(
     messages: Sequence[dict[str, Any]],
     options: dict[str, Any],
     policy: RequestPolicy | None = None,
-) -> Completion:
-    """One request, retried within its budget; a Completion or a ModelRequestError."""
+    streaming: StreamSupport | None = None,
+    on_delta: DeltaSink | None = None,
+) -> ModelReply:
+    """One request, retried within its budget; a ModelReply or a ModelRequestError.
+
+    Streamed when ``streaming`` allows it, its text passed to ``on_delta`` as it
+    arrives (see :mod:`server.model_stream`); ``streaming=None`` asks plainly.
+    """
     import openai  # already loaded: the caller built ``client`` with it
 
     policy = policy or RequestPolicy.of(client)
     once = client.with_options(max_retries=0) if client.max_retries else client
     secrets = [client.api_key] if isinstance(client.api_key, str) else []
     base_url = str(client.base_url or "").rstrip("/") or None
+    shown = _Shown(on_delta)
     started = time.monotonic()
     deadline = started + policy.timeout
     attempts = 0
@@ -135,31 +91,28 @@ async def complete(
         attempts += 1
         remaining = deadline - time.monotonic()
         error: BaseException | None = None
+        fields = {
+            "model": model,
+            "messages": list(messages),
+            "timeout": remaining,
+            # The SDK's header for retries (it counts its own); we make them here.
+            "extra_headers": {"x-stainless-retry-count": str(attempts - 1)},
+            **options,
+        }
         try:
             async with asyncio.timeout(remaining):
-                response = await once.chat.completions.create(
-                    model=model,
-                    messages=list(messages),
-                    timeout=remaining,
-                    # The SDK's header for retries (it counts its own); we make them here.
-                    extra_headers={"x-stainless-retry-count": str(attempts - 1)},
-                    **options,
-                )
-        except TimeoutError:  # our deadline, met mid-request
+                return await request_once(once, fields, streaming=streaming, on_delta=shown)
+        except TimeoutError:  # our deadline, met mid-request (or mid-stream)
             failure = timeout_error(base_url)
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
             failure = translate_model_error(exc, secrets=secrets, base_url=base_url)
             error = exc
-        else:
-            choice = _first_choice(response)
-            if isinstance(choice, Completion):
-                return choice
-            where = f" from {base_url}" if base_url else ""
-            failure = ModelRequestError(
-                scrub(f"Malformed model response{where}: {choice}", secrets), kind="malformed"
-            )
-            raise _counted(failure, attempts, started, policy, deadline_note=False)
+        except ModelRequestError as malformed:  # an answer that is not one: not retried
+            raise _counted(malformed, attempts, started, policy, deadline_note=False) from None
 
+        if shown.any:  # part of the answer is on the user's screen: do not repeat it
+            broke_off = _with_note(failure, "the answer broke off while streaming")
+            raise _counted(broke_off, attempts, started, policy, deadline_note=False) from None
         wait = _retry_delay(error, failure, attempts) if attempts <= policy.max_retries else None
         if wait is not None and time.monotonic() + wait < deadline:
             await asyncio.sleep(wait)
@@ -169,15 +122,17 @@ async def complete(
         raise _counted(failure, attempts, started, policy, deadline_note=out_of_time) from None
 
 
-def _first_choice(response: Any) -> Completion | str:
-    """The response's first choice, or what is wrong with the response."""
-    choices = getattr(response, "choices", None)
-    first = choices[0] if choices else None
-    message = getattr(first, "message", None)
-    if message is None:
-        return "no choices" if not choices else "no message in the first choice"
-    finish_reason = getattr(first, "finish_reason", None)
-    return Completion(message, finish_reason, getattr(response, "usage", None))
+class _Shown:
+    """``on_delta``, remembering whether any text was handed on."""
+
+    def __init__(self, on_delta: DeltaSink | None) -> None:
+        self._on_delta = on_delta
+        self.any = False
+
+    def __call__(self, channel: str, text: str) -> None:
+        self.any = True
+        if self._on_delta is not None:
+            self._on_delta(channel, text)
 
 
 def _retry_delay(
@@ -215,6 +170,16 @@ def _retry_after(headers: Any) -> float | None:
             continue  # an HTTP date: fall back to our own backoff
         return seconds if math.isfinite(seconds) else MAX_RETRY_AFTER + 1
     return None
+
+
+def _with_note(failure: ModelRequestError, note: str) -> ModelRequestError:
+    return ModelRequestError(
+        f"{failure.message} ({note})",
+        status=failure.status,
+        provider_message=failure.provider_message,
+        kind=failure.kind,
+        overflow=failure.overflow,
+    )
 
 
 def _counted(

@@ -41,6 +41,7 @@ AGENT_COMPACT: Final = "agent/compact"
 AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
 AGENT_ASK_PROGRESS: Final = "agent/askProgress"
 AGENT_COMPACTION: Final = "agent/compaction"
+AGENT_ANSWER_DELTA: Final = "agent/answerDelta"
 # Server -> client request; a client that can answer sets
 # capabilities.experimental.agent.requestPermission = true in initialize.
 AGENT_REQUEST_PERMISSION: Final = "agent/requestPermission"
@@ -63,7 +64,16 @@ REQUESTS: Final = (
     AGENT_REVOKE_GRANT,
     AGENT_COMPACT,
 )
-NOTIFICATIONS: Final = (AGENT_TOOL_ACTIVITY, AGENT_ASK_PROGRESS, AGENT_COMPACTION)
+NOTIFICATIONS: Final = (
+    AGENT_TOOL_ACTIVITY,
+    AGENT_ASK_PROGRESS,
+    AGENT_COMPACTION,
+    AGENT_ANSWER_DELTA,
+)
+
+# ``channel`` of agent/answerDelta.
+ANSWER_CHANNEL: Final = "answer"  # the assistant's text; a turn's deltas add up to it
+REASONING_CHANNEL: Final = "reasoning"  # thinking some models send beside it, never sent back
 
 # -- error codes -------------------------------------------------------------------------
 INVALID_PARAMS: Final = -32602
@@ -405,6 +415,19 @@ class CompactionNotice:
     elided_outputs: int
     summarized_messages: int
     duration_ms: float
+
+
+@attrs.define
+class AnswerDelta:
+    """``agent/answerDelta``: the next piece of a turn's text, in order, as it streams.
+
+    Coalesced (a few dozen a second at most; the first one as soon as the model
+    starts). The ``answer`` deltas of the ask's last turn add up to its ``answer``."""
+
+    session_id: str
+    turn: int
+    delta: str
+    channel: str  # ANSWER_CHANNEL or REASONING_CHANNEL
 
 
 # -- structuring ------------------------------------------------------------------------------

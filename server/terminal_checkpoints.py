@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from pygls.exceptions import JsonRpcException
 
 from .protocol import AGENT_CHECKPOINTS, AGENT_DIFF, AGENT_REWIND
-from .terminal_client import _run, connected
+from .terminal_client import StreamedOutput, _run, connected
 
 MARKS = {"added": "A", "modified": "M", "deleted": "D"}
 
@@ -101,7 +101,8 @@ async def checkpoint_command(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    async with connected(workspace, session_dir=session_dir, err=err) as send:
+    shown = StreamedOutput(out, err)
+    async with connected(workspace, session_dir=session_dir, shown=shown) as send:
         try:
             if command == "checkpoints":
                 result = await send(AGENT_CHECKPOINTS, {"sessionId": session_id})

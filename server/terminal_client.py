@@ -2,7 +2,9 @@
 
 It starts the server as a child process and speaks to it over stdio exactly as an
 editor does, so the terminal exercises the same protocol path as VS Code.
-Tool activity and compactions go to stderr as they happen; the answer to stdout.
+Tool activity and compactions go to stderr as they happen; the answer goes to
+stdout as the model writes it (``agent/answerDelta``), and reasoning, dimmed on a
+terminal, to stderr.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from pygls.lsp.client import LanguageClient
 from . import __version__
 from .activity import summarize_arguments
 from .protocol import (
+    AGENT_ANSWER_DELTA,
     AGENT_ASK,
     AGENT_ASK_PROGRESS,
     AGENT_COMPACT,
     AGENT_COMPACTION,
     AGENT_REQUEST_PERMISSION,
     AGENT_TOOL_ACTIVITY,
+    REASONING_CHANNEL,
 )
 from .terminal_permissions import TerminalPermissions, capabilities
 
@@ -97,6 +101,69 @@ def compaction_summary(params: dict[str, Any]) -> str:
     if params.get("trigger") == "overflow":
         details.append("the model said the conversation was too long")
     return f"{line} ({', '.join(details)})" if details else line
+
+
+class StreamedOutput:
+    """The answer on ``out`` as it streams, reasoning and trace lines on ``err``.
+
+    Both usually end up on one terminal, so a line begun on one stream is ended
+    before the other writes. Every turn's text is shown (what the model says
+    before it calls tools, too); :meth:`finish` prints the answer only when it was
+    not streamed (an older server, or text that the result corrects), so it
+    appears exactly once.
+    """
+
+    DIM, RESET = "\x1b[2m", "\x1b[0m"
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self._out = out
+        self.err = self._err = err
+        self._open: TextIO | None = None  # the stream whose last line is unfinished
+        self._key: tuple[int, str] | None = None  # (turn, channel) written last
+        self._turns: dict[int, list[str]] = {}  # answer text streamed, by turn
+        self._dim = err.isatty()
+
+    def delta(self, params: dict[str, Any]) -> None:
+        text = params.get("delta")
+        turn = params.get("turn")
+        if not isinstance(text, str) or not text or not isinstance(turn, int):
+            return
+        channel = str(params.get("channel"))
+        reasoning = channel == REASONING_CHANNEL
+        stream = self._err if reasoning else self._out
+        if self._key is not None and self._key != (turn, channel):
+            self.end_line()
+        self._key = (turn, channel)
+        if self._open is not None and self._open is not stream:
+            self.end_line()
+        self._write(stream, f"{self.DIM}{text}{self.RESET}" if reasoning and self._dim else text)
+        self._open = None if text.endswith("\n") else stream
+        if not reasoning:
+            self._turns.setdefault(turn, []).append(text)
+
+    def line(self, text: str) -> None:
+        """A whole line on stderr (trace, notes), after any unfinished streamed line."""
+        self.end_line()
+        self._write(self._err, text + "\n")
+
+    def end_line(self) -> None:
+        if self._open is not None:
+            self._write(self._open, "\n")
+            self._open = None
+
+    def finish(self, answer: str, turns: int) -> None:
+        """The ask's result: print ``answer`` unless it was streamed as it is."""
+        streamed = "".join(self._turns.get(turns, ()))
+        if streamed != answer:
+            self.end_line()
+            if answer:
+                self._write(self._out, answer + "\n")
+        self.end_line()
+
+    @staticmethod
+    def _write(stream: TextIO, text: str) -> None:
+        stream.write(text)
+        stream.flush()
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -172,10 +239,9 @@ async def ask_once(
     err: TextIO | None = None,
     approve_all: bool = False,
 ) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
+    shown = StreamedOutput(out or sys.stdout, err or sys.stderr)
     async with connected(
-        workspace, settings=settings, session_dir=session_dir, err=err, approve_all=approve_all
+        workspace, settings=settings, session_dir=session_dir, shown=shown, approve_all=approve_all
     ) as request:
         params: dict[str, Any] = {"prompt": prompt}
         if session_id:
@@ -183,22 +249,21 @@ async def ask_once(
         try:
             result = await request(AGENT_ASK, params)
         except JsonRpcException as exc:
-            print(f"agent-lsp: {exc.message}", file=err, flush=True)
+            shown.line(f"agent-lsp: {exc.message}")
             return 1
-        if result["answer"]:
-            print(result["answer"], file=out, flush=True)
+        shown.finish(result["answer"], result.get("turns", 0))
         note = stop_note(result.get("stopReason"))
         if note:
-            print(f"agent-lsp: {note}", file=err, flush=True)
+            shown.line(f"agent-lsp: {note}")
         usage = result.get("usage") or {}
         if usage.get("contextWindow"):
             used = f"{usage.get('contextTokens', 0):,} of {usage['contextWindow']:,} tokens"
-            print(f"context: {used}", file=err, flush=True)
+            shown.line(f"context: {used}")
         if session_dir is not None:
-            print(f"session: {result['sessionId']} (continue with --session)", file=err, flush=True)
+            shown.line(f"session: {result['sessionId']} (continue with --session)")
         if session_dir is not None and result.get("checkpointId"):
             undo = f"agent-lsp rewind --session {result['sessionId']} {result['checkpointId']}"
-            print(f"checkpoint: {result['checkpointId']} (undo with: {undo})", file=err, flush=True)
+            shown.line(f"checkpoint: {result['checkpointId']} (undo with: {undo})")
         return 0
 
 
@@ -213,7 +278,9 @@ async def compact_once(
     """``agent-lsp compact --session ID``: compact a saved conversation now."""
     out = out or sys.stdout
     err = err or sys.stderr
-    async with connected(workspace, session_dir=session_dir, err=err) as request:
+    async with connected(
+        workspace, session_dir=session_dir, shown=StreamedOutput(out, err)
+    ) as request:
         try:
             result = await request(AGENT_COMPACT, {"sessionId": session_id})
         except JsonRpcException as exc:
@@ -232,17 +299,20 @@ async def connected(
     *,
     settings: dict[str, Any] | None = None,
     session_dir: Path | None = None,
-    err: TextIO,
+    shown: StreamedOutput,
     approve_all: bool = False,
 ) -> AsyncIterator[Request]:
     """The server as a child process, initialized for ``workspace``, shut down after;
     yields a function sending one request (which fails at once if the server dies).
-    Permission requests are answered on the terminal (all allowed with ``approve_all``)."""
+    What the server reports goes to ``shown``; permission requests are answered on the
+    terminal (all allowed with ``approve_all``)."""
+    err = shown.err
     client = LanguageClient("agent-lsp-terminal", __version__, converter_factory=get_converter)
     permissions = TerminalPermissions(sys.stdin, err, approve_all=approve_all)
 
     @client.feature(AGENT_REQUEST_PERMISSION)
     async def on_permission(params: Any) -> dict[str, Any]:
+        shown.end_line()  # the question starts on a line of its own
         return await permissions.answer(params)
 
     @client.feature(AGENT_ASK_PROGRESS)
@@ -251,21 +321,25 @@ async def connected(
 
     @client.feature(AGENT_TOOL_ACTIVITY)
     def on_activity(params: Any) -> None:
-        print(format_activity(params), file=err, flush=True)
+        shown.line(format_activity(params))
 
     @client.feature(AGENT_COMPACTION)
     def on_compaction(params: Any) -> None:
-        print(format_compaction(params), file=err, flush=True)
+        shown.line(format_compaction(params))
+
+    @client.feature(AGENT_ANSWER_DELTA)
+    def on_delta(params: Any) -> None:
+        shown.delta(params)
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def on_message(params: types.ShowMessageParams) -> None:
-        print(_prefixed(params.message), file=err, flush=True)
+        shown.line(_prefixed(params.message))
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
     def on_log(params: types.LogMessageParams) -> None:
         # Errors of the ask itself arrive as its error response; print those once.
         if params.type == types.MessageType.Warning:
-            print(_prefixed(params.message), file=err, flush=True)
+            shown.line(_prefixed(params.message))
 
     command = [*SERVER_ARGV]
     if session_dir is not None:

@@ -4,9 +4,10 @@ Importing ``openai`` is most of it (~1 s), but not all: the SDK and its HTTP sta
 load more on their first request (resource modules, the async backend, socket
 streams, response parsing), ~60 ms that would otherwise run on the server's event
 loop in the user's first ask. :func:`rehearse_sdk` runs one request of each kind
-the agent makes through a throwaway client, on a private event loop in the calling
-(worker) thread, against a canned HTTP answer on a loopback socket it opens itself:
-nothing leaves the machine and the user's endpoint and key are not involved.
+the agent makes (plain, streamed, a model listing) through a throwaway client, on
+a private event loop in the calling (worker) thread, against a canned HTTP answer
+on a loopback socket it opens itself: nothing leaves the machine and the user's
+endpoint and key are not involved.
 """
 
 from __future__ import annotations
@@ -65,10 +66,18 @@ _OPTIONS = {
     "tool_choice": "auto",
 }
 _MODELS = {"object": "list", "data": [{"id": "warm-up", "object": "model"}]}
+_CHUNK = {
+    "id": "warm-up",
+    "object": "chat.completion.chunk",
+    "created": 0,
+    "model": "warm-up",
+    "choices": [{"index": 0, "delta": {"role": "assistant", "content": "warm"}}],
+}
+_STREAM = f"data: {json.dumps(_CHUNK)}\n\ndata: [DONE]\n\n".encode()
 
 
 def rehearse_sdk() -> None:
-    """One chat completion and one model listing through a throwaway SDK client."""
+    """A chat completion, a streamed one and a model listing through a throwaway client."""
     # This thread and the event loop share the GIL: a shorter switch interval makes
     # the importing thread hand it back sooner, so requests keep being answered.
     interval = sys.getswitchinterval()
@@ -92,11 +101,16 @@ async def _rehearse() -> None:
                 for line in head.split(b"\r\n"):
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":", 1)[1])
-                await reader.readexactly(length)
-                body = _MODELS if head.startswith(b"GET") else _COMPLETION
-                data = json.dumps(body).encode()
+                request = await reader.readexactly(length)
+                kind, data = b"application/json", json.dumps(_COMPLETION).encode()
+                if head.startswith(b"GET"):
+                    data = json.dumps(_MODELS).encode()
+                elif json.loads(request).get("stream"):
+                    kind, data = b"text/event-stream", _STREAM
                 writer.write(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"HTTP/1.1 200 OK\r\ncontent-type: "
+                    + kind
+                    + b"\r\n"
                     + f"content-length: {len(data)}\r\n\r\n".encode()
                     + data
                 )
@@ -109,8 +123,10 @@ async def _rehearse() -> None:
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     client = AsyncOpenAI(api_key="warm-up", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
-    # The agent's own paths (one request with its retries; the endpoint's model list).
+    # The agent's own paths (a request with its retries, plain and streamed; the
+    # endpoint's model list).
     from .model_request import complete
+    from .model_stream import StreamSupport
     from .served_models import served_models
 
     async with server:
@@ -118,6 +134,13 @@ async def _rehearse() -> None:
             # Messages of every role and a tool: the SDK inspects each param type the
             # first time it meets it (~7 ms), so the request must look like the agent's.
             await complete(client, model="warm-up", messages=_MESSAGES, options=_OPTIONS)
+            await complete(
+                client,
+                model="warm-up",
+                messages=_MESSAGES,
+                options=_OPTIONS,
+                streaming=StreamSupport(),
+            )
             await served_models(client, http_timeout=10)
         finally:
             await client.close()

@@ -20,6 +20,7 @@ from server.events import (
     AgentEvent,
     FinalAnswer,
     ModelRequestStarted,
+    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -317,6 +318,8 @@ async def test_events_are_emitted_in_order(model: ScriptedModel, client: Any) ->
         "ToolCallStarted",
         "ToolCallFinished",
         "ModelRequestStarted",
+        "TextDelta",
+        "TextDelta",
         "FinalAnswer",
     ]
     assert events[0] == ModelRequestStarted(turn=1)
@@ -331,7 +334,9 @@ async def test_events_are_emitted_in_order(model: ScriptedModel, client: Any) ->
     assert isinstance(failed, ToolCallFinished)
     assert (failed.call_id, failed.ok) == ("e2", False)
     assert events[5] == ModelRequestStarted(turn=2)
-    assert events[6] == FinalAnswer(text="finished", stop_reason="end_turn")
+    # The answer as it streamed in (four characters a chunk), then the whole of it.
+    assert events[6:8] == [TextDelta(2, "answer", "fini"), TextDelta(2, "answer", "shed")]
+    assert events[8] == FinalAnswer(text="finished", stop_reason="end_turn")
 
 
 async def test_long_output_goes_to_the_model_whole_and_to_records_as_a_preview(

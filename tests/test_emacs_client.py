@@ -697,6 +697,94 @@ def test_a_withdrawn_permission_request_closes_the_prompt(
     assert not (workspace.parent / "c.txt").exists()
 
 
+def test_the_answer_streams_into_the_conversation(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    answer = "".join(f"Part {i} of the answer.\n" for i in range(12))
+    model.reply(
+        answer,
+        reasoning_content="Thinking it over.\nTwo lines of it.",
+        chunk_size=5,
+        chunk_delay=0.03,  # ~70 chunks over ~2 s
+    )
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "stream it")
+        (test-wait "the answer to start"
+                   (lambda () (string-match-p "^Part 0" (test-text "*agent-lsp*"))))
+        (setq partial (test-text "*agent-lsp*")
+              running (if agent-lsp--request t :json-false))
+        (test-idle)
+        (test-emit :partial partial :running running
+                   :conversation (test-text "*agent-lsp*")
+                   :dimmed (with-current-buffer "*agent-lsp*"
+                             (goto-char (point-min))
+                             (search-forward "Thinking")
+                             (if (eq (get-text-property (point) 'face) 'shadow) t :json-false)))
+        """,
+    )
+    assert records["running"] is True  # text was shown while the model still wrote
+    partial = records["partial"]
+    assert "Part 11" not in partial
+    assert re.search(r"\n_working[^\n]*_\n$", partial)  # the status line stays below
+
+    conversation = records["conversation"]
+    expected = (
+        "## You\n\nstream it\n\n## Agent\n\n"
+        "> Thinking it over.\n> Two lines of it.\n\n"  # reasoning, quoted, first
+        + answer
+        + "\n\n_(0 tool calls"  # the footer
+    )
+    assert expected in conversation, conversation
+    assert conversation.count("Part 0 of") == 1
+    assert "_working" not in conversation
+    assert records["dimmed"] is True
+
+
+def test_the_active_region_goes_with_the_ask(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    (workspace / "notes.txt").write_text("# notes\n😀 smile: alpha beta\ngamma delta\n")
+    model.reply("It is Greek.")
+    model.reply("No region, no context.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (find-file "notes.txt")
+        (transient-mark-mode 1)
+        ;; From "alpha" (after a character of two UTF-16 units) to "gam".
+        (goto-char (point-min))
+        (search-forward "😀 smile: ")
+        (push-mark (point) t t)
+        (search-forward "gam")
+        (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "what is this?")))
+          (call-interactively #'agent-lsp-ask))
+        (test-idle)
+        (with-current-buffer "notes.txt" (deactivate-mark))
+        (set-buffer "notes.txt")
+        (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "and now?")))
+          (call-interactively #'agent-lsp-ask))
+        (test-idle)
+        (test-emit :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    first = model.bodies[0]["messages"][-1]["content"]
+    assert first.startswith("what is this?\n\n[Editor context]\n")
+    assert "notes.txt, with lines 2-3 selected:\n```\nalpha beta\ngam\n```" in first
+    assert model.bodies[1]["messages"][-1]["content"].endswith("and now?")
+    assert (
+        "what is this?\n\n_(selection: notes.txt, lines 2-3)_\n\n## Agent"
+        in (records["conversation"])
+    )
+
+
 def test_checkpoints_diff_and_undoing_an_ask(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:

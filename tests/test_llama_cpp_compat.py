@@ -189,8 +189,13 @@ async def test_a_tool_call_and_the_requests_after_it_work(
     second = await ask(client, prompt="Thank you. Which file was it?", sessionId=first["sessionId"])
     assert second["sessionId"] == first["sessionId"]
 
+    # This server answers a streamed request that offers tools with an empty event
+    # stream: the first request streamed, got nothing, and was asked again plainly;
+    # the server remembered, and asked every later one plainly.
     statuses = [request["status"] for request in proxy.requests]
-    assert statuses == [200] * (first["turns"] + second["turns"])
+    assert statuses == [200] * (1 + first["turns"] + second["turns"])
+    streamed = [bool(request["body"].get("stream")) for request in proxy.requests]
+    assert streamed == [True] + [False] * (first["turns"] + second["turns"])
     last = proxy.requests[-1]["body"]["messages"]
     sent_back = [m for m in last if m["role"] == "assistant"]
     assert sent_back, last

@@ -97,8 +97,9 @@ async def test_a_tool_call_without_text_goes_back_with_empty_string_content(
     ]
 
 
+@pytest.mark.parametrize("transport", ["streamed", "plain"])
 async def test_only_the_fields_chat_completions_defines_travel_back(
-    model: ScriptedModel, client: Any
+    model: ScriptedModel, client: Any, transport: str
 ) -> None:
     # A response with everything a provider may add: DeepSeek's reasoning, the legacy
     # function_call, refusal/audio nulls, an unknown extra.
@@ -120,7 +121,13 @@ async def test_only_the_fields_chat_completions_defines_travel_back(
         "model": "m",
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
     }
-    model.reply(body=body)
+    if transport == "plain":
+        model.stream = "plain"  # the endpoint answers stream: true with a whole completion
+        model.reply(body=body)
+    else:  # the same message as one chunk of a stream
+        delta = {**message, "tool_calls": [{"index": 0, **call}]}
+        choice = {"index": 0, "delta": delta, "finish_reason": "tool_calls"}
+        model.reply(body=[{**body, "object": "chat.completion.chunk", "choices": [choice]}])
     model.reply("Done.", reasoning_content="Nothing more to do.")
     messages: list[dict[str, Any]] = [{"role": "user", "content": "echo"}]
 

@@ -677,6 +677,81 @@ def test_permission_requests_are_answered_with_vim_ui_select(
     assert "All done." in records["conversation"]
 
 
+def test_the_answer_streams_into_the_conversation(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    answer = "".join(f"Part {i} of the answer.\n" for i in range(12))
+    model.reply(
+        answer,
+        reasoning_content="Thinking it over.\nTwo lines of it.",
+        chunk_size=5,
+        chunk_delay=0.03,  # ~70 chunks over ~2 s
+    )
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        vim.cmd('AgentAsk stream it')
+        T.wait('the answer to start', function()
+          return T.has_line(agent.status().conversation_buf, '^Part 0')
+        end)
+        local status = agent.status()
+        local partial = { lines = T.lines(status.conversation_buf), running = status.running }
+        T.idle()
+        T.emit({ partial = partial, conversation = T.lines(agent.status().conversation_buf) })
+        """,
+    )
+    partial = records["partial"]
+    assert partial["running"] is True  # text was shown while the model still wrote
+    assert not any(line.startswith("Part 11") for line in partial["lines"])
+    assert partial["lines"][-1].startswith("_working")  # the status line stays below
+
+    conversation = "\n".join(records["conversation"])
+    expected = (
+        "## You\n\nstream it\n\n## Agent\n\n"
+        "> Thinking it over.\n> Two lines of it.\n\n"  # reasoning, quoted, first
+        + answer  # ends with a newline: an empty last line, then a blank one
+        + "\n\n_(0 tool calls"  # the footer
+    )
+    assert expected in conversation, conversation
+    assert conversation.count("Part 0 of") == 1
+    assert "_working" not in conversation
+
+
+def test_a_visual_selection_goes_with_the_ask(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("# notes\n😀 smile: alpha beta\ngamma delta\n")
+    model.reply("It is Greek.")
+    model.reply("Two lines.")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        r"""
+        vim.cmd('edit notes.txt')
+        -- Charwise from "alpha" (after a character of two UTF-16 units) to "gam".
+        vim.cmd('normal! 2Gfav3G3|\27')
+        vim.cmd("'<,'>AgentAsk what is this?")
+        T.idle()
+        -- Linewise: whole lines 1-2.
+        vim.cmd('normal! 1GVj\27')
+        vim.cmd("'<,'>AgentAsk and these?")
+        T.idle()
+        T.emit({ conversation = T.lines(agent.status().conversation_buf) })
+        """,
+    )
+    first = model.bodies[0]["messages"][-1]["content"]
+    assert first.startswith("what is this?\n\n[Editor context]\n")
+    assert "notes.txt, with lines 2-3 selected:\n```\nalpha beta\ngam\n```" in first
+    second = model.bodies[1]["messages"][-1]["content"]
+    assert "notes.txt, with lines 1-2 selected:\n```\n# notes\n😀 smile: alpha beta\n```" in second
+    conversation = "\n".join(records["conversation"])
+    assert "what is this?\n\n_(selection: notes.txt, lines 2-3)_" in conversation
+    assert "and these?\n\n_(selection: notes.txt, lines 1-2)_" in conversation
+
+
 def test_checkpoints_diff_and_undoing_an_ask(
     tmp_path: Path, model: ScriptedModel, workspace: Path
 ) -> None:

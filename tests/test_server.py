@@ -54,6 +54,7 @@ async def test_initialize_advertises_the_agent_extension(client: AgentTestClient
         "agent/toolActivity",
         "agent/askProgress",
         "agent/compaction",
+        "agent/answerDelta",
     ]
     for method in ("agent/newSession", "agent/sessions", "agent/toolOutput"):
         assert method in agent["requests"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -149,6 +150,43 @@ def test_terminal_client_end_to_end(model: ScriptedModel, tmp_path: Path) -> Non
     assert "→ read_file hello.txt" in lines[0]
     assert "✓ read_file hello.txt" in lines[1]
     assert model.bodies[0]["messages"][-1]["content"] == "what does hello.txt say?"
+
+
+def test_terminal_client_writes_the_answer_as_it_streams(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    (tmp_path / "hello.txt").write_text("hello from the file\n")
+    model.reply(
+        "Let me read it.",
+        reasoning_content="Reading will tell.",
+        tool_calls=[tool_call("read_file", {"path": "hello.txt"})],
+    )
+    answer = "".join(f"Part {i} of the answer. " for i in range(30))
+    model.reply(answer, chunk_size=6, chunk_delay=0.02)  # ~110 chunks over ~2 s
+    env = server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-m", "server", "ask", "read it", "--workspace", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None
+    reads: list[tuple[bytes, bool]] = []  # (bytes, had the model finished streaming?)
+    while chunk := os.read(proc.stdout.fileno(), 4096):
+        reads.append((chunk, len(model.streams) > 1 and model.streams[1].completed))
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr.decode()
+
+    stdout = b"".join(chunk for chunk, _ in reads).decode()
+    assert stdout == "Let me read it.\n" + answer + "\n"  # every turn's text, each once
+    # Part of the answer was on stdout while the model was still writing the rest.
+    assert any(b"Part 0" in chunk for chunk, finished in reads if not finished)
+    errors = stderr.decode()
+    assert "Reading will tell." in errors  # reasoning goes to stderr (not dimmed: a pipe)
+    assert "\x1b[" not in errors
+    assert "✓ read_file hello.txt" in errors
 
 
 def test_terminal_client_reports_the_unconfigured_model(tmp_path: Path) -> None:

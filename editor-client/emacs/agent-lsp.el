@@ -11,10 +11,15 @@
 ;; for the current project, sends `agent/ask', and shows
 ;;
 ;; - the conversation in the `*agent-lsp*' buffer (Markdown; asks continue one
-;;   server session until `agent-lsp-new-conversation'),
+;;   server session until `agent-lsp-new-conversation'), the answer appearing as
+;;   the model writes it (`agent/answerDelta'), its reasoning, if the model sends
+;;   any, quoted and dimmed above it,
 ;; - one line per tool call start and end in `*agent-lsp-trace*', fed by the
 ;;   server's `agent/toolActivity' notifications,
 ;; - progress ("turn 2: read_file src/app.py") in the mode line of `*agent-lsp*'.
+;;
+;; With an active region, `agent-lsp-ask' sends it along (the file and the
+;; selected text go to the model with the prompt).
 ;;
 ;; Commands: `agent-lsp-ask', `agent-lsp-cancel', `agent-lsp-new-conversation',
 ;; `agent-lsp-compact', `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
@@ -93,7 +98,9 @@ Buffers the server does not manage are read from disk by the agent."
 (defvar agent-lsp--conversation-server nil)
 (defvar agent-lsp--session-id nil)
 (defvar agent-lsp--request nil
-  "The running ask: a plist (:server :id :token :status-marker :cancelling).")
+  "The running ask: a plist (:server :id :token :status-marker :cancelling ...).
+While the answer streams, :turn and :channel name the part being written,
+:text holds it, and :answer-start marks where the last answer part began.")
 
 ;;; The eglot server class
 
@@ -132,6 +139,15 @@ Buffers the server does not manage are read from disk by the agent."
   (agent-lsp--trace-insert (agent-lsp-format-compaction params))
   (when agent-lsp--request
     (plist-put agent-lsp--request :compacted (agent-lsp-compaction-summary params))))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/answerDelta)) &key sessionId turn delta
+   channel &allow-other-keys)
+  "Show DELTA, the next piece of the running ask's answer (or reasoning: CHANNEL)."
+  (let ((request agent-lsp--request))
+    (when (and request (stringp delta)
+               (or (null agent-lsp--session-id) (equal sessionId agent-lsp--session-id)))
+      (agent-lsp--stream request turn channel delta))))
 
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql '$/progress)) &key token value)
@@ -405,6 +421,7 @@ Where point was at the end, it stays at the end."
 
 (defun agent-lsp--set-status (text)
   "Show TEXT as the running ask's status line and in the mode line."
+  (plist-put agent-lsp--request :status text)
   (let ((marker (plist-get agent-lsp--request :status-marker)))
     (when (and marker (marker-buffer marker))
       (with-current-buffer (marker-buffer marker)
@@ -412,9 +429,41 @@ Where point was at the end, it stays at the end."
           (save-excursion
             (goto-char marker)
             (delete-region marker (point-max))
-            (insert "_" text "_\n")))
+            ;; Below the streamed text, on a line of its own.
+            (insert (if (memq (char-before) '(nil ?\n)) "" "\n") "_" text "_\n")))
         (setq mode-line-process (format " [%s]" text))
         (force-mode-line-update)))))
+
+(defun agent-lsp--stream (request turn channel delta)
+  "Insert DELTA of REQUEST's answer above its status line.
+CHANNEL \"reasoning\" is quoted and dimmed; a new TURN or CHANNEL starts a
+new paragraph."
+  (let ((marker (plist-get request :status-marker)))
+    (when (and marker (marker-buffer marker))
+      (with-current-buffer (marker-buffer marker)
+        (let ((inhibit-read-only t)
+              (reasoning (equal channel "reasoning"))
+              (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
+                                           (get-buffer-window-list (current-buffer) nil t))))
+          (save-excursion
+            (goto-char marker)
+            (delete-region marker (point-max))
+            (unless (and (equal turn (plist-get request :turn))
+                         (equal channel (plist-get request :channel)))
+              (when (plist-get request :turn) (insert "\n\n"))
+              (plist-put request :turn turn)
+              (plist-put request :channel channel)
+              (plist-put request :text "")
+              (plist-put request :answer-start (and (not reasoning) (copy-marker (point))))
+              (when reasoning (insert (propertize "> " 'face 'shadow))))
+            (insert (if reasoning
+                        (propertize (replace-regexp-in-string "\n" "\n> " delta) 'face 'shadow)
+                      delta))
+            (plist-put request :text (concat (plist-get request :text) delta))
+            (set-marker marker (point)))
+          (agent-lsp--set-status (or (plist-get request :status) "working"))
+          (dolist (window followers)
+            (set-window-point window (point-max))))))))
 
 (defun agent-lsp--finish (request text)
   "End REQUEST: its status line is replaced by TEXT."
@@ -428,6 +477,8 @@ Where point was at the end, it stays at the end."
             (delete-region marker (point-max)))
           (setq mode-line-process nil)
           (force-mode-line-update))))
+    (when (and (plist-get request :turn) (not (string-prefix-p "\n" text)))
+      (setq text (concat "\n\n" text)))  ; after the streamed text
     (agent-lsp--say (concat text "\n\n"))))
 
 (defun agent-lsp--start-conversation (server root)
@@ -460,6 +511,8 @@ Where point was at the end, it stays at the end."
            (stop (agent-lsp-stop-note (plist-get result :stopReason)))
            (usage (plist-get result :usage))
            (compacted (plist-get request :compacted))
+           (last (and (plist-get request :answer-start)
+                      (equal (plist-get request :turn) (plist-get result :turns))))
            (checkpoint (plist-get result :checkpointId))
            (notes (concat (format "%d tool call%s" calls (if (= calls 1) "" "s"))
                           (if stop (concat ", " stop) "")
@@ -468,16 +521,29 @@ Where point was at the end, it stays at the end."
                                       (agent-lsp--thousands (plist-get usage :contextTokens))
                                       (agent-lsp--thousands (plist-get usage :contextWindow)))
                             "")
-                          (if compacted (concat ", " compacted) ""))))
-      (agent-lsp--finish request
-                         (concat (if (and (stringp answer) (not (string-empty-p answer)))
-                                     (concat answer "\n\n")
-                                   "")
-                                 (format "_(%s)_" notes)
-                                 (if (stringp checkpoint)
-                                     (format "\n_(checkpoint %s: M-x agent-lsp-diff, agent-lsp-rewind)_"
-                                             checkpoint)
-                                   ""))))
+                          (if compacted (concat ", " compacted) "")))
+           (checkpoint-note
+            (if (stringp checkpoint)
+                (format "\n_(checkpoint %s: M-x agent-lsp-diff, agent-lsp-rewind)_" checkpoint)
+              "")))
+      (if (and last (equal (plist-get request :text) answer))
+          ;; Streamed as it is: only the footer.
+          (agent-lsp--finish request (concat (format "\n\n_(%s)_" notes) checkpoint-note))
+        ;; Not streamed as it is (an older server; an answer of only whitespace, which
+        ;; the result gives as ""): the answer itself, in place of what streamed of it.
+        (when last
+          (let ((start (plist-get request :answer-start))
+                (inhibit-read-only t))
+            (with-current-buffer (marker-buffer start)
+              (delete-region start (point-max))
+              (set-marker (plist-get request :status-marker) start))
+            (plist-put request :turn nil)))
+        (agent-lsp--finish request
+                           (concat (if (and (stringp answer) (not (string-empty-p answer)))
+                                       (concat answer "\n\n")
+                                     "")
+                                   (format "_(%s)_" notes)
+                                   checkpoint-note))))
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
 (defun agent-lsp--on-error (request error)
@@ -503,10 +569,57 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
                 #'jsonrpc-async-request)
               server method params args)))
 
+(defun agent-lsp--region ()
+  "The active region of a file buffer as (BUFFER START END), else nil."
+  (when (and (use-region-p) buffer-file-name)
+    (list (current-buffer) (region-beginning) (region-end))))
+
+(defun agent-lsp--lsp-position (pos encoding)
+  "POS as an LSP position in ENCODING (\"utf-16\" unless negotiated otherwise)."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char pos)
+      (let ((prefix (buffer-substring-no-properties (line-beginning-position) pos)))
+        (list :line (1- (line-number-at-pos pos))
+              :character (pcase encoding
+                           ("utf-8" (length (encode-coding-string prefix 'utf-8 t)))
+                           ("utf-32" (length prefix))
+                           (_ (+ (length prefix)
+                                 (cl-count-if (lambda (c) (> c #xFFFF)) prefix)))))))))
+
+(defun agent-lsp--context (region server)
+  "The `context' param of `agent/ask' for REGION (see `agent-lsp--region'), or nil."
+  (pcase-let ((`(,buffer ,start ,end) region))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer
+        (let ((encoding (plist-get (eglot--capabilities server) :positionEncoding))
+              (uri (funcall (if (fboundp 'eglot-path-to-uri) #'eglot-path-to-uri
+                              #'eglot--path-to-uri)
+                            buffer-file-name)))
+          (list :activeDocument
+                (list :uri uri
+                      :selection (list :start (agent-lsp--lsp-position start encoding)
+                                       :end (agent-lsp--lsp-position end encoding)))))))))
+
+(defun agent-lsp--region-note (region)
+  "A line saying what REGION holds, for the conversation."
+  (pcase-let ((`(,buffer ,start ,end) region))
+    (with-current-buffer buffer
+      (let ((first (line-number-at-pos start))
+            (last (line-number-at-pos (if (and (> end start) (eq (char-before end) ?\n))
+                                          (1- end) end))))
+        (format "_(selection: %s, %s)_" (file-relative-name buffer-file-name)
+                (if (= first last) (format "line %d" first)
+                  (format "lines %d-%d" first last)))))))
+
 ;;;###autoload
-(defun agent-lsp-ask (prompt)
-  "Ask the agent PROMPT in the current project; show the answer in `*agent-lsp*'."
-  (interactive (list (read-string "Ask the agent: " nil 'agent-lsp--history)))
+(defun agent-lsp-ask (prompt &optional region)
+  "Ask the agent PROMPT in the current project; show the answer in `*agent-lsp*'.
+Interactively, an active region in a file buffer goes along as REGION: the
+model sees the file and the selected text (a list (BUFFER START END))."
+  (interactive (let ((region (agent-lsp--region)))
+                 (list (read-string "Ask the agent: " nil 'agent-lsp--history) region)))
   (when (or (not (stringp prompt)) (string-blank-p prompt))
     (user-error "The prompt is empty"))
   (when agent-lsp--request
@@ -522,13 +635,16 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
                                     (string-prefix-p root (expand-file-name buffer-file-name))))))
     (unless (eq server agent-lsp--conversation-server)
       (agent-lsp--start-conversation server root))
-    (agent-lsp--say (format "## You\n\n%s\n\n## Agent\n\n" prompt))
+    (agent-lsp--say (format "## You\n\n%s\n\n%s## Agent\n\n" prompt
+                            (if region (concat (agent-lsp--region-note region) "\n\n") "")))
     (let* ((token (format "agent-lsp-emacs-%d" (cl-incf agent-lsp--asks)))
            (marker (with-current-buffer agent-lsp--buffer (copy-marker (point-max))))
            (request (list :server server :token token :root root :status-marker marker))
+           (context (and region (agent-lsp--context region server)))
            (params (append (list :prompt prompt :workDoneToken token)
                            (and agent-lsp--session-id
-                                (list :sessionId agent-lsp--session-id)))))
+                                (list :sessionId agent-lsp--session-id))
+                           (and context (list :context context)))))
       (setq agent-lsp--request request)
       (agent-lsp--flush-changes server)
       (agent-lsp--set-status "working: waiting for the model")

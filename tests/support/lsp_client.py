@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,8 @@ class AgentTestClient(LanguageClient):
         self.activity: list[dict[str, Any]] = []
         self.progress: list[dict[str, Any]] = []
         self.compactions: list[dict[str, Any]] = []
+        self.deltas: list[dict[str, Any]] = []  # agent/answerDelta, with "at": arrival time
+        self.notifications: list[tuple[str, dict[str, Any]]] = []  # all three, in order
 
 
 def make_client(cls: type[AgentTestClient] = AgentTestClient) -> AgentTestClient:
@@ -47,10 +50,17 @@ def make_client(cls: type[AgentTestClient] = AgentTestClient) -> AgentTestClient
     @client.feature("agent/toolActivity")
     def on_activity(params: dict[str, Any]) -> None:
         client.activity.append(params)
+        client.notifications.append(("agent/toolActivity", params))
 
     @client.feature("agent/askProgress")
     def on_progress(params: dict[str, Any]) -> None:
         client.progress.append(params)
+        client.notifications.append(("agent/askProgress", params))
+
+    @client.feature("agent/answerDelta")
+    def on_delta(params: dict[str, Any]) -> None:
+        client.deltas.append({**params, "at": time.monotonic()})
+        client.notifications.append(("agent/answerDelta", params))
 
     @client.feature("agent/compaction")
     def on_compaction(params: dict[str, Any]) -> None:

@@ -51,6 +51,27 @@ first message, a conversation that does not start with a user message, two user
 messages or two assistant messages in a row. Every refused request is in
 ``.refused`` as ``{"status", "error"}``.
 
+A request with ``"stream": true`` is answered with Server-Sent Events, as OpenAI
+streams (chunked transfer encoding, keep-alive): the role and first piece in the
+first chunk, ``reasoning_content`` pieces, then ``content`` pieces of
+``chunk_size`` characters, then each tool call (id, type and name in its first
+fragment, its arguments in ``chunk_size`` pieces, ``index`` = its position), a
+chunk with the ``finish_reason``, a usage chunk (``choices: []``) when the request
+asks for ``stream_options.include_usage``, and ``data: [DONE]``; ``chunk_delay``
+seconds pass between events (a text longer than :data:`MAX_PIECES` pieces goes in
+longer ones). A reply can give its own ``chunk_size`` and
+``chunk_delay``, its raw ``stream_deltas`` (one chunk each), ``break_after`` (the
+connection is dropped after that many events), and a ``body`` is sent as the
+stream's events (a list: one each). ``stream`` picks how the server treats
+streaming: ``"sse"`` (default), ``"refuse"`` (HTTP 400 naming ``stream``, as some
+endpoints do), ``"plain"`` (ignores it: a JSON completion), ``"no-stream-options"``
+(HTTP 400 when ``stream_options`` is sent), ``"empty-with-tools"`` (a streamed request
+that offers tools gets HTTP 200 and an event stream with no event at all, as
+llama-cpp-python's ``chatml-function-calling`` does: "Automatic streaming tool choice
+is not supported" is raised inside its generator). Each streamed answer is recorded in
+``.streams`` (:class:`StreamRecord`: when each event left, whether the client hung
+up before the end), so a test can see a cancelled stream's connection close.
+
 Responders shipped here:
 
 - :class:`ScriptResponder` -- rules from a JSON script (the CLI's ``--script``).
@@ -66,10 +87,12 @@ Command line (editor E2E tests, benchmarks)::
         [--instant [--instant-tool NAME] [--instant-args JSON] [--instant-turns N]]
         [--record FILE.jsonl] [--models ID,ID] [--api-key KEY] [--record-http FILE.jsonl]
         [--context-limit N] [--alternation] [--no-rule NAME ...]
+        [--stream MODE] [--chunk-size N] [--chunk-delay S] [--stream-log FILE.jsonl]
 
 prints ``READY http://127.0.0.1:PORT/v1`` as its first stdout line (flushed) and
 serves until killed. ``--record`` appends each chat request body as one JSON line,
-``--record-http`` each HTTP request's ``{"method", "path", "headers"}``.
+``--record-http`` each HTTP request's ``{"method", "path", "headers"}``,
+``--stream-log`` each streamed answer's :class:`StreamRecord`.
 The script is a JSON list of rules (or ``{"rules": [...], "latency": S}``)::
 
     [
@@ -89,15 +112,18 @@ answers its last reply's content without tool calls (or ``"(script exhausted)"``
 An ``"echo": true`` rule answers with the user message itself. Reply objects take
 ``content``, ``tool_calls`` (``{"name", "arguments", "id"?}``; ``"type": "custom"``
 makes an unsupported-type call), ``delay``, ``status``, ``error_message``,
-``usage``, ``finish_reason``, ``reasoning_content``. No matching rule and no
-``--instant`` -> HTTP 500.
+``usage``, ``finish_reason``, ``reasoning_content``, ``chunk_size``,
+``chunk_delay``. No matching rule and no ``--instant`` -> HTTP 500.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
+import select
+import socket
 import sys
 import threading
 import time
@@ -117,6 +143,9 @@ EXHAUSTED_TEXT = "(script exhausted)"
 ASSISTANT_CONTENT = "assistant-content"
 NO_REASONING_CONTENT = "no-reasoning-content"
 PROVIDER_RULES = frozenset({ASSISTANT_CONTENT, NO_REASONING_CONTENT})
+STREAM_MODES = ("sse", "refuse", "plain", "no-stream-options", "empty-with-tools")
+DEFAULT_CHUNK_SIZE = 4  # characters per streamed piece (about a token)
+MAX_PIECES = 10_000  # per streamed field; longer texts get longer pieces
 
 ToolCallSpec = tuple[str, str, Mapping[str, Any] | str] | Mapping[str, Any]
 Responder = Callable[[dict[str, Any]], "Reply | None"]
@@ -150,12 +179,18 @@ class Reply:
     finish_reason: str | None = None
     body: Any = None  # sent verbatim instead of a built completion (dict/list -> JSON)
     reasoning_content: str | None = None  # DeepSeek's reasoner sends its thinking here
+    # Streaming (requests with "stream": true); None: the server's setting.
+    chunk_size: int | None = None
+    chunk_delay: float | None = None
+    stream_deltas: list[dict[str, Any]] | None = None  # sent as they are, one chunk each
+    break_after: int | None = None  # drop the connection after this many events
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Reply:
         """A reply from a script object (``{"content", "tool_calls", "delay", ...}``)."""
         known = {"content", "tool_calls", "status", "error_message", "delay", "usage"}
         known |= {"finish_reason", "body", "error", "reasoning_content"}
+        known |= {"chunk_size", "chunk_delay", "stream_deltas", "break_after"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"Unknown reply field(s): {', '.join(sorted(unknown))}")
@@ -169,7 +204,15 @@ class Reply:
             finish_reason=data.get("finish_reason"),
             body=data.get("body"),
             reasoning_content=data.get("reasoning_content"),
+            chunk_size=data.get("chunk_size"),
+            chunk_delay=data.get("chunk_delay"),
+            stream_deltas=data.get("stream_deltas"),
+            break_after=data.get("break_after"),
         )
+
+
+# The answer of an endpoint that streams nothing when offered tools (see ``stream``).
+_EMPTY_STREAM = Reply()
 
 
 def make_reply(
@@ -183,6 +226,10 @@ def make_reply(
     finish_reason: str | None = None,
     body: Any = None,
     reasoning_content: str | None = None,
+    chunk_size: int | None = None,
+    chunk_delay: float | None = None,
+    stream_deltas: list[dict[str, Any]] | None = None,
+    break_after: int | None = None,
 ) -> Reply:
     return Reply(
         content=content,
@@ -194,6 +241,10 @@ def make_reply(
         finish_reason=finish_reason,
         body=body,
         reasoning_content=reasoning_content,
+        chunk_size=chunk_size,
+        chunk_delay=chunk_delay,
+        stream_deltas=stream_deltas,
+        break_after=break_after,
     )
 
 
@@ -233,7 +284,12 @@ class ScriptedModel:
         record_http: TextIO | None = None,
         context_limit: int | None = None,
         alternation: bool = False,
+        stream: str = "sse",
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_delay: float = 0.0,
     ) -> None:
+        if stream not in STREAM_MODES:
+            raise ValueError(f"stream must be one of {', '.join(STREAM_MODES)}, not {stream!r}")
         self.responder = responder
         self.latency = latency
         self.strict = strict
@@ -250,11 +306,16 @@ class ScriptedModel:
         self.requests: list[dict[str, Any]] = []
         self.http_log: list[dict[str, Any]] = []
         self._record_http = record_http
+        self.stream = stream
+        self.chunk_size = chunk_size
+        self.chunk_delay = chunk_delay
+        self.streams: list[StreamRecord] = []
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._record = record
+        self.stream_log: TextIO | None = None  # one JSON line per finished stream
         self._address = (host, port)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -317,6 +378,10 @@ class ScriptedModel:
         finish_reason: str | None = None,
         body: Any = None,
         reasoning_content: str | None = None,
+        chunk_size: int | None = None,
+        chunk_delay: float | None = None,
+        stream_deltas: list[dict[str, Any]] | None = None,
+        break_after: int | None = None,
         times: int = 1,
     ) -> None:
         """Queue the next answer (see :func:`make_reply`; ``usage=OMIT_USAGE`` sends none).
@@ -336,6 +401,10 @@ class ScriptedModel:
                     finish_reason=finish_reason,
                     body=body,
                     reasoning_content=reasoning_content,
+                    chunk_size=chunk_size,
+                    chunk_delay=chunk_delay,
+                    stream_deltas=stream_deltas,
+                    break_after=break_after,
                 )
             )
 
@@ -370,6 +439,12 @@ class ScriptedModel:
         with self._arrived:
             return self._arrived.wait_for(lambda: len(self.requests) >= count, timeout)
 
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Block until ``predicate()`` holds, re-checked whenever a request or a
+        stream event happens (False on timeout)."""
+        with self._arrived:
+            return self._arrived.wait_for(predicate, timeout)
+
     # --- serving (handler threads) -------------------------------------------
 
     def _admit(self, method: str, path: str, headers: dict[str, str]) -> bool:
@@ -398,10 +473,14 @@ class ScriptedModel:
             refusal = _error_reply(400, problem, "invalid_request_error") if problem else None
         if refusal is None and self.context_limit is not None:
             refusal = _context_refusal(body, self.context_limit)
+        if refusal is None and (stream_problem := self._stream_refusal(body)):
+            refusal = _error_reply(400, stream_problem, "invalid_request_error")
         if refusal is not None:
             with self._lock:
                 self.refused.append({"status": refusal.status, "error": refusal.body["error"]})
             return refusal, 0.0
+        if self.stream == "empty-with-tools" and body.get("stream") and body.get("tools"):
+            return _EMPTY_STREAM, 0.0  # no reply used: the client asks again plainly
         with self._lock:
             reply = self._queue.popleft() if self._queue else None
         if reply is None and self.responder is not None:
@@ -421,6 +500,38 @@ class ScriptedModel:
     def _wait(self, delay: float) -> bool:
         """Sleep ``delay`` seconds; False if the server is stopping meanwhile."""
         return delay <= 0 or not self._stopping.wait(delay)
+
+    def _stream_refusal(self, body: dict[str, Any]) -> str | None:
+        if not body.get("stream"):
+            return None
+        if self.stream == "refuse":
+            return "stream: streaming is not supported by this endpoint; send stream=false"
+        if self.stream == "no-stream-options" and "stream_options" in body:
+            return "Unrecognized request argument supplied: stream_options"
+        return None
+
+    def streams_sse(self, body: Mapping[str, Any]) -> bool:
+        return bool(body.get("stream")) and self.stream != "plain"
+
+    def _stream_started(self, index: int) -> StreamRecord:
+        record = StreamRecord(request=index)
+        with self._arrived:
+            self.streams.append(record)
+            self._arrived.notify_all()
+        return record
+
+    def _stream_event(self, record: StreamRecord, *, sent: float | None = None) -> None:
+        with self._arrived:
+            if sent is not None:
+                record.sent.append(sent)
+            self._arrived.notify_all()
+
+    def _stream_ended(self, record: StreamRecord) -> None:
+        self._stream_event(record)
+        if self.stream_log is not None:
+            with self._lock:
+                self.stream_log.write(json.dumps(dataclasses.asdict(record)) + "\n")
+                self.stream_log.flush()
 
 
 def _error_reply(status: int, message: str, kind: str) -> Reply:
@@ -507,6 +618,71 @@ def _usage(reply: Reply, request: Mapping[str, Any]) -> dict[str, int]:
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+
+
+@dataclass
+class StreamRecord:
+    """One streamed answer as the server sent it (times from ``time.monotonic()``)."""
+
+    request: int  # index into ``ScriptedModel.requests``
+    sent: list[float] = field(default_factory=list)  # when each event left, [DONE] included
+    completed: bool = False  # every event sent
+    disconnected: bool = False  # the client closed the connection before the end
+
+
+def stream_events(reply: Reply, request: Mapping[str, Any], chunk_size: int) -> list[str]:
+    """The ``data:`` payloads of a streamed answer, ``[DONE]`` last (see the docstring)."""
+    if reply.body is not None:
+        items = reply.body if isinstance(reply.body, list) else [reply.body]
+        return [item if isinstance(item, str) else json.dumps(item) for item in items]
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": str(request.get("model") or "scripted"),
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return json.dumps({**base, "choices": [choice]})
+
+    size = max(1, reply.chunk_size or chunk_size)
+    deltas = list(reply.stream_deltas) if reply.stream_deltas is not None else []
+    if reply.stream_deltas is None:
+        for piece in _pieces(reply.reasoning_content, size):
+            deltas.append({"content": None, "reasoning_content": piece})
+        for piece in _pieces(reply.content, size):
+            deltas.append({"content": piece})
+        for index, call in enumerate(reply.tool_calls):
+            kind = call["type"]
+            if kind != "function":
+                deltas.append({"tool_calls": [{"index": index, **call}]})
+                continue
+            head = {"index": index, "id": call["id"], "type": "function"}
+            head["function"] = {"name": call["function"]["name"], "arguments": ""}
+            deltas.append({"tool_calls": [head]})
+            for piece in _pieces(call["function"]["arguments"], size):
+                fragment = {"index": index, "function": {"arguments": piece}}
+                deltas.append({"tool_calls": [fragment]})
+        # The role comes with the first piece, so the first chunk carries text.
+        deltas = [{"role": "assistant", **(deltas[0] if deltas else {"content": ""})}, *deltas[1:]]
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    events = [chunk(delta) for delta in deltas]
+    events.append(chunk({}, finish))
+    options = request.get("stream_options")
+    if isinstance(options, Mapping) and options.get("include_usage") and reply.usage != OMIT_USAGE:
+        usage = dict(reply.usage) if isinstance(reply.usage, Mapping) else _usage(reply, request)
+        events.append(json.dumps({**base, "choices": [], "usage": usage}))
+    return [*events, "[DONE]"]
+
+
+def _pieces(text: str | None, size: int) -> list[str]:
+    """``text`` in pieces of ``size`` characters, or larger ones for a long text (at most
+    MAX_PIECES pieces: a 40 MB argument is not streamed as ten million chunks)."""
+    if not text:
+        return []
+    size = max(size, -(-len(text) // MAX_PIECES))
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _request_problem(body: Any, *, strict: bool, rules: frozenset[str]) -> Reply | None:
@@ -763,7 +939,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not model._wait(delay):
             self.close_connection = True
             return
-        if reply.body is not None:
+        if reply.status < 400 and model.streams_sse(body):
+            self._stream(model, reply, body)
+        elif reply.body is not None:
             self._send(reply.status, reply.body)
         elif reply.status >= 400:
             message = reply.error_message or f"Scripted error {reply.status}"
@@ -773,6 +951,67 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, {"error": _error(message, kind)})
         else:
             self._send(reply.status, completion_body(reply, body))
+
+    def _stream(self, model: ScriptedModel, reply: Reply, body: dict[str, Any]) -> None:
+        """Send ``reply`` as Server-Sent Events, one HTTP chunk per event."""
+        record = model._stream_started(len(model.requests) - 1)
+        events = stream_events(reply, body, model.chunk_size)
+        if reply is _EMPTY_STREAM:
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+            )
+            self.wfile.flush()
+            model._stream_ended(record)
+            return
+        delay = model.chunk_delay if reply.chunk_delay is None else reply.chunk_delay
+        head = (
+            "HTTP/1.1 200 OK\r\n"
+            "Content-Type: text/event-stream; charset=utf-8\r\n"
+            "Cache-Control: no-cache\r\n"
+            "Transfer-Encoding: chunked\r\n"
+            "\r\n"
+        ).encode("latin-1")
+        started = time.monotonic()
+        try:
+            for index, event in enumerate(events):
+                # Paced from the start (not after each write), so N events take N * delay.
+                if index and not self._pause(model, started + index * delay):
+                    record.disconnected = not model._stopping.is_set()
+                    self.close_connection = True
+                    return
+                if reply.break_after is not None and index >= reply.break_after:
+                    self.close_connection = True  # dropped mid-stream, as a crashed server
+                    return
+                data = f"data: {event}\n\n".encode()
+                frame = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+                if index == len(events) - 1:
+                    frame += b"0\r\n\r\n"  # the body ends with [DONE]: nothing to drain
+                self.wfile.write((head if index == 0 else b"") + frame)
+                self.wfile.flush()
+                model._stream_event(record, sent=time.monotonic())
+            record.completed = True
+        except OSError:  # broken pipe, reset: the client went away
+            record.disconnected = True
+            self.close_connection = True
+        finally:
+            model._stream_ended(record)
+
+    def _pause(self, model: ScriptedModel, deadline: float) -> bool:
+        """Wait until ``deadline``; False once the client has hung up (seen at once: a
+        closed socket turns readable) or the server is stopping."""
+        while not model._stopping.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return True
+            readable, _, _ = select.select([self.connection], [], [], min(remaining, 0.05))
+            if readable:
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return False
+                except OSError:
+                    return False
+        return False
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path.rstrip("/")
@@ -851,6 +1090,26 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(PROVIDER_RULES),
         help="switch off a provider rule (see the module docstring); repeatable",
     )
+    parser.add_argument(
+        "--stream",
+        choices=STREAM_MODES,
+        default="sse",
+        help="how requests with stream: true are answered (default: sse)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=DEFAULT_CHUNK_SIZE,
+        help="characters per streamed piece",
+    )
+    parser.add_argument(
+        "--chunk-delay", type=float, default=0.0, help="seconds between streamed events"
+    )
+    parser.add_argument(
+        "--stream-log",
+        type=Path,
+        help="append each streamed answer's record (send times, monotonic clock) as a JSON line",
+    )
     options = parser.parse_args(argv)
     if options.script is None and not options.instant:
         parser.error("give --script FILE.json and/or --instant")
@@ -883,7 +1142,12 @@ def main(argv: list[str] | None = None) -> int:
         record_http=record_http,
         context_limit=options.context_limit,
         alternation=options.alternation,
+        stream=options.stream,
+        chunk_size=options.chunk_size,
+        chunk_delay=options.chunk_delay,
     )
+    stream_log = options.stream_log.open("a", encoding="utf-8") if options.stream_log else None
+    model.stream_log = stream_log
     model.start()
     print(f"READY {model.base_url}", flush=True)
     try:
@@ -892,9 +1156,9 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         model.stop()
-        for file in (record, record_http):
-            if file is not None:
-                file.close()
+        for log_file in (record, record_http, stream_log):
+            if log_file is not None:
+                log_file.close()
     return 0
 
 

@@ -50,7 +50,9 @@ class SamplingProxy:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def forward(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    def forward(self, method: str, path: str, body: bytes | None) -> tuple[int, str, bytes]:
+        """The upstream's status, content type (an SSE stream stays one, relayed whole)
+        and body."""
         record: dict[str, Any] | None = None
         if body is not None:
             payload = json.loads(body)
@@ -70,11 +72,13 @@ class SamplingProxy:
         try:
             with urllib.request.urlopen(request, timeout=UPSTREAM_TIMEOUT) as response:
                 status, data = response.status, response.read()
+                kind = response.headers.get("Content-Type", "application/json")
         except urllib.error.HTTPError as error:
             status, data = error.code, error.read()
+            kind = error.headers.get("Content-Type", "application/json")
         if record is not None:
             record["status"] = status
-        return status, data
+        return status, kind, data
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -90,12 +94,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _relay(self, method: str, body: bytes | None) -> None:
         proxy: SamplingProxy = self.server.proxy  # type: ignore[attr-defined]
         try:
-            status, data = proxy.forward(method, self.path, body)
+            status, kind, data = proxy.forward(method, self.path, body)
         except OSError as error:  # the upstream is gone: say so as a gateway would
-            status, data = 502, json.dumps({"error": {"message": str(error)}}).encode()
+            status, kind = 502, "application/json"
+            data = json.dumps({"error": {"message": str(error)}}).encode()
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

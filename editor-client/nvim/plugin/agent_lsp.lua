@@ -10,8 +10,13 @@ local function command(name, fn, opts)
 end
 
 command('AgentAsk', function(opts)
-  require('agent_lsp').ask(opts.args)
-end, { nargs = '*', desc = 'agent-lsp: ask the agent (no argument: prompt for it)' })
+  local range = opts.range > 0 and { line1 = opts.line1, line2 = opts.line2 } or nil
+  require('agent_lsp').ask(opts.args, range)
+end, {
+  nargs = '*',
+  range = true,
+  desc = "agent-lsp: ask the agent (no argument: prompt for it; :'<,'> sends the selection)",
+})
 command('AgentCancel', function()
   require('agent_lsp').cancel()
 end, { nargs = 0, desc = 'agent-lsp: cancel the running ask' })

@@ -2,8 +2,9 @@
 --
 -- The server does all the agent work; this module starts it per project root with
 -- the built-in LSP client, attaches the project's buffers (so the server sees
--- unsaved text), sends `agent/ask`, and shows the conversation and the tool trace
--- in scratch buffers. Works on Neovim 0.7.2 and later.
+-- unsaved text), sends `agent/ask` (with the selection of `:'<,'>AgentAsk`), and
+-- shows the conversation -- the answer as it streams -- and the tool trace in
+-- scratch buffers. Works on Neovim 0.7.2 and later.
 local format = require('agent_lsp.format')
 local permissions = require('agent_lsp.permissions')
 
@@ -259,6 +260,9 @@ local function finish(req, lines)
   end
   conv.request = nil
   local line = status_line(req)
+  if req.segment and lines[1] ~= '' then
+    table.insert(lines, 1, '') -- after the streamed text
+  end
   table.insert(lines, '')
   if line then
     set_lines(req.buf, line, -1, lines)
@@ -282,6 +286,49 @@ local function on_compaction(_, params)
   if req then
     req.compacted = format.compaction_summary(params)
   end
+end
+
+-- Streamed text: one segment per (turn, channel), above the status line; reasoning
+-- is shown as a Markdown quote ("> "), the answer as it is.
+local function render(req, segment)
+  local lines = text_lines(segment.text)
+  if segment.channel == 'reasoning' then
+    for i, line in ipairs(lines) do
+      lines[i] = '> ' .. line
+    end
+  end
+  -- Only the last line shown can have grown: replace from it on.
+  local keep = math.max(segment.shown - 1, 0)
+  set_lines(req.buf, segment.start + keep, req.status_line, { (table.unpack or unpack)(lines, keep + 1) })
+  segment.shown = #lines
+  req.status_line = segment.start + #lines
+end
+
+local function on_delta(_, params)
+  local req = conv.request
+  if not req or type(params) ~= 'table' or type(params.delta) ~= 'string' then
+    return
+  end
+  if req.session_id and params.sessionId ~= req.session_id then
+    return -- another conversation's
+  end
+  req.session_id = params.sessionId
+  local line = status_line(req)
+  if not line then
+    return
+  end
+  local segment = req.segment
+  if not segment or segment.turn ~= params.turn or segment.channel ~= params.channel then
+    if segment then
+      set_lines(req.buf, line, line, { '' }) -- a blank line between segments
+      line = line + 1
+      req.status_line = line
+    end
+    segment = { turn = params.turn, channel = params.channel, text = '', start = line, shown = 0 }
+    req.segment = segment
+  end
+  segment.text = segment.text .. params.delta
+  render(req, segment)
 end
 
 local function on_progress(err, result, ctx, config)
@@ -327,6 +374,7 @@ local function start_client(root)
     handlers = {
       ['agent/toolActivity'] = on_activity,
       ['agent/compaction'] = on_compaction,
+      ['agent/answerDelta'] = on_delta,
       ['$/progress'] = on_progress,
       ['agent/requestPermission'] = permissions.handler,
       ['$/cancelRequest'] = permissions.on_cancel,
@@ -426,7 +474,21 @@ local function on_answer(req, err, result)
   end
   conv.session_id = result.sessionId
   local answer = type(result.answer) == 'string' and result.answer or ''
-  local lines = answer ~= '' and vim.list_extend(text_lines(answer), { '' }) or {}
+  local lines = {}
+  local segment = req.segment
+  local last = segment and segment.channel == 'answer' and segment.turn == result.turns
+  if not (last and segment.text == answer) then
+    -- Not streamed as it is (an older server; an answer of only whitespace, which the
+    -- result gives as ""): the answer itself, in place of what streamed of it.
+    if last and status_line(req) then
+      set_lines(req.buf, segment.start, req.status_line, {})
+      req.status_line = segment.start
+      req.segment = nil
+    end
+    if answer ~= '' then
+      lines = vim.list_extend(text_lines(answer), { '' })
+    end
+  end
   local calls = type(result.toolCalls) == 'table' and #result.toolCalls or 0
   local notes = { string.format('%d tool call%s', calls, calls == 1 and '' or 's') }
   local stop = format.stop_note(result.stopReason)
@@ -453,16 +515,61 @@ local function on_answer(req, err, result)
   pcall(vim.cmd, 'checktime')
 end
 
---- Send `prompt` as `agent/ask`; no prompt asks for one with vim.ui.input.
-function M.ask(prompt)
-  if prompt == nil or prompt:match('^%s*$') then
-    vim.ui.input({ prompt = 'Ask the agent: ' }, function(input)
-      if input and not input:match('^%s*$') then
-        M.ask(input)
-      end
-    end)
-    return
+-- Editor context -------------------------------------------------------------
+
+-- Code units of `text` (UTF-8) in a position encoding.
+local function units(text, encoding)
+  if encoding == 'utf-8' then
+    return #text
   end
+  local count = 0
+  for char in text:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+    count = count + ((encoding == 'utf-16' and #char == 4) and 2 or 1)
+  end
+  return count
+end
+
+--- The lines `line1`..`line2` of the current buffer as a selection: the characters
+--- of the last visual selection when it was charwise over those lines, else the
+--- whole lines. Byte columns; nil for a buffer that is not a file.
+local function selection(line1, line2)
+  local buf = api.nvim_get_current_buf()
+  if api.nvim_buf_get_name(buf) == '' or vim.bo[buf].buftype ~= '' then
+    return nil
+  end
+  local function line_text(row)
+    return api.nvim_buf_get_lines(buf, row - 1, row, false)[1] or ''
+  end
+  local first, last = api.nvim_buf_get_mark(buf, '<'), api.nvim_buf_get_mark(buf, '>')
+  if vim.fn.visualmode() == 'v' and first[1] == line1 and last[1] == line2 then
+    local text = line_text(line2)
+    local col = math.min(last[2], #text)
+    local char = text:sub(col + 1):match('^[%z\1-\127\194-\244][\128-\191]*') or ''
+    return { buf = buf, start = { line1, first[2] }, ['end'] = { line2, col + #char } }
+  end
+  return { buf = buf, start = { line1, 0 }, ['end'] = { line2, #line_text(line2) } }
+end
+
+--- `context` for agent/ask: the selection's positions in the client's encoding.
+local function context_param(sel, client)
+  if not (sel and api.nvim_buf_is_valid(sel.buf)) then
+    return nil
+  end
+  local encoding = client.offset_encoding or 'utf-16'
+  local function position(pos)
+    local text = api.nvim_buf_get_lines(sel.buf, pos[1] - 1, pos[1], false)[1] or ''
+    return { line = pos[1] - 1, character = units(text:sub(1, pos[2]), encoding) }
+  end
+  return {
+    activeDocument = {
+      uri = vim.uri_from_bufnr(sel.buf),
+      selection = { start = position(sel.start), ['end'] = position(sel['end']) },
+    },
+  }
+end
+
+-- Send the ask: the conversation shows the prompt (and what was selected), then the answer.
+local function ask_with(prompt, sel)
   if conv.request then
     notify('an ask is already running (:AgentCancel stops it)', vim.log.levels.WARN)
     return
@@ -472,9 +579,16 @@ function M.ask(prompt)
     start_conversation(root)
   end
   local buf = conversation_buf()
-  append(buf, vim.list_extend(vim.list_extend({ '## You', '' }, text_lines(prompt)), { '', '## Agent', '' }))
+  local you = vim.list_extend({ '## You', '' }, text_lines(prompt))
+  if sel then
+    local name = vim.fn.fnamemodify(api.nvim_buf_get_name(sel.buf), ':~:.')
+    local span = sel.start[1] == sel['end'][1] and ('line ' .. sel.start[1])
+      or string.format('lines %d-%d', sel.start[1], sel['end'][1])
+    vim.list_extend(you, { '', string.format('_(selection: %s, %s)_', name, span) })
+  end
+  append(buf, vim.list_extend(you, { '', '## Agent', '' }))
   asks = asks + 1
-  local req = { root = root, token = 'agent-lsp-nvim-' .. asks, buf = buf }
+  local req = { root = root, token = 'agent-lsp-nvim-' .. asks, buf = buf, session_id = conv.session_id }
   req.status_line = api.nvim_buf_line_count(buf)
   conv.request = req
   append(buf, { '_working: starting the server_' })
@@ -484,6 +598,7 @@ function M.ask(prompt)
       return -- cancelled before the server was ready
     end
     local params = { prompt = prompt, sessionId = conv.session_id, workDoneToken = req.token }
+    params.context = context_param(sel, client)
     local ok, id = call(client, 'request', 'agent/ask', params, function(err, result)
       on_answer(req, err, result)
     end)
@@ -497,6 +612,21 @@ function M.ask(prompt)
   if not started then
     finish(req, { '**Error**: could not start the agent-lsp server (see :messages).' })
   end
+end
+
+--- Send `prompt` as `agent/ask`; no prompt asks for one with vim.ui.input.
+--- `range` ({ line1, line2 } of `:'<,'>AgentAsk`) sends that selection as context.
+function M.ask(prompt, range)
+  local sel = range and selection(range.line1, range.line2)
+  if prompt == nil or prompt:match('^%s*$') then
+    vim.ui.input({ prompt = 'Ask the agent: ' }, function(input)
+      if input and not input:match('^%s*$') then
+        ask_with(input, sel)
+      end
+    end)
+    return
+  end
+  ask_with(prompt, sel)
 end
 
 --- Cancel the running ask with $/cancelRequest.
