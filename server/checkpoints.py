@@ -96,6 +96,9 @@ class AskRecorder:
         self._written: dict[Path, tuple[FileState, bytes | None]] = {}
         self._buffers: dict[Path, tuple[tuple[FileState, bytes], tuple[FileState, bytes]]] = {}
         self._before: asyncio.Task[Snapshot | None] | None = None
+        # Set once a tool that may change files is about to run (the runtime awaits
+        # ready() first): without one, the workspace is as the agent found it.
+        self._may_change = False
         self._key = f"{session_id}/{checkpoint.id}"
         self._running_fd: int | None = None
 
@@ -128,6 +131,7 @@ class AskRecorder:
     # -- the journal -------------------------------------------------------------------
 
     async def ready(self) -> None:
+        self._may_change = True
         if self._before is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._before)
@@ -177,7 +181,11 @@ class AskRecorder:
             with contextlib.suppress(BaseException):
                 before = await self._before
         after_tree = None
-        if before is not None:
+        if before is not None and not self._may_change:
+            # Only read-only tools ran (or none): the end is the start, no snapshot needed
+            # (an answer-only ask finishes ~10 ms sooner).
+            after_tree = before.tree
+        elif before is not None:
             try:
                 after = await self._folder.snapshot()
                 after_tree = after.tree
@@ -187,7 +195,7 @@ class AskRecorder:
         checkpoint.after_tree = after_tree
 
         changes: dict[str, FileChange] = {}
-        if before is not None and after_tree is not None:
+        if before is not None and after_tree is not None and after_tree != before.tree:
             assert self._folder.repo is not None
             for raw in await self._folder.repo.diff(before.tree, after_tree):
                 changes[raw.path] = FileChange(

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from pygls.exceptions import JsonRpcException
 
 from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_client
 from tests.support.lsp_client import AgentTestClient, RunningAsk, ask, server_env, start_client
-from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.model_server import ScriptedModel, make_reply, tool_call
+from tests.support.procs import until
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -532,3 +534,39 @@ async def _wait_for_activity(client: AgentTestClient, name: str) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+async def test_what_the_user_saves_while_the_agent_only_reads_is_not_the_asks_change(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    make_project(project, git=True)
+    client = await start_client(server_env(model.base_url, XDG_STATE_HOME=str(state)), [project])
+    released = threading.Event()
+    try:
+        model.reply(tool_calls=[tool_call("read_file", {"path": "keep.txt"})])
+        # The model's second answer waits until the user has saved a file.
+        model.responder = lambda body: make_reply("It is untouched.") if released.wait(30) else None
+        running = RunningAsk(client, {"prompt": "what does keep.txt say?"})
+        # The checkpoint before the ask is taken (its ref is written) and the agent has read.
+        await until(
+            lambda: any(state.rglob("refs/agent-lsp/*/1/before")) and len(model.bodies) == 2
+        )
+        (project / "keep.txt").write_text("the user saved this meanwhile\n")
+        released.set()
+        result = await running.result
+
+        listed = await request(client, "agent/checkpoints", sessionId=result["sessionId"])
+        assert [entry["files"] for entry in listed["checkpoints"]] == [[]]
+        rewound = await request(
+            client,
+            "agent/rewind",
+            sessionId=result["sessionId"],
+            checkpointId=result["checkpointId"],
+        )
+        assert (rewound["restored"], rewound["conflicts"]) == ([], [])
+        assert (project / "keep.txt").read_text() == "the user saved this meanwhile\n"
+    finally:
+        released.set()
+        await client.shutdown_session()
+        await client.stop()
