@@ -403,6 +403,12 @@ async function ask(page, prompt) {
   }
   await until("the chat ready to send", async () => (await frame.locator("#send").innerText()) === "Send", 30_000);
   await page.keyboard.type(prompt);
+  const typed = await frame.locator("#input").inputValue();
+  if (typed !== prompt) {
+    // Keys typed while the focus was still on its way to the view are lost: set it whole.
+    log(`the input got ${JSON.stringify(typed)}; setting the prompt`);
+    await frame.locator("#input").fill(prompt);
+  }
   await page.keyboard.press("Enter");
   await until("the prompt sent", async () => (await frame.locator("#input").inputValue()) === "", 5000);
 }
@@ -1173,7 +1179,8 @@ scenario("a dead server is restarted and the user is told", async ({ page, model
   }, 30_000);
   const requests = modelRequests(model.recordFile).slice(count);
   const users = requests[0].messages.filter((m) => m.role === "user").map((m) => m.content);
-  assert(users.length > 1 && users[0].includes("E2E-FIRST"), `the conversation did not continue: ${JSON.stringify(users)}`);
+  // The earlier asks are there (the first ones may be in the summary of a compaction by now).
+  assert(users.length > 1 && users.some((u) => u.includes("E2E-RELOAD-2")), `the conversation did not continue: ${JSON.stringify(users)}`);
   assert((await frame.locator(".notice").count()) === 0, "a notice says the conversation is gone");
   await page.screenshot({ path: join(OUTPUT, "restarted.png") });
 });
@@ -1184,7 +1191,7 @@ scenario("a workspace's settings cannot choose the server program or the endpoin
     const found = descendants(codeServerPid).filter((p) => p.cmdline.includes("--stdio"));
     return found.length > 0 ? found : undefined;
   }, 20_000);
-  assert(servers.length === 1 && servers[0].cmdline.startsWith(`${PYTHON} -m server`), `server processes: ${JSON.stringify(servers)}`);
+  assert(servers.length === 1 && servers[0].cmdline.startsWith(`${PYTHON} -I -m server`), `server processes: ${JSON.stringify(servers)}`);
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-WORKSPACE-SETTINGS which endpoint answers?");
   const frame = await panelFrame(page);
