@@ -95,7 +95,7 @@ const trimmedMean = (xs) => {
   return kept.reduce((a, b) => a + b, 0) / kept.length;
 };
 
-// The streamed answer: the finished entries' Markdown nine times over (about 3.6 KB, code
+// The streamed answer: the finished entries' Markdown nine times over (about 2.5 KB, code
 // fences and tables included), cut into UPDATES deltas of equal length (fences open mid-stream).
 const STREAMED = `${ANSWER}\n\n`.repeat(9);
 const DELTA_CHARS = Math.ceil(STREAMED.length / UPDATES);
