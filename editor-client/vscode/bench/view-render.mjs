@@ -1,7 +1,8 @@
 // Render time per update of the chat view as a conversation grows to 200 entries: the part
 // update the view does (one tool row re-rendered and patched in place) next to the baseline of
 // the old panel (the whole conversation re-rendered and replaced per notification), measured in
-// the same run. Extension side in node; page side in headless Chromium with the real
+// the same run; and the same per streamed delta (agent/answerDelta: the growing answer's block
+// re-rendered and patched) next to a full rebuild per delta. Extension side in node; page side in headless Chromium with the real
 // dist/webview.js (playwright-core and chromium from the E2E cache: run tests/e2e_vscode/run.sh
 // once, or set PLAYWRIGHT_CORE and CHROMIUM).
 //
@@ -94,15 +95,26 @@ const trimmedMean = (xs) => {
   return kept.reduce((a, b) => a + b, 0) / kept.length;
 };
 
+// The streamed answer: the finished entries' Markdown nine times over (about 2.5 KB, code
+// fences and tables included), cut into UPDATES deltas of equal length (fences open mid-stream).
+const STREAMED = `${ANSWER}\n\n`.repeat(9);
+const DELTA_CHARS = Math.ceil(STREAMED.length / UPDATES);
+function* deltas(count) {
+  for (let k = 0; k < count; k++) {
+    yield { sessionId: "s", turn: 1, channel: "answer", delta: STREAMED.slice(k * DELTA_CHARS, (k + 1) * DELTA_CHARS) };
+  }
+}
+
 /** Extension-side work per notification, and the messages it posts. */
-function extensionSide(n, mode) {
+function extensionSide(n, mode, kind = "activity") {
   const conv = conversation(n);
   const running = conv.entries[conv.entries.length - 1];
   const times = [];
   const messages = [];
-  for (const activity of activities(UPDATES)) {
+  const updates = kind === "delta" ? deltas(UPDATES) : activities(UPDATES);
+  for (const update of updates) {
     const t0 = performance.now();
-    const [change] = lib.applyActivity(running, activity);
+    const [change] = kind === "delta" ? lib.applyDelta(running, update) : lib.applyActivity(running, update);
     let message;
     if (mode === "part") {
       message = { type: "upsert", id: lib.partId.item(running, change.item), parent: lib.partId.items(running), html: lib.renderItem(running, change.item, options) };
@@ -167,23 +179,26 @@ async function pageSide(initial, messages) {
 }
 
 // Sizes interleaved over rounds, so a burst of load on this shared machine hits all of them.
-const samples = new Map(SIZES.map((n) => [n, { partExt: [], fullExt: [], partPage: [], fullPage: [] }]));
+const KINDS = ["activity", "delta"];
+const samples = new Map(KINDS.flatMap((kind) => SIZES.map((n) => [`${kind}:${n}`, { partExt: [], fullExt: [], partPage: [], fullPage: [] }])));
 for (let round = 0; round < ROUNDS; round++) {
   for (const n of SIZES) {
-    const s = samples.get(n);
-    const part = extensionSide(n, "part");
-    const full = extensionSide(n, "full");
-    s.partExt.push(trimmedMean(part.times));
-    s.fullExt.push(trimmedMean(full.times));
-    if (page) {
-      s.partPage.push(trimmedMean(await pageSide(part.initial, part.messages)));
-      s.fullPage.push(trimmedMean(await pageSide(full.initial, full.messages)));
+    for (const kind of KINDS) {
+      const s = samples.get(`${kind}:${n}`);
+      const part = extensionSide(n, "part", kind);
+      const full = extensionSide(n, "full", kind);
+      s.partExt.push(trimmedMean(part.times));
+      s.fullExt.push(trimmedMean(full.times));
+      if (page) {
+        s.partPage.push(trimmedMean(await pageSide(part.initial, part.messages)));
+        s.fullPage.push(trimmedMean(await pageSide(full.initial, full.messages)));
+      }
     }
   }
   console.error(`view-render: round ${round + 1} of ${ROUNDS} done`);
 }
-const rows = SIZES.map((n) => {
-  const s = samples.get(n);
+const rowsOf = (kind) => SIZES.map((n) => {
+  const s = samples.get(`${kind}:${n}`);
   const row = { n, partExt: median(s.partExt), fullExt: median(s.fullExt) };
   if (page) {
     row.partPage = median(s.partPage);
@@ -191,6 +206,8 @@ const rows = SIZES.map((n) => {
   }
   return row;
 });
+const rows = rowsOf("activity");
+const deltaRows = rowsOf("delta");
 await browser?.close();
 
 const ms = (x) => (x === undefined ? "—" : x < 0.1 ? `${(x * 1000).toFixed(0)} µs` : `${x.toFixed(2)} ms`);
@@ -208,6 +225,17 @@ const lines = [
   ...rows.map((r) => `| ${r.n} | ${ms(r.partExt)} | ${ms(r.partPage)} | ${ms(total(r, "part"))} | ${ms(r.fullExt)} | ${ms(r.fullPage)} | ${ms(total(r, "full"))} | ${(total(r, "part") / total(r, "full")).toFixed(3)}x |`),
   "",
   `Growth from ${SIZES[0]} to ${SIZES[SIZES.length - 1]} entries: chat view ${(total(rows[rows.length - 1], "part") / total(rows[0], "part")).toFixed(2)}x (flat is 1x), baseline ${(total(rows[rows.length - 1], "full") / total(rows[0], "full")).toFixed(1)}x.`,
+  "",
+  "### VS Code chat view: render time per streamed delta",
+  "",
+  `Same run, same conversations. The running ask streams its answer: ${UPDATES} \`agent/answerDelta\` notifications of ${DELTA_CHARS} characters (${STREAMED.length.toLocaleString("en-US")} characters in all: the Markdown above nine times, code fences open mid-stream). Per delta the view re-renders the growing answer's block only (Markdown and highlighting of the text so far) and patches it in place; the figure is the mean over the whole answer as it grows.`,
+  "Baselines in the same run: the per-update figure above (one tool row), and a full rebuild per delta (the whole conversation rendered and replaced).",
+  "",
+  "| entries | per delta: extension | per delta: page | per delta: total | per tool update (table above) | full rebuild per delta: total | ratio (delta / full rebuild) |",
+  "|---:|---:|---:|---:|---:|---:|---:|",
+  ...deltaRows.map((r, i) => `| ${r.n} | ${ms(r.partExt)} | ${ms(r.partPage)} | ${ms(total(r, "part"))} | ${ms(total(rows[i], "part"))} | ${ms(total(r, "full"))} | ${(total(r, "part") / total(r, "full")).toFixed(3)}x |`),
+  "",
+  `Growth from ${SIZES[0]} to ${SIZES[SIZES.length - 1]} entries: per delta ${(total(deltaRows[deltaRows.length - 1], "part") / total(deltaRows[0], "part")).toFixed(2)}x (flat is 1x), full rebuild ${(total(deltaRows[deltaRows.length - 1], "full") / total(deltaRows[0], "full")).toFixed(1)}x.`,
   "",
 ];
 const out = join(ROOT, "bench", "results", "vscode_view.md");

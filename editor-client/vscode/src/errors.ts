@@ -13,6 +13,7 @@ export type ErrorAction =
   | "setApiKey"
   | "checkConnection"
   | "retry"
+  | "compact"
   | "stop";
 
 export type ErrorKind =
@@ -137,7 +138,12 @@ export function describeAskError(error: unknown): ErrorReport {
     case ErrorCodes.sessionBusy:
       return report("busy", [{ title: "Stop It", action: "stop" }]);
     case ErrorCodes.contextWindowExceeded:
-      return report("contextWindow", [{ title: "Show Server Log", action: "showLog" }]);
+      // The conversation does not fit even compacted: compacting it all now (older turns
+      // summarized) may make room; the message says what else to do.
+      return report("contextWindow", [
+        { title: "Compact", action: "compact" },
+        { title: "Retry", action: "retry" },
+      ]);
     default:
       return report("other", [{ title: "Show Server Log", action: "showLog" }]);
   }

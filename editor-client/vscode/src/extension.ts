@@ -31,6 +31,7 @@ import {
   type AgentCapabilities,
   type AnswerDelta,
   type AskProgress,
+  type CompactionNotice,
   type ListToolsResult,
   Methods,
   type ToolActivity,
@@ -48,7 +49,7 @@ import { toolPickItems } from "./tools-view";
 import { findExecutable } from "./which";
 import { checkConnection, ModelStatus, selectModel, type SetupHost } from "./models";
 import { type CheckAction, serverEnvironment } from "./setup";
-import { formatAnswerLine, formatAskLine, formatNoteLine, formatOutcomeLine, TraceWriter } from "./trace";
+import { formatAnswerLine, formatAskLine, formatCompactionLine, formatNoteLine, formatOutcomeLine, TraceWriter } from "./trace";
 
 const RESTART_WINDOW_MS = 3 * 60_000;
 const MAX_RESTARTS = 4;
@@ -108,6 +109,7 @@ class AgentClient implements vscode.Disposable, SetupHost {
         return typeof model === "string" && model.trim() !== "" ? model.trim() : undefined;
       },
       acceptsContext: () => this.capabilities()?.askContext === true,
+      sendActiveEditor: () => config().get<boolean>("sendActiveEditor", true),
       onAskStarted: (prompt, sessionId) => this.onAskStarted(prompt, sessionId),
       onAskEnded: (outcome, elapsedMs) => this.onAskEnded(outcome, elapsedMs),
       runAction: (action) => this.runAction(action),
@@ -206,6 +208,10 @@ class AgentClient implements vscode.Disposable, SetupHost {
       this.chat.onProgress(progress);
     });
     client.onNotification(Methods.answerDelta, (delta: AnswerDelta) => this.chat.onDelta(delta));
+    client.onNotification(Methods.compaction, (notice: CompactionNotice) => {
+      this.trace.appendLine(formatCompactionLine(notice, new Date()));
+      this.chat.onCompaction(notice);
+    });
     client.registerFeature(permissionCapabilityFeature() as StaticFeature);
     client.onRequest(
       REQUEST_PERMISSION,
@@ -657,6 +663,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     vscode.commands.registerCommand("agentLsp.ask", (prompt?: unknown) => instance.ask(prompt)),
     vscode.commands.registerCommand("agentLsp.askQuick", () => instance.askQuick()),
+    vscode.commands.registerCommand("agentLsp.askAboutSelection", (prompt?: unknown) =>
+      instance.chat.askAboutSelection(typeof prompt === "string" ? prompt : undefined),
+    ),
+    vscode.commands.registerCommand("agentLsp.compact", () => instance.chat.compact()),
     vscode.commands.registerCommand("agentLsp.cancel", () => instance.cancel()),
     vscode.commands.registerCommand("agentLsp.newConversation", () => instance.newConversation()),
     vscode.commands.registerCommand("agentLsp.history", () => instance.chat.showHistory()),

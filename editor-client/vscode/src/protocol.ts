@@ -17,6 +17,8 @@ export const Methods = {
   answerDelta: "agent/answerDelta",
   listModels: "agent/listModels",
   checkConnection: "agent/checkConnection",
+  compact: "agent/compact",
+  compaction: "agent/compaction",
 } as const;
 
 export const ErrorCodes = {
@@ -159,6 +161,24 @@ export interface AnswerDelta {
   turn: number;
   delta: string;
   channel: "answer" | "reasoning" | string;
+}
+
+/** `agent/compact`'s result: the conversation's estimated size before and after. */
+export interface CompactResult {
+  tokensBefore: number;
+  tokensAfter: number;
+  contextWindow: number;
+  elidedOutputs?: number;
+  summarizedMessages?: number;
+}
+
+/** `agent/compaction`: an ask compacted its conversation before a model request. */
+export interface CompactionNotice extends CompactResult {
+  sessionId: string;
+  turn?: number;
+  /** "threshold" or "overflow" (the provider said the request did not fit). */
+  trigger?: string;
+  durationMs?: number;
 }
 
 export interface SessionInfo {

@@ -61,6 +61,8 @@ export const SERVER_SETTINGS = [
   "enabledTools",
   "bashTimeout",
   "requestTimeout",
+  "contextWindow",
+  "compactThreshold",
   "systemPrompt",
   "confirmEdits",
   "editThroughEditor",

@@ -6,7 +6,8 @@
 //   14:03:09.120 [3f2a9c1e] turn 4 ▶ bash cd src ⏎ pytest -q
 //   14:03:31.777 [3f2a9c1e] turn 4 ✓ bash cd src ⏎ pytest -q — ok 23.66s
 
-import type { AskResult, ToolActivity } from "./protocol";
+import { compactionSummary } from "./compaction";
+import type { AskResult, CompactionNotice, ToolActivity } from "./protocol";
 import { firstLine, formatDuration, oneLine, summarizeArguments, truncate } from "./summary";
 
 export function formatTime(date: Date): string {
@@ -71,6 +72,11 @@ export function formatOutcomeLine(
   const what = outcome === "cancelled" ? "cancelled by user" : "error";
   const tail = detail ? `: ${truncate(oneLine(detail), 200)}` : "";
   return `${formatTime(now)} [${shortSession(sessionId)}] ask ${what}${tail}`;
+}
+
+/** One line per `agent/compaction`: `14:03:09 [5f0c1a2b] ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (...)`. */
+export function formatCompactionLine(notice: CompactionNotice, now: Date): string {
+  return `${formatTime(now)} [${shortSession(notice.sessionId)}] ⇣ ${compactionSummary(notice)}`;
 }
 
 /** Lines about the client itself (server restarts, new conversations), in the same layout. */

@@ -161,7 +161,7 @@ describe("entries", () => {
     assert.equal(formatFooter({ model: "m", usage: { total_tokens: 0 } }), "m");
     assert.equal(
       formatFooter({ usage: { total_tokens: 876, contextTokens: 1290, contextWindow: 128000 } }),
-      "876 tokens · context 1,290 of 128,000",
+      "876 tokens · context 1,290 of 128,000 tokens",
     );
   });
 });

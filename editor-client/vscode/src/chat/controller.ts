@@ -6,12 +6,14 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
+import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan } from "../editor-context";
 import { describeAskError, type ErrorReport } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
 import {
   type AnswerDelta,
   type AskContext,
   type AskProgress,
+  type CompactionNotice,
   Methods,
   type SessionHistoryResult,
   type SessionsResult,
@@ -36,6 +38,8 @@ export interface ChatHost {
   configuredModel(): string | undefined;
   /** The server accepts `context` on agent/ask (issue 16). */
   acceptsContext(): boolean;
+  /** `agentLsp.sendActiveEditor`: every ask sends the active editor and its selection. */
+  sendActiveEditor(): boolean;
   /** The ask started / ended (status bar, trace). */
   onAskStarted(prompt: string, sessionId: string | undefined): void;
   onAskEnded(outcome: SendOutcome, elapsedMs: number): void;
@@ -49,6 +53,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   readonly view: ChatView;
   private readonly store: ChatStore;
   private readonly disposables: vscode.Disposable[] = [];
+  /** What "Ask About Selection" attached to the next prompt (shown above the input). */
+  private pinned: { editor: EditorSnapshot; shown: string; label: string } | undefined;
   private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
   /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
   readonly onDidFinishAsk = this.finished.event;
@@ -98,6 +104,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       { type: "prompts", prompts: this.store.prompts },
       { type: "draft", text: this.store.draft },
       { type: "context", choices: this.host.acceptsContext() ? CONTEXT_CHOICES : [] },
+      this.pinned ? { type: "pinned", label: this.pinned.label } : { type: "pinned" },
     ];
     const entry = this.session.runningEntry;
     messages.push(entry ? { type: "busy", busy: true, status: entry.status ?? "Working…" } : { type: "busy", busy: false });
@@ -174,13 +181,14 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     this.store.addPrompt(prompt);
     const folder = this.session.conversation.folder ? undefined : this.host.currentFolder()?.uri.toString();
-    const context = attach.length && this.host.acceptsContext() ? editorContext(attach) : undefined;
+    const { context, label } = this.askContext(attach);
     const progress = this.host.workDoneToken();
     this.host.onAskStarted(prompt, this.session.sessionId);
     const startedAt = Date.now();
     const outcome = this.session.send(prompt, {
       folder,
       context,
+      attached: label,
       model: this.host.configuredModel(),
       workDoneToken: progress?.token,
     });
@@ -199,6 +207,101 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
 
   stop(): boolean {
     return this.session.stop();
+  }
+
+  // -- editor context --------------------------------------------------------------------------
+
+  /**
+   * The context of the next ask: what Ask About Selection attached, else the active editor
+   * (agentLsp.sendActiveEditor) or what the user ticked; only for a server that accepts it.
+   */
+  private askContext(attach: readonly string[]): { context?: AskContext; label?: string } {
+    if (!this.host.acceptsContext()) return {};
+    const pinned = this.pinned;
+    if (pinned) this.setPinned(undefined);
+    const editor = activeEditor();
+    const built = pinned
+      ? buildContext(pinned.editor, this.folderPath(), { auto: false, attach: ["selection"] }, pinned.shown)
+      : buildContext(
+          editor && snapshot(editor),
+          this.folderPath(),
+          { auto: this.host.sendActiveEditor(), attach },
+          editor ? vscode.workspace.asRelativePath(editor.document.uri, false) : "",
+        );
+    if (built.skipped) vscode.window.setStatusBarMessage(`$(warning) Agent: not attached: ${built.skipped}`, 5000);
+    const result: { context?: AskContext; label?: string } = {};
+    if (built.context) result.context = built.context;
+    if (built.label) result.label = built.label;
+    return result;
+  }
+
+  private setPinned(pinned: { editor: EditorSnapshot; shown: string; label: string } | undefined): void {
+    this.pinned = pinned;
+    this.view.post(pinned ? { type: "pinned", label: pinned.label } : { type: "pinned" });
+  }
+
+  /**
+   * Agent: Ask About Selection: the chat's input, focused, with the selection attached to the
+   * next prompt (sent at once when `prompt` is given). A server that takes no editor context
+   * gets the selected text in the prompt instead.
+   */
+  async askAboutSelection(prompt?: string): Promise<void> {
+    const editor = activeEditor();
+    if (!editor || isEmpty(snapshot(editor).selection)) {
+      void vscode.window.showInformationMessage("Agent: select the code to ask about first.");
+      return;
+    }
+    const shown = vscode.workspace.asRelativePath(editor.document.uri, false);
+    const selection = snapshot(editor).selection;
+    if (!this.host.acceptsContext()) {
+      const text = editor.document.getText(editor.selection);
+      // The selection quoted in the prompt, the way a user would paste it.
+      const fence = "`".repeat(Math.max(3, ...Array.from(text.matchAll(/`+/g), (m) => m[0].length + 1)));
+      const quoted = `${prompt ?? ""}\n\n${shown}, ${lineSpan(selection)}:\n${fence}\n${text}\n${fence}\n`.trimStart();
+      if (prompt !== undefined) {
+        await this.view.reveal(false);
+        await this.send(quoted);
+      } else {
+        await this.view.reveal(true, quoted);
+      }
+      return;
+    }
+    this.setPinned({ editor: snapshot(editor), shown, label: contextLabel({ uri: "", selection }, shown) });
+    if (prompt !== undefined) {
+      await this.view.reveal(false);
+      await this.send(prompt);
+    } else {
+      await this.view.reveal(true);
+    }
+  }
+
+  // -- compaction ------------------------------------------------------------------------------
+
+  /** Agent: Compact Conversation: agent/compact for this conversation, its result in the view. */
+  async compact(): Promise<void> {
+    const outcome = await this.session.compact();
+    switch (outcome.kind) {
+      case "compacted":
+        if (!this.view.visible) void vscode.window.showInformationMessage(`Agent: ${outcome.summary}.`);
+        this.remember(this.session.conversation);
+        break;
+      case "failed":
+        if (!this.view.visible) void this.toast(outcome.report);
+        break;
+      case "busy":
+        void vscode.window.showInformationMessage("Agent: an ask is running; compact the conversation after it.");
+        break;
+      case "empty":
+        void vscode.window.showInformationMessage("Agent: no conversation to compact yet.");
+        break;
+      case "unsupported":
+        void vscode.window.showInformationMessage("Agent: this agent-lsp server cannot compact conversations (update it).");
+        break;
+    }
+  }
+
+  onCompaction(notice: CompactionNotice): void {
+    this.session.onCompaction(notice);
   }
 
   /** The view's status line while an ask runs (when the server sends no agent/askProgress). */
@@ -368,6 +471,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         if (entry) await this.send(entry.prompt);
       }),
       this.registerAction("stop", () => this.stop()),
+      this.registerAction("compact", () => this.compact()),
+      this.registerAction("unpin", () => this.setPinned(undefined)),
       ...["setApiKey", "checkConnection", "openSettings", "openReadme", "openFolder", "showLog"].map((name) =>
         this.registerAction(name, () => this.host.runAction(name)),
       ),
@@ -380,6 +485,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     const pick = await vscode.window.showErrorMessage(`Agent: ${report.message}`, ...actions.map((a) => a.title), "Show Chat");
     if (pick === "Show Chat") return this.view.reveal(false);
     const action = actions.find((a) => a.title === pick)?.action;
+    if (action === "compact") return this.compact();
     if (action) return this.host.runAction(action);
   }
 
@@ -454,20 +560,21 @@ const CONTEXT_CHOICES = [
   { id: "file", label: "Current file" },
 ];
 
-/** `agent/ask`'s `context` from the active editor (issue 16). */
-function editorContext(attach: readonly string[]): AskContext | undefined {
-  const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
-  if (!editor) return undefined;
-  const document: AskContext["activeDocument"] = { uri: editor.document.uri.toString() };
-  const selection = editor.selection;
-  if (attach.includes("selection") && !selection.isEmpty) {
-    document.selection = {
-      start: { line: selection.start.line, character: selection.start.character },
-      end: { line: selection.end.line, character: selection.end.character },
-    };
-  }
-  if (!attach.includes("file") && document.selection === undefined) return undefined;
-  return { activeDocument: document };
+function activeEditor(): vscode.TextEditor | undefined {
+  return vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+}
+
+function snapshot(editor: vscode.TextEditor): EditorSnapshot {
+  const { start, end } = editor.selection;
+  return {
+    uri: editor.document.uri.toString(),
+    scheme: editor.document.uri.scheme,
+    fsPath: editor.document.uri.fsPath,
+    selection: {
+      start: { line: start.line, character: start.character },
+      end: { line: end.line, character: end.character },
+    },
+  };
 }
 
 async function insertAtCursor(text: string): Promise<void> {

@@ -26,7 +26,9 @@ export type ToView =
   /** Earlier prompts of this workspace, oldest first, for Up/Down recall. */
   | { type: "prompts"; prompts: string[] }
   /** Attach choices shown under the input (only when the server accepts editor context). */
-  | { type: "context"; choices: { id: string; label: string }[] };
+  | { type: "context"; choices: { id: string; label: string }[] }
+  /** What "Ask About Selection" attached to the next prompt ("selection: src/app.py, lines 3-9"); none: cleared. */
+  | { type: "pinned"; label?: string };
 
 /** Webview -> extension. */
 export type FromView =

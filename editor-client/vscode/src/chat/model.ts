@@ -55,7 +55,14 @@ export interface CardItem {
   buttons: Button[];
 }
 
-export type Item = ToolItem | TextItem | CardItem;
+/** A one-line note in the conversation (a compaction: "compacted: 30,512 → 9,880 tokens ..."). */
+export interface NoteItem {
+  kind: "note";
+  id: string;
+  text: string;
+}
+
+export type Item = ToolItem | TextItem | CardItem | NoteItem;
 
 export interface ErrorView {
   message: string;
@@ -72,6 +79,8 @@ export interface Footer {
 export interface Entry {
   id: string;
   prompt: string;
+  /** What went with the prompt as editor context ("selection: src/app.py, lines 3-9"). */
+  attached?: string;
   state: EntryState;
   items: Item[];
   /** What the ask is doing now ("waiting for the model"), while working. */
@@ -97,7 +106,8 @@ export interface Conversation {
 export type Change =
   | { part: "entry"; entry: Entry }
   | { part: "item"; entry: Entry; item: Item; before?: Item | undefined }
-  | { part: "tail"; entry: Entry };
+  | { part: "tail"; entry: Entry }
+  | { part: "removed"; entry: Entry; item: Item };
 
 let counter = 0;
 // Per extension host: entries kept from before a window reload keep their ids, so new ones
@@ -164,8 +174,12 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
   return [{ part: "item", entry, item }];
 }
 
-/** Streamed text (issue 16): appended to the text of that turn and channel. */
+/**
+ * Streamed text (issue 16): appended to the text of that turn and channel, in order; a new turn
+ * or channel (or a tool row in between) starts a new text item. Only that item is redrawn.
+ */
 export function applyDelta(entry: Entry, delta: AnswerDelta): Change[] {
+  if (typeof delta.delta !== "string" || delta.delta === "") return [];
   const channel = delta.channel === "reasoning" ? "reasoning" : "answer";
   const last = entry.items[entry.items.length - 1];
   if (last && last.kind === "text" && last.turn === delta.turn && last.channel === channel) {
@@ -183,6 +197,15 @@ export function applyCard(entry: Entry, card: CardItem): Change[] {
   if (index >= 0) entry.items[index] = card;
   else entry.items.push(card);
   return [{ part: "item", entry, item: card }];
+}
+
+/** Put a note into the entry, or replace the note with the same id. */
+export function applyNote(entry: Entry, id: string, text: string): Change[] {
+  const note: NoteItem = { kind: "note", id, text };
+  const index = entry.items.findIndex((i) => i.kind === "note" && i.id === id);
+  if (index >= 0) entry.items[index] = note;
+  else entry.items.push(note);
+  return [{ part: "item", entry, item: note }];
 }
 
 export function removeItem(entry: Entry, id: string): Item | undefined {
@@ -222,10 +245,18 @@ export function applyResult(entry: Entry, result: AskResult, elapsedMs: number, 
       changes.push({ part: "item", entry, item });
     }
   }
+  // The streamed text of the last turn is the answer; where they differ the result wins.
   const answers = entry.items.filter((i): i is TextItem => i.kind === "text" && i.channel === "answer");
   const last = answers[answers.length - 1];
-  const lastIsFinal = last !== undefined && entry.items.indexOf(last) > lastToolIndex(entry);
-  if (result.answer !== "" && !(lastIsFinal && last.text === result.answer)) {
+  const lastIsFinal =
+    last !== undefined &&
+    entry.items.indexOf(last) > lastToolIndex(entry) &&
+    (result.turns === undefined || last.turn === undefined || last.turn === result.turns);
+  if (lastIsFinal && result.answer === "" && last.text.trim() === "") {
+    // An "empty" stop: only whitespace streamed.
+    removeItem(entry, last.id);
+    changes.push({ part: "removed", entry, item: last });
+  } else if (result.answer !== "" && !(lastIsFinal && last.text === result.answer)) {
     if (lastIsFinal) {
       last.text = result.answer;
       changes.push({ part: "item", entry, item: last });

@@ -92,6 +92,14 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
   font-size: var(--vscode-editor-font-size, inherit); max-height: 24em; overflow-y: auto; }
 .cut-note { font-size: .9em; color: var(--vscode-editorWarning-foreground, #c90); }
 .call-actions { margin-top: 4px; }
+.attached { margin: 3px 0 0 2px; font-size: .85em; color: var(--vscode-descriptionForeground); }
+.note { font-size: .9em; color: var(--vscode-descriptionForeground); font-style: italic; }
+/* The answer being written: a caret after the last text of a running ask. */
+.entry.working .items > .answer:last-child > :last-child::after { content: "▍"; opacity: .6; animation: blink 1s steps(2) infinite; }
+@keyframes blink { 50% { opacity: 0; } }
+#pinned .pinned { display: inline-flex; gap: 4px; align-items: center; padding: 0 6px; border-radius: 3px;
+  background: var(--vscode-badge-background, #8883); color: var(--vscode-badge-foreground, inherit); }
+#pinned .pinned button { background: none; border: none; color: inherit; cursor: pointer; padding: 0 2px; font: inherit; }
 details.reasoning > summary { cursor: pointer; opacity: .7; }
 details.reasoning .markdown-body { opacity: .8; padding-left: 1em; }
 .working-status { opacity: .8; font-style: italic; margin-top: 6px; }
@@ -123,6 +131,7 @@ details.reasoning .markdown-body { opacity: .8; padding-left: 1em; }
   box-shadow: 0 1px 4px var(--vscode-widget-shadow, #0004); }
 #composer { flex: 0 0 auto; padding: 8px 12px 10px; border-top: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, #8884)); }
 #status { font-size: .85em; opacity: .8; margin-bottom: 4px; font-style: italic; }
+#pinned { font-size: .9em; margin-bottom: 4px; }
 #attach { display: flex; gap: 12px; font-size: .9em; margin-bottom: 4px; opacity: .9; }
 .input-row { display: flex; gap: 6px; align-items: flex-end; }
 #input { flex: 1; resize: none; min-height: 2.4em; font: inherit; padding: 5px 8px; border-radius: 2px;
@@ -160,6 +169,7 @@ export function renderPage(options: PageOptions): string {
 <button id="jump" hidden>↓ Jump to latest</button>
 <footer id="composer">
 <div id="status" hidden></div>
+<div id="pinned" hidden></div>
 <div id="attach" hidden></div>
 <div class="input-row">
 <textarea id="input" rows="2" placeholder="Ask the agent (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>

@@ -3,7 +3,7 @@
 // `data-id`, which the view's script uses to replace it in place.
 
 import { formatDuration, summarizeArguments } from "../summary";
-import type { Button, CardItem, Conversation, Entry, Footer, Item, TextItem, ToolItem } from "./model";
+import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
 import { escapeHtml, type PathExists, renderMarkdown, renderPlainText } from "./markdown";
 
 export interface RenderOptions {
@@ -130,8 +130,14 @@ export function renderCardItem(entry: Entry, item: CardItem): string {
   );
 }
 
+export function renderNoteItem(entry: Entry, item: NoteItem): string {
+  return `<div class="note"${partAttrs(partId.item(entry, item))}>⇣ ${escapeHtml(item.text)}</div>`;
+}
+
 export function renderItem(entry: Entry, item: Item, options: RenderOptions): string {
   switch (item.kind) {
+    case "note":
+      return renderNoteItem(entry, item);
     case "tool":
       return renderToolItem(entry, item, options);
     case "text":
@@ -157,7 +163,7 @@ export function formatFooter(footer: Footer): string {
   const context = footer.usage?.contextTokens;
   const window = footer.usage?.contextWindow;
   if (context !== undefined && window !== undefined && window > 0) {
-    parts.push(`context ${context.toLocaleString("en-US")} of ${window.toLocaleString("en-US")}`);
+    parts.push(`context ${context.toLocaleString("en-US")} of ${window.toLocaleString("en-US")} tokens`);
   }
   return parts.join(" · ");
 }
@@ -193,7 +199,9 @@ export function entryClass(entry: Entry): string {
 export function renderEntry(entry: Entry, options: RenderOptions): string {
   return (
     `<section class="${entryClass(entry)}"${partAttrs(partId.entry(entry))}>` +
-    `<div class="prompt"><div class="prompt-text">${escapeHtml(entry.prompt)}</div></div>` +
+    `<div class="prompt"><div class="prompt-text">${escapeHtml(entry.prompt)}</div>` +
+    (entry.attached ? `<div class="attached">${escapeHtml(entry.attached)}</div>` : "") +
+    `</div>` +
     `<div class="items"${partAttrs(partId.items(entry))}>${entry.items.map((i) => renderItem(entry, i, options)).join("")}</div>` +
     renderTail(entry) +
     `</section>`

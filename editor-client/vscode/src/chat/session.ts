@@ -9,6 +9,7 @@
 //   and activity are ignored (a generation counter and the session id filter them);
 // - the status line comes from `agent/askProgress`'s structured fields, never from text.
 
+import { compactionSummary } from "../compaction";
 import { describeAskError, type ErrorReport } from "../errors";
 import {
   type AnswerDelta,
@@ -16,6 +17,8 @@ import {
   type AskParams,
   type AskProgress,
   type AskResult,
+  type CompactionNotice,
+  type CompactResult,
   Methods,
   type NewSessionResult,
   type SessionHistoryResult,
@@ -25,6 +28,7 @@ import {
   applyActivity,
   applyDelta,
   applyFailure,
+  applyNote,
   applyProgress,
   applyResult,
   applyTurnTexts,
@@ -34,6 +38,7 @@ import {
   type Entry,
   type ErrorView,
   entriesFromHistory,
+  freshId,
   lastAskMessages,
   newEntry,
 } from "./model";
@@ -55,6 +60,8 @@ export interface SendOptions {
   /** The folder (URI) to start a new conversation in; a pinned one wins. */
   folder?: string | undefined;
   context?: AskContext | undefined;
+  /** What the view shows under the prompt for `context` ("selection: src/app.py, lines 3-9"). */
+  attached?: string | undefined;
   /** The configured model, for the footer when the result does not name one. */
   model?: string | undefined;
   /** Progress token for window/workDoneProgress. */
@@ -68,12 +75,22 @@ export type SendOutcome =
   /** The conversation was replaced while the ask ran: its outcome is not shown. */
   | { kind: "superseded" };
 
+export type CompactOutcome =
+  | { kind: "compacted"; result: CompactResult; summary: string }
+  | { kind: "failed"; report: ErrorReport }
+  /** An ask runs (the server would refuse: -32004), or there is no conversation yet. */
+  | { kind: "busy" }
+  | { kind: "empty" }
+  | { kind: "unsupported" };
+
 interface Running {
   entry: Entry;
   abort: AbortController;
   generation: number;
   sessionId: string | undefined;
   promise: Promise<SendOutcome>;
+  /** Text streamed (agent/answerDelta): the in-between turns' texts need no history request. */
+  streamed: boolean;
 }
 
 export function errorView(report: ErrorReport, entry: Entry): ErrorView {
@@ -94,6 +111,8 @@ export class ChatSession {
   conversation: Conversation = { entries: [] };
   private running: Running | undefined;
   private generation = 0;
+  /** agent/compact in flight: the server would refuse an ask meanwhile (-32004). */
+  private compacting = false;
   private readonly now: () => number;
 
   constructor(
@@ -127,8 +146,9 @@ export class ChatSession {
 
   /** Start an ask; resolves when it ends (or at once when another one runs). */
   send(prompt: string, options: SendOptions = {}): Promise<SendOutcome> {
-    if (this.running) return Promise.resolve({ kind: "busy" });
+    if (this.running || this.compacting) return Promise.resolve({ kind: "busy" });
     const entry = newEntry(prompt);
+    if (options.attached) entry.attached = options.attached;
     const hadNotice = this.conversation.notice !== undefined;
     this.conversation.notice = undefined;
     this.conversation.entries.push(entry);
@@ -138,6 +158,7 @@ export class ChatSession {
       generation: this.generation,
       sessionId: this.conversation.sessionId,
       promise: Promise.resolve({ kind: "busy" }),
+      streamed: false,
     };
     this.running = running;
     if (hadNotice) this.sink.reset(this.conversation);
@@ -216,7 +237,7 @@ export class ChatSession {
 
   /** The text the model wrote in turns that also called tools, from the session's history. */
   private async addTurnTexts(running: Running, sessionId: string): Promise<void> {
-    if (!this.connection.supports(Methods.sessionHistory)) return;
+    if (!this.connection.supports(Methods.sessionHistory) || running.streamed) return;
     if (!running.entry.items.some((i) => i.kind === "tool")) return;
     try {
       const history = await this.connection.request<SessionHistoryResult>(Methods.sessionHistory, { sessionId });
@@ -263,7 +284,52 @@ export class ChatSession {
 
   onDelta(delta: AnswerDelta): void {
     const running = this.accepts(delta.sessionId);
-    if (running) this.sink.changed(applyDelta(running.entry, delta));
+    if (!running) return;
+    running.streamed = true;
+    const changes = applyDelta(running.entry, delta);
+    if (changes.length) this.sink.changed(changes);
+  }
+
+  /** The running ask compacted its conversation: a one-line note where it happened. */
+  onCompaction(notice: CompactionNotice): void {
+    const running = this.accepts(notice.sessionId);
+    if (running) this.sink.changed(applyNote(running.entry, freshId("n"), compactionSummary(notice)));
+  }
+
+  /**
+   * Compact the conversation now (agent/compact). The result is a note under the last ask, and
+   * that ask's footer shows the context as it is now.
+   */
+  async compact(): Promise<CompactOutcome> {
+    if (!this.connection.supports(Methods.compact)) return { kind: "unsupported" };
+    if (this.running) return { kind: "busy" };
+    const sessionId = this.conversation.sessionId;
+    const entry = this.conversation.entries[this.conversation.entries.length - 1];
+    if (!sessionId || !entry) return { kind: "empty" };
+    const generation = this.generation;
+    const noteId = freshId("n");
+    this.sink.changed(applyNote(entry, noteId, "compacting the conversation…"));
+    const stillShown = () => this.generation === generation && this.conversation.entries.includes(entry);
+    this.compacting = true;
+    try {
+      const result = await this.connection.request<CompactResult>(Methods.compact, { sessionId });
+      const summary = compactionSummary(result);
+      if (stillShown()) {
+        const changes = applyNote(entry, noteId, summary);
+        if (entry.footer) {
+          entry.footer.usage = { ...entry.footer.usage, contextTokens: result.tokensAfter, contextWindow: result.contextWindow };
+          changes.push({ part: "tail", entry });
+        }
+        this.sink.changed(changes);
+      }
+      return { kind: "compacted", result, summary };
+    } catch (error) {
+      const report = describeAskError(error);
+      if (stillShown()) this.sink.changed(applyNote(entry, noteId, `compaction failed: ${report.message}`));
+      return { kind: "failed", report };
+    } finally {
+      this.compacting = false;
+    }
   }
 
   /**

@@ -101,6 +101,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       } else if (change.part === "tail") {
         this.once(sent, partId.tail(entry), () => ({ type: "upsert", id: partId.tail(entry), html: renderTail(entry) }));
         this.once(sent, `${partId.entry(entry)}#class`, () => ({ type: "setClass", id: partId.entry(entry), className: entryClass(entry) }));
+      } else if (change.part === "removed") {
+        this.post({ type: "remove", id: partId.item(entry, change.item) });
       } else {
         const id = partId.item(entry, change.item);
         this.once(sent, id, () => {

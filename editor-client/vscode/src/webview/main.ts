@@ -30,6 +30,7 @@ const input = document.getElementById("input") as HTMLTextAreaElement;
 const send = document.getElementById("send") as HTMLButtonElement;
 const status = document.getElementById("status") as HTMLElement;
 const attach = document.getElementById("attach") as HTMLElement;
+const pinned = document.getElementById("pinned") as HTMLElement;
 
 const history = new PromptHistory(saved.prompts ?? []);
 let busy = false;
@@ -154,6 +155,21 @@ function apply(message: ToView): void {
       }
       attach.hidden = message.choices.length === 0;
       break;
+    case "pinned": {
+      pinned.innerHTML = "";
+      if (message.label) {
+        const chip = document.createElement("span");
+        chip.className = "pinned";
+        const remove = document.createElement("button");
+        remove.textContent = "✕";
+        remove.title = "Don't attach it";
+        remove.dataset.action = "unpin";
+        chip.append(`Attached: ${message.label}`, remove);
+        pinned.append(chip);
+      }
+      pinned.hidden = !message.label;
+      break;
+    }
   }
 }
 
