@@ -93,6 +93,7 @@ class AskReporter:
         self._progress = progress
         self.session_id = session_id or ""
         self._turn = 0
+        self._writing = 0  # the turn whose text is arriving
         self._deltas = DeltaCoalescer(self._send_delta)
 
     def set_session(self, session_id: str) -> None:
@@ -100,6 +101,9 @@ class AskReporter:
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
+            if event.turn != self._writing:  # the turn's first text: no longer "waiting"
+                self._writing = event.turn
+                self._phase("writing", f"turn {event.turn}: the model is writing")
             self._deltas.add(event.turn, event.channel, event.text)
             return
         self._deltas.flush()

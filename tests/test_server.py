@@ -285,8 +285,18 @@ async def test_progress_is_structured(client: AgentTestClient, model: ScriptedMo
     result = await ask(client, prompt="list python files")
     await until(lambda: any(p["phase"] == "done" for p in client.progress))
     phases = [(p["turn"], p["phase"]) for p in client.progress]
-    assert phases == [(1, "model"), (1, "tools"), (2, "model"), (2, "done")]
+    assert phases == [(1, "model"), (1, "tools"), (2, "model"), (2, "writing"), (2, "done")]
     assert {p["sessionId"] for p in client.progress} == {result["sessionId"]}
+    # "writing" goes out before the turn's first text.
+    order = [
+        "delta" if method == "agent/answerDelta" else params.get("phase")
+        for method, params in client.notifications
+        if method in ("agent/answerDelta", "agent/askProgress")
+    ]
+    assert order[order.index("writing") + 1] == "delta"
+    assert "delta" not in order[: order.index("writing")]
+    writing = next(p for p in client.progress if p["phase"] == "writing")
+    assert writing["message"] == "turn 2: the model is writing"
 
 
 async def test_params_must_be_an_object(client: AgentTestClient) -> None:

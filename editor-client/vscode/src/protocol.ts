@@ -146,7 +146,7 @@ export interface CheckConnectionResult {
   checks: ConnectionCheck[];
 }
 
-export type AskPhase = "model" | "tools" | "permission" | "compacting" | "done";
+export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
 
 export interface AskProgress {
   sessionId: string;

@@ -125,6 +125,7 @@ export function newEntry(prompt: string): Entry {
 
 const PHASE_TEXT: Record<string, string> = {
   model: "waiting for the model",
+  writing: "writing",
   tools: "running tools",
   permission: "waiting for your permission",
   compacting: "compacting the conversation",
