@@ -7,7 +7,8 @@ the runtime hands it every destructive call before it runs. The gate decides fro
   escalation, or any bash call where the system has no sandbox), ``always`` asks for
   every bash/write_file/edit_file call too, ``never`` asks nothing and refuses what
   would require asking;
-- the user's own ``allowedCommands`` (bash command prefixes that run without asking);
+- the user's own ``allowedCommands`` (bash command prefixes that run without asking,
+  in the sandbox: an escalation is always asked about);
 - the conversation's grants: an ``allow_always`` or ``reject_always`` answer is bound to
   the exact call (tool name + a digest of its arguments), so a changed command is asked
   about again;
@@ -169,8 +170,16 @@ class PermissionGate:
                 'refuse every such request (approval: "never"). Do it without that, or tell '
                 "the user what is needed.",
             )
+        # Never for an escalation: a sandboxed command can plant what a listed program
+        # runs (`.git/config`'s core.fsmonitor runs on `git status`), and outside the
+        # sandbox that would run unconfined.
         command = request.arguments.get("command")
-        if isinstance(command, str) and allowed_by_prefix(command, self._policy.allowed_commands):
+        escalation = permission is not None and permission.escalation
+        if (
+            isinstance(command, str)
+            and not escalation
+            and allowed_by_prefix(command, self._policy.allowed_commands)
+        ):
             return PermissionDecision(True)
         grant = self._grants.find(call_digest(request.tool_name, request.arguments))
         if grant is not None:

@@ -324,6 +324,32 @@ async def test_approval_always_asks_before_every_change(
         await client.stop()
 
 
+async def test_an_allowed_command_that_asks_to_leave_the_sandbox_is_still_asked_about(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    # A sandboxed call may have planted what git runs (core.fsmonitor in .git/config):
+    # the allow-list must not carry `git status` out of the sandbox unasked.
+    client = await start(model, workspace, settings={"allowedCommands": ["git status"]})
+    try:
+        model.reply(
+            tool_calls=[
+                tool_call("bash", {"command": "git status"}, id="in"),
+                tool_call("bash", escalated("git status"), id="out"),
+                tool_call("bash", escalated("git status", "network"), id="net"),
+            ]
+        )
+        model.reply("done")
+        client.answers = ["reject_once", "reject_once"]
+        await ask(client, prompt="status")
+        assert [r["callId"] for r in client.requests] == ["out", "net"]
+        results = tool_results(model)
+        assert "declined" in results["out"] and "declined" in results["net"]
+        assert "declined" not in results["in"]
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
 async def test_approval_never_refuses_escalations_without_asking(
     model: ScriptedModel, workspace: Path
 ) -> None:

@@ -23,6 +23,9 @@ class CallPermission:
     # The call needs the user's yes even when the policy asks only for escalations.
     required: bool = False
     reason: str = ""  # why (the model's justification, or what the system lacks)
+    # The call asks to leave the sandbox (network, or none at all): only the user's
+    # answer or grant covers it, never a command allow-list.
+    escalation: bool = False
 
 
 @dataclass(frozen=True)

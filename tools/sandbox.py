@@ -268,9 +268,13 @@ def call_permission(
         )
         return CallPermission(f"Run without a sandbox: {shown}", required=True, reason=reason)
     if policy.mode != "off" and escalation == "unsandboxed":
-        return CallPermission(f"Run outside the sandbox: {shown}", required=True, reason=why)
+        return CallPermission(
+            f"Run outside the sandbox: {shown}", required=True, reason=why, escalation=True
+        )
     if policy.mode != "off" and escalation == "network" and not policy.network:
-        return CallPermission(f"Run with network access: {shown}", required=True, reason=why)
+        return CallPermission(
+            f"Run with network access: {shown}", required=True, reason=why, escalation=True
+        )
     return CallPermission(f"Run: {shown}", reason=why)
 
 
