@@ -4,7 +4,7 @@
 // Prints one line per scenario and, last, "N passed, N failed".
 
 import { spawn, spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -1192,6 +1192,9 @@ scenario("a workspace's settings cannot choose the server program or the endpoin
     return found.length > 0 ? found : undefined;
   }, 20_000);
   assert(servers.length === 1 && servers[0].cmdline.startsWith(`${PYTHON} -I -m server`), `server processes: ${JSON.stringify(servers)}`);
+  // Started outside the workspace, so no command line can import a repository's modules.
+  const cwd = readlinkSync(`/proc/${servers[0].pid}/cwd`);
+  assert(!cwd.startsWith(join(tmp, "workspace")), `the server runs in ${cwd}`);
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-WORKSPACE-SETTINGS which endpoint answers?");
   const frame = await panelFrame(page);

@@ -162,7 +162,9 @@ class AgentClient implements vscode.Disposable, SetupHost {
       command: command.command,
       args: command.args,
       transport: TransportKind.stdio, // the client appends --stdio
-      ...(env ? { options: { env } } : {}),
+      // Not the workspace (the client's default): a `python -m server` command line
+      // there would import a repository's own `server/` package.
+      options: { cwd: this.context.extensionUri.fsPath, ...(env ? { env } : {}) },
     };
     const clientOptions: LanguageClientOptions = {
       // Every open file, whatever its language, is synced: the agent reads the editor's
