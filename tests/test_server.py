@@ -74,6 +74,27 @@ async def test_list_tools_is_mcp_shaped(client: AgentTestClient) -> None:
     assert tools["bash"]["annotations"]["destructiveHint"] is True
 
 
+async def test_the_server_answers_while_its_first_ask_waits_for_the_warm_up(
+    client: AgentTestClient, model: ScriptedModel
+) -> None:
+    # Right after `initialized` the warm-up is still importing the model SDK (about a
+    # second); the first ask waits for it without blocking the event loop.
+    model.reply("hello")
+    started = time.monotonic()
+    pending = asyncio.ensure_future(ask(client, prompt="hi"))
+    latencies: list[float] = []
+    while not pending.done():
+        sent = time.monotonic()
+        listed = await client.protocol.send_request_async("agent/listTools", {})
+        latencies.append(time.monotonic() - sent)
+        assert listed["tools"]
+    assert (await pending)["answer"] == "hello"
+    waited = time.monotonic() - started
+    # Generous: a blocked loop would hold one listTools for about the whole wait.
+    assert max(latencies) < max(0.25, waited / 2), (latencies, waited)
+    assert len(latencies) > 1
+
+
 async def test_settings_narrow_the_tools(model: ScriptedModel, workspace: Path) -> None:
     client = await start_client(
         server_env(model.base_url), [workspace], settings={"enabledTools": ["read_file", "glob"]}
