@@ -51,7 +51,9 @@ class LspAsker:
             result = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             # The ask was cancelled or the user took too long: withdraw the request (a late
-            # answer is then ignored, as pygls no longer knows the id).
+            # answer is then ignored, as pygls no longer knows the id). pygls 2.1 has no
+            # public way to forget a request it sent; without this the client's answer to
+            # the $/cancelRequest would be set on a cancelled future (an error in the log).
             protocol._request_futures.pop(msg_id, None)
             protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
             raise
