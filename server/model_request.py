@@ -172,13 +172,17 @@ def _retry_after(headers: Any) -> float | None:
     return None
 
 
-def _with_note(failure: ModelRequestError, note: str) -> ModelRequestError:
+def _with_note(
+    failure: ModelRequestError, note: str, *, attempts: int = 1, elapsed_ms: float = 0.0
+) -> ModelRequestError:
     return ModelRequestError(
         f"{failure.message} ({note})",
         status=failure.status,
         provider_message=failure.provider_message,
         kind=failure.kind,
         overflow=failure.overflow,
+        attempts=attempts,
+        elapsed_ms=elapsed_ms,
     )
 
 
@@ -195,12 +199,4 @@ def _counted(
     note = f"{attempts} attempt{'' if attempts == 1 else 's'} over {elapsed:.1f} s"
     if deadline_note:
         note += f"; requestTimeout ({policy.timeout:g} s) covers all attempts"
-    return ModelRequestError(
-        f"{failure.message} ({note})",
-        status=failure.status,
-        provider_message=failure.provider_message,
-        kind=failure.kind,
-        overflow=failure.overflow,
-        attempts=attempts,
-        elapsed_ms=elapsed * 1000,
-    )
+    return _with_note(failure, note, attempts=attempts, elapsed_ms=elapsed * 1000)
