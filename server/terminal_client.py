@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -45,6 +46,9 @@ from .terminal_permissions import TerminalPermissions, capabilities
 # first on sys.path, and a repository that holds a ``server/`` (or ``tools/``)
 # package would run its own code as agent-lsp. ``-I`` also ignores PYTHON* variables.
 SERVER_ARGV = (sys.executable, "-I", "-m", "server", "--stdio")
+# After Ctrl-C, how long a withdrawn request's answer (-32800 for an ask) is awaited.
+CANCEL_WAIT_S = 10.0
+REQUEST_CANCELLED = -32800
 
 
 # What the user is told when an ask ended other than with an answer (stopReason).
@@ -249,6 +253,9 @@ async def ask_once(
         try:
             result = await request(AGENT_ASK, params)
         except JsonRpcException as exc:
+            if exc.code == REQUEST_CANCELLED:  # Ctrl-C: the server confirmed the cancel
+                shown.line("agent-lsp: cancelled")
+                return 130
             shown.line(f"agent-lsp: {exc.message}")
             return 1
         shown.finish(result["answer"], result.get("turns", 0))
@@ -364,8 +371,19 @@ async def connected(
         client.initialized(types.InitializedParams())
 
         async def request(method: str, params: dict[str, Any]) -> Any:
-            pending = client.protocol.send_request_async(method, params)
-            return await _request(connection, server, pending)
+            msg_id = uuid.uuid4().hex
+            pending = client.protocol.send_request_async(method, params, msg_id=msg_id)
+            try:
+                return await _request(connection, server, pending)
+            except asyncio.CancelledError:
+                # Ctrl-C: withdraw the request (an ask stops, its open permission prompt
+                # is withdrawn) and take the server's answer, -32800, if it comes soon.
+                client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+                try:
+                    async with asyncio.timeout(CANCEL_WAIT_S):
+                        return await _request(connection, server, pending)
+                except TimeoutError:
+                    raise asyncio.CancelledError from None
 
         yield request
     finally:
@@ -386,7 +404,11 @@ async def _start_server(
 ) -> tuple[asyncio.subprocess.Process, asyncio.Task[None]]:
     """Spawn the server and connect ``client`` to its stdio (what pygls's ``start_io``
     does, keeping the process so its stderr is forwarded and its exit is noticed)."""
-    server = await asyncio.create_subprocess_exec(*command, stdin=PIPE, stdout=PIPE, stderr=PIPE)
+    # Its own session: the terminal's Ctrl-C (SIGINT to the foreground process group)
+    # reaches this client only, which withdraws the ask; the server ends with our stdin.
+    server = await asyncio.create_subprocess_exec(
+        *command, stdin=PIPE, stdout=PIPE, stderr=PIPE, start_new_session=True
+    )
     assert server.stdin is not None and server.stdout is not None
     client.protocol.set_writer(server.stdin)
     stop = threading.Event()

@@ -697,6 +697,96 @@ def test_a_withdrawn_permission_request_closes_the_prompt(
     assert not (workspace.parent / "c.txt").exists()
 
 
+def escalated(command: str) -> dict[str, str]:
+    return {"command": command, "escalation": "unsandboxed", "justification": "a report"}
+
+
+def test_agent_lsp_grants_lists_the_always_answers_and_revokes_the_picked_one(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    same = escalated("echo a >> ../a.txt")
+    model.reply(tool_calls=[tool_call("bash", same)])  # allowed always...
+    model.reply("first")
+    model.reply(tool_calls=[tool_call("bash", same)])  # ...until revoked: asked again
+    model.reply("second")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defvar test-prompts 0)
+        (defvar test-answers (list ?a ?y))
+        (defvar test-offered nil)
+        (advice-add 'read-multiple-choice :override
+                    (lambda (_prompt choices &rest _)
+                      (cl-incf test-prompts)
+                      (assq (pop test-answers) choices)))
+        (agent-lsp-ask "write a")
+        (test-idle)
+        (cl-letf (((symbol-function 'completing-read)
+                   (lambda (prompt collection &rest _)
+                     (setq test-offered (vconcat (list prompt) (mapcar #'car collection)))
+                     (caar collection))))
+          (call-interactively #'agent-lsp-grants))
+        (setq test-after (condition-case err (progn (agent-lsp-grants) "a grant is left")
+                           (user-error (error-message-string err))))
+        (agent-lsp-ask "write a again")
+        (test-idle)
+        (test-emit :prompts test-prompts :offered test-offered :after test-after
+                   :messages (test-text "*Messages*"))
+        """,
+    )
+    label = "allow  bash: Run outside the sandbox: echo a >> ../a.txt"
+    assert records["offered"] == ["Revoke a permission grant: ", label]
+    assert f"agent-lsp: revoked: {label}" in records["messages"]
+    assert records["after"] == "No permission grants in this conversation"
+    assert records["prompts"] == 2  # the revoked grant no longer covers the call
+    assert (workspace.parent / "a.txt").read_text() == "a\na\n"
+
+
+def test_cancel_while_the_permission_prompt_is_open_closes_it(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    model.reply("ready")
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../never.txt"), id="asked")])
+    model.reply("after the cancel")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defvar test-open-for nil)
+        ;; The user leaves the prompt open (for up to 20 s) and cancels the ask instead.
+        (advice-add 'read-multiple-choice :override
+                    (lambda (_prompt choices &rest _)
+                      (run-at-time 0.1 nil #'agent-lsp-cancel)
+                      (let ((start (float-time)))
+                        (unwind-protect
+                            (progn (while (< (- (float-time) start) 20) (sit-for 0.05))
+                                   (assq ?y choices))
+                          (setq test-open-for (- (float-time) start))))))
+        (agent-lsp-ask "warm up")
+        (test-idle)
+        (agent-lsp-ask "write never")
+        (test-idle)
+        (setq test-first-open-for test-open-for)
+        (agent-lsp-ask "go on")
+        (test-idle)
+        (test-emit :open_for test-first-open-for :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert records["open_for"] < 5  # closed when the server withdrew it
+    # "_(cancelled)_" is written only for the server's -32800 reply.
+    assert "## You\n\nwrite never\n\n## Agent\n\n_(cancelled)_\n" in records["conversation"]
+    assert "after the cancel" in records["conversation"]
+    assert not (workspace.parent / "never.txt").exists()
+    assert user_texts(model.bodies[-1]) == ["warm up", "write never", "go on"]
+    results = [m for m in model.bodies[-1]["messages"] if m.get("tool_call_id") == "asked"]
+    assert [m["content"] for m in results] == ["Error: cancelled"]
+
+
 def test_the_answer_streams_into_the_conversation(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:

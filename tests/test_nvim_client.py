@@ -677,6 +677,114 @@ def test_permission_requests_are_answered_with_vim_ui_select(
     assert "All done." in records["conversation"]
 
 
+def escalated(command: str) -> dict[str, str]:
+    return {"command": command, "escalation": "unsandboxed", "justification": "a report"}
+
+
+def test_agent_grants_lists_the_always_answers_and_revokes_the_picked_one(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    same = escalated("echo a >> ../a.txt")
+    model.reply(tool_calls=[tool_call("bash", same)])  # allowed always...
+    model.reply("first")
+    model.reply(tool_calls=[tool_call("bash", same)])  # ...until revoked: asked again
+    model.reply("second")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        local permission_prompts, grant_lists, notes = 0, {}, {}
+        local answers = { 'allow_always', 'allow_once' }
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.ui.select = function(items, opts, on_choice)
+          if opts.kind == 'agent_lsp_grant' then
+            table.insert(grant_lists, vim.tbl_map(opts.format_item, items))
+            return on_choice(items[1])
+          end
+          permission_prompts = permission_prompts + 1
+          local answer = table.remove(answers, 1)
+          vim.defer_fn(function()
+            for _, item in ipairs(items) do
+              if item.optionId == answer then return on_choice(item) end
+            end
+          end, 20)
+        end
+        vim.cmd('AgentAsk write a')
+        T.idle()
+        vim.cmd('AgentGrants')
+        T.wait('the revoke', function()
+          return #notes > 0 and notes[#notes]:match('^agent%-lsp: revoked') ~= nil
+        end)
+        vim.cmd('AgentGrants')
+        T.wait('no grants left', function()
+          return vim.tbl_contains(notes, 'agent-lsp: no permission grants in this conversation')
+        end)
+        vim.cmd('AgentAsk write a again')
+        T.idle()
+        T.emit({ prompts = permission_prompts, grant_lists = grant_lists, notes = notes })
+        """,
+    )
+    label = "allow  bash: Run outside the sandbox: echo a >> ../a.txt"
+    assert records["grant_lists"] == [[label]]
+    assert f"agent-lsp: revoked: {label}" in records["notes"]
+    assert records["prompts"] == 2  # the revoked grant no longer covers the call
+    assert (workspace.parent / "a.txt").read_text() == "a\na\n"
+
+
+def test_cancel_while_the_permission_prompt_is_open_and_escape_declines(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    model.reply("ready")
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../never.txt"), id="asked")])
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../esc.txt"), id="escaped")])
+    model.reply("went on without it")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        vim.lsp.set_log_level('debug')
+        local late, notes = nil, {}
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.ui.select = function(items, opts, on_choice)
+          if not late then
+            -- The user leaves the prompt open and runs :AgentCancel instead.
+            late = function() on_choice(items[1]) end
+            vim.defer_fn(function() vim.cmd('AgentCancel') end, 50)
+          else
+            vim.defer_fn(function() on_choice(nil) end, 20)  -- Escape
+          end
+        end
+        vim.cmd('AgentAsk warm up')
+        T.idle()
+        vim.cmd('AgentAsk write never')
+        T.idle()
+        -- A UI that could not close the prompt delivers the pick later: it changes nothing.
+        late()
+        vim.cmd('AgentAsk go on')
+        T.idle()
+        T.emit({ conversation = T.lines(agent.status().conversation_buf), notes = notes,
+                 log = vim.lsp.get_log_path() })
+        """,
+    )
+    conversation = "\n".join(records["conversation"])
+    assert "## You\n\nwrite never\n\n## Agent\n\n_(cancelled)_" in conversation
+    assert "went on without it" in conversation
+    assert "agent-lsp: the permission request was withdrawn" in records["notes"]
+    log = Path(records["log"]).read_text(encoding="utf-8", errors="replace")
+    assert re.search(r"Received cancellation ack.{0,300}?-32800", log, re.DOTALL), log[-2000:]
+    assert not (workspace.parent / "never.txt").exists()
+    assert not (workspace.parent / "esc.txt").exists()
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert user_texts(model.bodies[-1]) == ["warm up", "write never", "go on"]
+    assert results["asked"] == "Error: cancelled"
+    assert results["escaped"].startswith("Error: the user declined")
+    assert "the request was dismissed" in results["escaped"]
+
+
 def test_the_answer_streams_into_the_conversation(
     tmp_path: Path, model: ScriptedModel, workspace: Path
 ) -> None:

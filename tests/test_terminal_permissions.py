@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +32,9 @@ class Terminal:
             env=env,
             cwd=REPO,
             text=True,
+            # Its own process group, as a shell gives a job: Ctrl-C (interrupt) reaches
+            # the client and the server it started, and nothing else.
+            start_new_session=True,
         )
         os.close(slave)
         self.screen = ""
@@ -57,6 +61,10 @@ class Terminal:
 
     def type(self, text: str) -> None:
         os.write(self._master, text.encode())
+
+    def interrupt(self) -> None:
+        """Ctrl-C: the terminal sends SIGINT to the whole foreground process group."""
+        os.killpg(self.process.pid, signal.SIGINT)
 
     def finish(self) -> tuple[int, str]:
         stdout, _ = self.process.communicate(timeout=60)
@@ -174,3 +182,22 @@ def test_without_a_terminal_requests_are_rejected_unless_approved(
     assert "permission needed: Run outside the sandbox: touch ../made" in done.stderr
     assert (workspace.parent / "made").exists() is ran
     assert ("allowed (--approve)" if ran else "rejected (no terminal") in done.stderr
+
+
+def test_ctrl_c_while_the_prompt_is_open_cancels_the_ask(
+    model: ScriptedModel, workspace: Path, terminal_env: dict[str, str], open_terminals: list
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", escalated("touch ../never"))])
+    model.reply("not reached")
+    terminal = start(open_terminals, terminal_env, "go", "--workspace", str(workspace))
+    terminal.wait_for_prompts(1)
+    terminal.interrupt()
+    code, stdout = terminal.finish()
+    assert (code, stdout) == (130, "")
+    # "cancelled" is said only for the server's -32800 answer to the withdrawn ask.
+    assert terminal.screen.index("(withdrawn by the agent)") < terminal.screen.index(
+        "agent-lsp: cancelled"
+    )
+    assert "Traceback" not in terminal.screen  # the server did not get the SIGINT
+    assert not (workspace.parent / "never").exists()
+    assert len(model.bodies) == 1  # the model was not asked again

@@ -965,6 +965,42 @@ argument), don't ask."
         result))))
 
 ;;;###autoload
+(defun agent-lsp-grants ()
+  "List the conversation's \"always\" permission answers; revoke the one you pick.
+Each is bound to one exact call; once revoked, that call is asked about again.
+\[keyboard-quit] revokes nothing."
+  (interactive)
+  (pcase-let* ((`(,server ,session) (agent-lsp--session-server))
+               (grants (append (plist-get (jsonrpc-request server :agent/grants
+                                                           (list :sessionId session))
+                                          :grants)
+                               nil))
+               (choices nil))
+    (unless grants
+      (user-error "No permission grants in this conversation"))
+    (dolist (grant grants)
+      (let ((label (agent-lsp-format-grant grant)))
+        (when (assoc label choices)     ; two calls with one title: tell them apart
+          (setq label (format "%s [%s]" label (plist-get grant :grantId))))
+        (push (cons label grant) choices)))
+    (let* ((picked (completing-read "Revoke a permission grant: " (reverse choices) nil t))
+           (grant (cdr (assoc picked choices))))
+      (when grant
+        (let ((result (jsonrpc-request server :agent/revokeGrant
+                                       (list :sessionId session
+                                             :grantId (plist-get grant :grantId)))))
+          (message (if (eq (plist-get result :revoked) t)
+                       "agent-lsp: revoked: %s"
+                     "agent-lsp: already gone: %s")
+                   picked)
+          result)))))
+
+(defun agent-lsp-format-grant (grant)
+  "One line for GRANT (a plist of `agent/grants'): the answer, the tool, the call."
+  (format "%s  %s: %s" (plist-get grant :decision) (plist-get grant :toolName)
+          (plist-get grant :title)))
+
+;;;###autoload
 (defun agent-lsp-show ()
   "Show the conversation buffer `*agent-lsp*'."
   (interactive)
@@ -1007,6 +1043,7 @@ argument), don't ask."
     (define-key map "u" #'agent-lsp-rewind)
     (define-key map "k" #'agent-lsp-check-connection)
     (define-key map "m" #'agent-lsp-select-model)
+    (define-key map "p" #'agent-lsp-grants)
     map)
   "Keymap of agent-lsp commands.
 Bind it to a prefix, e.g. (global-set-key (kbd \"C-c a\") agent-lsp-command-map).")

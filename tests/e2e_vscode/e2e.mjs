@@ -1060,7 +1060,7 @@ scenario("with confirmEdits the user sees VS Code's preview and can reject the e
   }
 }, { changesSettings: true });
 
-scenario("a permission request is a modal dialog: always allow, then a changed call is asked and rejected", async ({ page, model }) => {
+scenario("a permission request is a modal dialog: always allow, then a changed call is asked and rejected; Manage Permissions revokes the grant", async ({ page, model }) => {
   const dialog = page.locator(".monaco-dialog-box");
   const waitForDialog = (text) =>
     until(`the permission dialog for ${text}`, async () => (await dialog.count()) > 0 && (await dialog.first().innerText()).includes(text), 30_000);
@@ -1087,6 +1087,18 @@ scenario("a permission request is a modal dialog: always allow, then a changed c
   assert(requests.length === 4, `expected 4 model requests, got ${requests.length}`);
   const rejected = toolResult(requests[3], "bash") ?? "";
   assert(rejected.startsWith("Error: the user declined"), `the rejected call's result:\n${rejected}`);
+  // Agent: Manage Permissions lists the "always" answer; the picked one is revoked.
+  await runCommand(page, "Agent: Manage Permissions");
+  const picker = page.locator(".quick-input-widget:visible");
+  const row = picker.locator(".quick-input-list .monaco-list-row", { hasText: PERMISSION_ALLOWED.command }).first();
+  await until("the grant in the quick pick", async () => (await row.count()) > 0, 15_000);
+  const listed = await row.innerText();
+  assert(listed.includes("always allowed · bash") && listed.includes("(unsandboxed)"), `the grant's row:\n${listed}`);
+  await row.click(); // a multi-select pick: the click checks it
+  await page.keyboard.press("Enter");
+  await waitForNotification(page, /revoked 1 answer/);
+  await runCommand(page, "Agent: Manage Permissions");
+  await waitForNotification(page, /no “always” answers in this conversation/);
 });
 
 /** Run a command that shows the conversation's asks; the quick pick, once it lists `ask`. */

@@ -47,3 +47,6 @@ end, { nargs = '?', desc = 'agent-lsp: show what an ask changed (default: the la
 command('AgentRewind', function(opts)
   require('agent_lsp').rewind(opts.args, opts.bang)
 end, { nargs = '?', bang = true, desc = 'agent-lsp: undo an ask and every later one (! skips the question)' })
+command('AgentGrants', function()
+  require('agent_lsp').grants()
+end, { nargs = 0, desc = 'agent-lsp: list the conversation\'s "always" permission answers; revoke one' })

@@ -21,6 +21,7 @@ import { ChatController } from "./chat/controller";
 import type { SendOutcome } from "./chat/session";
 import { Checkpoints } from "./checkpoints";
 import { describeAskError, type ErrorReport } from "./errors";
+import { manageGrants } from "./grants";
 import {
   type PermissionRequest,
   PermissionRequests,
@@ -465,6 +466,16 @@ class AgentClient implements vscode.Disposable, SetupHost {
     }
   }
 
+  /** Agent: Manage Permissions: the conversation's "always" answers; revoke the picked ones. */
+  async manageGrants(): Promise<void> {
+    await manageGrants({ request: (method, params) => this.request(method, params) }, this.chat.session.sessionId, {
+      pick: (items, title, placeHolder) =>
+        vscode.window.showQuickPick(items, { title, placeHolder, canPickMany: true, matchOnDescription: true, matchOnDetail: true }),
+      info: (message) => void vscode.window.showInformationMessage(message),
+      error: (message) => void vscode.window.showErrorMessage(message),
+    });
+  }
+
   async listTools(): Promise<void> {
     const client = this.usableClient();
     if (!client) return;
@@ -673,6 +684,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("agentLsp.newConversation", () => instance.newConversation()),
     vscode.commands.registerCommand("agentLsp.history", () => instance.chat.showHistory()),
     vscode.commands.registerCommand("agentLsp.listTools", () => instance.listTools()),
+    vscode.commands.registerCommand("agentLsp.manageGrants", () => instance.manageGrants()),
     vscode.commands.registerCommand("agentLsp.showPanel", () => instance.showPanel()),
     vscode.commands.registerCommand("agentLsp.showToolTrace", () => instance.showTrace()),
     vscode.commands.registerCommand("agentLsp.showServerLog", () => instance.showLog()),

@@ -57,17 +57,58 @@ export interface PermissionDialog {
   buttons: Array<{ label: string; optionId: string }>;
 }
 
-/** The dialog's text: what the agent wants, the command (or arguments) in full, and why. */
+// How much of a write or edit the dialog quotes (a modal has no scroll bar to speak of).
+export const QUOTE_LINES = 12;
+export const QUOTE_CHARS = 1200;
+
+/** `text` cut to QUOTE_LINES lines / QUOTE_CHARS characters, saying so when it was cut. */
+export function quote(text: string): string[] {
+  const all = text.split("\n");
+  let lines = all.slice(0, QUOTE_LINES);
+  let shown = lines.join("\n");
+  if (shown.length > QUOTE_CHARS) {
+    shown = shown.slice(0, QUOTE_CHARS);
+    lines = shown.split("\n");
+  }
+  if (shown.length === text.length) return lines;
+  const rest = all.length - lines.length;
+  return [...lines, `… (shortened: ${rest > 0 ? `${rest} more line${rest === 1 ? "" : "s"}, ` : ""}${text.length - shown.length} more characters)`];
+}
+
+function plural(n: number, word: string): string {
+  return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * What the call will do, in lines: a command in full; for write_file the file, the content's
+ * size and its first lines; for edit_file the file and the text replaced → its replacement.
+ * A path alone would not tell the user what they allow.
+ */
+export function callSubject(toolName: string, args: Record<string, unknown> | undefined): string[] {
+  const command = args?.["command"];
+  if (toolName === "bash" && typeof command === "string") return ["Command:", command];
+  const lines: string[] = [];
+  const path = args?.["path"];
+  if (typeof path === "string") lines.push(`File: ${path}`);
+  const content = args?.["content"];
+  if (toolName === "write_file" && typeof content === "string") {
+    const count = content === "" ? 0 : content.split("\n").length - (content.endsWith("\n") ? 1 : 0);
+    const bytes = new TextEncoder().encode(content).length;
+    lines.push(`Writes ${plural(count, "line")} (${plural(bytes, "byte")}):`, ...quote(content));
+  }
+  const oldText = args?.["old_text"];
+  const newText = args?.["new_text"];
+  if (toolName === "edit_file" && typeof oldText === "string" && typeof newText === "string") {
+    const every = args?.["replace_all"] === true ? " (every occurrence)" : "";
+    lines.push(`Replaces${every}:`, ...quote(oldText), "With:", ...quote(newText));
+  }
+  return lines;
+}
+
+/** The dialog's text: what the agent wants, the command (or what it writes) in full, and why. */
 export function permissionDialog(request: PermissionRequest): PermissionDialog {
   const what = typeof request.title === "string" && request.title !== "" ? request.title : request.toolName;
-  const lines: string[] = [];
-  const command = request.arguments?.["command"];
-  if (request.toolName === "bash" && typeof command === "string") {
-    lines.push("Command:", command);
-  } else {
-    const path = request.arguments?.["path"];
-    if (typeof path === "string") lines.push(`File: ${path}`);
-  }
+  const lines = callSubject(request.toolName, request.arguments);
   if (typeof request.reason === "string" && request.reason.trim() !== "") {
     lines.push("", `Reason: ${request.reason}`);
   }

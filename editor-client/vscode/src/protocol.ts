@@ -19,6 +19,8 @@ export const Methods = {
   checkConnection: "agent/checkConnection",
   compact: "agent/compact",
   compaction: "agent/compaction",
+  grants: "agent/grants",
+  revokeGrant: "agent/revokeGrant",
 } as const;
 
 export const ErrorCodes = {
@@ -275,4 +277,24 @@ export interface RewindResult {
   conflicts: { path: string; reason: string }[];
   conversationTruncated: boolean;
   dryRun: boolean;
+}
+
+/** One "always" answer of a conversation (agent/grants), bound to one exact call. */
+export interface GrantInfo {
+  grantId: string;
+  toolName: string;
+  /** Canonical JSON of the call's arguments. */
+  arguments: string;
+  title: string;
+  decision: "allow" | "reject" | string;
+  /** Seconds since the epoch. */
+  created: number;
+}
+
+export interface GrantsResult {
+  grants: GrantInfo[];
+}
+
+export interface RevokeGrantResult {
+  revoked: boolean;
 }

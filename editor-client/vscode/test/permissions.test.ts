@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
   answerPermission,
+  callSubject,
   type CancelSignal,
   PERMISSION_CAPABILITY,
   type PermissionRequest,
@@ -9,6 +10,9 @@ import {
   permissionCapabilityFeature,
   permissionDialog,
   type PermissionUi,
+  QUOTE_CHARS,
+  QUOTE_LINES,
+  quote,
 } from "../src/permissions";
 
 function request(overrides: Partial<PermissionRequest> = {}): PermissionRequest {
@@ -72,6 +76,46 @@ describe("the permission dialog", () => {
     );
     assert.match(dialog.detail, /^File: src\/a\.ts\n/);
     assert.doesNotMatch(dialog.detail, /Reason/);
+  });
+});
+
+describe("what a write or an edit under approval \"always\" shows", () => {
+  it("quotes an edit's old text and its replacement", () => {
+    const dialog = permissionDialog(
+      request({
+        toolName: "edit_file",
+        arguments: { path: "src/a.ts", old_text: "const x = 1;", new_text: "const x = 2;\nconst y = 3;" },
+        title: "Edit file: src/a.ts",
+        reason: "",
+      }),
+    );
+    assert.match(dialog.detail, /^File: src\/a\.ts\nReplaces:\nconst x = 1;\nWith:\nconst x = 2;\nconst y = 3;\n\n/);
+  });
+
+  it("says when an edit replaces every occurrence", () => {
+    const lines = callSubject("edit_file", { path: "a", old_text: "a", new_text: "b", replace_all: true });
+    assert.deepEqual(lines, ["File: a", "Replaces (every occurrence):", "a", "With:", "b"]);
+  });
+
+  it("gives a write's size and first lines, and says it shortened them", () => {
+    const content = Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    const lines = callSubject("write_file", { path: "notes.txt", content });
+    const bytes = new TextEncoder().encode(content).length;
+    assert.deepEqual(lines.slice(0, 3), ["File: notes.txt", `Writes 40 lines (${bytes} bytes):`, "line 1"]);
+    assert.equal(lines.length, 2 + QUOTE_LINES + 1);
+    assert.equal(lines[1 + QUOTE_LINES], `line ${QUOTE_LINES}`);
+    assert.match(lines.at(-1) ?? "", /^… \(shortened: 29 more lines, \d+ more characters\)$/);
+  });
+
+  it("cuts one very long line by characters", () => {
+    const long = "x".repeat(QUOTE_CHARS + 500);
+    assert.deepEqual(quote(long), ["x".repeat(QUOTE_CHARS), "… (shortened: 500 more characters)"]);
+    assert.deepEqual(quote("short\ntext"), ["short", "text"]);
+  });
+
+  it("counts bytes, not characters, and says an empty write is empty", () => {
+    assert.equal(callSubject("write_file", { path: "u", content: "é\n" })[1], "Writes 1 line (3 bytes):");
+    assert.equal(callSubject("write_file", { path: "e", content: "" })[1], "Writes 0 lines (0 bytes):");
   });
 });
 

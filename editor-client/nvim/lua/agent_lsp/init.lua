@@ -918,6 +918,50 @@ function M.rewind(id, force)
   end)
 end
 
+-- Grants ----------------------------------------------------------------------
+
+--- The conversation's "always" answers (agent/grants), in vim.ui.select: the picked one
+--- is revoked (agent/revokeGrant), so that exact call is asked about again.
+function M.grants()
+  if not (conv.root and conv.session_id) then
+    notify('no conversation yet: ask something first', vim.log.levels.WARN)
+    return
+  end
+  local session = conv.session_id
+  with_client(conv.root, function(client)
+    call(client, 'request', 'agent/grants', { sessionId = session }, function(err, result)
+      if err then
+        return report('agent/grants', err)
+      end
+      local grants = result.grants or {}
+      if #grants == 0 then
+        notify('no permission grants in this conversation')
+        return
+      end
+      vim.ui.select(grants, {
+        prompt = 'Revoke a permission grant:',
+        kind = 'agent_lsp_grant',
+        format_item = permissions.grant_label,
+      }, function(grant)
+        if not grant then
+          return
+        end
+        local params = { sessionId = session, grantId = grant.grantId }
+        call(client, 'request', 'agent/revokeGrant', params, function(revoke_err, revoked)
+          if revoke_err then
+            return report('agent/revokeGrant', revoke_err)
+          end
+          if revoked.revoked then
+            notify('revoked: ' .. permissions.grant_label(grant))
+          else
+            notify('that grant was already gone')
+          end
+        end)
+      end)
+    end)
+  end)
+end
+
 --- The conversation state (for statuslines and tests).
 function M.status()
   local req = conv.request

@@ -29,6 +29,12 @@ function M.prompt_text(params)
   return table.concat(lines, '\n')
 end
 
+--- One line of :AgentGrants for a grant of agent/grants: the answer, the tool and what
+--- the call was (its title names the command or the file).
+function M.grant_label(grant)
+  return string.format('%s  %s: %s', tostring(grant.decision), tostring(grant.toolName), tostring(grant.title))
+end
+
 --- $/cancelRequest from the server: at most one permission request is on screen at a
 --- time (calls that need one run one after another), so that is the one withdrawn.
 function M.on_cancel()

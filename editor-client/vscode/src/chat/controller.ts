@@ -9,6 +9,7 @@ import * as vscode from "vscode";
 import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan } from "../editor-context";
 import { describeAskError, type ErrorReport } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
+import { callSubject } from "../permissions";
 import {
   type AnswerDelta,
   type AskContext,
@@ -406,14 +407,14 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
    * in the conversation where it happens, then what the user chose.
    */
   showPermission(
-    request: { sessionId: string; callId: string; title: string; reason: string; arguments: Record<string, unknown>; options: { optionId: string; name: string }[] },
+    request: { sessionId: string; callId: string; toolName: string; title: string; reason: string; arguments: Record<string, unknown>; options: { optionId: string; name: string }[] },
     answer: PromiseLike<{ outcome: { outcome: string; optionId?: string } }>,
   ): void {
     if (request.sessionId !== this.session.sessionId || !this.session.runningEntry) return;
     const entryId = this.session.runningEntry.id;
     const id = `permission-${request.callId}`;
-    const command = typeof request.arguments?.["command"] === "string" ? `${request.arguments["command"]}\n` : "";
-    const body = `${command}${request.reason ? `Reason: ${request.reason}` : ""}`.trim();
+    const subject = callSubject(request.toolName, request.arguments).join("\n");
+    const body = `${subject}\n${request.reason ? `Reason: ${request.reason}` : ""}`.trim();
     const title = request.title || "The agent asks for permission";
     this.addCard({ kind: "card", id, title: `Waiting for your permission — ${title}`, body, tone: "warning", buttons: [] }, entryId);
     void Promise.resolve(answer).then((result) => {
