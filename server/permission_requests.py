@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -50,11 +51,12 @@ class LspAsker:
         try:
             result = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
-            # The ask was cancelled or the user took too long: withdraw the request (a late
-            # answer is then ignored, as pygls no longer knows the id). pygls 2.1 has no
-            # public way to forget a request it sent; without this the client's answer to
-            # the $/cancelRequest would be set on a cancelled future (an error in the log).
-            protocol._request_futures.pop(msg_id, None)
+            # The ask was cancelled or the user took too long: withdraw the request. The
+            # client's late answer (to the $/cancelRequest, or the user's click) goes to a
+            # placeholder that nobody awaits: pygls 2.1 has no public way to forget a
+            # request it sent, and its cancelled future would take the answer with an
+            # error in the log (or, removed, with an "unknown message id" warning).
+            protocol._request_futures[msg_id] = Future()
             protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
             raise
         except JsonRpcException as exc:

@@ -199,5 +199,7 @@ def test_ctrl_c_while_the_prompt_is_open_cancels_the_ask(
         "agent-lsp: cancelled"
     )
     assert "Traceback" not in terminal.screen  # the server did not get the SIGINT
+    # The client's answer to the withdrawn request is taken quietly.
+    assert "unknown message id" not in terminal.screen
     assert not (workspace.parent / "never").exists()
     assert len(model.bodies) == 1  # the model was not asked again
