@@ -269,7 +269,9 @@ def uv_cache() -> Path:
     return Path(done.stdout.strip())
 
 
-UV_PROJECT = '[project]\nname = "demo"\nversion = "0"\nrequires-python = ">=3.11"\ndependencies = []\n'
+UV_PROJECT = (
+    '[project]\nname = "demo"\nversion = "0"\nrequires-python = ">=3.11"\ndependencies = []\n'
+)
 REPORT_UV_CACHE = "uv run --offline python -c 'import sys; print(sys.prefix)' && uv cache dir"
 
 
