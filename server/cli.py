@@ -141,8 +141,9 @@ def _add_sandbox_arguments(ask: argparse.ArgumentParser) -> None:
         action="append",
         metavar="PREFIX",
         help=(
-            "a command prefix that runs without asking, word by word (repeatable; "
-            "a command with shell syntax such as ; | > $ never matches)"
+            "a command prefix that runs in the sandbox without asking, word by word "
+            "(repeatable; a command with shell syntax such as ; | > $ never matches, "
+            "an escalation is always asked about)"
         ),
     )
 
