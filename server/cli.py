@@ -11,6 +11,10 @@ from pathlib import Path
 from . import __version__
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# tools.sandbox.MODES and server.permissions.APPROVAL_MODES (a test keeps them equal),
+# spelled out so that building the parser does not import asyncio.
+SANDBOX_MODES = ("workspace-write", "read-only", "off")
+APPROVAL_MODES = ("on-request", "always", "never")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,10 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--approve",
         action="store_true",
         help=(
-            "allow every permission request (escalated or, with approval 'always', any "
-            "command or edit) without asking; without a terminal they are rejected otherwise"
+            "allow every permission request (an escalated command or, with --approval "
+            "always, any command or edit) without asking; without a terminal they are "
+            "rejected otherwise"
         ),
     )
+    _add_sandbox_arguments(ask)
     from .config_command import add_parser as add_config_parser
 
     add_config_parser(commands)
@@ -97,6 +103,49 @@ def build_parser() -> argparse.ArgumentParser:
         help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
     )
     return parser
+
+
+def _add_sandbox_arguments(ask: argparse.ArgumentParser) -> None:
+    """The sandbox and approval settings, for this ask only (see docs/protocol.md)."""
+    group = ask.add_argument_group("sandbox and permissions (for this ask)")
+    group.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        help=(
+            "how bash commands are confined: write only in the workspace and a private "
+            "$TMPDIR (workspace-write, the default), nowhere but $TMPDIR (read-only), "
+            "or not at all (off)"
+        ),
+    )
+    group.add_argument(
+        "--writable-root",
+        action="append",
+        metavar="DIR",
+        help="a folder sandboxed commands may write too (repeatable)",
+    )
+    group.add_argument(
+        "--network",
+        action="store_true",
+        help="let sandboxed commands open network connections (default: none)",
+    )
+    group.add_argument(
+        "--approval",
+        choices=APPROVAL_MODES,
+        help=(
+            "when you are asked: for escalations only (on-request, the default), before "
+            "every command and edit too (always), never (escalations are refused)"
+        ),
+    )
+    group.add_argument(
+        "--allow-command",
+        action="append",
+        metavar="PREFIX",
+        help=(
+            "a command prefix that runs in the sandbox without asking, word by word "
+            "(repeatable; a command with shell syntax such as ; | > $ never matches, "
+            "an escalation is always asked about)"
+        ),
+    )
 
 
 def _add_checkpoint_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -187,6 +187,11 @@ def run_ask(args: argparse.Namespace) -> int:
         options["maxTurns"] = args.max_turns
     if args.permission_timeout:
         options["permissionTimeout"] = args.permission_timeout
+    try:
+        options |= sandbox_settings(args)
+    except ValueError as exc:
+        print(f"agent-lsp: {exc}", file=sys.stderr)
+        return 2
     from .session_files import default_session_dir
 
     return _run(
@@ -199,6 +204,32 @@ def run_ask(args: argparse.Namespace) -> int:
             approve_all=args.approve,
         )
     )
+
+
+def sandbox_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings ``--sandbox``, ``--writable-root``, ``--network``, ``--approval`` and
+    ``--allow-command`` give (only those passed: the server's defaults stand otherwise).
+
+    A writable root is taken relative to the current folder, as a shell user means it.
+    """
+    settings: dict[str, Any] = {}
+    if args.sandbox:
+        settings["sandbox"] = args.sandbox
+    roots = []
+    for entry in args.writable_root or ():
+        root = Path(entry).expanduser().resolve()
+        if not root.is_dir():
+            raise ValueError(f"--writable-root is not a directory: {root}")
+        roots.append(str(root))
+    if roots:
+        settings["writableRoots"] = roots
+    if args.network:
+        settings["network"] = True
+    if args.approval:
+        settings["approval"] = args.approval
+    if args.allow_command:
+        settings["allowedCommands"] = args.allow_command
+    return settings
 
 
 def run_compact(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -268,19 +269,66 @@ def uv_cache() -> Path:
     return Path(done.stdout.strip())
 
 
-async def test_uv_run_works_with_its_cache_writable(workspace: Path, uv_cache: Path) -> None:
-    cache = uv_cache
-    (workspace / "pyproject.toml").write_text(
-        '[project]\nname = "demo"\nversion = "0"\nrequires-python = ">=3.11"\ndependencies = []\n'
-    )
-    command = "uv run --offline python -c 'import sys; print(sys.prefix)'"
-    result = await bash(workspace, command, SandboxPolicy(writable_roots=(cache,)))
+UV_PROJECT = (
+    '[project]\nname = "demo"\nversion = "0"\nrequires-python = ">=3.11"\ndependencies = []\n'
+)
+REPORT_UV_CACHE = "uv run --offline python -c 'import sys; print(sys.prefix)' && uv cache dir"
+
+
+async def test_uv_run_works_with_a_private_cache(workspace: Path, uv_cache: Path) -> None:
+    (workspace / "pyproject.toml").write_text(UV_PROJECT)
+    before = _listing(uv_cache)
+    result = await bash(workspace, REPORT_UV_CACHE)
     assert not is_error(result), result
-    assert result.splitlines()[-1] == str(workspace / ".venv")
-    # Without the cache folder writable, uv is refused and the model is told why.
-    result = await bash(workspace, command)
-    assert is_error(result)
-    assert "agent-lsp's sandbox" in result
+    prefix, cache = result.splitlines()[-2:]
+    assert prefix == str(workspace / ".venv")
+    # The user's cache is not writable in the sandbox: uv got one in the call's $TMPDIR,
+    # so nothing a sandboxed command does can poison what later unsandboxed runs use.
+    assert cache.startswith(tempfile.gettempdir() + "/agent-lsp-bash-")
+    assert cache.endswith("/cache/uv")
+    assert not Path(cache).exists()  # removed with the call's temp dir
+    assert _listing(uv_cache) == before
+
+
+async def test_uv_keeps_its_real_cache_when_it_is_a_writable_root(
+    workspace: Path, uv_cache: Path
+) -> None:
+    (workspace / "pyproject.toml").write_text(UV_PROJECT)
+    policy = SandboxPolicy(writable_roots=(uv_cache,))
+    result = await bash(workspace, REPORT_UV_CACHE, policy)
+    assert not is_error(result), result
+    assert result.splitlines()[-2:] == [str(workspace / ".venv"), str(uv_cache)]
+
+
+async def test_npm_and_pip_get_private_caches(workspace: Path) -> None:
+    assert shutil.which("npm"), "npm is installed on the developers' and CI machines"
+    result = await bash(
+        workspace, "npm cache verify >/dev/null && npm config get cache && pip cache dir"
+    )
+    assert not is_error(result), result
+    npm, pip = result.splitlines()[-2:]
+    assert npm.startswith(tempfile.gettempdir() + "/agent-lsp-bash-") and npm.endswith("/npm")
+    assert pip.startswith(tempfile.gettempdir() + "/agent-lsp-bash-") and pip.endswith("/pip")
+
+
+async def test_unsandboxed_calls_keep_the_users_caches(workspace: Path, uv_cache: Path) -> None:
+    result = await bash(workspace, "uv cache dir", SandboxPolicy(mode="off"))
+    assert result == f"{uv_cache}\n"
+
+
+async def test_a_cache_the_user_set_in_the_workspace_stays_unless_read_only(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PIP_CACHE_DIR", ".pip-cache")  # relative: to the workspace
+    assert await bash(workspace, "echo $PIP_CACHE_DIR") == ".pip-cache\n"
+    moved = await bash(workspace, "echo $PIP_CACHE_DIR", SandboxPolicy(mode="read-only"))
+    assert moved.startswith(tempfile.gettempdir() + "/agent-lsp-bash-")
+    assert moved.endswith("/cache/pip\n")
+
+
+def _listing(folder: Path) -> list[tuple[str, int]]:
+    """The cache's top level with modification times: what a write there would change."""
+    return sorted((entry.name, entry.stat().st_mtime_ns) for entry in folder.iterdir())
 
 
 # -- what the model is told ------------------------------------------------------------

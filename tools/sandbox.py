@@ -183,11 +183,11 @@ def hidden_outside(policy: SandboxPolicy, workspace_root: Path) -> list[Path]:
     return [
         path
         for path in policy.hidden_paths
-        if not any(_within(os.path.realpath(path), folder) for folder in folders)
+        if not any(is_within(os.path.realpath(path), folder) for folder in folders)
     ]
 
 
-def _within(path: str, folder: str) -> bool:
+def is_within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 

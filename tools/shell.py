@@ -26,6 +26,8 @@ Policies (the parts a caller can observe):
 - **Environment.** The child gets ``os.environ`` minus the ``hidden_env`` names (exact,
   case-sensitive match), so the agent cannot print the model credentials, and
   ``TMPDIR``/``TMP``/``TEMP`` pointing at a private temp dir of the call, removed after it.
+  A confined call's per-user caches it may not write (``XDG_CACHE_HOME``, uv, pip, npm)
+  point into that temp dir too (``tools/sandbox_caches.py``).
 - **Sandbox.** Unless the policy is ``off`` (or the kernel has no Landlock), the command
   runs confined (``tools/sandbox.py``): it writes only in the workspace, the
   ``writableRoots`` and its temp dir, reads none of the policy's ``hidden_paths``
@@ -57,6 +59,7 @@ from tooling.workspace import Workspace
 
 from . import sandbox
 from .sandbox import Confinement, SandboxPolicy
+from .sandbox_caches import cache_redirects
 
 DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
 
@@ -216,6 +219,8 @@ async def run_command(
         if shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
             return "Error: could not start bash: no bash found on PATH"
         argv = confinement.argv(argv)
+        # Per-user caches it may not write point into its temp dir instead.
+        env.update(cache_redirects(env, confinement, cwd))
     output = BoundedOutput(OUTPUT_LIMIT)
     loop = asyncio.get_running_loop()
 

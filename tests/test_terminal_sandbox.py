@@ -1,0 +1,153 @@
+"""``agent-lsp ask``'s sandbox and approval flags, through the real terminal client process.
+
+Each flag becomes the setting of the same name (docs/protocol.md) that the client sends its
+server in ``initialize``; what the model's bash calls may then do is checked on the real
+kernel, and what the model was told in the tool result it got back.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from server import cli, permissions
+from tests.support.lsp_client import server_env
+from tests.support.model_server import ScriptedModel, tool_call
+from tools import sandbox
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def env(model: ScriptedModel, tmp_path: Path) -> dict[str, str]:
+    return server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
+
+
+def ask(env: dict[str, str], workspace: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """One ``agent-lsp ask`` without a terminal, run from the workspace's parent folder."""
+    return subprocess.run(
+        [sys.executable, "-I", "-m", "server", "ask", "go", "--workspace", str(workspace), *flags],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workspace.parent,
+        timeout=60,
+    )
+
+
+def bash_then_done(model: ScriptedModel, command: str, **extra: str) -> None:
+    model.reply(tool_calls=[tool_call("bash", {"command": command, **extra})])
+    model.reply("done")
+
+
+def tool_result(model: ScriptedModel) -> str:
+    """What the model was told about its bash call (the last message of its second turn)."""
+    return model.bodies[1]["messages"][-1]["content"]
+
+
+def test_read_only_keeps_the_workspace_unchanged(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    bash_then_done(model, "echo x > made.txt")
+    done = ask(env, workspace, "--sandbox", "read-only")
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+    assert not (workspace / "made.txt").exists()
+    assert "Note: this command ran in agent-lsp's sandbox" in tool_result(model)
+
+
+def test_sandbox_off_lets_a_command_write_anywhere(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    bash_then_done(model, "echo x > ../outside.txt")
+    done = ask(env, workspace, "--sandbox", "off")
+    assert done.returncode == 0, done.stderr
+    assert (workspace.parent / "outside.txt").read_text() == "x\n"
+    assert "permission needed" not in done.stderr
+
+
+def test_a_writable_root_given_relative_to_the_current_folder(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    cache = workspace.parent / "cache"
+    cache.mkdir()
+    bash_then_done(model, f"echo x > {cache}/made.txt && echo wrote")
+    done = ask(env, workspace, "--writable-root", "cache", "--writable-root", "project")
+    assert done.returncode == 0, done.stderr
+    assert (cache / "made.txt").read_text() == "x\n"
+    assert tool_result(model) == "wrote\n"
+
+
+def test_a_writable_root_that_is_no_folder_is_refused_before_starting(
+    workspace: Path, env: dict[str, str]
+) -> None:
+    done = ask(env, workspace, "--writable-root", "missing")
+    assert done.returncode == 2
+    missing = workspace.parent / "missing"
+    assert done.stderr == f"agent-lsp: --writable-root is not a directory: {missing}\n"
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(30)
+    yield server
+    server.close()
+
+
+def test_network_lets_a_sandboxed_command_connect(
+    model: ScriptedModel, workspace: Path, env: dict[str, str], listener: socket.socket
+) -> None:
+    port = listener.getsockname()[1]
+    bash_then_done(model, f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")
+    done = ask(env, workspace, "--network")
+    assert done.returncode == 0, done.stderr
+    assert tool_result(model) == "connected\n"
+    connection, _ = listener.accept()  # the kernel completed it: the listener saw it
+    connection.close()
+
+
+def test_approval_never_refuses_an_escalation_without_asking(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    escalated = {"escalation": "unsandboxed", "justification": "write the report"}
+    bash_then_done(model, "echo x > ../report.txt", **escalated)
+    done = ask(env, workspace, "--approval", "never", "--approve")
+    assert done.returncode == 0, done.stderr
+    assert not (workspace.parent / "report.txt").exists()
+    assert "permission needed" not in done.stderr  # not even --approve was consulted
+    assert 'approval: "never"' in tool_result(model)
+
+
+def test_approval_always_asks_except_for_allowed_commands(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo allowed"})])
+    model.reply(tool_calls=[tool_call("bash", {"command": "touch asked.txt"})])
+    model.reply("done")
+    flags = ("--approval", "always", "--allow-command", "echo", "--allow-command", "git status")
+    done = ask(env, workspace, *flags)
+    assert done.returncode == 0, done.stderr
+    assert model.bodies[1]["messages"][-1]["content"] == "allowed\n"
+    # Not an allowed command: asked, and with no terminal to answer on, rejected.
+    assert done.stderr.count("permission needed:") == 1
+    assert "permission needed: Run: touch asked.txt" in done.stderr
+    assert not (workspace / "asked.txt").exists()
+    assert "the user declined" in model.bodies[2]["messages"][-1]["content"]
+
+
+def test_the_flags_offer_exactly_the_settings_values() -> None:
+    assert cli.SANDBOX_MODES == sandbox.MODES
+    assert cli.APPROVAL_MODES == permissions.APPROVAL_MODES
