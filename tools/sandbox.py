@@ -210,7 +210,10 @@ def prompt_text(policy: SandboxPolicy, confined: bool) -> str:
     )
     return (
         f"It runs in a sandbox: it can read any file{own} but write only in {where} "
-        f"($TMPDIR is a private temporary folder removed after the call){net}."
+        f"($TMPDIR is a private temporary folder removed after the call){net}. "
+        "Caches outside those folders (uv, pip, npm, $XDG_CACHE_HOME) start empty in "
+        "$TMPDIR on each call: an installed environment works offline, a download needs "
+        "the network."
     )
 
 
