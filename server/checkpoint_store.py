@@ -261,19 +261,30 @@ class FolderCheckpoints:
             finally:
                 _release(fd)
 
+    async def prepare(self) -> None:
+        """Make the shadow repository ready for a snapshot (raises GitError): what the
+        first snapshot of a process would do first, so the warm-up can do it instead."""
+        assert self.repo is not None
+        async with self.locked():
+            await self._ready_locked()
+
     async def snapshot(self) -> Snapshot:
         """Snapshot the folder into the shadow repository (raises GitError)."""
         assert self.repo is not None
+        async with self.locked():
+            await self._ready_locked()
+            return await self.repo.snapshot()
+
+    async def _ready_locked(self) -> None:
+        assert self.repo is not None
         await asyncio.to_thread(private_dir, self.directory)
         excludes = tuple(await asyncio.to_thread(inherited_excludes, self.root, self._state_root))
-        async with self.locked():
-            await self.repo.ensure(excludes)
-            if excludes != self._excludes:
-                # Files that the rules now exclude leave the snapshots (git add keeps
-                # what it already tracks); checked once per process and on each change.
-                await self.repo.untrack_ignored()
-                self._excludes = excludes
-            return await self.repo.snapshot()
+        await self.repo.ensure(excludes)
+        if excludes != self._excludes:
+            # Files that the rules now exclude leave the snapshots (git add keeps what
+            # it already tracks); checked once per process and on each change.
+            await self.repo.untrack_ignored()
+            self._excludes = excludes
 
     async def contents(
         self, states: list[FileState], *, max_size: int | None = None

@@ -341,6 +341,15 @@ class CheckpointService:
 
     # -- asks --------------------------------------------------------------------------
 
+    async def prepare(self, root: Path) -> None:
+        """Ready ``root``'s store before its first ask (the server's warm-up): the
+        shadow repository created or checked, nothing snapshotted."""
+        folder = self.folder(root)
+        await asyncio.to_thread(private_dir, folder.directory)
+        await asyncio.to_thread(_write_folder_name, folder)
+        if folder.repo is not None:
+            await folder.prepare()
+
     async def begin(
         self,
         root: Path,

@@ -208,6 +208,15 @@ class AgentEngine:
             log.debug("model client not created during warm-up", exc_info=True)
         if self._files is not None:
             await asyncio.to_thread(self._files.prune)
+        # Last: the checkpoint stores (a shadow repository created or checked per folder),
+        # so the first ask's checkpoint is only its snapshot.
+        from .shadow_git import GitError
+
+        for folder in list(self._folders.values()):
+            try:
+                await self.checkpoints.prepare(folder.workspace.root)
+            except (OSError, GitError) as exc:  # the first ask says so, if it still fails
+                log.info("could not prepare the checkpoints of %s: %s", folder.workspace.root, exc)
 
     async def _ready(self) -> None:
         await asyncio.shield(self.warm_up())

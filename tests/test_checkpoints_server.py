@@ -570,3 +570,20 @@ async def test_what_the_user_saves_while_the_agent_only_reads_is_not_the_asks_ch
         released.set()
         await client.shutdown_session()
         await client.stop()
+
+
+async def test_the_warm_up_prepares_the_store_before_the_first_ask(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    # The first ask's checkpoint is then only its snapshot (no repository to create).
+    project, state = tmp_path / "project", tmp_path / "state"
+    make_project(project, git=True)
+    client = await start_client(server_env(model.base_url, XDG_STATE_HOME=str(state)), [project])
+    try:
+        store = state / "agent-lsp" / "checkpoints"
+        await until(lambda: any(store.glob("*/git/HEAD")))
+        assert not any(store.rglob("refs/agent-lsp/*"))  # nothing snapshotted for an ask
+        assert not any(store.glob("*/sessions/*.json"))
+    finally:
+        await client.shutdown_session()
+        await client.stop()
