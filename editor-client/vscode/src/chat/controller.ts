@@ -25,6 +25,7 @@ import {
 import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
 import { partId, type RenderOptions } from "./render";
+import { PathExistsCache } from "./path-cache";
 import { ChatSession, type Connection, type SendOutcome } from "./session";
 import { ChatStore } from "./store";
 import { ChatView } from "./view";
@@ -53,6 +54,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   readonly session: ChatSession;
   readonly view: ChatView;
   private readonly store: ChatStore;
+  /** `path:line` lookups of the answers on screen (forgotten when files may have changed). */
+  private readonly paths = new PathExistsCache((full) => existsSync(full));
   private readonly disposables: vscode.Disposable[] = [];
   /** What "Ask About Selection" attached to the next prompt (shown above the input). */
   private pinned: { editor: EditorSnapshot; shown: string; label: string } | undefined;
@@ -73,6 +76,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     });
     this.session = new ChatSession(host.connection, {
       reset: (conversation) => {
+        this.paths.forget();
         this.view.resetPage();
         this.remember(conversation);
       },
@@ -88,6 +92,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         webviewOptions: { retainContextWhenHidden: true },
       }),
       vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, this),
+      this.watchFiles(),
       this.view,
       this.finished,
     );
@@ -133,10 +138,17 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         const rel = relative(f.uri.fsPath, path);
         return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel);
       });
-      return inside && existsSync(path);
+      return inside && this.paths.exists(path);
     }
     const base = this.folderPath();
-    return base !== undefined && !path.split("/").includes("..") && existsSync(join(base, path));
+    return base !== undefined && !path.split("/").includes("..") && this.paths.exists(join(base, path));
+  }
+
+  /** Files created or deleted (by the user, the agent, git): existence is looked up again. */
+  private watchFiles(): vscode.Disposable {
+    const watcher = vscode.workspace.createFileSystemWatcher("**/*", false, true, false);
+    const forget = () => this.paths.forget();
+    return vscode.Disposable.from(watcher, watcher.onDidCreate(forget), watcher.onDidDelete(forget));
   }
 
   private remember(conversation: Conversation): void {
@@ -315,6 +327,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   }
 
   onActivity(activity: ToolActivity): void {
+    // A tool call may create or remove files before the watcher says so.
+    if (activity.status !== "started") this.paths.forget();
     this.session.onActivity(activity);
   }
 

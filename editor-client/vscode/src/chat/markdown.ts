@@ -202,3 +202,89 @@ export function renderPlainText(text: string): string {
   parts.push(escapeHtml(text.slice(at)));
   return parts.join("");
 }
+
+// Top-level blocks after which text that follows cannot change them: a closed fence, a
+// heading, a rule. Other blocks (paragraphs, lists, quotes, tables) take lazy continuation
+// lines, so they are done only once a blank line follows.
+const CLOSED_BLOCKS = new Set(["fence", "heading_open", "hr"]);
+
+export interface StreamRender {
+  /** HTML of the blocks that became done with this update (to append). */
+  appended: string;
+  /** HTML of every done block so far. */
+  done: string;
+  /** HTML of the block still being written (re-rendered each update). */
+  open: string;
+  /** The text did not extend the previous one: `done` was rendered anew. */
+  restarted: boolean;
+}
+
+/**
+ * The Markdown of a text that grows at its end (a streamed answer), block by block: done
+ * top-level blocks are rendered once and kept; only the block still being written is parsed
+ * and rendered again, so an update costs the same however long the answer is. Reference-style
+ * link definitions reach only the blocks after them here; the full render when the ask ends
+ * (renderMarkdown) has them everywhere.
+ */
+export class MarkdownStream {
+  /** The text of the done blocks. */
+  private source = "";
+  private done = "";
+
+  update(text: string, exists?: PathExists): StreamRender {
+    let restarted = false;
+    if (!text.startsWith(this.source)) {
+      this.source = "";
+      this.done = "";
+      restarted = true;
+    }
+    const rest = text.slice(this.source.length);
+    const env: Env = {};
+    if (exists) env.exists = exists;
+    const tokens = md.parse(rest, env);
+    // Where the last block that is certainly done ends: the start of a later top-level block
+    // after a blank line, or after a block that cannot continue.
+    let cutToken = -1;
+    let cutLine = 0;
+    let previous: Token | undefined;
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i] as Token;
+      if (token.level !== 0 || token.nesting === -1 || !token.map) continue;
+      const line = token.map[0];
+      if (previous && (CLOSED_BLOCKS.has(previous.type) || blankLineBefore(rest, line))) {
+        cutToken = i;
+        cutLine = line;
+      }
+      previous = token;
+    }
+    let appended = "";
+    let openTokens = tokens;
+    if (cutToken > 0) {
+      appended = md.renderer.render(tokens.slice(0, cutToken), md.options, env);
+      openTokens = tokens.slice(cutToken);
+      this.source += rest.slice(0, lineOffset(rest, cutLine));
+      this.done += appended;
+    }
+    const open = md.renderer.render(openTokens, md.options, env);
+    return { appended: restarted ? this.done : appended, done: this.done, open, restarted };
+  }
+}
+
+/** The offset in `text` where line `line` (0-based) starts. */
+function lineOffset(text: string, line: number): number {
+  let at = 0;
+  for (let n = 0; n < line; n++) {
+    const next = text.indexOf("\n", at);
+    if (next < 0) return text.length;
+    at = next + 1;
+  }
+  return at;
+}
+
+/** Whether the line before `line` is blank. */
+function blankLineBefore(text: string, line: number): boolean {
+  if (line === 0) return false;
+  const end = lineOffset(text, line) - 1;
+  const start = lineOffset(text, line - 1);
+  return text.slice(start, end).trim() === "";
+}

@@ -57,14 +57,22 @@ function fromHtml(html: string): Element | null {
   return template.content.firstElementChild;
 }
 
-/** Replace `old` by `next`, keeping the `<details>` the reader opened open. */
+/** Replace `old` by `next`, keeping the rows the reader opened open. */
 function replace(old: Element, next: Element): void {
   const open = new Set<string>();
-  if (old instanceof HTMLDetailsElement && old.open && old.dataset.id) open.add(old.dataset.id);
-  for (const d of old.querySelectorAll<HTMLDetailsElement>("details[open][data-id]")) open.add(d.dataset.id ?? "");
-  if (next instanceof HTMLDetailsElement && open.has(next.dataset.id ?? "")) next.open = true;
-  for (const d of next.querySelectorAll<HTMLDetailsElement>("details[data-id]")) if (open.has(d.dataset.id ?? "")) d.open = true;
+  if (old.matches(".disclosure.open[data-id]")) open.add((old as HTMLElement).dataset.id ?? "");
+  for (const d of old.querySelectorAll<HTMLElement>(".disclosure.open[data-id]")) open.add(d.dataset.id ?? "");
+  if (open.size > 0) {
+    if (next.matches(".disclosure[data-id]") && open.has((next as HTMLElement).dataset.id ?? "")) setOpen(next, true);
+    for (const d of next.querySelectorAll<HTMLElement>(".disclosure[data-id]")) if (open.has(d.dataset.id ?? "")) setOpen(d, true);
+  }
   old.replaceWith(next);
+}
+
+/** Expand or collapse a row (a tool call, reasoning). */
+function setOpen(row: Element, open: boolean): void {
+  row.classList.toggle("open", open);
+  row.querySelector(":scope > .disclosure-head")?.setAttribute("aria-expanded", String(open));
 }
 
 // Entries live in chunks of CHUNK: a change inside one lays out that chunk's entries and the
@@ -115,6 +123,13 @@ function apply(message: ToView): void {
     case "remove":
       byId(message.id)?.remove();
       break;
+    case "stream": {
+      const open = byId(message.id);
+      if (!open) return;
+      if (message.append) open.insertAdjacentHTML("beforebegin", message.append);
+      open.innerHTML = message.html;
+      break;
+    }
     case "setClass": {
       const element = byId(message.id);
       if (element) element.className = message.className;
@@ -173,7 +188,7 @@ function apply(message: ToView): void {
   }
 }
 
-const CONTENT_CHANGES = new Set(["reset", "upsert", "remove"]);
+const CONTENT_CHANGES = new Set(["reset", "upsert", "remove", "stream"]);
 
 window.addEventListener("message", (event: MessageEvent) => {
   const message = event.data as ToView | undefined;
@@ -240,7 +255,18 @@ document.addEventListener("click", (event) => {
     event.preventDefault();
     const href = link.getAttribute("href");
     if (href) vscode.postMessage({ type: "action", action: "openLink", args: { href } });
+    return;
   }
+  const head = target.closest("[data-toggle]");
+  if (head?.parentElement && !String(window.getSelection() ?? "")) setOpen(head.parentElement, !head.parentElement.classList.contains("open"));
+});
+
+// A row's head is a button for the keyboard too.
+document.addEventListener("keydown", (event) => {
+  const head = event.target instanceof Element ? event.target.closest("[data-toggle]") : null;
+  if (!head?.parentElement || (event.key !== "Enter" && event.key !== " ")) return;
+  event.preventDefault();
+  setOpen(head.parentElement, !head.parentElement.classList.contains("open"));
 });
 
 // -- the input ---------------------------------------------------------------------------------
