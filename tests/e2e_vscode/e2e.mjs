@@ -612,14 +612,14 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
   assert(!injected, "a script from the answer reached the page");
   assert((await answer.innerText()).includes("<script>"), "raw HTML was not shown escaped");
   // One row per tool call, collapsed, the failed one with its error inline.
-  const rows = frame.locator(".entry.done details.call");
+  const rows = frame.locator(".entry.done .call");
   assert((await rows.count()) === 3, `tool rows: ${await rows.count()}`);
-  assert((await frame.locator(".entry.done details.call.failed").count()) === 1, "no failed row");
-  assert((await frame.locator(".entry.done details.call[open]").count()) === 0, "tool rows not collapsed");
-  const error = await frame.locator(".entry.done details.call.failed .call-error").innerText();
+  assert((await frame.locator(".entry.done .call.failed").count()) === 1, "no failed row");
+  assert((await frame.locator(".entry.done .call.open").count()) === 0, "tool rows not collapsed");
+  const error = await frame.locator(".entry.done .call.failed .call-error").innerText();
   assert(/^Error: /.test(error), `inline error: ${error}`);
   // The text the model wrote in a turn that also called a tool, before that tool's row.
-  const itemsInOrder = () => frame.locator(".entry.done .items > *").evaluateAll((els) => els.map((e) => (e.matches("details.call") ? "call" : e.textContent.replace(/\s+/g, " ").trim().slice(0, 20))));
+  const itemsInOrder = () => frame.locator(".entry.done .items > *").evaluateAll((els) => els.map((e) => (e.matches(".call") ? "call" : e.textContent.replace(/\s+/g, " ").trim().slice(0, 20))));
   const expectedItems = JSON.stringify(["call", "First I read the app", "call", "call", "Findings The entry p"]);
   await until("the turn's text between the tool rows", async () => JSON.stringify(await itemsInOrder()) === expectedItems, 10_000).catch(async (e) => {
     throw new Error(`${e.message}: ${JSON.stringify(await itemsInOrder())}`);
@@ -651,7 +651,7 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
   await answer.locator("a[href='src/app.py']").click();
   await until("app.py opened from the link", async () => (await page.locator(".tabs-container .tab", { hasText: "app.py" }).count()) > 0, 15_000);
   state.sessionShort = /\[([^\]]+)\] answered/.exec(lines.find((l) => l.includes("answered")))?.[1];
-  await frame.locator(".entry.done details.call").first().locator("summary").click({ force: true }); // expanded for the screenshot
+  await frame.locator(".entry.done .call").first().locator(".disclosure-head").click({ force: true }); // expanded for the screenshot
   await page.screenshot({ path: join(OUTPUT, "panel-and-trace.png") });
   await frame.locator("#conversation").screenshot({ path: join(OUTPUT, "panel.png") });
   await page.locator(".part.panel").screenshot({ path: join(OUTPUT, "trace.png") });
@@ -754,7 +754,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
   const frame = await panelFrame(page);
   await finishedEntry(frame, "E2E-LONG");
   await ask(page, "E2E-SCROLL take many small steps");
-  await until("the first steps", async () => (await frame.locator(".entry.working details.call").count()) >= 2, 30_000);
+  await until("the first steps", async () => (await frame.locator(".entry.working .call").count()) >= 2, 30_000);
   // The reader scrolls up (mouse wheel over the view) and selects text in the long answer.
   const box = await frame.locator("#conversation").boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -772,7 +772,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
     return selection.toString();
   });
   assert(selected.includes("Line 3"), `selected: ${selected}`);
-  const rows = frame.locator(".entry").last().locator("details.call");
+  const rows = frame.locator(".entry").last().locator(".call");
   const rowsThen = await rows.count();
   assert(rowsThen < 18, `the run is nearly over before the check: ${rowsThen} rows`);
   await until("more steps arriving", async () => (await rows.count()) >= rowsThen + 2, 30_000);
@@ -798,12 +798,12 @@ scenario("a tool row expands to its arguments and output; Open full output shows
   await ask(page, "E2E-BIG print a lot");
   const frame = await panelFrame(page);
   const entry = await finishedEntry(frame, "E2E-BIG");
-  const row = entry.locator("details.call").first();
-  await row.locator("summary").click();
+  const row = entry.locator(".call").first();
+  await row.locator(".disclosure-head").click();
   // The multi-line command keeps its lines, in the row and (with a mark) in the trace.
   const command = await row.locator(".arg-value").first().innerText();
   assert(command === BIG_COMMAND, `arguments as shown: ${JSON.stringify(command)}`);
-  assert((await row.locator("summary .args").innerText()).includes("⏎"), "no line-break mark in the summary");
+  assert((await row.locator(".disclosure-head .args").innerText()).includes("⏎"), "no line-break mark in the summary");
   const trace = traceFileLines(userData).find((l) => l.includes("✓ bash echo start ⏎ head"));
   assert(trace, `trace:\n${traceFileLines(userData).slice(-5).join("\n")}`);
   const output = await row.locator("pre.output").innerText();
@@ -931,7 +931,7 @@ scenario("Stop during a long bash cancels it", async ({ page, userData }) => {
   // Still running after a second: the trace shows its start line.
   await until("the trace start line", () => traceFileLines(userData).some((l) => l.includes(`▶ bash ${CANCEL_MARK}`)), 15_000);
   const frame = await panelFrame(page);
-  await until("the running tool row", async () => (await frame.locator(".entry.working details.call.running").count()) === 1, 15_000);
+  await until("the running tool row", async () => (await frame.locator(".entry.working .call.running").count()) === 1, 15_000);
   const stop = frame.locator("#send");
   await until("the Stop button", async () => (await stop.innerText()) === "Stop", 10_000);
   await page.screenshot({ path: join(OUTPUT, "cancel-progress.png") });
@@ -989,7 +989,7 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     assert((await page.locator(".tabs-container .tab.dirty", { hasText: "greet.py" }).count()) === 1, "greet.py is not dirty");
     // The edit_file result, for the screenshot. (force: Playwright's stability wait on a webview
     // element can stall for many seconds in headless Chromium; this click asserts nothing.)
-    await last.locator("details.call").last().locator("summary").click({ force: true });
+    await last.locator(".call").last().locator(".disclosure-head").click({ force: true });
     await page.screenshot({ path: join(OUTPUT, "unsaved-edit.png") });
     // (d) one undo takes back the agent's change and keeps the user's line.
     await focusEditor(page, path);

@@ -64,7 +64,7 @@ describe("a streamed answer, block by block", () => {
       let page = "";
       for (const piece of pieces(ANSWER.repeat(2), sizes)) {
         text += piece;
-        const r = stream.update(text, exists);
+        const r = text === piece ? stream.update(text, exists) : stream.append(text, piece, exists);
         page = r.restarted ? r.appended : page + r.appended;
         assert.equal(page + r.open, renderMarkdown(text, exists), `after ${JSON.stringify(text.slice(-30))} (deltas of ${sizes})`);
       }
@@ -77,16 +77,16 @@ describe("a streamed answer, block by block", () => {
     let longestOpen = 0;
     for (const piece of pieces(ANSWER.repeat(Math.ceil(40_500 / ANSWER.length)), [21])) {
       text += piece;
-      longestOpen = Math.max(longestOpen, stream.update(text, exists).open.length);
+      longestOpen = Math.max(longestOpen, stream.append(text, piece, exists).open.length);
     }
     assert.ok(text.length > 40_000);
     assert.ok(longestOpen < 2_000, `the open block's HTML stays small: ${longestOpen} characters`);
   });
 
-  it("starts over when the text was replaced rather than extended", () => {
+  it("starts over when the text is not the one it saw plus the delta", () => {
     const stream = new MarkdownStream();
     stream.update("First paragraph.\n\nSecond", exists);
-    const r = stream.update("Another answer.\n\nWith two paragraphs", exists);
+    const r = stream.append("Another answer.\n\nWith two paragraphs", " paragraphs", exists);
     assert.equal(r.restarted, true);
     assert.equal(r.appended + r.open, renderMarkdown("Another answer.\n\nWith two paragraphs", exists));
   });

@@ -227,21 +227,36 @@ export interface StreamRender {
  * (renderMarkdown) has them everywhere.
  */
 export class MarkdownStream {
-  /** The text of the done blocks. */
-  private source = "";
+  /** The text of the open part (after the done blocks), and the length of the whole text. */
+  private rest = "";
+  private length = 0;
   private done = "";
 
+  /** Render `text` from the start (a new text, or one that was replaced). */
   update(text: string, exists?: PathExists): StreamRender {
-    let restarted = false;
-    if (!text.startsWith(this.source)) {
-      this.source = "";
-      this.done = "";
-      restarted = true;
-    }
-    const rest = text.slice(this.source.length);
+    this.rest = text;
+    this.length = text.length;
+    this.done = "";
+    return { ...this.render(exists), appended: this.done, restarted: true };
+  }
+
+  /**
+   * `text` is the text before plus `delta`: only the open part is looked at (never the whole
+   * text, which would also copy a long string per delta). Anything else starts over.
+   */
+  append(text: string, delta: string, exists?: PathExists): StreamRender {
+    if (text.length !== this.length + delta.length) return this.update(text, exists);
+    this.rest += delta;
+    this.length = text.length;
+    return this.render(exists);
+  }
+
+  private render(exists: PathExists | undefined): StreamRender {
+    const rest = this.rest;
     const env: Env = {};
     if (exists) env.exists = exists;
     const tokens = md.parse(rest, env);
+    const lines = lineStarts(rest);
     // Where the last block that is certainly done ends: the start of a later top-level block
     // after a blank line, or after a block that cannot continue.
     let cutToken = -1;
@@ -251,7 +266,7 @@ export class MarkdownStream {
       const token = tokens[i] as Token;
       if (token.level !== 0 || token.nesting === -1 || !token.map) continue;
       const line = token.map[0];
-      if (previous && (CLOSED_BLOCKS.has(previous.type) || blankLineBefore(rest, line))) {
+      if (previous && (CLOSED_BLOCKS.has(previous.type) || blankLineBefore(rest, lines, line))) {
         cutToken = i;
         cutLine = line;
       }
@@ -262,29 +277,25 @@ export class MarkdownStream {
     if (cutToken > 0) {
       appended = md.renderer.render(tokens.slice(0, cutToken), md.options, env);
       openTokens = tokens.slice(cutToken);
-      this.source += rest.slice(0, lineOffset(rest, cutLine));
+      this.rest = rest.slice(lines[cutLine] ?? rest.length);
       this.done += appended;
     }
     const open = md.renderer.render(openTokens, md.options, env);
-    return { appended: restarted ? this.done : appended, done: this.done, open, restarted };
+    return { appended, done: this.done, open, restarted: false };
   }
 }
 
-/** The offset in `text` where line `line` (0-based) starts. */
-function lineOffset(text: string, line: number): number {
-  let at = 0;
-  for (let n = 0; n < line; n++) {
-    const next = text.indexOf("\n", at);
-    if (next < 0) return text.length;
-    at = next + 1;
-  }
-  return at;
+/** Where each line of `text` starts. */
+function lineStarts(text: string): number[] {
+  const starts = [0];
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) starts.push(at + 1);
+  return starts;
 }
 
 /** Whether the line before `line` is blank. */
-function blankLineBefore(text: string, line: number): boolean {
+function blankLineBefore(text: string, starts: readonly number[], line: number): boolean {
   if (line === 0) return false;
-  const end = lineOffset(text, line) - 1;
-  const start = lineOffset(text, line - 1);
+  const start = starts[line - 1] ?? text.length;
+  const end = (starts[line] ?? text.length + 1) - 1;
   return text.slice(start, end).trim() === "";
 }

@@ -37,8 +37,8 @@ export class PagePatcher {
         this.streams.delete(partId.item(entry, change.item));
         out.push({ type: "remove", id: partId.item(entry, change.item) });
       } else if (change.item.kind === "text" && entry.state === "working") {
-        const { item, before } = change;
-        once(partId.item(entry, item), () => this.streamed(entry, item, options, before && partId.item(entry, before)));
+        const { item, before, appended } = change;
+        once(partId.item(entry, item), () => this.streamed(entry, item, options, before && partId.item(entry, before), appended));
       } else {
         const id = partId.item(entry, change.item);
         this.streams.delete(id);
@@ -56,12 +56,13 @@ export class PagePatcher {
    * A text of the running ask changed (a delta): only the block being written is rendered and
    * sent, with the blocks done since the last delta, so a delta costs the same at any length.
    */
-  private streamed(entry: Entry, item: TextItem, options: RenderOptions, before: string | undefined): ToView {
+  private streamed(entry: Entry, item: TextItem, options: RenderOptions, before: string | undefined, appended: string | undefined): ToView {
     const id = partId.item(entry, item);
     const known = this.streams.get(id);
     const markdown = known?.markdown ?? new MarkdownStream();
     if (!known) this.streams.set(id, { entry, item, markdown });
-    const rendered = markdown.update(item.text, options.exists);
+    const rendered =
+      known && appended !== undefined ? markdown.append(item.text, appended, options.exists) : markdown.update(item.text, options.exists);
     if (known && !rendered.restarted) return { type: "stream", id: partId.open(entry, item), append: rendered.appended, html: rendered.open };
     const message: ToView = { type: "upsert", id, html: renderStreamingTextItem(entry, item, rendered), parent: partId.items(entry) };
     if (before) message.before = before;

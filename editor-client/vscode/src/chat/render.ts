@@ -146,7 +146,8 @@ function textItemHtml(entry: Entry, item: TextItem, html: string): string {
  * before it). The full render (renderTextItem) replaces this when the ask ends.
  */
 export function renderStreamingTextItem(entry: Entry, item: TextItem, rendered: StreamRender): string {
-  return textItemHtml(entry, item, `${rendered.done}<div class="md-open"${partAttrs(partId.open(entry, item))}>${rendered.open}</div>`);
+  const done = rendered.done === "" ? "" : `<div class="md-done">${rendered.done}</div>`;
+  return textItemHtml(entry, item, `${done}<div class="md-open"${partAttrs(partId.open(entry, item))}>${rendered.open}</div>`);
 }
 
 export function renderCardItem(entry: Entry, item: CardItem): string {

@@ -78,6 +78,7 @@ function setOpen(row: Element, open: boolean): void {
 // Entries live in chunks of CHUNK: a change inside one lays out that chunk's entries and the
 // chunks, not every entry of a long conversation (so an update costs the same at 200).
 const CHUNK = 16;
+const DONE_CHUNK = 16;
 
 function lastChunk(): Element {
   const last = root.lastElementChild;
@@ -126,7 +127,17 @@ function apply(message: ToView): void {
     case "stream": {
       const open = byId(message.id);
       if (!open) return;
-      if (message.append) open.insertAdjacentHTML("beforebegin", message.append);
+      if (message.append) {
+        // Done blocks go into chunks of DONE_CHUNK, so a delta lays out a few chunks and the
+        // open block, not every paragraph of a long answer.
+        let done = open.previousElementSibling;
+        if (!done?.classList.contains("md-done") || done.childElementCount >= DONE_CHUNK) {
+          done = document.createElement("div");
+          done.className = "md-done";
+          open.before(done);
+        }
+        done.insertAdjacentHTML("beforeend", message.append);
+      }
       open.innerHTML = message.html;
       break;
     }
