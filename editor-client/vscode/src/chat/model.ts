@@ -4,6 +4,7 @@
 
 import type {
   AnswerDelta,
+  AskContext,
   AskProgress,
   AskResult,
   HistoryEntry,
@@ -81,6 +82,8 @@ export interface Entry {
   prompt: string;
   /** What went with the prompt as editor context ("selection: src/app.py, lines 3-9"). */
   attached?: string;
+  /** That context as sent (`agent/ask`'s `context`): Retry sends it again. */
+  context?: AskContext;
   state: EntryState;
   items: Item[];
   /** What the ask is doing now ("waiting for the model"), while working. */

@@ -5,6 +5,7 @@
 // answer, and the page's CSP admits no other script.
 
 import type { FromView, ToView } from "../chat/messages";
+import { DraftSync, restoredDraft } from "./draft";
 import { caretLines, inputAction } from "./keys";
 import { PromptHistory } from "./prompt-history";
 import { afterChange, isAtBottom } from "./scroll";
@@ -158,13 +159,15 @@ function apply(message: ToView): void {
       input.focus();
       input.setSelectionRange(input.value.length, input.value.length);
       break;
-    case "draft":
-      if (input.value === "" && message.text !== "") {
-        input.value = message.text;
+    case "draft": {
+      const text = restoredDraft(input.value, message.text);
+      if (text !== undefined) {
+        input.value = text;
         autosize();
         save();
       }
       break;
+    }
     case "prompts":
       history.replace(message.prompts);
       save();
@@ -288,12 +291,16 @@ function autosize(): void {
   input.style.height = `${Math.min(input.scrollHeight, max)}px`;
 }
 
-let draftTimer: ReturnType<typeof setTimeout> | undefined;
+const draft = new DraftSync((text) => vscode.postMessage({ type: "draft", text }));
 function draftChanged(): void {
   save();
-  if (draftTimer !== undefined) clearTimeout(draftTimer);
-  draftTimer = setTimeout(() => vscode.postMessage({ type: "draft", text: input.value }), 300);
+  draft.changed(input.value);
 }
+// Closing the view (or hiding it) right after typing still keeps what was typed.
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "hidden") draft.flush();
+});
+window.addEventListener("pagehide", () => draft.flush());
 
 function setBusy(value: boolean, text?: string): void {
   busy = value;
@@ -318,7 +325,8 @@ function submit(): void {
   input.value = "";
   autosize();
   save();
-  vscode.postMessage({ type: "draft", text: "" });
+  draft.changed("");
+  draft.flush();
 }
 
 function onSendButton(): void {
