@@ -498,6 +498,7 @@ const SCRIPT = [
     ],
   },
   { match: "E2E-SECOND", replies: [{ content: "Yes: this *continues* the same conversation (FOLLOW-UP-OK)." }] },
+  { match: "E2E-REOPENED", replies: [{ content: "Reopened: the word was PAPAYA (REOPENED-OK)." }] },
   {
     match: "E2E-CANCEL",
     replies: [
@@ -742,11 +743,21 @@ scenario("Agent: Compact Conversation compacts this conversation and says by how
   const footer = await frame.locator(".entry").last().locator(".footer").innerText();
   const after = /→ ([\d,]+) tokens of ([\d,]+)/.exec(note);
   assert(after && footer.includes(`context ${after[1]} of ${after[2]} tokens`), `footer ${footer} after ${note}`);
+  // A compaction on request summarizes the older turns: the model got a summary request with
+  // the earlier conversation in it (and no tools to call), and the note says so.
   const summary = modelRequests(model.recordFile).slice(count).find((b) => String(b.messages[0]?.content ?? "").includes("You compact the history"));
-  log(`compaction: ${note}${summary ? " (with a summary request)" : ""}`);
-  // The conversation goes on after it.
+  assert(summary, `no summary request after agent/compact (note: ${note})`);
+  const transcript = String(summary.messages[1]?.content ?? "");
+  assert(transcript.includes("Conversation to summarize") && transcript.includes("E2E-FIRST"), `the summary request lacks the earlier turns: ${transcript.slice(0, 400)}`);
+  assert(!summary.tools?.length, "the summary request offers tools");
+  assert(/messages? summarized/.test(note), `the note does not say turns were summarized: ${note}`);
+  log(`compaction: ${note}`);
+  // The conversation goes on after it, from the summary.
+  const before = modelRequests(model.recordFile).length;
   await ask(page, "E2E-SECOND after the compaction?");
   await finishedEntry(frame, "E2E-SECOND after the compaction");
+  const next = modelRequests(model.recordFile).slice(before).find((b) => lastUserText(b).includes("E2E-SECOND after the compaction"));
+  assert(next && next.messages.some((m) => String(m.content ?? "").startsWith("[Summary of the earlier conversation")), "the follow-up does not carry the summary");
 });
 
 scenario("a long run: scrolling up stays put, a selection survives, jump to latest", async ({ page }) => {
@@ -922,6 +933,26 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   await page.screenshot({ path: join(OUTPUT, "history.png") });
   await row.click();
   await until("the old conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" }).count()) === 1, 15_000);
+});
+
+scenario("a conversation reopened from the history continues: the follow-up carries its earlier turns", async ({ page, model }) => {
+  // The previous scenario reopened the E2E-RELOAD conversation from the history.
+  const frame = await panelFrame(page);
+  const shown = await frame.locator(".prompt-text").allInnerTexts();
+  assert(shown.some((p) => p.includes("E2E-RELOAD-2")), `not the reopened conversation: ${JSON.stringify(shown)}`);
+  const count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-REOPENED which word was it?");
+  await finishedEntry(frame, "E2E-REOPENED");
+  assert((await frame.locator(".entry.done").last().locator(".answer").innerText()).includes("REOPENED-OK"), "the follow-up's answer not shown");
+  const prompts = await frame.locator(".prompt-text").allInnerTexts();
+  assert(prompts.length === shown.length + 1 && prompts[prompts.length - 1].includes("E2E-REOPENED"), `the follow-up is not added to the reopened conversation: ${JSON.stringify(prompts)}`);
+  const request = modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-REOPENED"));
+  assert(request, "the follow-up reached no model");
+  const users = request.messages.filter((m) => m.role === "user").map((m) => String(m.content ?? ""));
+  const i1 = users.findIndex((u) => u.includes("PAPAYA"));
+  const i2 = users.findIndex((u) => u.includes("E2E-RELOAD-2"));
+  assert(i1 >= 0 && i2 > i1 && users[users.length - 1].includes("E2E-REOPENED"), `the follow-up carried ${JSON.stringify(users.map((u) => u.slice(0, 60)))}`);
+  assert(request.messages.some((m) => m.role === "assistant" && String(m.content ?? "").length > 0), "no earlier answer in the follow-up's context");
 });
 
 scenario("Stop during a long bash cancels it", async ({ page, userData }) => {
