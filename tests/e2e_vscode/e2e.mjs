@@ -938,13 +938,14 @@ scenario("a conversation survives a window reload and continues; New Conversatio
 scenario("a conversation reopened from the history continues: the follow-up carries its earlier turns", async ({ page, model }) => {
   // The previous scenario reopened the E2E-RELOAD conversation from the history.
   const frame = await panelFrame(page);
-  const shown = await frame.locator(".prompt-text").allInnerTexts();
+  // Text content, not innerText: entries scrolled far out of sight are not rendered (content-visibility).
+  const shown = await frame.locator(".prompt-text").allTextContents();
   assert(shown.some((p) => p.includes("E2E-RELOAD-2")), `not the reopened conversation: ${JSON.stringify(shown)}`);
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-REOPENED which word was it?");
   await finishedEntry(frame, "E2E-REOPENED");
   assert((await frame.locator(".entry.done").last().locator(".answer").innerText()).includes("REOPENED-OK"), "the follow-up's answer not shown");
-  const prompts = await frame.locator(".prompt-text").allInnerTexts();
+  const prompts = await frame.locator(".prompt-text").allTextContents();
   assert(prompts.length === shown.length + 1 && prompts[prompts.length - 1].includes("E2E-REOPENED"), `the follow-up is not added to the reopened conversation: ${JSON.stringify(prompts)}`);
   const request = modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-REOPENED"));
   assert(request, "the follow-up reached no model");
