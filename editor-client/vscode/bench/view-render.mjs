@@ -208,13 +208,40 @@ if (playwrightPath && chromiumPath) {
   console.error("view-render: no playwright-core/chromium (run tests/e2e_vscode/run.sh once): page side skipped");
 }
 
-async function pageSide(initial, messages, warm = 0) {
+// The earlier markup of tool rows, `<details><summary>`, rebuilt in the page from today's rows
+// (untimed), for the same-run baseline of the per-update table.
+const AS_DETAILS = `(html) => {
+  const t = document.createElement("template");
+  t.innerHTML = html;
+  for (const row of [...t.content.querySelectorAll(".disclosure")].reverse()) {
+    const d = document.createElement("details");
+    d.className = row.className.replace(/ ?disclosure/, "");
+    for (const a of ["id", "data-id"]) if (row.hasAttribute(a)) d.setAttribute(a, row.getAttribute(a));
+    const summary = document.createElement("summary");
+    summary.innerHTML = row.querySelector(":scope > .disclosure-head").innerHTML;
+    d.append(summary, ...row.querySelector(":scope > .disclosure-body").childNodes);
+    row.replaceWith(d);
+  }
+  return t.innerHTML;
+}`;
+
+async function pageSide(initial, messages, warm = 0, details = false) {
   const html = lib
     .renderPage({ cspSource: "", nonce: "bench", scriptUri: "about:blank", body: initial })
     .replace(/<meta http-equiv="Content-Security-Policy"[^>]*>/, "")
     .replace(/<script[^>]*><\/script>/, "");
   await page.setContent(html);
   await page.addScriptTag({ content: "window.acquireVsCodeApi = () => ({ postMessage() {}, getState() { return null; }, setState() {} });" });
+  if (details) {
+    await page.evaluate((convert) => {
+      const root = document.getElementById("conversation");
+      root.innerHTML = (0, eval)(convert)(root.innerHTML);
+    }, AS_DETAILS);
+    messages = await page.evaluate(
+      ([convert, list]) => list.map((m) => (m.html === undefined ? m : { ...m, html: (0, eval)(convert)(m.html) })),
+      [AS_DETAILS, messages],
+    );
+  }
   await page.addScriptTag({ content: readFileSync(webviewJs, "utf8") });
   // One message per evaluate: a full rebuild's HTML at 200 entries is about a megabyte.
   const times = [];
@@ -231,7 +258,7 @@ async function pageSide(initial, messages, warm = 0) {
 
 // Sizes interleaved over rounds, so a burst of load on this shared machine hits all of them.
 const KINDS = ["activity", "delta"];
-const samples = new Map(KINDS.flatMap((kind) => SIZES.map((n) => [`${kind}:${n}`, { partExt: [], fullExt: [], partPage: [], fullPage: [] }])));
+const samples = new Map(KINDS.flatMap((kind) => SIZES.map((n) => [`${kind}:${n}`, { partExt: [], fullExt: [], partPage: [], fullPage: [], detailsPage: [] }])));
 const lengthSamples = new Map(LENGTHS.map((l) => [l, { viewExt: [], blockExt: [], viewPage: [], blockPage: [] }]));
 for (let round = 0; round < ROUNDS; round++) {
   for (const n of ONLY === "lengths" ? [] : SIZES) {
@@ -244,6 +271,7 @@ for (let round = 0; round < ROUNDS; round++) {
       if (page) {
         s.partPage.push(trimmedMean(await pageSide(part.initial, part.messages)));
         s.fullPage.push(trimmedMean(await pageSide(full.initial, full.messages)));
+        if (kind === "activity") s.detailsPage.push(trimmedMean(await pageSide(part.initial, part.messages, 0, true)));
       }
     }
   }
@@ -263,6 +291,7 @@ const rowsOf = (kind) => SIZES.map((n) => {
   if (page) {
     row.partPage = median(s.partPage);
     row.fullPage = median(s.fullPage);
+    if (s.detailsPage.length) row.detailsPage = median(s.detailsPage);
   }
   return row;
 });
@@ -279,6 +308,8 @@ const lengthRows = LENGTHS.map((length) => {
 const deltaRows = rowsOf("delta");
 await browser?.close();
 
+/** Flat: what the last size costs is within 1.3x of the first (the machine's noise is about that). */
+const verdict = (growth) => (growth <= 1.3 ? `flat (${growth.toFixed(2)}x, within 1.3x)` : `grows (${growth.toFixed(2)}x)`);
 const ms = (x) => (x === undefined ? "—" : x < 0.1 ? `${(x * 1000).toFixed(0)} µs` : `${x.toFixed(2)} ms`);
 const total = (r, kind) => r[`${kind}Ext`] + (r[`${kind}Page`] ?? 0);
 const lines = [
@@ -286,14 +317,14 @@ const lines = [
   "",
   `\`cd editor-client/vscode && npm run build && npm run bench\`; ${new Date().toISOString().slice(0, 16).replace("T", " ")}, ${cpus().length} CPUs, Node ${process.version}, ${page ? `headless Chromium (${chromiumPath})` : "no browser (page side not measured)"}; 1-minute load average ${loadStart} at the start, ${load()} at the end (\`uptime\`: ${uptimeStart} at the start, ${uptime()} at the end).`,
   `Each conversation has N entries (N−1 finished: a prompt, three tool rows, a Markdown answer with a highlighted code block and a table; the last one running). ${UPDATES} \`agent/toolActivity\` notifications of the running ask (a call starts, then finishes) are applied; per notification, the mean of the middle 80%, then the median of ${ROUNDS} rounds (sizes interleaved).`,
-  "Extension side: update the model and render what is posted. Page side: the real `dist/webview.js` puts it in place, including the layout read that scroll-follow does. Tool rows (and reasoning) are rows whose class the page toggles, not `<details>`: in Chromium the style work for each inserted or replaced `<details>` grows with the number of `<details>` in the document (three per finished entry here), which made this 2.16x from 10 to 200 entries.",
-  "Baseline, measured in the same run: the old panel's way — the whole conversation rendered and replaced on every notification.",
+  "Extension side: update the model and render what is posted. Page side: the real `dist/webview.js` puts it in place, including the layout read that scroll-follow does. Tool rows (and reasoning) are rows whose class the page toggles, not `<details>`: in Chromium the style work for each inserted or replaced `<details>` grows with the number of `<details>` in the document (three per finished entry here), which made this 2.16x from 10 to 200 entries in the last run before this change (load 3.5); the last two columns measure that markup in this run.",
+  "Baselines, measured in the same run: the old panel's way — the whole conversation rendered and replaced on every notification; and the same part updates with the tool rows as `<details><summary>` (the markup before this change, rebuilt in the page untimed).",
   "",
-  "| entries | chat view: extension | chat view: page | chat view: total | baseline (full rebuild): extension | baseline: page | baseline: total | ratio (view / baseline) |",
-  "|---:|---:|---:|---:|---:|---:|---:|---:|",
-  ...rows.map((r) => `| ${r.n} | ${ms(r.partExt)} | ${ms(r.partPage)} | ${ms(total(r, "part"))} | ${ms(r.fullExt)} | ${ms(r.fullPage)} | ${ms(total(r, "full"))} | ${(total(r, "part") / total(r, "full")).toFixed(3)}x |`),
+  "| entries | chat view: extension | chat view: page | chat view: total | baseline (full rebuild): extension | baseline: page | baseline: total | ratio (view / baseline) | tool rows as `<details>`: page | ratio (page / `<details>` page) |",
+  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ...rows.map((r) => `| ${r.n} | ${ms(r.partExt)} | ${ms(r.partPage)} | ${ms(total(r, "part"))} | ${ms(r.fullExt)} | ${ms(r.fullPage)} | ${ms(total(r, "full"))} | ${(total(r, "part") / total(r, "full")).toFixed(3)}x | ${ms(r.detailsPage)} | ${r.detailsPage ? `${(r.partPage / r.detailsPage).toFixed(3)}x` : "—"} |`),
   "",
-  `Growth from ${SIZES[0]} to ${SIZES[SIZES.length - 1]} entries: chat view ${(total(rows[rows.length - 1], "part") / total(rows[0], "part")).toFixed(2)}x (flat is 1x), baseline ${(total(rows[rows.length - 1], "full") / total(rows[0], "full")).toFixed(1)}x.`,
+  `Growth from ${SIZES[0]} to ${SIZES[SIZES.length - 1]} entries: chat view ${(total(rows[rows.length - 1], "part") / total(rows[0], "part")).toFixed(2)}x (flat is 1x), baseline ${(total(rows[rows.length - 1], "full") / total(rows[0], "full")).toFixed(1)}x. Verdict: ${verdict(total(rows[rows.length - 1], "part") / total(rows[0], "part"))}; with \`<details>\` rows the page side grows ${rows[0].detailsPage ? (rows[rows.length - 1].detailsPage / rows[0].detailsPage).toFixed(2) : "—"}x.`,
   "",
   "### VS Code chat view: render time per streamed delta",
   "",
@@ -315,7 +346,7 @@ const lines = [
   "|---:|---:|---:|---:|---:|---:|---:|---:|",
   ...lengthRows.map((r) => `| ${r.length.toLocaleString("en-US")} | ${ms(r.viewExt)} | ${ms(r.viewPage)} | ${ms(total(r, "view"))} | ${ms(r.blockExt)} | ${ms(r.blockPage)} | ${ms(total(r, "block"))} | ${(total(r, "view") / total(r, "block")).toFixed(3)}x |`),
   "",
-  `Growth from ${LENGTHS[0].toLocaleString("en-US")} to ${LENGTHS[LENGTHS.length - 1].toLocaleString("en-US")} characters: view ${(total(lengthRows[lengthRows.length - 1], "view") / total(lengthRows[0], "view")).toFixed(2)}x (flat is 1x), baseline ${(total(lengthRows[lengthRows.length - 1], "block") / total(lengthRows[0], "block")).toFixed(1)}x.`,
+  `Growth from ${LENGTHS[0].toLocaleString("en-US")} to ${LENGTHS[LENGTHS.length - 1].toLocaleString("en-US")} characters: view ${(total(lengthRows[lengthRows.length - 1], "view") / total(lengthRows[0], "view")).toFixed(2)}x (flat is 1x), baseline ${(total(lengthRows[lengthRows.length - 1], "block") / total(lengthRows[0], "block")).toFixed(1)}x. Verdict: ${verdict(total(lengthRows[lengthRows.length - 1], "view") / total(lengthRows[0], "view"))}.`,
   "",
 ];
 const out = join(ROOT, "bench", "results", "vscode_view.md");
