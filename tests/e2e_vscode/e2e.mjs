@@ -498,6 +498,7 @@ const SCRIPT = [
     ],
   },
   { match: "E2E-SECOND", replies: [{ content: "Yes: this *continues* the same conversation (FOLLOW-UP-OK)." }] },
+  { match: "E2E-REOPENED", replies: [{ content: "Reopened: the word was PAPAYA (REOPENED-OK)." }] },
   {
     match: "E2E-CANCEL",
     replies: [
@@ -612,14 +613,14 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
   assert(!injected, "a script from the answer reached the page");
   assert((await answer.innerText()).includes("<script>"), "raw HTML was not shown escaped");
   // One row per tool call, collapsed, the failed one with its error inline.
-  const rows = frame.locator(".entry.done details.call");
+  const rows = frame.locator(".entry.done .call");
   assert((await rows.count()) === 3, `tool rows: ${await rows.count()}`);
-  assert((await frame.locator(".entry.done details.call.failed").count()) === 1, "no failed row");
-  assert((await frame.locator(".entry.done details.call[open]").count()) === 0, "tool rows not collapsed");
-  const error = await frame.locator(".entry.done details.call.failed .call-error").innerText();
+  assert((await frame.locator(".entry.done .call.failed").count()) === 1, "no failed row");
+  assert((await frame.locator(".entry.done .call.open").count()) === 0, "tool rows not collapsed");
+  const error = await frame.locator(".entry.done .call.failed .call-error").innerText();
   assert(/^Error: /.test(error), `inline error: ${error}`);
   // The text the model wrote in a turn that also called a tool, before that tool's row.
-  const itemsInOrder = () => frame.locator(".entry.done .items > *").evaluateAll((els) => els.map((e) => (e.matches("details.call") ? "call" : e.textContent.replace(/\s+/g, " ").trim().slice(0, 20))));
+  const itemsInOrder = () => frame.locator(".entry.done .items > *").evaluateAll((els) => els.map((e) => (e.matches(".call") ? "call" : e.textContent.replace(/\s+/g, " ").trim().slice(0, 20))));
   const expectedItems = JSON.stringify(["call", "First I read the app", "call", "call", "Findings The entry p"]);
   await until("the turn's text between the tool rows", async () => JSON.stringify(await itemsInOrder()) === expectedItems, 10_000).catch(async (e) => {
     throw new Error(`${e.message}: ${JSON.stringify(await itemsInOrder())}`);
@@ -651,7 +652,7 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
   await answer.locator("a[href='src/app.py']").click();
   await until("app.py opened from the link", async () => (await page.locator(".tabs-container .tab", { hasText: "app.py" }).count()) > 0, 15_000);
   state.sessionShort = /\[([^\]]+)\] answered/.exec(lines.find((l) => l.includes("answered")))?.[1];
-  await frame.locator(".entry.done details.call").first().locator("summary").click({ force: true }); // expanded for the screenshot
+  await frame.locator(".entry.done .call").first().locator(".disclosure-head").click({ force: true }); // expanded for the screenshot
   await page.screenshot({ path: join(OUTPUT, "panel-and-trace.png") });
   await frame.locator("#conversation").screenshot({ path: join(OUTPUT, "panel.png") });
   await page.locator(".part.panel").screenshot({ path: join(OUTPUT, "trace.png") });
@@ -742,11 +743,21 @@ scenario("Agent: Compact Conversation compacts this conversation and says by how
   const footer = await frame.locator(".entry").last().locator(".footer").innerText();
   const after = /→ ([\d,]+) tokens of ([\d,]+)/.exec(note);
   assert(after && footer.includes(`context ${after[1]} of ${after[2]} tokens`), `footer ${footer} after ${note}`);
+  // A compaction on request summarizes the older turns: the model got a summary request with
+  // the earlier conversation in it (and no tools to call), and the note says so.
   const summary = modelRequests(model.recordFile).slice(count).find((b) => String(b.messages[0]?.content ?? "").includes("You compact the history"));
-  log(`compaction: ${note}${summary ? " (with a summary request)" : ""}`);
-  // The conversation goes on after it.
+  assert(summary, `no summary request after agent/compact (note: ${note})`);
+  const transcript = String(summary.messages[1]?.content ?? "");
+  assert(transcript.includes("Conversation to summarize") && transcript.includes("E2E-FIRST"), `the summary request lacks the earlier turns: ${transcript.slice(0, 400)}`);
+  assert(!summary.tools?.length, "the summary request offers tools");
+  assert(/messages? summarized/.test(note), `the note does not say turns were summarized: ${note}`);
+  log(`compaction: ${note}`);
+  // The conversation goes on after it, from the summary.
+  const before = modelRequests(model.recordFile).length;
   await ask(page, "E2E-SECOND after the compaction?");
   await finishedEntry(frame, "E2E-SECOND after the compaction");
+  const next = modelRequests(model.recordFile).slice(before).find((b) => lastUserText(b).includes("E2E-SECOND after the compaction"));
+  assert(next && next.messages.some((m) => String(m.content ?? "").startsWith("[Summary of the earlier conversation")), "the follow-up does not carry the summary");
 });
 
 scenario("a long run: scrolling up stays put, a selection survives, jump to latest", async ({ page }) => {
@@ -754,7 +765,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
   const frame = await panelFrame(page);
   await finishedEntry(frame, "E2E-LONG");
   await ask(page, "E2E-SCROLL take many small steps");
-  await until("the first steps", async () => (await frame.locator(".entry.working details.call").count()) >= 2, 30_000);
+  await until("the first steps", async () => (await frame.locator(".entry.working .call").count()) >= 2, 30_000);
   // The reader scrolls up (mouse wheel over the view) and selects text in the long answer.
   const box = await frame.locator("#conversation").boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -772,7 +783,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
     return selection.toString();
   });
   assert(selected.includes("Line 3"), `selected: ${selected}`);
-  const rows = frame.locator(".entry").last().locator("details.call");
+  const rows = frame.locator(".entry").last().locator(".call");
   const rowsThen = await rows.count();
   assert(rowsThen < 18, `the run is nearly over before the check: ${rowsThen} rows`);
   await until("more steps arriving", async () => (await rows.count()) >= rowsThen + 2, 30_000);
@@ -798,12 +809,12 @@ scenario("a tool row expands to its arguments and output; Open full output shows
   await ask(page, "E2E-BIG print a lot");
   const frame = await panelFrame(page);
   const entry = await finishedEntry(frame, "E2E-BIG");
-  const row = entry.locator("details.call").first();
-  await row.locator("summary").click();
+  const row = entry.locator(".call").first();
+  await row.locator(".disclosure-head").click();
   // The multi-line command keeps its lines, in the row and (with a mark) in the trace.
   const command = await row.locator(".arg-value").first().innerText();
   assert(command === BIG_COMMAND, `arguments as shown: ${JSON.stringify(command)}`);
-  assert((await row.locator("summary .args").innerText()).includes("⏎"), "no line-break mark in the summary");
+  assert((await row.locator(".disclosure-head .args").innerText()).includes("⏎"), "no line-break mark in the summary");
   const trace = traceFileLines(userData).find((l) => l.includes("✓ bash echo start ⏎ head"));
   assert(trace, `trace:\n${traceFileLines(userData).slice(-5).join("\n")}`);
   const output = await row.locator("pre.output").innerText();
@@ -924,6 +935,27 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   await until("the old conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" }).count()) === 1, 15_000);
 });
 
+scenario("a conversation reopened from the history continues: the follow-up carries its earlier turns", async ({ page, model }) => {
+  // The previous scenario reopened the E2E-RELOAD conversation from the history.
+  const frame = await panelFrame(page);
+  // Text content, not innerText: entries scrolled far out of sight are not rendered (content-visibility).
+  const shown = await frame.locator(".prompt-text").allTextContents();
+  assert(shown.some((p) => p.includes("E2E-RELOAD-2")), `not the reopened conversation: ${JSON.stringify(shown)}`);
+  const count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-REOPENED which word was it?");
+  await finishedEntry(frame, "E2E-REOPENED");
+  assert((await frame.locator(".entry.done").last().locator(".answer").innerText()).includes("REOPENED-OK"), "the follow-up's answer not shown");
+  const prompts = await frame.locator(".prompt-text").allTextContents();
+  assert(prompts.length === shown.length + 1 && prompts[prompts.length - 1].includes("E2E-REOPENED"), `the follow-up is not added to the reopened conversation: ${JSON.stringify(prompts)}`);
+  const request = modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-REOPENED"));
+  assert(request, "the follow-up reached no model");
+  const users = request.messages.filter((m) => m.role === "user").map((m) => String(m.content ?? ""));
+  const i1 = users.findIndex((u) => u.includes("PAPAYA"));
+  const i2 = users.findIndex((u) => u.includes("E2E-RELOAD-2"));
+  assert(i1 >= 0 && i2 > i1 && users[users.length - 1].includes("E2E-REOPENED"), `the follow-up carried ${JSON.stringify(users.map((u) => u.slice(0, 60)))}`);
+  assert(request.messages.some((m) => m.role === "assistant" && String(m.content ?? "").length > 0), "no earlier answer in the follow-up's context");
+});
+
 scenario("Stop during a long bash cancels it", async ({ page, userData }) => {
   assert(pgrep(CANCEL_MARK).length === 0, `a ${CANCEL_MARK} process exists before the test`);
   await ask(page, "E2E-CANCEL run the long job");
@@ -931,7 +963,7 @@ scenario("Stop during a long bash cancels it", async ({ page, userData }) => {
   // Still running after a second: the trace shows its start line.
   await until("the trace start line", () => traceFileLines(userData).some((l) => l.includes(`▶ bash ${CANCEL_MARK}`)), 15_000);
   const frame = await panelFrame(page);
-  await until("the running tool row", async () => (await frame.locator(".entry.working details.call.running").count()) === 1, 15_000);
+  await until("the running tool row", async () => (await frame.locator(".entry.working .call.running").count()) === 1, 15_000);
   const stop = frame.locator("#send");
   await until("the Stop button", async () => (await stop.innerText()) === "Stop", 10_000);
   await page.screenshot({ path: join(OUTPUT, "cancel-progress.png") });
@@ -989,7 +1021,7 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     assert((await page.locator(".tabs-container .tab.dirty", { hasText: "greet.py" }).count()) === 1, "greet.py is not dirty");
     // The edit_file result, for the screenshot. (force: Playwright's stability wait on a webview
     // element can stall for many seconds in headless Chromium; this click asserts nothing.)
-    await last.locator("details.call").last().locator("summary").click({ force: true });
+    await last.locator(".call").last().locator(".disclosure-head").click({ force: true });
     await page.screenshot({ path: join(OUTPUT, "unsaved-edit.png") });
     // (d) one undo takes back the agent's change and keeps the user's line.
     await focusEditor(page, path);

@@ -148,3 +148,11 @@ export function describeAskError(error: unknown): ErrorReport {
       return report("other", [{ title: "Show Server Log", action: "showLog" }]);
   }
 }
+
+/**
+ * The buttons of an error toast (shown when the chat view is not in sight): what the view's
+ * buttons would do, Retry included when there is an ask to retry; never Stop (the ask ended).
+ */
+export function toastActions(report: ErrorReport, canRetry: boolean): ErrorReport["actions"] {
+  return report.actions.filter((a) => a.action !== "stop" && (a.action !== "retry" || canRetry));
+}

@@ -69,8 +69,8 @@ describe("a streamed answer", () => {
     assert.deepEqual(shown(entry), ["reasoning:Let me think", "answer:First I read it.", "tool:c1", "answer:It prints hello."]);
     assert.equal(s.server.calls.length, 0, "streamed turn texts need no agent/sessionHistory");
     const html = renderEntry(entry, options);
-    assert.match(html, /<details class="reasoning"[^>]*><summary>Reasoning<\/summary><div class="markdown-body"><p>Let me think<\/p>/);
-    assert.ok(!/<details class="reasoning" open/.test(html), "reasoning is collapsed");
+    assert.match(html, /<div class="reasoning disclosure"[^>]*><div class="disclosure-head"[^>]*>Reasoning<\/div><div class="disclosure-body"><div class="markdown-body"><p>Let me think<\/p>/);
+    assert.ok(!/class="reasoning disclosure open"/.test(html), "reasoning is collapsed");
     const order = ["Reasoning", "First I read it.", "e1", "It prints hello."].map((t, i) => (i === 2 ? html.indexOf("/tool/c1") : html.indexOf(t)));
     assert.deepEqual([...order].sort((a, b) => a - b), order);
   });

@@ -5,6 +5,7 @@ import {
   formatActivityLine,
   formatAnswerLine,
   formatAskLine,
+  formatCompactionLine,
   formatNoteLine,
   formatOutcomeLine,
   formatTime,
@@ -147,5 +148,26 @@ describe("TraceWriter", () => {
       "14:03:07.120 [3f2a9c1e] turn 2 ▶ bash cd src ⏎ pytest -q",
       "14:03:07.120 [3f2a9c1e] turn 2 ✗ bash cd src ⏎ pytest -q — failed 5.00s: Error: 1 failed",
     ]);
+  });
+});
+
+describe("the trace line of a compaction", () => {
+  it("says what was compacted, in the trace's layout", () => {
+    const line = formatCompactionLine(
+      { sessionId: "3f2a9c1e-77aa", tokensBefore: 30512, tokensAfter: 9880, contextWindow: 32000, elidedOutputs: 12, summarizedMessages: 0, turn: 4, trigger: "threshold" },
+      at,
+    );
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)");
+  });
+
+  it("says when older turns were summarized because the model said the conversation was too long", () => {
+    const line = formatCompactionLine(
+      { sessionId: "3f2a9c1e-77aa", tokensBefore: 40100, tokensAfter: 6100, contextWindow: 32000, elidedOutputs: 1, summarizedMessages: 18, trigger: "overflow" },
+      at,
+    );
+    assert.equal(
+      line,
+      "14:03:07.120 [3f2a9c1e] ⇣ compacted: 40,100 → 6,100 tokens of 32,000 (1 output elided, 18 messages summarized, the model said the conversation was too long)",
+    );
   });
 });

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
 import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan } from "../editor-context";
-import { describeAskError, type ErrorReport } from "../errors";
+import { describeAskError, type ErrorReport, toastActions } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
 import { callSubject } from "../permissions";
 import {
@@ -25,7 +25,8 @@ import {
 import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
 import { partId, type RenderOptions } from "./render";
-import { ChatSession, type Connection, type SendOutcome } from "./session";
+import { PathExistsCache } from "./path-cache";
+import { ChatSession, type Connection, retryContext, type SendOutcome } from "./session";
 import { ChatStore } from "./store";
 import { ChatView } from "./view";
 
@@ -53,6 +54,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   readonly session: ChatSession;
   readonly view: ChatView;
   private readonly store: ChatStore;
+  /** `path:line` lookups of the answers on screen (forgotten when files may have changed). */
+  private readonly paths = new PathExistsCache((full) => existsSync(full));
   private readonly disposables: vscode.Disposable[] = [];
   /** What "Ask About Selection" attached to the next prompt (shown above the input). */
   private pinned: { editor: EditorSnapshot; shown: string; label: string } | undefined;
@@ -73,6 +76,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     });
     this.session = new ChatSession(host.connection, {
       reset: (conversation) => {
+        this.paths.forget();
         this.view.resetPage();
         this.remember(conversation);
       },
@@ -88,6 +92,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         webviewOptions: { retainContextWhenHidden: true },
       }),
       vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, this),
+      this.watchFiles(),
       this.view,
       this.finished,
     );
@@ -133,10 +138,17 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         const rel = relative(f.uri.fsPath, path);
         return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel);
       });
-      return inside && existsSync(path);
+      return inside && this.paths.exists(path);
     }
     const base = this.folderPath();
-    return base !== undefined && !path.split("/").includes("..") && existsSync(join(base, path));
+    return base !== undefined && !path.split("/").includes("..") && this.paths.exists(join(base, path));
+  }
+
+  /** Files created or deleted (by the user, the agent, git): existence is looked up again. */
+  private watchFiles(): vscode.Disposable {
+    const watcher = vscode.workspace.createFileSystemWatcher("**/*", false, true, false);
+    const forget = () => this.paths.forget();
+    return vscode.Disposable.from(watcher, watcher.onDidCreate(forget), watcher.onDidDelete(forget));
   }
 
   private remember(conversation: Conversation): void {
@@ -173,8 +185,11 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
 
   // -- asks ------------------------------------------------------------------------------------
 
-  /** Send a prompt in this conversation; false if one is already running. */
-  async send(prompt: string, attach: readonly string[] = []): Promise<boolean> {
+  /**
+   * Send a prompt in this conversation; false if one is already running. `again`: Retry of
+   * that entry, with the editor context it was sent with.
+   */
+  async send(prompt: string, attach: readonly string[] = [], again?: Entry): Promise<boolean> {
     if (prompt.trim() === "") return false;
     if (this.session.busy) {
       void this.view.reveal(false);
@@ -182,7 +197,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     this.store.addPrompt(prompt);
     const folder = this.session.conversation.folder ? undefined : this.host.currentFolder()?.uri.toString();
-    const { context, label } = this.askContext(attach);
+    const { context, label } = again ? retryContext(again) : this.askContext(attach);
     const progress = this.host.workDoneToken();
     this.host.onAskStarted(prompt, this.session.sessionId);
     const startedAt = Date.now();
@@ -202,7 +217,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.remember(this.session.conversation);
       this.finished.fire({ entry: result.entry, sessionId: this.session.sessionId });
     }
-    if (result.kind === "failed" && !result.report.cancelled && !this.view.visible) void this.toast(result.report);
+    if (result.kind === "failed" && !result.report.cancelled && !this.view.visible) void this.toast(result.report, result.entry);
     return result.kind !== "busy";
   }
 
@@ -315,6 +330,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   }
 
   onActivity(activity: ToolActivity): void {
+    // A tool call may create or remove files before the watcher says so.
+    if (activity.status !== "started") this.paths.forget();
     this.session.onActivity(activity);
   }
 
@@ -469,7 +486,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.registerAction("openToolOutput", (args) => this.openToolOutput(args.callId ?? "", entryOf(args))),
       this.registerAction("retry", async (args) => {
         const entry = entryOf(args);
-        if (entry) await this.send(entry.prompt);
+        if (entry) await this.send(entry.prompt, [], entry);
       }),
       this.registerAction("stop", () => this.stop()),
       this.registerAction("compact", () => this.compact()),
@@ -481,11 +498,15 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   }
 
   /** An error toast when the view is not in sight (its buttons do what the view's would). */
-  async toast(report: ErrorReport): Promise<void> {
-    const actions = report.actions.filter((a) => a.action !== "retry" && a.action !== "stop");
+  async toast(report: ErrorReport, entry?: Entry): Promise<void> {
+    const actions = toastActions(report, entry !== undefined);
     const pick = await vscode.window.showErrorMessage(`Agent: ${report.message}`, ...actions.map((a) => a.title), "Show Chat");
     if (pick === "Show Chat") return this.view.reveal(false);
     const action = actions.find((a) => a.title === pick)?.action;
+    if (action === "retry" && entry) {
+      await this.send(entry.prompt, [], entry);
+      return;
+    }
     if (action === "compact") return this.compact();
     if (action) return this.host.runAction(action);
   }

@@ -202,3 +202,100 @@ export function renderPlainText(text: string): string {
   parts.push(escapeHtml(text.slice(at)));
   return parts.join("");
 }
+
+// Top-level blocks after which text that follows cannot change them: a closed fence, a
+// heading, a rule. Other blocks (paragraphs, lists, quotes, tables) take lazy continuation
+// lines, so they are done only once a blank line follows.
+const CLOSED_BLOCKS = new Set(["fence", "heading_open", "hr"]);
+
+export interface StreamRender {
+  /** HTML of the blocks that became done with this update (to append). */
+  appended: string;
+  /** HTML of every done block so far. */
+  done: string;
+  /** HTML of the block still being written (re-rendered each update). */
+  open: string;
+  /** The text did not extend the previous one: `done` was rendered anew. */
+  restarted: boolean;
+}
+
+/**
+ * The Markdown of a text that grows at its end (a streamed answer), block by block: done
+ * top-level blocks are rendered once and kept; only the block still being written is parsed
+ * and rendered again, so an update costs the same however long the answer is. Reference-style
+ * link definitions reach only the blocks after them here; the full render when the ask ends
+ * (renderMarkdown) has them everywhere.
+ */
+export class MarkdownStream {
+  /** The text of the open part (after the done blocks), and the length of the whole text. */
+  private rest = "";
+  private length = 0;
+  private done = "";
+
+  /** Render `text` from the start (a new text, or one that was replaced). */
+  update(text: string, exists?: PathExists): StreamRender {
+    this.rest = text;
+    this.length = text.length;
+    this.done = "";
+    return { ...this.render(exists), appended: this.done, restarted: true };
+  }
+
+  /**
+   * `text` is the text before plus `delta`: only the open part is looked at (never the whole
+   * text, which would also copy a long string per delta). Anything else starts over.
+   */
+  append(text: string, delta: string, exists?: PathExists): StreamRender {
+    if (text.length !== this.length + delta.length) return this.update(text, exists);
+    this.rest += delta;
+    this.length = text.length;
+    return this.render(exists);
+  }
+
+  private render(exists: PathExists | undefined): StreamRender {
+    const rest = this.rest;
+    const env: Env = {};
+    if (exists) env.exists = exists;
+    const tokens = md.parse(rest, env);
+    const lines = lineStarts(rest);
+    // Where the last block that is certainly done ends: the start of a later top-level block
+    // after a blank line, or after a block that cannot continue.
+    let cutToken = -1;
+    let cutLine = 0;
+    let previous: Token | undefined;
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i] as Token;
+      if (token.level !== 0 || token.nesting === -1 || !token.map) continue;
+      const line = token.map[0];
+      if (previous && (CLOSED_BLOCKS.has(previous.type) || blankLineBefore(rest, lines, line))) {
+        cutToken = i;
+        cutLine = line;
+      }
+      previous = token;
+    }
+    let appended = "";
+    let openTokens = tokens;
+    if (cutToken > 0) {
+      appended = md.renderer.render(tokens.slice(0, cutToken), md.options, env);
+      openTokens = tokens.slice(cutToken);
+      this.rest = rest.slice(lines[cutLine] ?? rest.length);
+      this.done += appended;
+    }
+    const open = md.renderer.render(openTokens, md.options, env);
+    return { appended, done: this.done, open, restarted: false };
+  }
+}
+
+/** Where each line of `text` starts. */
+function lineStarts(text: string): number[] {
+  const starts = [0];
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) starts.push(at + 1);
+  return starts;
+}
+
+/** Whether the line before `line` is blank. */
+function blankLineBefore(text: string, starts: readonly number[], line: number): boolean {
+  if (line === 0) return false;
+  const start = starts[line - 1] ?? text.length;
+  const end = (starts[line] ?? text.length + 1) - 1;
+  return text.slice(start, end).trim() === "";
+}

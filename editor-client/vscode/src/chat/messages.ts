@@ -15,6 +15,11 @@ export type ToView =
    */
   | { type: "upsert"; id: string; html: string; parent?: string; before?: string }
   | { type: "remove"; id: string }
+  /**
+   * A streaming text grew: insert `append` (its blocks done since the last update) before the
+   * element `id` (the block being written) and replace that element's content by `html`.
+   */
+  | { type: "stream"; id: string; append: string; html: string }
   /** Set the class of the element with that id (an entry's state: working, done, ...). */
   | { type: "setClass"; id: string; className: string }
   /** Whether an ask runs (Send becomes Stop), and the status line above the input. */

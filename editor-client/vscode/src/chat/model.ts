@@ -4,6 +4,7 @@
 
 import type {
   AnswerDelta,
+  AskContext,
   AskProgress,
   AskResult,
   HistoryEntry,
@@ -81,6 +82,8 @@ export interface Entry {
   prompt: string;
   /** What went with the prompt as editor context ("selection: src/app.py, lines 3-9"). */
   attached?: string;
+  /** That context as sent (`agent/ask`'s `context`): Retry sends it again. */
+  context?: AskContext;
   state: EntryState;
   items: Item[];
   /** What the ask is doing now ("waiting for the model"), while working. */
@@ -105,7 +108,14 @@ export interface Conversation {
 /** The parts of the view an update touched. */
 export type Change =
   | { part: "entry"; entry: Entry }
-  | { part: "item"; entry: Entry; item: Item; before?: Item | undefined }
+  | {
+      part: "item";
+      entry: Entry;
+      item: Item;
+      before?: Item | undefined;
+      /** The item is a text and this was appended to it (a delta): nothing before it changed. */
+      appended?: string;
+    }
   | { part: "tail"; entry: Entry }
   | { part: "removed"; entry: Entry; item: Item };
 
@@ -185,7 +195,7 @@ export function applyDelta(entry: Entry, delta: AnswerDelta): Change[] {
   const last = entry.items[entry.items.length - 1];
   if (last && last.kind === "text" && last.turn === delta.turn && last.channel === channel) {
     last.text += delta.delta;
-    return [{ part: "item", entry, item: last }];
+    return [{ part: "item", entry, item: last, appended: delta.delta }];
   }
   const item: TextItem = { kind: "text", id: freshId("t"), text: delta.delta, turn: delta.turn, channel };
   entry.items.push(item);

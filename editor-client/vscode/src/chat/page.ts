@@ -70,12 +70,14 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 .code-block pre { margin: 0; padding: 8px 10px; overflow-x: auto; background: none; }
 .code-block pre code, pre code.hljs { display: block; background: none; padding: 0; white-space: pre;
   color: var(--vscode-editor-foreground); font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size, inherit); }
-details.call { border-radius: 4px; font-size: .95em; }
-details.call > summary { cursor: pointer; list-style: none; padding: 2px 4px; border-radius: 4px; overflow-wrap: anywhere; }
-details.call > summary::-webkit-details-marker { display: none; }
-details.call > summary::before { content: "▸"; display: inline-block; width: 1em; opacity: .6; }
-details.call[open] > summary::before { content: "▾"; }
-details.call > summary:hover { background: var(--vscode-list-hoverBackground, #8882); }
+.disclosure:not(.open) > .disclosure-body { display: none; }
+.disclosure-head { cursor: pointer; }
+.disclosure-head:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: -1px; }
+.call { border-radius: 4px; font-size: .95em; }
+.call > .disclosure-head { padding: 2px 4px; border-radius: 4px; overflow-wrap: anywhere; }
+.call > .disclosure-head::before { content: "▸"; display: inline-block; width: 1em; opacity: .6; }
+.call.open > .disclosure-head::before { content: "▾"; }
+.call > .disclosure-head:hover { background: var(--vscode-list-hoverBackground, #8882); }
 .call .tool { font-family: var(--vscode-editor-font-family); }
 .call .args { font-family: var(--vscode-editor-font-family); opacity: .85; }
 .call .status { opacity: .65; font-size: .92em; }
@@ -95,13 +97,18 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
 .attached { margin: 3px 0 0 2px; font-size: .85em; color: var(--vscode-descriptionForeground); }
 .note { font-size: .9em; color: var(--vscode-descriptionForeground); font-style: italic; }
 /* The answer being written: a caret after the last text of a running ask. */
-.entry.working .items > .answer:last-child > :last-child::after { content: "▍"; opacity: .6; animation: blink 1s steps(2) infinite; }
+.entry.working .items > .answer:last-child > :last-child:not(.md-open)::after,
+.entry.working .items > .answer:last-child > .md-open > :last-child::after { content: "▍"; opacity: .6; animation: blink 1s steps(2) infinite; }
 @keyframes blink { 50% { opacity: 0; } }
 #pinned .pinned { display: inline-flex; gap: 4px; align-items: center; padding: 0 6px; border-radius: 3px;
   background: var(--vscode-badge-background, #8883); color: var(--vscode-badge-foreground, inherit); }
 #pinned .pinned button { background: none; border: none; color: inherit; cursor: pointer; padding: 0 2px; font: inherit; }
-details.reasoning > summary { cursor: pointer; opacity: .7; }
-details.reasoning .markdown-body { opacity: .8; padding-left: 1em; }
+.reasoning > .disclosure-head { opacity: .7; }
+.reasoning > .disclosure-head::before { content: "▸ "; }
+.reasoning.open > .disclosure-head::before { content: "▾ "; }
+.reasoning .markdown-body { opacity: .8; padding-left: 1em; }
+/* The block of a streaming answer still being written. */
+.md-open { display: contents; }
 .working-status { opacity: .8; font-style: italic; margin-top: 6px; }
 .spinner { display: inline-block; width: .8em; height: .8em; border: 2px solid currentColor; border-right-color: transparent;
   border-radius: 50%; animation: spin 1s linear infinite; vertical-align: -1px; }

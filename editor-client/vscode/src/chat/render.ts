@@ -4,7 +4,7 @@
 
 import { formatDuration, summarizeArguments } from "../summary";
 import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
-import { escapeHtml, type PathExists, renderMarkdown, renderPlainText } from "./markdown";
+import { escapeHtml, type PathExists, renderMarkdown, renderPlainText, type StreamRender } from "./markdown";
 
 export interface RenderOptions {
   /** The server keeps each call's full output (`agent/toolOutput`): offer to open it. */
@@ -17,7 +17,23 @@ export const partId = {
   items: (entry: Entry) => `${entry.id}/items`,
   item: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}`,
   tail: (entry: Entry) => `${entry.id}/tail`,
+  /** The block of a streaming text still being written (its done blocks come before it). */
+  open: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}/open`,
 };
+
+/**
+ * A row that expands on click (a tool call, reasoning). Not `<details>`: Chromium's work per
+ * inserted or replaced element grows with the number of `<details>` in the page (each keeps
+ * its closed content display-locked), so the 600th tool row cost twice the 30th; a class the
+ * page toggles costs the same at any size.
+ */
+function disclosure(cls: string, id: string, head: string, body: string): string {
+  return (
+    `<div class="${cls} disclosure"${partAttrs(id)}>` +
+    `<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false">${head}</div>` +
+    `<div class="disclosure-body">${body}</div></div>`
+  );
+}
 
 function attrs(values: Record<string, string | undefined>): string {
   return Object.entries(values)
@@ -101,24 +117,37 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
     finished && options.toolOutput
       ? `<div class="call-actions">${renderButton({ title: "Open full output", action: "openToolOutput", args: { callId: item.id, entryId: entry.id } })}</div>`
       : "";
-  return (
-    `<details class="call ${item.state}"${partAttrs(partId.item(entry, item))}>` +
-    `<summary><span class="mark">${CALL_MARK[item.state]}</span> ` +
-    `<code class="tool">${escapeHtml(item.name)}</code> ` +
-    `<span class="args">${escapeHtml(summary)}</span> ` +
-    `<span class="status">${escapeHtml(status)}</span>${error}</summary>` +
+  return disclosure(
+    `call ${item.state}`,
+    partId.item(entry, item),
+    `<span class="mark">${CALL_MARK[item.state]}</span> ` +
+      `<code class="tool">${escapeHtml(item.name)}</code> ` +
+      `<span class="args">${escapeHtml(summary)}</span> ` +
+      `<span class="status">${escapeHtml(status)}</span>${error}`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
-    `<div class="label">Output</div>${output}${open}</div>` +
-    `</details>`
+      `<div class="label">Output</div>${output}${open}</div>`,
   );
 }
 
 export function renderTextItem(entry: Entry, item: TextItem, options: RenderOptions): string {
-  const html = renderMarkdown(item.text, options.exists);
+  return textItemHtml(entry, item, renderMarkdown(item.text, options.exists));
+}
+
+function textItemHtml(entry: Entry, item: TextItem, html: string): string {
   if (item.channel === "reasoning") {
-    return `<details class="reasoning"${partAttrs(partId.item(entry, item))}><summary>Reasoning</summary><div class="markdown-body">${html}</div></details>`;
+    return disclosure("reasoning", partId.item(entry, item), "Reasoning", `<div class="markdown-body">${html}</div>`);
   }
   return `<div class="answer markdown-body"${partAttrs(partId.item(entry, item))}>${html}</div>`;
+}
+
+/**
+ * A text item while it streams (MarkdownStream): its done blocks, then the block being written
+ * in a part of its own, which later deltas replace (the page appends the blocks done meanwhile
+ * before it). The full render (renderTextItem) replaces this when the ask ends.
+ */
+export function renderStreamingTextItem(entry: Entry, item: TextItem, rendered: StreamRender): string {
+  const done = rendered.done === "" ? "" : `<div class="md-done">${rendered.done}</div>`;
+  return textItemHtml(entry, item, `${done}<div class="md-open"${partAttrs(partId.open(entry, item))}>${rendered.open}</div>`);
 }
 
 export function renderCardItem(entry: Entry, item: CardItem): string {

@@ -93,6 +93,14 @@ interface Running {
   streamed: boolean;
 }
 
+/** What Retry sends with an entry's prompt again: the editor context the ask had, not today's. */
+export function retryContext(entry: Entry): { context?: AskContext; label?: string } {
+  const again: { context?: AskContext; label?: string } = {};
+  if (entry.context) again.context = entry.context;
+  if (entry.attached) again.label = entry.attached;
+  return again;
+}
+
 export function errorView(report: ErrorReport, entry: Entry): ErrorView {
   const buttons: Button[] = report.actions.map((a, i) => {
     const button: Button = { title: a.title, action: a.action, args: { entryId: entry.id } };
@@ -149,6 +157,7 @@ export class ChatSession {
     if (this.running || this.compacting) return Promise.resolve({ kind: "busy" });
     const entry = newEntry(prompt);
     if (options.attached) entry.attached = options.attached;
+    if (options.context) entry.context = options.context;
     const hadNotice = this.conversation.notice !== undefined;
     this.conversation.notice = undefined;
     this.conversation.entries.push(entry);

@@ -7,7 +7,8 @@ import * as vscode from "vscode";
 import { type FromView, isFromView, type ToView } from "./messages";
 import type { Change, Conversation } from "./model";
 import { renderPage } from "./page";
-import { entryClass, partId, type RenderOptions, renderConversation, renderEntry, renderItem, renderTail } from "./render";
+import { PagePatcher } from "./patches";
+import { type RenderOptions, renderConversation } from "./render";
 
 export type ActionHandler = (args: Record<string, string>) => unknown;
 
@@ -27,6 +28,7 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   private ready = false;
   private readonly actions = new Map<string, ActionHandler>();
   private readonly disposables: vscode.Disposable[] = [];
+  private readonly patcher = new PagePatcher();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -86,38 +88,14 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
 
   /** Draw the whole conversation again (new, reopened, or the page reloaded). */
   resetPage(): void {
+    this.patcher.reset();
     this.post({ type: "reset", html: renderConversation(this.host.conversation(), this.host.renderOptions()) });
   }
 
   /** Send only the parts the changes touched. */
   changed(changes: readonly Change[]): void {
     if (!this.view || !this.ready) return;
-    const options = this.host.renderOptions();
-    const sent = new Set<string>();
-    for (const change of changes) {
-      const { entry } = change;
-      if (change.part === "entry") {
-        this.once(sent, partId.entry(entry), () => ({ type: "upsert", id: partId.entry(entry), html: renderEntry(entry, options) }));
-      } else if (change.part === "tail") {
-        this.once(sent, partId.tail(entry), () => ({ type: "upsert", id: partId.tail(entry), html: renderTail(entry) }));
-        this.once(sent, `${partId.entry(entry)}#class`, () => ({ type: "setClass", id: partId.entry(entry), className: entryClass(entry) }));
-      } else if (change.part === "removed") {
-        this.post({ type: "remove", id: partId.item(entry, change.item) });
-      } else {
-        const id = partId.item(entry, change.item);
-        this.once(sent, id, () => {
-          const message: ToView = { type: "upsert", id, html: renderItem(entry, change.item, options), parent: partId.items(entry) };
-          if (change.before) message.before = partId.item(entry, change.before);
-          return message;
-        });
-      }
-    }
-  }
-
-  private once(sent: Set<string>, id: string, make: () => ToView): void {
-    if (sent.has(id)) return;
-    sent.add(id);
-    this.post(make());
+    for (const message of this.patcher.messages(changes, this.host.renderOptions())) this.post(message);
   }
 
   /** Show the view; with `focusInput` put the cursor in its input. */

@@ -5,6 +5,7 @@
 // answer, and the page's CSP admits no other script.
 
 import type { FromView, ToView } from "../chat/messages";
+import { DraftSync, restoredDraft } from "./draft";
 import { caretLines, inputAction } from "./keys";
 import { PromptHistory } from "./prompt-history";
 import { afterChange, isAtBottom } from "./scroll";
@@ -57,19 +58,28 @@ function fromHtml(html: string): Element | null {
   return template.content.firstElementChild;
 }
 
-/** Replace `old` by `next`, keeping the `<details>` the reader opened open. */
+/** Replace `old` by `next`, keeping the rows the reader opened open. */
 function replace(old: Element, next: Element): void {
   const open = new Set<string>();
-  if (old instanceof HTMLDetailsElement && old.open && old.dataset.id) open.add(old.dataset.id);
-  for (const d of old.querySelectorAll<HTMLDetailsElement>("details[open][data-id]")) open.add(d.dataset.id ?? "");
-  if (next instanceof HTMLDetailsElement && open.has(next.dataset.id ?? "")) next.open = true;
-  for (const d of next.querySelectorAll<HTMLDetailsElement>("details[data-id]")) if (open.has(d.dataset.id ?? "")) d.open = true;
+  if (old.matches(".disclosure.open[data-id]")) open.add((old as HTMLElement).dataset.id ?? "");
+  for (const d of old.querySelectorAll<HTMLElement>(".disclosure.open[data-id]")) open.add(d.dataset.id ?? "");
+  if (open.size > 0) {
+    if (next.matches(".disclosure[data-id]") && open.has((next as HTMLElement).dataset.id ?? "")) setOpen(next, true);
+    for (const d of next.querySelectorAll<HTMLElement>(".disclosure[data-id]")) if (open.has(d.dataset.id ?? "")) setOpen(d, true);
+  }
   old.replaceWith(next);
+}
+
+/** Expand or collapse a row (a tool call, reasoning). */
+function setOpen(row: Element, open: boolean): void {
+  row.classList.toggle("open", open);
+  row.querySelector(":scope > .disclosure-head")?.setAttribute("aria-expanded", String(open));
 }
 
 // Entries live in chunks of CHUNK: a change inside one lays out that chunk's entries and the
 // chunks, not every entry of a long conversation (so an update costs the same at 200).
 const CHUNK = 16;
+const DONE_CHUNK = 16;
 
 function lastChunk(): Element {
   const last = root.lastElementChild;
@@ -115,6 +125,23 @@ function apply(message: ToView): void {
     case "remove":
       byId(message.id)?.remove();
       break;
+    case "stream": {
+      const open = byId(message.id);
+      if (!open) return;
+      if (message.append) {
+        // Done blocks go into chunks of DONE_CHUNK, so a delta lays out a few chunks and the
+        // open block, not every paragraph of a long answer.
+        let done = open.previousElementSibling;
+        if (!done?.classList.contains("md-done") || done.childElementCount >= DONE_CHUNK) {
+          done = document.createElement("div");
+          done.className = "md-done";
+          open.before(done);
+        }
+        done.insertAdjacentHTML("beforeend", message.append);
+      }
+      open.innerHTML = message.html;
+      break;
+    }
     case "setClass": {
       const element = byId(message.id);
       if (element) element.className = message.className;
@@ -132,13 +159,15 @@ function apply(message: ToView): void {
       input.focus();
       input.setSelectionRange(input.value.length, input.value.length);
       break;
-    case "draft":
-      if (input.value === "" && message.text !== "") {
-        input.value = message.text;
+    case "draft": {
+      const text = restoredDraft(input.value, message.text);
+      if (text !== undefined) {
+        input.value = text;
         autosize();
         save();
       }
       break;
+    }
     case "prompts":
       history.replace(message.prompts);
       save();
@@ -173,7 +202,7 @@ function apply(message: ToView): void {
   }
 }
 
-const CONTENT_CHANGES = new Set(["reset", "upsert", "remove"]);
+const CONTENT_CHANGES = new Set(["reset", "upsert", "remove", "stream"]);
 
 window.addEventListener("message", (event: MessageEvent) => {
   const message = event.data as ToView | undefined;
@@ -240,7 +269,18 @@ document.addEventListener("click", (event) => {
     event.preventDefault();
     const href = link.getAttribute("href");
     if (href) vscode.postMessage({ type: "action", action: "openLink", args: { href } });
+    return;
   }
+  const head = target.closest("[data-toggle]");
+  if (head?.parentElement && !String(window.getSelection() ?? "")) setOpen(head.parentElement, !head.parentElement.classList.contains("open"));
+});
+
+// A row's head is a button for the keyboard too.
+document.addEventListener("keydown", (event) => {
+  const head = event.target instanceof Element ? event.target.closest("[data-toggle]") : null;
+  if (!head?.parentElement || (event.key !== "Enter" && event.key !== " ")) return;
+  event.preventDefault();
+  setOpen(head.parentElement, !head.parentElement.classList.contains("open"));
 });
 
 // -- the input ---------------------------------------------------------------------------------
@@ -251,12 +291,16 @@ function autosize(): void {
   input.style.height = `${Math.min(input.scrollHeight, max)}px`;
 }
 
-let draftTimer: ReturnType<typeof setTimeout> | undefined;
+const draft = new DraftSync((text) => vscode.postMessage({ type: "draft", text }));
 function draftChanged(): void {
   save();
-  if (draftTimer !== undefined) clearTimeout(draftTimer);
-  draftTimer = setTimeout(() => vscode.postMessage({ type: "draft", text: input.value }), 300);
+  draft.changed(input.value);
 }
+// Closing the view (or hiding it) right after typing still keeps what was typed.
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "hidden") draft.flush();
+});
+window.addEventListener("pagehide", () => draft.flush());
 
 function setBusy(value: boolean, text?: string): void {
   busy = value;
@@ -281,7 +325,8 @@ function submit(): void {
   input.value = "";
   autosize();
   save();
-  vscode.postMessage({ type: "draft", text: "" });
+  draft.changed("");
+  draft.flush();
 }
 
 function onSendButton(): void {
