@@ -807,15 +807,23 @@ end
 
 -- Checkpoints -----------------------------------------------------------------
 
---- Run `callback(client, session_id, checkpoint_id)` for the conversation's checkpoint
---- `id` (default: its latest ask).
-local function with_checkpoint(id, callback)
+--- Run `callback(client, session_id)` for the current conversation (a warning when
+--- there is none yet).
+local function with_session(callback)
   if not (conv.root and conv.session_id) then
     notify('no conversation yet: ask something first', vim.log.levels.WARN)
     return
   end
   local session = conv.session_id
   with_client(conv.root, function(client)
+    callback(client, session)
+  end)
+end
+
+--- Run `callback(client, session_id, checkpoint_id)` for the conversation's checkpoint
+--- `id` (default: its latest ask).
+local function with_checkpoint(id, callback)
+  with_session(function(client, session)
     if id and id ~= '' then
       callback(client, session, id)
       return
@@ -841,12 +849,7 @@ end
 
 --- List the conversation's asks and the files each one changed.
 function M.checkpoints()
-  if not (conv.root and conv.session_id) then
-    notify('no conversation yet: ask something first', vim.log.levels.WARN)
-    return
-  end
-  local session = conv.session_id
-  with_client(conv.root, function(client)
+  with_session(function(client, session)
     call(client, 'request', 'agent/checkpoints', { sessionId = session }, function(err, result)
       if err then
         return report('agent/checkpoints', err)
@@ -923,12 +926,7 @@ end
 --- The conversation's "always" answers (agent/grants), in vim.ui.select: the picked one
 --- is revoked (agent/revokeGrant), so that exact call is asked about again.
 function M.grants()
-  if not (conv.root and conv.session_id) then
-    notify('no conversation yet: ask something first', vim.log.levels.WARN)
-    return
-  end
-  local session = conv.session_id
-  with_client(conv.root, function(client)
+  with_session(function(client, session)
     call(client, 'request', 'agent/grants', { sessionId = session }, function(err, result)
       if err then
         return report('agent/grants', err)
