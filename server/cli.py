@@ -17,6 +17,18 @@ SANDBOX_MODES = ("workspace-write", "read-only", "off")
 APPROVAL_MODES = ("on-request", "always", "never")
 
 
+def _add_folder_options(parser: argparse.ArgumentParser) -> None:
+    """``--workspace`` and ``--session-dir``, as every terminal command takes them."""
+    parser.add_argument("--workspace", default=".", help="workspace folder (default: .)")
+    parser.add_argument(
+        "--session-dir",
+        type=Path,
+        dest="ask_session_dir",
+        metavar="DIR",
+        help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-lsp",
@@ -56,14 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     ask.add_argument("prompt", help="what to ask the agent")
-    ask.add_argument("--workspace", default=".", help="workspace folder (default: .)")
     ask.add_argument("--session", help="continue a conversation by its id (printed after each ask)")
-    ask.add_argument(
-        "--session-dir",
-        type=Path,
-        dest="ask_session_dir",
-        help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
-    )
+    _add_folder_options(ask)
     ask.add_argument("--model", help="model name (overrides MODEL)")
     ask.add_argument("--max-turns", type=int, help="model turns allowed for this ask")
     ask.add_argument(
@@ -95,13 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     compact.add_argument("--session", required=True, help="the session id (printed by ask)")
-    compact.add_argument("--workspace", default=".", help="workspace folder (default: .)")
-    compact.add_argument(
-        "--session-dir",
-        type=Path,
-        dest="ask_session_dir",
-        help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
-    )
+    _add_folder_options(compact)
     return parser
 
 
@@ -163,14 +163,7 @@ def _add_checkpoint_commands(commands: argparse._SubParsersAction) -> None:  # t
             command.add_argument(
                 "--dry-run", action="store_true", help="say what would be restored; change nothing"
             )
-        command.add_argument("--workspace", default=".", help="workspace folder (default: .)")
-        command.add_argument(
-            "--session-dir",
-            type=Path,
-            dest="ask_session_dir",
-            metavar="DIR",
-            help="where conversations are kept (default: $XDG_STATE_HOME/agent-lsp/sessions)",
-        )
+        _add_folder_options(command)
 
 
 def configure_logging(level: str) -> None:

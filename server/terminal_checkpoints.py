@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from pygls.exceptions import JsonRpcException
 
 from .protocol import AGENT_CHECKPOINTS, AGENT_DIFF, AGENT_REWIND
-from .terminal_client import StreamedOutput, _run, connected
+from .terminal_client import StreamedOutput, _run, connected, workspace_of
 
 MARKS = {"added": "A", "modified": "M", "deleted": "D"}
 
@@ -70,9 +70,8 @@ def format_diff(files: list[dict[str, Any]]) -> str:
 
 
 def run_checkpoint_command(args: argparse.Namespace) -> int:
-    workspace = Path(args.workspace).expanduser().resolve()
-    if not workspace.is_dir():
-        print(f"agent-lsp: workspace is not a directory: {workspace}", file=sys.stderr)
+    workspace = workspace_of(args)
+    if workspace is None:
         return 2
     from .session_files import default_session_dir
 

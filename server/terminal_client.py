@@ -176,9 +176,8 @@ def run_ask(args: argparse.Namespace) -> int:
     # A key exported for this command is passed on to the server, but a command the agent
     # runs must not find it in this process's /proc/PID/environ.
     hide_from_proc_environ()
-    workspace = Path(args.workspace).expanduser().resolve()
-    if not workspace.is_dir():
-        print(f"agent-lsp: workspace is not a directory: {workspace}", file=sys.stderr)
+    workspace = workspace_of(args)
+    if workspace is None:
         return 2
     options: dict[str, Any] = {}
     if args.model:
@@ -232,10 +231,18 @@ def sandbox_settings(args: argparse.Namespace) -> dict[str, Any]:
     return settings
 
 
-def run_compact(args: argparse.Namespace) -> int:
+def workspace_of(args: argparse.Namespace) -> Path | None:
+    """``--workspace`` resolved, or None (said on stderr) when it is not a folder."""
     workspace = Path(args.workspace).expanduser().resolve()
     if not workspace.is_dir():
         print(f"agent-lsp: workspace is not a directory: {workspace}", file=sys.stderr)
+        return None
+    return workspace
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    workspace = workspace_of(args)
+    if workspace is None:
         return 2
     from .session_files import default_session_dir
 
