@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import select
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from tests.support.lsp_client import (
     start_client,
 )
 from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.net import pending_connections
 from tests.support.procs import wait_until
 
 CAN_ASK = types.ClientCapabilities(experimental={"agent": {"requestPermission": True}})
@@ -98,24 +98,6 @@ async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[Permiss
     await client.stop()
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
-
-
-def connections(server: socket.socket) -> int:
-    count = 0
-    while select.select([server], [], [], 0)[0]:
-        server.accept()[0].close()
-        count += 1
-    return count
-
-
 def escalated(command: str, escalation: str = "unsandboxed", **extra: Any) -> dict[str, Any]:
     return {"command": command, "escalation": escalation, "justification": "the test needs it"}
 
@@ -147,7 +129,7 @@ async def test_allow_once_runs_the_escalated_call(
 
     assert result["toolCalls"][0]["ok"] is True
     assert tool_results(model)["net"] == "sent\n"
-    assert connections(listener) == 1
+    assert pending_connections(listener) == 1
     [request] = client.requests
     assert request["sessionId"] == result["sessionId"]
     assert request["callId"] == "net" and request["toolName"] == "bash"

@@ -7,7 +7,6 @@ ABI >= 4, and a sandbox test that does not run would hide a sandbox that does no
 from __future__ import annotations
 
 import json
-import select
 import shutil
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.net import pending_connections
 from tooling.contract import is_error
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
@@ -43,26 +43,6 @@ def runtime_for(root: Path, policy: SandboxPolicy | None = None) -> ToolRuntime:
 
 async def bash(root: Path, command: str, policy: SandboxPolicy | None = None) -> str:
     return await runtime_for(root, policy).execute("bash", json.dumps({"command": command}))
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
-
-
-def pending_connections(server: socket.socket) -> int:
-    """Connections the kernel completed for ``server`` (nothing waits: it is after the fact)."""
-    count = 0
-    while select.select([server], [], [], 0)[0]:
-        connection, _ = server.accept()
-        connection.close()
-        count += 1
-    return count
 
 
 @pytest.fixture

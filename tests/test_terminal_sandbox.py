@@ -10,7 +10,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from server import cli, permissions
 from tests.support.lsp_client import server_env
 from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.net import pending_connections
 from tools import sandbox
 
 
@@ -97,16 +97,6 @@ def test_a_writable_root_that_is_no_folder_is_refused_before_starting(
     assert done.stderr == f"agent-lsp: --writable-root is not a directory: {missing}\n"
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    server.settimeout(30)
-    yield server
-    server.close()
-
-
 def test_network_lets_a_sandboxed_command_connect(
     model: ScriptedModel, workspace: Path, env: dict[str, str], listener: socket.socket
 ) -> None:
@@ -115,8 +105,7 @@ def test_network_lets_a_sandboxed_command_connect(
     done = ask(env, workspace, "--network")
     assert done.returncode == 0, done.stderr
     assert tool_result(model) == "connected\n"
-    connection, _ = listener.accept()  # the kernel completed it: the listener saw it
-    connection.close()
+    assert pending_connections(listener) == 1  # the kernel completed it: the listener saw it
 
 
 def test_approval_never_refuses_an_escalation_without_asking(
