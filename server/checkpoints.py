@@ -344,11 +344,16 @@ class CheckpointService:
     async def prepare(self, root: Path) -> None:
         """Ready ``root``'s store before its first ask (the server's warm-up): the
         shadow repository created or checked, nothing snapshotted."""
+        folder = await self._opened(root)
+        if folder.repo is not None:
+            await folder.prepare()
+
+    async def _opened(self, root: Path) -> FolderCheckpoints:
+        """``root``'s store, its private folder made and named."""
         folder = self.folder(root)
         await asyncio.to_thread(private_dir, folder.directory)
         await asyncio.to_thread(_write_folder_name, folder)
-        if folder.repo is not None:
-            await folder.prepare()
+        return folder
 
     async def begin(
         self,
@@ -359,9 +364,7 @@ class CheckpointService:
     ) -> AskRecorder:
         """Start recording an ask; its snapshot runs in the background (tools that may
         change files wait for it through ``recorder.ready()``, as the runtime does)."""
-        folder = self.folder(root)
-        await asyncio.to_thread(private_dir, folder.directory)
-        await asyncio.to_thread(_write_folder_name, folder)
+        folder = await self._opened(root)
         await self._settle(folder, session_id)
         short = " ".join(prompt.split())
         if len(short) > PROMPT_CHARS:
