@@ -956,15 +956,6 @@ class _Handler(BaseHTTPRequestHandler):
         """Send ``reply`` as Server-Sent Events, one HTTP chunk per event."""
         record = model._stream_started(len(model.requests) - 1)
         events = stream_events(reply, body, model.chunk_size)
-        if reply is _EMPTY_STREAM:
-            self.wfile.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-            )
-            self.wfile.flush()
-            model._stream_ended(record)
-            return
-        delay = model.chunk_delay if reply.chunk_delay is None else reply.chunk_delay
         head = (
             "HTTP/1.1 200 OK\r\n"
             "Content-Type: text/event-stream; charset=utf-8\r\n"
@@ -972,6 +963,12 @@ class _Handler(BaseHTTPRequestHandler):
             "Transfer-Encoding: chunked\r\n"
             "\r\n"
         ).encode("latin-1")
+        if reply is _EMPTY_STREAM:  # the head and the body's end, no event between
+            self.wfile.write(head + b"0\r\n\r\n")
+            self.wfile.flush()
+            model._stream_ended(record)
+            return
+        delay = model.chunk_delay if reply.chunk_delay is None else reply.chunk_delay
         started = time.monotonic()
         try:
             for index, event in enumerate(events):
