@@ -131,6 +131,31 @@ async def client(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[AgentTes
     await client.stop()
 
 
+@pytest.fixture
+async def editor_client(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[AgentTestClient]:
+    """The project in git, served to an editor that applies edits to its open buffers."""
+    make_project(tmp_path / "project", git=True)
+    client = await start_client(
+        server_env(model.base_url),
+        [tmp_path / "project"],
+        capabilities=EDITOR_CAPABILITIES,
+        client_factory=make_editor_client,
+    )
+    yield client
+    await client.shutdown_session()
+    await client.stop()
+
+
+def edit_line_one(model: ScriptedModel) -> None:
+    """The model reads edit.txt, then shouts its first line (the answer comes after)."""
+    model.reply(tool_calls=[tool_call("read_file", {"path": "edit.txt"})])
+    model.reply(
+        tool_calls=[
+            tool_call("edit_file", {"path": "edit.txt", "old_text": "one", "new_text": "ONE"})
+        ]
+    )
+
+
 # -- the story ------------------------------------------------------------------------
 
 
@@ -370,89 +395,57 @@ async def test_ending_the_session_deletes_its_checkpoints(
 
 
 async def test_an_edit_in_an_open_unsaved_buffer_is_undone_in_the_editor(
-    model: ScriptedModel, tmp_path: Path
+    editor_client: AgentTestClient, model: ScriptedModel, tmp_path: Path
 ) -> None:
-    project = tmp_path / "project"
-    make_project(project, git=True)
-    client = await start_client(
-        server_env(model.base_url),
-        [project],
-        capabilities=EDITOR_CAPABILITIES,
-        client_factory=make_editor_client,
-    )
-    try:
-        editor: TestEditor = client.editor  # type: ignore[attr-defined]
-        buffer = editor.open(project / "edit.txt")
-        editor.type(buffer, "three", "three (the user's unsaved words)")
-        model.reply(tool_calls=[tool_call("read_file", {"path": "edit.txt"})])
-        model.reply(
-            tool_calls=[
-                tool_call("edit_file", {"path": "edit.txt", "old_text": "one", "new_text": "ONE"})
-            ]
-        )
-        model.reply("edited in your buffer")
-        result = await ask(client, prompt="shout the first line")
-        assert buffer.text == "ONE\ntwo\nthree (the user's unsaved words)\n"
-        assert (project / "edit.txt").read_text() == "one\ntwo\nthree\n"  # not saved
+    project, client = tmp_path / "project", editor_client
+    editor: TestEditor = client.editor  # type: ignore[attr-defined]
+    buffer = editor.open(project / "edit.txt")
+    editor.type(buffer, "three", "three (the user's unsaved words)")
+    edit_line_one(model)
+    model.reply("edited in your buffer")
+    result = await ask(client, prompt="shout the first line")
+    assert buffer.text == "ONE\ntwo\nthree (the user's unsaved words)\n"
+    assert (project / "edit.txt").read_text() == "one\ntwo\nthree\n"  # not saved
 
-        listed = await request(client, "agent/checkpoints", sessionId=result["sessionId"])
-        assert [(f["path"], f["status"]) for f in listed["checkpoints"][0]["files"]] == [
-            ("edit.txt", "modified")
-        ]
-        rewound = await request(
-            client,
-            "agent/rewind",
-            sessionId=result["sessionId"],
-            checkpointId=result["checkpointId"],
-        )
-        assert rewound["restored"] == rewound["inEditor"] == ["edit.txt"]
-        # Through workspace/applyEdit: the buffer is back, the user's words kept, and
-        # the rewind itself can be undone in the editor.
-        assert editor.apply_requests[-1].label == "agent-lsp: undo ask"
-        assert buffer.text == "one\ntwo\nthree (the user's unsaved words)\n"
-        assert (project / "edit.txt").read_text() == "one\ntwo\nthree\n"
-        editor.undo(buffer)
-        assert buffer.text.startswith("ONE\n")
-    finally:
-        await client.shutdown_session()
-        await client.stop()
+    listed = await request(client, "agent/checkpoints", sessionId=result["sessionId"])
+    assert [(f["path"], f["status"]) for f in listed["checkpoints"][0]["files"]] == [
+        ("edit.txt", "modified")
+    ]
+    rewound = await request(
+        client,
+        "agent/rewind",
+        sessionId=result["sessionId"],
+        checkpointId=result["checkpointId"],
+    )
+    assert rewound["restored"] == rewound["inEditor"] == ["edit.txt"]
+    # Through workspace/applyEdit: the buffer is back, the user's words kept, and
+    # the rewind itself can be undone in the editor.
+    assert editor.apply_requests[-1].label == "agent-lsp: undo ask"
+    assert buffer.text == "one\ntwo\nthree (the user's unsaved words)\n"
+    assert (project / "edit.txt").read_text() == "one\ntwo\nthree\n"
+    editor.undo(buffer)
+    assert buffer.text.startswith("ONE\n")
 
 
 async def test_a_buffer_the_user_typed_in_after_the_ask_is_a_conflict(
-    model: ScriptedModel, tmp_path: Path
+    editor_client: AgentTestClient, model: ScriptedModel, tmp_path: Path
 ) -> None:
-    project = tmp_path / "project"
-    make_project(project, git=True)
-    client = await start_client(
-        server_env(model.base_url),
-        [project],
-        capabilities=EDITOR_CAPABILITIES,
-        client_factory=make_editor_client,
+    project, client = tmp_path / "project", editor_client
+    editor: TestEditor = client.editor  # type: ignore[attr-defined]
+    buffer = editor.open(project / "edit.txt")
+    edit_line_one(model)
+    model.reply("edited")
+    result = await ask(client, prompt="shout")
+    editor.type(buffer, "two", "two, typed after the ask")  # its didChange goes first
+    rewound = await request(
+        client,
+        "agent/rewind",
+        sessionId=result["sessionId"],
+        checkpointId=result["checkpointId"],
     )
-    try:
-        editor: TestEditor = client.editor  # type: ignore[attr-defined]
-        buffer = editor.open(project / "edit.txt")
-        model.reply(tool_calls=[tool_call("read_file", {"path": "edit.txt"})])
-        model.reply(
-            tool_calls=[
-                tool_call("edit_file", {"path": "edit.txt", "old_text": "one", "new_text": "ONE"})
-            ]
-        )
-        model.reply("edited")
-        result = await ask(client, prompt="shout")
-        editor.type(buffer, "two", "two, typed after the ask")  # its didChange goes first
-        rewound = await request(
-            client,
-            "agent/rewind",
-            sessionId=result["sessionId"],
-            checkpointId=result["checkpointId"],
-        )
-        assert [c["path"] for c in rewound["conflicts"]] == ["edit.txt"]
-        assert "in the editor" in rewound["conflicts"][0]["reason"]
-        assert buffer.text == "ONE\ntwo, typed after the ask\nthree\n"
-    finally:
-        await client.shutdown_session()
-        await client.stop()
+    assert [c["path"] for c in rewound["conflicts"]] == ["edit.txt"]
+    assert "in the editor" in rewound["conflicts"][0]["reason"]
+    assert buffer.text == "ONE\ntwo, typed after the ask\nthree\n"
 
 
 async def test_without_git_the_file_tools_are_covered_and_bash_is_said_not_to_be(
