@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.support.lsp_client import REPO, server_env
+from tests.support.lsp_client import run_cli, server_env
 from tests.support.model_server import ScriptedModel, tool_call
-
-
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "server", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_an_ask_listed_shown_and_undone_from_the_terminal(

@@ -6,8 +6,6 @@ and out-of-order roles, and records every request it refused."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +18,7 @@ from server.compaction import ACKNOWLEDGEMENT, NOTE_PREFIX, SUMMARY_PREFIX, Arch
 from server.context_limits import DEFAULT_CONTEXT_WINDOW
 from server.conversations import Conversation
 from server.session_files import SessionFiles
-from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import AgentTestClient, ask, run_cli, server_env, start_client
 from tests.support.model_server import (
     Reply,
     ScriptedModel,
@@ -268,13 +266,6 @@ async def test_a_session_file_over_the_limit_loads_and_works(
     assert reloaded.context.prompt_tokens > 0
 
 
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-I", "-m", "server", *args]
-    return subprocess.run(
-        command, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
-    )
-
-
 def test_the_terminal_client_shows_compactions_and_compacts_a_session(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -283,7 +274,7 @@ def test_the_terminal_client_shows_compactions_and_compacts_a_session(
     with limited_model(context_limit=DEFAULT_CONTEXT_WINDOW) as model:
         env = server_env(model.base_url)
         where = ("--workspace", str(workspace), "--session-dir", str(tmp_path / "sessions"))
-        first = run_cli("ask", "check the build log", *where, env=env)
+        first = run_cli("ask", "check the build log", *where, env=env, timeout=120)
         assert first.returncode == 0, first.stderr
         assert first.stdout == "The log is fine.\n"
         lines = first.stderr.splitlines()
@@ -296,7 +287,7 @@ def test_the_terminal_client_shows_compactions_and_compacts_a_session(
         assert re.search(r"^context: [\d,]+ of 32,768 tokens$", first.stderr, re.M)
         session = first.stderr.split("session: ")[1].split()[0]
 
-        result = run_cli("compact", "--session", session, *where, env=env)
+        result = run_cli("compact", "--session", session, *where, env=env, timeout=120)
         assert result.returncode == 0, result.stderr
         shown = re.fullmatch(
             rf"session {session} compacted: ([\d,]+) → ([\d,]+) tokens of 32,768 "
@@ -308,5 +299,5 @@ def test_the_terminal_client_shows_compactions_and_compacts_a_session(
         assert after < before
         assert model.refused == []
 
-        unknown = run_cli("compact", "--session", "0" * 32, *where, env=env)
+        unknown = run_cli("compact", "--session", "0" * 32, *where, env=env, timeout=120)
         assert unknown.returncode == 1 and "sessionId" in unknown.stderr

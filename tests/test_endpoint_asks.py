@@ -7,8 +7,6 @@ enforces llama.cpp's and DeepSeek's rules; the terminal client runs as a process
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,10 +16,10 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from tests.support.lsp_client import (
-    REPO,
     AgentTestClient,
     RunningAsk,
     ask,
+    run_cli,
     server_env,
     start_client,
 )
@@ -243,18 +241,6 @@ async def test_no_warning_when_the_model_is_listed_or_nothing_is(
 
 
 # --- the terminal client ------------------------------------------------------------------
-
-
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "server", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.framing import StrictReader, send
-from tests.support.lsp_client import REPO, server_env
+from tests.support.lsp_client import REPO, run_cli, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, unique_tag, wait_until
 
@@ -111,18 +111,6 @@ def test_shutdown_and_exit(model: ScriptedModel, tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
-
-
-def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-I", "-m", "server", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_version_and_help() -> None:

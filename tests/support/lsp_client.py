@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,6 +68,21 @@ def make_client(cls: type[AgentTestClient] = AgentTestClient) -> AgentTestClient
         client.compactions.append(params)
 
     return client
+
+
+def run_cli(
+    *args: str, env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``agent-lsp ARGS`` as a user runs it (isolated mode), without a terminal."""
+    return subprocess.run(
+        [*SERVER_COMMAND, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def server_env(base_url: str | None, **extra: str | None) -> dict[str, str]:
