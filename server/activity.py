@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tooling.display import NEWLINE_MARK, escape_control
+
 from .events import ToolCallFinished, ToolCallStarted
 
 SUMMARY_CHARS = 80
 
 
 def summarize_arguments(name: str, arguments: str) -> str:
-    """One line naming what a call acts on, e.g. ``src/app.py`` or ``pytest -q``."""
+    """One line naming what a call acts on, e.g. ``src/app.py`` or ``pytest -q``; safe to
+    show (``tooling.display``), as it is the model's text."""
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
@@ -26,7 +29,10 @@ def summarize_arguments(name: str, arguments: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    line = " ".join(text.split())
+    # Line breaks show as " ⏎ ": "git fetch #" then "curl ... | sh" on the next line must
+    # not read as one comment. Other whitespace runs become one space.
+    parts = (" ".join(escape_control(part).split()) for part in text.split("\n"))
+    line = f" {NEWLINE_MARK} ".join(part for part in parts if part)
     return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
 
 

@@ -6,7 +6,8 @@ One :class:`AskReporter` per ask turns the loop's typed events into
 work-done progress reports (text for humans only). Streamed text is coalesced
 (``server.delta_coalescing``) and what is waiting is sent before any other
 notification, so the editor sees everything in the order it happened, and all of
-it before the ask's response.
+it before the ask's response. Progress messages, made to be shown, are escaped
+(``tooling.display``); the data (arguments, output, deltas) is sent as it is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+
+from tooling.display import escape_control
 
 from . import protocol as p
 from .activity import activity_params, summarize_arguments
@@ -111,8 +114,10 @@ class AskReporter:
             self._turn = event.turn
             self._phase("model", f"turn {event.turn}: waiting for the model")
         elif isinstance(event, ToolCallStarted):
+            # The name is the model's too (it may call a tool that does not exist).
+            name = escape_control(event.name)
             summary = summarize_arguments(event.name, event.arguments)
-            self._phase("tools", f"turn {event.turn}: {event.name} {summary}")
+            self._phase("tools", f"turn {event.turn}: {name} {summary}")
             self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
         elif isinstance(event, ToolCallFinished):
             self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
@@ -122,7 +127,7 @@ class AskReporter:
             if waiting:
                 self._phase("permission", f"turn {self._turn}: waiting for you: {event.title}")
             elif event.allowed:
-                self._phase("tools", f"turn {self._turn}: {event.name} allowed")
+                self._phase("tools", f"turn {self._turn}: {escape_control(event.name)} allowed")
             if waiting or event.allowed:
                 activity = {
                     "sessionId": self.session_id,

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tooling.display import escape_control
 from tooling.permissions import PermissionDecision, PermissionRequest
 
 from .activity import summarize_arguments
@@ -119,7 +120,8 @@ class ApprovalPolicy:
 
 @dataclass(frozen=True)
 class PermissionPrompt:
-    """What the user is shown (the ``agent/requestPermission`` params, minus the wire)."""
+    """What the user is shown (the ``agent/requestPermission`` params, minus the wire):
+    ``title`` and ``reason`` escaped (``tooling.display``), ``arguments`` the call's data."""
 
     session_id: str
     call_id: str
@@ -162,7 +164,9 @@ class PermissionGate:
         required = permission is not None and permission.required
         if not required and self._policy.approval != "always":
             return PermissionDecision(True)
-        title = permission.title if permission else _title(request)
+        # What the user reads of the call (and the model of a refusal): the tool's words
+        # around the model's, so escaped here, for every tool (tooling.display).
+        title = escape_control(permission.title if permission else _title(request))
         if required and self._policy.approval == "never":
             return PermissionDecision(
                 False,
@@ -197,7 +201,7 @@ class PermissionGate:
                 "the user (its client does not support agent/requestPermission). Do it "
                 "without that, or tell the user what is needed.",
             )
-        reason = permission.reason if permission else ""
+        reason = escape_control(permission.reason) if permission else ""
         return await self._ask(self._asker, request, title, reason)
 
     async def _ask(

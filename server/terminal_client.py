@@ -4,7 +4,8 @@ It starts the server as a child process and speaks to it over stdio exactly as a
 editor does, so the terminal exercises the same protocol path as VS Code.
 Tool activity and compactions go to stderr as they happen; the answer goes to
 stdout as the model writes it (``agent/answerDelta``), and reasoning, dimmed on a
-terminal, to stderr.
+terminal, to stderr. Everything from the server or the model is escaped before it is
+printed (``tooling.display``): no text of theirs can steer the user's terminal.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import run_async
 from pygls.lsp.client import LanguageClient
+
+from tooling.display import escape_control
 
 from . import __version__
 from .activity import summarize_arguments
@@ -72,6 +75,7 @@ def format_activity(params: dict[str, Any]) -> str:
     stamp = time.strftime("%H:%M:%S")
     name = params.get("name", "?")
     summary = summarize_arguments(name, params.get("arguments") or "")
+    name = escape_control(str(name))  # the model's: a call may name a tool that does not exist
     status = params.get("status")
     if status == "started":
         return f"{stamp} → {name} {summary}"
@@ -82,7 +86,7 @@ def format_activity(params: dict[str, Any]) -> str:
     if status == "failed":
         first = (params.get("output") or "").strip().splitlines()
         if first:
-            line += f": {first[0][:200]}"
+            line += f": {escape_control(first[0])[:200]}"
     return line
 
 
@@ -114,7 +118,7 @@ class StreamedOutput:
     before the other writes. Every turn's text is shown (what the model says
     before it calls tools, too); :meth:`finish` prints the answer only when it was
     not streamed (an older server, or text that the result corrects), so it
-    appears exactly once.
+    appears exactly once. All of it is escaped, our own dimming applied after.
     """
 
     DIM, RESET = "\x1b[2m", "\x1b[0m"
@@ -140,7 +144,8 @@ class StreamedOutput:
         self._key = (turn, channel)
         if self._open is not None and self._open is not stream:
             self.end_line()
-        self._write(stream, f"{self.DIM}{text}{self.RESET}" if reasoning and self._dim else text)
+        shown = escape_control(text, keep_newlines=True)
+        self._write(stream, f"{self.DIM}{shown}{self.RESET}" if reasoning and self._dim else shown)
         self._open = None if text.endswith("\n") else stream
         if not reasoning:
             self._turns.setdefault(turn, []).append(text)
@@ -148,7 +153,7 @@ class StreamedOutput:
     def line(self, text: str) -> None:
         """A whole line on stderr (trace, notes), after any unfinished streamed line."""
         self.end_line()
-        self._write(self._err, text + "\n")
+        self._write(self._err, escape_control(text, keep_newlines=True) + "\n")
 
     def end_line(self) -> None:
         if self._open is not None:
@@ -161,7 +166,7 @@ class StreamedOutput:
         if streamed != answer:
             self.end_line()
             if answer:
-                self._write(self._out, answer + "\n")
+                self._write(self._out, escape_control(answer, keep_newlines=True) + "\n")
         self.end_line()
 
     @staticmethod
@@ -257,7 +262,7 @@ def _run(work: Coroutine[Any, Any, int]) -> int:
         print("agent-lsp: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # one line for the user, never a traceback
-        print(f"agent-lsp: {_describe_failure(exc)}", file=sys.stderr)
+        print(f"agent-lsp: {escape_control(_describe_failure(exc))}", file=sys.stderr)
         return 1
 
 
@@ -329,7 +334,7 @@ async def compact_once(
         try:
             result = await request(AGENT_COMPACT, {"sessionId": session_id})
         except JsonRpcException as exc:
-            print(f"agent-lsp: {exc.message}", file=err, flush=True)
+            print(f"agent-lsp: {escape_control(exc.message)}", file=err, flush=True)
             return 1
         print(f"session {session_id} {compaction_summary(result)}", file=out, flush=True)
         return 0
@@ -479,9 +484,10 @@ def _prefixed(message: str) -> str:
 
 
 async def _forward_stderr(server: asyncio.subprocess.Process, err: TextIO) -> None:
-    # The server's stderr is a pipe: drain it so a chatty server can never block.
+    # The server's stderr is a pipe: drain it so a chatty server can never block. A
+    # process the agent started may have inherited it: escaped, as the model's text.
     if server.stderr is None:
         return
     while line := await server.stderr.readline():
-        err.write(line.decode(errors="replace"))
+        err.write(escape_control(line.decode(errors="replace"), keep_newlines=True))
         err.flush()

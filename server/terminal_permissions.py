@@ -6,6 +6,9 @@
   or nobody answered in time), the prompt says so and stops waiting.
 - no terminal: every request is rejected, unless the user passed ``--approve``, which
   allows each one once (for scripts whose author accepts what the agent runs).
+
+The title and reason are escaped again here (``tooling.display``), whatever the server
+did: an escape sequence in them would hide part of the command being allowed.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import os
 from typing import Any, TextIO
+
+from tooling.display import escape_control
 
 from .protocol import CLIENT_CAN_ANSWER_PERMISSION
 
@@ -39,8 +44,8 @@ class TerminalPermissions:
         self._interactive = _is_tty(stdin)
 
     async def answer(self, params: dict[str, Any]) -> dict[str, Any]:
-        title = params.get("title") or params.get("toolName", "?")
-        reason = params.get("reason") or ""
+        title = escape_control(str(params.get("title") or params.get("toolName", "?")))
+        reason = escape_control(str(params.get("reason") or ""))
         print(f"agent-lsp: permission needed: {title}", file=self._err, flush=True)
         if reason:
             print(f"  reason: {reason}", file=self._err, flush=True)
