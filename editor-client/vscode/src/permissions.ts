@@ -3,6 +3,10 @@
 // system has no sandbox, or any change when agentLsp.approval is "always". The user answers
 // in a modal dialog: the command in full, the reason, the four choices. The answer has ACP's
 // shape. Pure apart from the `PermissionUi` it is given, so tests drive it without VS Code.
+// Everything shown is escaped (./display): the arguments are the model's raw data, and an
+// escape sequence or bidi override in them must not hide part of what the user allows.
+
+import { escapeControl } from "./display";
 
 /** What the server sends (server/protocol.py RequestPermissionParams). */
 export interface PermissionOption {
@@ -79,28 +83,36 @@ function plural(n: number, word: string): string {
   return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 }
 
+const shown = (text: string): string => escapeControl(text, { keepNewlines: true });
+
+/** A bash call's command as the user must see it: every line, every character visible. */
+export function shownCommand(toolName: string, args: Record<string, unknown> | undefined): string | undefined {
+  const command = args?.["command"];
+  return toolName === "bash" && typeof command === "string" ? shown(command) : undefined;
+}
+
 /**
  * What the call will do, in lines: a command in full; for write_file the file, the content's
  * size and its first lines; for edit_file the file and the text replaced → its replacement.
  * A path alone would not tell the user what they allow.
  */
 export function callSubject(toolName: string, args: Record<string, unknown> | undefined): string[] {
-  const command = args?.["command"];
-  if (toolName === "bash" && typeof command === "string") return ["Command:", command];
+  const command = shownCommand(toolName, args);
+  if (command !== undefined) return ["Command:", command];
   const lines: string[] = [];
   const path = args?.["path"];
-  if (typeof path === "string") lines.push(`File: ${path}`);
+  if (typeof path === "string") lines.push(`File: ${escapeControl(path)}`);
   const content = args?.["content"];
   if (toolName === "write_file" && typeof content === "string") {
     const count = content === "" ? 0 : content.split("\n").length - (content.endsWith("\n") ? 1 : 0);
     const bytes = new TextEncoder().encode(content).length;
-    lines.push(`Writes ${plural(count, "line")} (${plural(bytes, "byte")}):`, ...quote(content));
+    lines.push(`Writes ${plural(count, "line")} (${plural(bytes, "byte")}):`, ...quote(shown(content)));
   }
   const oldText = args?.["old_text"];
   const newText = args?.["new_text"];
   if (toolName === "edit_file" && typeof oldText === "string" && typeof newText === "string") {
     const every = args?.["replace_all"] === true ? " (every occurrence)" : "";
-    lines.push(`Replaces${every}:`, ...quote(oldText), "With:", ...quote(newText));
+    lines.push(`Replaces${every}:`, ...quote(shown(oldText)), "With:", ...quote(shown(newText)));
   }
   return lines;
 }
@@ -110,7 +122,7 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
   const what = typeof request.title === "string" && request.title !== "" ? request.title : request.toolName;
   const lines = callSubject(request.toolName, request.arguments);
   if (typeof request.reason === "string" && request.reason.trim() !== "") {
-    lines.push("", `Reason: ${request.reason}`);
+    lines.push("", `Reason: ${escapeControl(request.reason)}`);
   }
   lines.push(
     "",
@@ -119,7 +131,7 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
   const buttons = (Array.isArray(request.options) ? request.options : [])
     .filter((option) => typeof option?.optionId === "string")
     .map((option) => ({ label: LABELS[option.kind] ?? option.name, optionId: option.optionId }));
-  return { message: `The agent asks: ${what}`, detail: lines.join("\n"), buttons };
+  return { message: `The agent asks: ${escapeControl(String(what))}`, detail: lines.join("\n"), buttons };
 }
 
 const CANCELLED: PermissionResult = { outcome: { outcome: "cancelled" } };

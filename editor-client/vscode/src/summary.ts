@@ -1,5 +1,8 @@
 // One-line summaries of a tool call's arguments for the trace and the panel.
-// The arguments are model output: possibly invalid JSON, huge, or multi-line.
+// The arguments are model output: possibly invalid JSON, huge, or multi-line, with escape
+// sequences or bidi overrides: everything shown is escaped (./display) first.
+
+import { escapeControl } from "./display";
 
 /** Keys that say what a call is about, shown first and unlabelled. */
 const PRIMARY_KEYS = ["command", "path", "file_path", "pattern", "query", "url"];
@@ -27,7 +30,7 @@ export function truncate(text: string, max: number): string {
   return chars.length > max ? chars.slice(0, max - 1).join("") + "…" : text;
 }
 
-function describeValue(value: unknown): string {
+function valueText(value: unknown): string {
   if (typeof value === "string") return value;
   if (value === null || typeof value === "number" || typeof value === "boolean") {
     return String(value);
@@ -35,8 +38,13 @@ function describeValue(value: unknown): string {
   return JSON.stringify(value) ?? String(value);
 }
 
+/** The value as shown: escaped, its line breaks left for oneLine / markedLines. */
+function describeValue(value: unknown): string {
+  return escapeControl(valueText(value), { keepNewlines: true });
+}
+
 function sizeOf(value: unknown): string {
-  const text = describeValue(value);
+  const text = valueText(value);
   const lines = text === "" ? 0 : text.split("\n").length;
   return lines > 1 ? `${lines} lines` : `${Array.from(text).length} chars`;
 }
@@ -54,7 +62,7 @@ export function summarizeArguments(
   try {
     parsed = JSON.parse(argumentsJson);
   } catch {
-    return truncate(oneLine(argumentsJson), maxLength);
+    return truncate(oneLine(escapeControl(argumentsJson, { keepNewlines: true })), maxLength);
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     return truncate(oneLine(describeValue(parsed)), maxLength);
@@ -67,7 +75,8 @@ export function summarizeArguments(
   }
   for (const [key, value] of entries) {
     if (PRIMARY_KEYS.includes(key)) continue;
-    parts.push(BULK_KEYS.has(key) ? `${key}=${sizeOf(value)}` : `${key}=${oneLine(describeValue(value))}`);
+    const name = escapeControl(key);
+    parts.push(BULK_KEYS.has(key) ? `${name}=${sizeOf(value)}` : `${name}=${oneLine(describeValue(value))}`);
   }
   return truncate(parts.join(" "), maxLength);
 }
@@ -76,7 +85,7 @@ export function summarizeArguments(
 export function firstLine(output: string | undefined, maxLength = 160): string {
   if (!output) return "";
   const line = output.split(/\r?\n/).find((l) => l.trim() !== "") ?? "";
-  return truncate(line.trim(), maxLength);
+  return truncate(escapeControl(line.trim()), maxLength);
 }
 
 export function formatDuration(ms: number | undefined): string {

@@ -7,6 +7,7 @@
 //   14:03:31.777 [3f2a9c1e] turn 4 ✓ bash cd src ⏎ pytest -q — ok 23.66s
 
 import { compactionSummary } from "./compaction";
+import { escapeControl } from "./display";
 import type { AskResult, CompactionNotice, ToolActivity } from "./protocol";
 import { firstLine, formatDuration, oneLine, summarizeArguments, truncate } from "./summary";
 
@@ -31,7 +32,8 @@ export function formatActivityLine(activity: ToolActivity, now: Date): string {
   const turn = typeof activity.turn === "number" ? ` turn ${activity.turn}` : "";
   const mark = MARKS[activity.status] ?? "•";
   const summary = summarizeArguments(activity.arguments ?? "");
-  const call = summary === "" ? activity.name : `${activity.name} ${summary}`;
+  const name = escapeControl(activity.name); // the model's: it may call a tool that does not exist
+  const call = summary === "" ? name : `${name} ${summary}`;
   if (activity.status === "started") return `${head}${turn} ${mark} ${call}`;
   if (activity.status === "waiting") return `${head}${turn} ${mark} ${call} — waiting for your permission`;
   const status = activity.status === "completed" ? "ok" : activity.status;

@@ -70,7 +70,8 @@ describe("trace lines", () => {
   it("stays one line whatever the arguments hold", () => {
     const line = formatActivityLine(activity({ arguments: '{"command": "a\\nb\\r\\nc"}' }), at);
     assert.ok(!line.includes("\n"));
-    assert.ok(line.endsWith("bash a ⏎ b ⏎ c"), line);
+    // A carriage return is part of what runs (bash reads "b\r"): shown, never obeyed.
+    assert.ok(line.endsWith("bash a ⏎ b\\r ⏎ c"), line);
   });
 
   it("omits the turn when the server sends none", () => {

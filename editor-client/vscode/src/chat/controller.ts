@@ -6,10 +6,11 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
+import { escapeControl } from "../display";
 import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan } from "../editor-context";
 import { describeAskError, type ErrorReport, toastActions } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
-import { callSubject } from "../permissions";
+import { callSubject, shownCommand } from "../permissions";
 import {
   type AnswerDelta,
   type AskContext,
@@ -430,14 +431,17 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     if (request.sessionId !== this.session.sessionId || !this.session.runningEntry) return;
     const entryId = this.session.runningEntry.id;
     const id = `permission-${request.callId}`;
-    const subject = callSubject(request.toolName, request.arguments).join("\n");
-    const body = `${subject}\n${request.reason ? `Reason: ${request.reason}` : ""}`.trim();
-    const title = request.title || "The agent asks for permission";
-    this.addCard({ kind: "card", id, title: `Waiting for your permission — ${title}`, body, tone: "warning", buttons: [] }, entryId);
+    // A command in a code block, line by line; what else the call does above the reason.
+    const command = shownCommand(request.toolName, request.arguments);
+    const code = command === undefined ? {} : { code: command };
+    const subject = command === undefined ? callSubject(request.toolName, request.arguments).join("\n") : "";
+    const body = `${subject}\n${request.reason ? `Reason: ${escapeControl(request.reason)}` : ""}`.trim();
+    const title = escapeControl(request.title || "The agent asks for permission");
+    this.addCard({ kind: "card", id, title: `Waiting for your permission — ${title}`, body, ...code, tone: "warning", buttons: [] }, entryId);
     void Promise.resolve(answer).then((result) => {
       const chosen = request.options.find((o) => o.optionId === result.outcome.optionId)?.name;
       const said = result.outcome.outcome === "selected" && chosen ? `You chose: ${chosen}.` : "Not answered (withdrawn or dismissed).";
-      this.addCard({ kind: "card", id, title, body: body ? `${body}\n${said}` : said, tone: "info", buttons: [] }, entryId);
+      this.addCard({ kind: "card", id, title, body: body ? `${body}\n${said}` : said, ...code, tone: "info", buttons: [] }, entryId);
     });
   }
 

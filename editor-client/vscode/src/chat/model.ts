@@ -52,6 +52,8 @@ export interface CardItem {
   id: string;
   title: string;
   body: string;
+  /** Shown verbatim in a code block above the body (a permission request's command). */
+  code?: string;
   tone?: "info" | "warning" | "error";
   buttons: Button[];
 }

@@ -2,6 +2,7 @@
 // the part it changed. Pure string building: unit-tested without VS Code. Every part carries
 // `data-id`, which the view's script uses to replace it in place.
 
+import { escapeControl } from "../display";
 import { formatDuration, summarizeArguments } from "../summary";
 import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
 import { escapeHtml, type PathExists, renderMarkdown, renderPlainText, type StreamRender } from "./markdown";
@@ -70,26 +71,31 @@ export function cutCount(output: string | undefined): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** Model text in HTML, with every control and bidi character spelled out (../display). */
+function shownHtml(text: string): string {
+  return escapeHtml(escapeControl(text, { keepNewlines: true }));
+}
+
 /** The arguments as the model wrote them: one row per field, multi-line values keep their lines. */
 export function renderArguments(argumentsJson: string): string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(argumentsJson);
   } catch {
-    return `<pre class="arg-value">${escapeHtml(argumentsJson)}</pre>`;
+    return `<pre class="arg-value">${shownHtml(argumentsJson)}</pre>`;
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    return `<pre class="arg-value">${escapeHtml(JSON.stringify(parsed, null, 2))}</pre>`;
+    return `<pre class="arg-value">${shownHtml(JSON.stringify(parsed, null, 2))}</pre>`;
   }
   const rows = Object.entries(parsed as Record<string, unknown>).map(([key, value]) => {
     const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
-    return `<div class="arg"><span class="arg-key">${escapeHtml(key)}</span><pre class="arg-value">${escapeHtml(text)}</pre></div>`;
+    return `<div class="arg"><span class="arg-key">${shownHtml(key)}</span><pre class="arg-value">${shownHtml(text)}</pre></div>`;
   });
   return rows.length ? rows.join("") : `<pre class="arg-value">{}</pre>`;
 }
 
 function firstErrorLine(output: string | undefined): string {
-  const line = (output ?? "").split(/\r?\n/).find((l) => l.trim() !== "") ?? "";
+  const line = escapeControl((output ?? "").split(/\r?\n/).find((l) => l.trim() !== "") ?? "");
   return line.length > 300 ? `${line.slice(0, 299)}…` : line;
 }
 
@@ -121,7 +127,7 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
     `call ${item.state}`,
     partId.item(entry, item),
     `<span class="mark">${CALL_MARK[item.state]}</span> ` +
-      `<code class="tool">${escapeHtml(item.name)}</code> ` +
+      `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> ` +
       `<span class="args">${escapeHtml(summary)}</span> ` +
       `<span class="status">${escapeHtml(status)}</span>${error}`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
@@ -154,6 +160,7 @@ export function renderCardItem(entry: Entry, item: CardItem): string {
   return (
     `<div class="card ${item.tone ?? "info"}"${partAttrs(partId.item(entry, item))}>` +
     `<div class="card-title">${escapeHtml(item.title)}</div>` +
+    (item.code === undefined ? "" : `<pre class="arg-value">${escapeHtml(item.code)}</pre>`) +
     `<div class="card-body">${renderPlainText(item.body)}</div>` +
     `<div class="buttons">${item.buttons.map((b) => renderButton(b)).join("")}</div></div>`
   );
