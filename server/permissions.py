@@ -58,6 +58,13 @@ def call_digest(tool_name: str, arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def grant_digest(request: PermissionRequest) -> str:
+    """The digest an always-answer to ``request`` is kept under: the exact call, or the
+    wider scope the tool asked about (``CallPermission.grant_scope``)."""
+    scope = request.permission.grant_scope if request.permission else None
+    return call_digest(request.tool_name, scope if scope is not None else request.arguments)
+
+
 def allowed_by_prefix(command: str, prefixes: Sequence[str]) -> bool:
     """Whether ``command`` is one of the user's allowed commands (word-wise prefix)."""
     words = command.split()
@@ -91,10 +98,14 @@ class GrantStore:
         return next((g for g in self._grants.values() if g.digest == digest), None)
 
     def add(self, request: PermissionRequest, title: str, decision: str) -> Grant:
-        arguments = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
+        scope = request.permission.grant_scope if request.permission else None
+        shown = scope if scope is not None else request.arguments
+        arguments = json.dumps(shown, sort_keys=True, ensure_ascii=False)
+        if request.permission is not None and request.permission.grant_title:
+            title = escape_control(request.permission.grant_title)
         grant = Grant(
             grant_id=uuid.uuid4().hex[:12],
-            digest=call_digest(request.tool_name, request.arguments),
+            digest=grant_digest(request),
             tool_name=request.tool_name,
             arguments=arguments,
             title=title,
@@ -185,7 +196,7 @@ class PermissionGate:
             and allowed_by_prefix(command, self._policy.allowed_commands)
         ):
             return PermissionDecision(True)
-        grant = self._grants.find(call_digest(request.tool_name, request.arguments))
+        grant = self._grants.find(grant_digest(request))
         if grant is not None:
             if grant.decision == "allow":
                 return PermissionDecision(True)
@@ -202,6 +213,9 @@ class PermissionGate:
                 "without that, or tell the user what is needed.",
             )
         reason = escape_control(permission.reason) if permission else ""
+        if permission is not None and permission.grant_title:
+            covers = f'"Always" covers: {escape_control(permission.grant_title)}.'
+            reason = f"{reason} {covers}" if reason else covers
         return await self._ask(self._asker, request, title, reason)
 
     async def _ask(

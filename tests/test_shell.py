@@ -300,13 +300,15 @@ def test_declaration(tmp_path: Path) -> None:
                 "description": "Time limit in seconds (default 120).",
             },
             "escalation": tool.parameters["properties"]["escalation"],
+            "network_hosts": tool.parameters["properties"]["network_hosts"],
             "justification": tool.parameters["properties"]["justification"],
         },
         "required": ["command"],
-        "dependentRequired": {"escalation": ["justification"]},
+        "dependentRequired": {"escalation": ["justification"], "network_hosts": ["escalation"]},
         "additionalProperties": False,
     }
-    assert tool.parameters["properties"]["escalation"]["enum"] == ["network", "unsandboxed"]
+    escalations = tool.parameters["properties"]["escalation"]["enum"]
+    assert escalations == ["network", "git-config", "unsandboxed"]
     annotations = ToolRegistry([tool]).describe()[0]["annotations"]
     assert annotations["destructiveHint"] is True and annotations["readOnlyHint"] is False
 

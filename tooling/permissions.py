@@ -11,7 +11,7 @@ calls that require permission are refused, and the others run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -26,6 +26,11 @@ class CallPermission:
     # The call asks to leave the sandbox (network, or none at all): only the user's
     # answer or grant covers it, never a command allow-list.
     escalation: bool = False
+    # What an "always" answer is bound to: by default the exact call (tool + arguments);
+    # a tool may name a wider scope it asked about (e.g. network to one host, any command),
+    # with the words that tell the user what "always" then covers.
+    grant_scope: Mapping[str, Any] | None = field(default=None, compare=False)
+    grant_title: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,42 @@
-"""Confine this process with Landlock, then exec the command: the ``bash`` tool's launcher.
+"""Confine this process, then exec the command: the ``bash`` tool's launcher.
 
 Run by path, never imported from the workspace::
 
     python -I -S landlock_exec.py [--write DIR]... [--read DIR]... [--hide PATH]...
-                                  [--no-network] -- PROGRAM [ARG]...
+        [--no-network] [--connect-port PORT]... [--no-landlock] [--seccomp sockets|no-sockets]
+        [--limit-processes N] [--limit-file-size BYTES] [--limit-memory BYTES]
+        [--bridge UNIX_SOCKET:PORT] [--supervise] -- PROGRAM [ARG]...
 
 ``-I`` keeps the current directory (the workspace) and every ``PYTHON*`` variable out
 of the interpreter, ``-S`` skips site-packages: this file uses the standard library
-only, so nothing the command's repository contains can run before the ruleset does.
+only (and its two siblings ``seccomp_bpf.py`` and ``sandbox_bridge.py``, found beside it),
+so nothing the command's repository contains can run before the confinement does.
 
-The ruleset, applied to this fresh single-threaded process and inherited by every
-process the command starts (the kernel offers no way to lift it):
+It runs either inside bubblewrap's namespaces (``tools/sandbox.py`` builds that command
+line) or, where namespaces are not allowed, directly; in both cases, in this order:
 
-- read and execute anything (``/`` beneath, read rights only) except each ``--hide``
-  path (:func:`read_grants`);
-- write, create, remove, rename only beneath each ``--write`` directory and in the
-  usual devices (``DEVICES``); each ``--write`` and ``--read`` directory is readable
-  as a whole, even where it holds or lies beneath a hidden path;
-- with ``--no-network``: no TCP ``bind`` or ``connect`` (Landlock ABI >= 4);
-- no signals to, and no abstract Unix sockets of, processes outside the sandbox
-  (ABI >= 6).
+1. ``--bridge``: listen on ``127.0.0.1:PORT`` and fork the process that pipes each
+   connection to the domain proxy's Unix socket (only inside a network namespace);
+2. the Landlock ruleset, inherited by every process the command starts (the kernel
+   offers no way to lift it), unless ``--no-landlock`` (a kernel without it, where the
+   namespaces do that work):
 
-If the ruleset cannot be applied the command does not run: the launcher prints a line
-starting with ``FAILURE_MARKER`` and exits with ``FAILURE_STATUS``. The server imports
-this module only for :func:`abi_version` and the constants.
+   - read and execute anything (``/`` beneath, read rights only) except each ``--hide``
+     path (:func:`read_grants`);
+   - write, create, remove, rename only beneath each ``--write`` directory (no device
+     nodes there) and in the usual devices (``DEVICES``); each ``--write`` and ``--read``
+     directory is readable as a whole, even where it holds or lies beneath a hidden path;
+   - with ``--no-network``: no TCP ``bind`` or ``connect`` (Landlock ABI >= 4), but
+     ``connect`` to each ``--connect-port`` (the bridge's);
+   - no signals to, and no abstract Unix sockets of, processes outside (ABI >= 6);
+3. the resource limits (``RLIMIT_NPROC``, ``RLIMIT_FSIZE``, ``RLIMIT_DATA``);
+4. ``--supervise`` (no PID namespace): become a child subreaper, run the command as a
+   child, and kill every process it leaves when it ends or this launcher is stopped;
+5. the seccomp filter (``seccomp_bpf.py``), then ``exec``.
+
+If any step fails the command does not run: the launcher prints a line starting with
+``FAILURE_MARKER`` and exits with ``FAILURE_STATUS``. The server imports this module only
+for :func:`abi_version`, :func:`read_grants` and the constants.
 """
 
 from __future__ import annotations
@@ -41,6 +54,7 @@ _SYS_ADD_RULE = 445
 _SYS_RESTRICT_SELF = 446
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
+_RULE_NET_PORT = 2  # ABI 4
 _PR_SET_NO_NEW_PRIVS = 38
 
 # Filesystem rights (uapi/linux/landlock.h), with the ABI that introduced them.
@@ -203,6 +217,7 @@ def confine(
     network: bool,
     readable: list[str] | None = None,
     hidden: list[str] | None = None,
+    connect_ports: list[int] | None = None,
 ) -> tuple[int, list[str]]:
     """Apply the ruleset to this process (and every future child).
 
@@ -216,6 +231,9 @@ def confine(
             ("handled_access_net", ctypes.c_uint64),
             ("scoped", ctypes.c_uint64),
         )
+
+    class NetPortAttr(ctypes.Structure):
+        _fields_ = (("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64))
 
     class PathBeneathAttr(ctypes.Structure):
         _pack_ = 1  # __attribute__((packed)) in the uapi header
@@ -280,7 +298,14 @@ def confine(
         for device in DEVICES:
             allow(device, fs & (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE))
         for directory in writable:
-            allow(directory, fs)
+            # Everything but devices: a block device made there would write past every rule.
+            allow(directory, fs & ~(FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV))
+        for port in connect_ports or []:
+            # The domain proxy's bridge on the sandbox's own loopback (network namespace).
+            net_rule = NetPortAttr(NET_CONNECT_TCP, port)
+            _syscall(libc, "landlock_add_rule", _SYS_ADD_RULE, ctypes.c_int(ruleset),
+                     ctypes.c_int(_RULE_NET_PORT), ctypes.byref(net_rule),
+                     ctypes.c_uint32(0))  # fmt: skip
         # Required by landlock_restrict_self; also stops setuid programs gaining rights.
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # type: ignore[attr-defined]
             raise LandlockError(f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}")
@@ -292,34 +317,189 @@ def confine(
 
 
 def main(argv: list[str]) -> int:
-    lists: dict[str, list[str]] = {"--write": [], "--read": [], "--hide": []}
-    network = True
+    lists: dict[str, list[str]] = {"--write": [], "--read": [], "--hide": [], "--connect-port": []}
+    values: dict[str, str] = {}
+    flags: set[str] = set()
     args = list(argv)
     while args and args[0] != "--":
         option = args.pop(0)
         if option in lists and args:
             lists[option].append(args.pop(0))
-        elif option == "--no-network":
-            network = False
+        elif option in _VALUED and args:
+            values[option] = args.pop(0)
+        elif option in _FLAGS:
+            flags.add(option)
         else:
             return _fail(f"unknown launcher option {option!r}")
     command = args[1:]
     if not command:
         return _fail("no command given")
     try:
-        _, notes = confine(
-            lists["--write"], network=network, readable=lists["--read"], hidden=lists["--hide"]
-        )
-    except (LandlockError, OSError) as exc:
+        if "--bridge" in values:
+            _start_bridge(values["--bridge"])
+        notes: list[str] = []
+        if "--no-landlock" not in flags:
+            _, notes = confine(
+                lists["--write"],
+                network="--no-network" not in flags,
+                readable=lists["--read"],
+                hidden=lists["--hide"],
+                connect_ports=[int(port) for port in lists["--connect-port"]],
+            )
+        _set_limits(values)
+        seccomp = values.get("--seccomp")
+        program = _seccomp().program(no_sockets=seccomp == "no-sockets") if seccomp else None
+    except (LandlockError, OSError, ValueError) as exc:
         return _fail(f"could not confine the command ({exc}); it did not run")
     for note in notes:
         print(f"agent-lsp sandbox {note}", file=sys.stderr, flush=True)
+    if "--supervise" in flags:
+        return _supervise(command, program)
+    return _exec(command, program)
+
+
+# Options with a value: --bridge UNIX_SOCKET:PORT, --seccomp sockets|no-sockets, and the
+# limits (a number each: processes, bytes, bytes).
+_VALUED = ("--bridge", "--seccomp", "--limit-processes", "--limit-file-size", "--limit-memory")
+_FLAGS = ("--no-network", "--no-landlock", "--supervise")
+
+
+def _seccomp() -> object:
+    """The filter module beside this file (``-I`` leaves this folder off ``sys.path``;
+    appended, not prepended, so no standard module name can be shadowed)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.append(here)
+    import seccomp_bpf  # type: ignore[import-not-found]
+
+    return seccomp_bpf
+
+
+def _exec(command: list[str], program: bytes | None) -> int:
+    """Load the seccomp filter (last: it would refuse nothing we still need), exec."""
+    try:
+        if program is not None:
+            _seccomp().load(program)  # type: ignore[attr-defined]
+    except Exception as exc:  # SeccompError, OSError: fail closed
+        return _fail(f"could not confine the command ({exc}); it did not run")
     try:
         os.execvp(command[0], command)
     except OSError as exc:
         print(f"{command[0]}: {exc.strerror}", file=sys.stderr, flush=True)
         return 127
     return 0  # not reached
+
+
+def _set_limits(values: dict[str, str]) -> None:
+    import resource
+
+    for option, limit in (
+        ("--limit-processes", resource.RLIMIT_NPROC),
+        ("--limit-file-size", resource.RLIMIT_FSIZE),
+        ("--limit-memory", resource.RLIMIT_DATA),
+    ):
+        if option in values:
+            value = int(values[option])
+            _, hard = resource.getrlimit(limit)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(limit, (value, value))
+
+
+def _start_bridge(spec: str) -> None:
+    """Listen on the namespace's own loopback and fork the process that pipes each
+    connection to the proxy's Unix socket (outside the sandbox). Listening before the
+    command starts, so its first connection cannot find the port closed."""
+    import _socket  # the C module: ``socket`` would import enum and cost ~15 ms
+
+    path, _, port = spec.rpartition(":")
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", int(port)))
+    listener.listen(128)
+    if os.fork() == 0:  # the bridge: ends with the sandbox's PID namespace
+        try:
+            os.closerange(0, 3)
+            here = os.path.dirname(os.path.abspath(__file__))
+            sys.path.append(here)
+            import sandbox_bridge  # type: ignore[import-not-found]
+
+            sandbox_bridge.serve(listener, path)
+        finally:
+            os._exit(0)
+    listener.close()
+
+
+def _supervise(command: list[str], program: bytes | None) -> int:
+    """Run the command as a child and outlive it: where no PID namespace ends the call's
+    processes, this launcher does. As a child subreaper it inherits every orphan (a
+    ``setsid`` or ``set -m`` background job included); when the command exits, or this
+    process is told to stop, every descendant is killed before it exits."""
+    import signal
+
+    libc = _libc()
+    libc.prctl(36, 1, 0, 0, 0)  # type: ignore[attr-defined]  # PR_SET_CHILD_SUBREAPER
+    child = os.fork()
+    if child == 0:
+        os._exit(_exec(command, program))
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        stopping.append(signum)
+        _kill_descendants()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, stop)
+    status = 0
+    while True:
+        try:
+            pid, wait_status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid == child:
+            status = wait_status
+            _kill_descendants()
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status) if not stopping else 128 + stopping[0]
+
+
+def _kill_descendants() -> None:
+    """SIGKILL every descendant, until none is left (they may fork meanwhile)."""
+    me = os.getpid()
+    while True:
+        parents: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != b"Z":
+                parents.setdefault(int(fields[1]), []).append(int(entry))
+        found, todo = [], list(parents.get(me, []))
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += parents.get(pid, [])
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        while True:  # reap what is ours, so the next scan does not see it again
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
 
 
 def _fail(message: str) -> int:

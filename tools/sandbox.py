@@ -1,27 +1,31 @@
-"""The ``bash`` tool's OS sandbox: the policy, what the kernel supports, one call's confinement.
+"""The ``bash`` tool's OS sandbox: the policy, what this system supports, one call's confinement.
 
-The mechanism is Landlock (Linux >= 5.13; agent-lsp needs ABI >= 4, Linux 6.7, so that TCP
-can be refused too), applied by a small launcher (``tools/landlock_exec.py``) in the new
-process before it execs ``bash``: the server itself is never confined, and the ruleset is
-applied in a fresh single-threaded process rather than in a ``preexec_fn`` (which runs
-Python between fork and exec, unsafe while the server's other threads hold locks).
+Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Flatpak do):
 
-Policies (settings ``sandbox``, ``writableRoots``, ``network``):
+1. **Namespaces** (bubblewrap, ``tools/bwrap.py``): new user, PID, IPC, UTS and network
+   namespaces per call; ``/`` read-only, the writable folders bound read-write, a private
+   ``/tmp``, agent-lsp's own files covered, what git obeys read-only; the call's processes
+   end with it. No network but loopback unless granted: all of it, or named hosts only
+   through a per-call proxy outside (``tools/sandbox_proxy.py``).
+2. **Landlock** (Linux >= 5.13; ABI >= 4 for TCP), applied by the launcher
+   (``tools/landlock_exec.py``) in the new process before it execs ``bash``: writes only
+   beneath the writable folders, no reading of agent-lsp's files, no TCP unless granted.
+3. **seccomp** (``tools/seccomp_bpf.py``): no ptrace, keyrings, bpf, io_uring, new
+   namespaces or mounts, device nodes, TIOCSTI; without a network namespace, no socket
+   but ``AF_UNIX``.
+4. **Limits** (``tools/sandbox_limits.py``): processes, file size, memory.
 
-- ``workspace-write`` (default): read anywhere, write only in the workspace folder, the
-  ``writableRoots``, the call's private temp dir and the usual devices; no TCP.
-- ``read-only``: as above, but the workspace is read-only too.
-- ``off``: no confinement.
+The server itself is never confined. Where namespaces are refused (no bubblewrap, a
+container, a distribution that restricts user namespaces) the launcher applies Landlock,
+seccomp and the limits alone and supervises the call's processes itself; what that gives
+up is :func:`weakened`, told to the user once and shown by ``agent/sandboxStatus``. With
+neither namespaces nor Landlock there is no sandbox: every call asks first.
 
+Policies (settings ``sandbox``, ``writableRoots``, ``network``, ``allowedDomains``):
+``workspace-write`` (default: write only in the workspace, the ``writableRoots`` and the
+call's private temp dir), ``read-only`` (the temp dir only), ``off`` (no confinement).
 In both confined modes the policy's ``hidden_paths`` (agent-lsp's own configuration, key
-files and state, which the server passes in) are not readable at all, unless they lie in
-the workspace or a writable root: what the agent may write it may read, and its file tools
-read the whole workspace anyway (the server warns when a folder holds them).
-
-``.git`` inside the workspace is writable like the rest of it (Landlock grants are
-hierarchical: no rule can take a right away beneath a writable folder), so commits work;
-because git obeys ``.git/config`` and runs ``.git/hooks`` later, outside any sandbox, a
-call that changes them gets a note in its result (:func:`git_surface`).
+files and state) are not readable, unless they lie in the workspace or a writable root.
 """
 
 from __future__ import annotations
@@ -32,24 +36,31 @@ import functools
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tooling.display import escape_control
 from tooling.permissions import CallPermission
 
-from . import landlock_exec
+from . import bwrap, git_guard, landlock_exec, seccomp_bpf
+from .bwrap import Namespaces
+from .sandbox_limits import Limits, join_cgroup, pids_base
 
 MODES: tuple[str, ...] = ("workspace-write", "read-only", "off")
-# TCP rules arrived in ABI 4 (Linux 6.7); below it "no network" cannot be enforced.
+# TCP rules arrived in ABI 4 (Linux 6.7); below it Landlock alone cannot refuse TCP.
 MIN_ABI = 4
 LAUNCHER = Path(landlock_exec.__file__).resolve()
 # The interpreter itself, not a venv's link to it: the launcher needs the standard library
 # only, and skipping the venv's pyvenv.cfg lookup is a millisecond of every call.
 INTERPRETER = os.path.realpath(sys.executable)
+# Inside a network namespace of its own, the domain proxy's bridge listens here.
+PROXY_PORT = 3128
+NETWORK_MODES = ("none", "proxy", "all")
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,9 @@ class SandboxPolicy:
     network: bool = False
     # What no confined command may read (files or folders, absolute; the server's own).
     hidden_paths: tuple[Path, ...] = ()
+    # Hosts every call may reach through the domain proxy (``pypi.org``, ``*.npmjs.org``).
+    allowed_domains: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -70,74 +84,211 @@ class SandboxPolicy:
 class SandboxSupport:
     """What this system can enforce."""
 
-    abi: int
+    abi: int  # Landlock's ABI, 0 for none
+    namespaces: Namespaces | None = None
+    # Why the full namespace sandbox is not in force ("" when it is).
+    namespace_problem: str = ""
+    seccomp: bool = False
 
     @property
     def available(self) -> bool:
-        return self.abi >= MIN_ABI
+        return self.namespaces is not None or self.abi >= MIN_ABI
 
     def reason(self) -> str:
-        """Why the sandbox cannot be enforced ("" when it can)."""
+        """Why there is no sandbox at all ("" when there is one)."""
         if self.available:
             return ""
         if not sys.platform.startswith("linux"):
-            return f"the bash sandbox needs Linux Landlock, which {sys.platform} does not have"
-        if self.abi == 0:
-            return "this Linux kernel offers no Landlock (disabled, or older than 5.13)"
-        return (
-            f"this Linux kernel offers Landlock ABI {self.abi}; the bash sandbox needs "
-            f"ABI {MIN_ABI} (Linux 6.7) to refuse network connections"
+            return f"the bash sandbox needs Linux, which {sys.platform} is not"
+        landlock = (
+            "this Linux kernel offers no Landlock (disabled, or older than 5.13)"
+            if self.abi == 0
+            else f"this kernel offers Landlock ABI {self.abi}; it needs {MIN_ABI} (Linux 6.7)"
         )
+        return f"no namespaces ({self.namespace_problem}) and {landlock}"
 
 
 @functools.cache
 def support() -> SandboxSupport:
-    """Probed once per process (one syscall)."""
-    return SandboxSupport(landlock_exec.abi_version())
+    """Probed once per process: one Landlock syscall, and a real sandboxed ``true`` per
+    bubblewrap form tried (about 25 ms for the first, which usually works)."""
+    abi = landlock_exec.abi_version()
+    seccomp = sys.platform.startswith("linux") and seccomp_bpf.supported()
+    namespaces, problem = _probe_namespaces(abi, seccomp)
+    return SandboxSupport(abi, namespaces, problem, seccomp)
+
+
+def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
+    if not sys.platform.startswith("linux"):
+        return None, f"{sys.platform} has no Linux namespaces"
+    found = bwrap.find()
+    if found is None:
+        return None, "bubblewrap (bwrap) is not installed"
+    problem = ""
+    with tempfile.TemporaryDirectory(prefix="agent-lsp-probe-") as folder:
+        root = Path(folder)
+        for ns in bwrap.variants(found):
+            if not ns.net and abi < MIN_ABI and not seccomp:
+                continue  # nothing would close the network
+            trial = Confinement((root,), root, "none", namespaces=ns, landlock=abi >= 1,
+                                seccomp=seccomp)  # fmt: skip
+            try:
+                done = subprocess.run(
+                    trial.argv(["true"]), cwd=root, stdin=subprocess.DEVNULL,
+                    capture_output=True, timeout=15,
+                )  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return None, problem or f"{found} could not run ({exc})"
+            if done.returncode == 0:
+                return ns, problem
+            said = done.stderr.decode(errors="replace").strip().splitlines()
+            problem = problem or (said[-1] if said else f"{found} exited {done.returncode}")
+    return None, problem
 
 
 @dataclass(frozen=True)
 class Confinement:
-    """What one confined call may write to, and whether it may use TCP."""
+    """What one confined call may write to and reach, and how it is enforced."""
 
     roots: tuple[Path, ...]  # the workspace and writableRoots (none when read-only)
     tmp: Path  # the call's private temp dir
-    network: bool
+    network: str  # "none", "proxy" (allowed hosts only) or "all"
     readable: tuple[Path, ...] = ()  # read as a whole: the workspace when read-only
     hidden: tuple[Path, ...] = ()  # not readable (unless in a root or readable folder)
+    protected: tuple[Path, ...] = ()  # inside a root, read-only: what git obeys
+    allowed_hosts: tuple[str, ...] = ()  # with network "proxy"
+    namespaces: Namespaces | None = None
+    landlock: bool = True
+    seccomp: bool = True
+    limits: Limits = field(default_factory=Limits)
 
-    def argv(self, program: Sequence[str]) -> list[str]:
-        """The launcher command line that runs ``program`` under this confinement."""
+    def _hidden_outside(self) -> list[Path]:
+        """The hidden paths outside every folder the call may write or read as a whole."""
+        folders = [os.path.realpath(f) for f in (*self.roots, *self.readable)]
+        return [
+            path
+            for path in self.hidden
+            if not any(is_within(os.path.realpath(path), folder) for folder in folders)
+        ]
+
+    @property
+    def proxy_socket(self) -> Path:
+        return self.tmp / ".agent-lsp-proxy.sock"
+
+    def argv(self, program: Sequence[str], *, cgroup_procs: Path | None = None) -> list[str]:
+        """The command line that runs ``program`` under this confinement."""
         # -I: no cwd (the workspace) or PYTHON* variables; -S: no site-packages.
         argv = [INTERPRETER, "-I", "-S", str(LAUNCHER)]
-        for root in (*self.roots, self.tmp):
-            argv += ["--write", str(root)]
-        for folder in self.readable:
-            argv += ["--read", str(folder)]
-        for path in self.hidden:
-            argv += ["--hide", str(path)]
-        if not self.network:
-            argv.append("--no-network")
-        return [*argv, "--", *program]
+        if self.landlock:
+            for root in (*self.roots, self.tmp):
+                argv += ["--write", str(root)]
+            for folder in self.readable:
+                argv += ["--read", str(folder)]
+            for path in self.hidden:
+                argv += ["--hide", str(path)]
+            if self.network != "all":
+                argv.append("--no-network")
+            if self.network == "proxy":
+                argv += ["--connect-port", str(PROXY_PORT)]
+        else:
+            argv.append("--no-landlock")
+        own_net = self.namespaces is not None and self.namespaces.net
+        if self.seccomp:
+            closed = self.network != "all" and not own_net
+            argv += ["--seccomp", "no-sockets" if closed else "sockets"]
+        nproc = cgroup_procs is None and self.namespaces is not None
+        argv += self.limits.launcher_args(nproc=nproc)
+        if self.network == "proxy":
+            argv += ["--bridge", f"{self.proxy_socket}:{PROXY_PORT}"]
+        if self.namespaces is None:
+            argv.append("--supervise")
+        argv = [*argv, "--", *program]
+        if self.namespaces is not None:
+            outer = bwrap.arguments(
+                self.namespaces,
+                share_net=self.network == "all",
+                writable=(*self.roots, self.tmp),
+                readable=(*self.readable, LAUNCHER.parent, Path(INTERPRETER).parent),
+                # Landlock hides them keeping their names (reads fail with EACCES, which
+                # tells the model why); only without it are they covered by mounts.
+                hidden=() if self.landlock else self._hidden_outside(),
+                protected=self.protected,
+                cwd=(*self.roots, *self.readable, self.tmp)[0],
+            )
+            argv = [*outer, *argv]
+        return join_cgroup(cgroup_procs, argv) if cgroup_procs is not None else argv
 
 
 def confinement(
-    policy: SandboxPolicy, workspace_root: Path, call_tmp: Path, *, network: bool | None = None
+    policy: SandboxPolicy,
+    workspace_root: Path,
+    call_tmp: Path,
+    *,
+    network: bool | None = None,
+    hosts: Sequence[str] = (),
+    git_writable: bool = False,
 ) -> Confinement | None:
     """The confinement of one call, or ``None`` when it runs unconfined.
 
-    ``network`` overrides the policy's for this call (a granted escalation).
+    ``network`` overrides the policy's for this call (a granted escalation); ``hosts``
+    are hosts granted to this call on top of ``allowedDomains``; ``git_writable`` (a
+    granted escalation) leaves what git obeys writable.
     """
-    if policy.mode == "off" or not support().available:
+    state = support()
+    if policy.mode == "off" or not state.available:
         return None
     writes = policy.mode == "workspace-write"
+    roots = (workspace_root, *policy.writable_roots) if writes else ()
+    ns = state.namespaces
+    allowed = tuple(dict.fromkeys((*policy.allowed_domains, *hosts)))
+    if network if network is not None else policy.network:
+        net = "all"
+    elif allowed and ns is not None and ns.net:
+        net = "proxy"
+    else:
+        net = "none"
+    protected: tuple[Path, ...] = ()
+    if ns is not None and roots and not git_writable:
+        protected = tuple(p for root in roots for p in git_guard.protected_paths(root))
     return Confinement(
-        roots=(workspace_root, *policy.writable_roots) if writes else (),
+        roots=roots,
         tmp=call_tmp,
-        network=policy.network if network is None else network,
+        network=net,
         readable=() if writes else (workspace_root,),
         hidden=policy.hidden_paths,
+        protected=protected,
+        allowed_hosts=allowed if net == "proxy" else (),
+        namespaces=ns,
+        landlock=state.abi >= (1 if ns is not None else MIN_ABI),
+        seccomp=state.seccomp,
+        limits=policy.limits,
     )
+
+
+def weakened(state: SandboxSupport) -> list[str]:
+    """The promises that do not hold in full on this system (empty: all of them do)."""
+    if state.namespaces is not None:
+        lost = state.namespaces.weakened()
+        if state.abi < 1:
+            lost.append("no Landlock: the namespaces alone confine files")
+        return lost
+    if not state.available:
+        return ["no sandbox at all: every bash call asks first and runs with your rights"]
+    lost = [
+        "metadata of files outside the workspace can be changed (chmod, chown, timestamps, "
+        "extended attributes): Landlock has no right for these",
+        "what git obeys (.git/config, hooks, submodule configs) is writable: a change is "
+        "reported after the call, not prevented",
+        "no private /tmp: other programs' files in /tmp are readable",
+        "network is all or nothing: granting named hosts only needs a network namespace",
+        "processes a command leaves behind are ended by the launcher, which a kill of the "
+        "launcher itself would skip",
+    ]
+    if not state.seccomp:
+        lost.append("no seccomp filter: ptrace, io_uring, UDP and other sockets are open")
+    if pids_base() is None:
+        lost.append("no process limit (no cgroup and no user namespace to count in)")
+    return lost
 
 
 @contextlib.asynccontextmanager
@@ -155,13 +306,39 @@ async def private_tmp() -> AsyncIterator[Path]:
 
 
 def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
-    """The sandbox as ``agent/listTools`` shows it (the bash tool's annotations)."""
+    """The sandbox as ``agent/listTools`` (the bash tool's annotations) and
+    ``agent/sandboxStatus`` show it: the policy, and the layers in force on this system."""
     state = support()
     enforced = policy.mode != "off" and state.available
+    ns = state.namespaces if enforced else None
+    access = (
+        "all"
+        if policy.network or not enforced
+        else "allowedDomains"
+        if policy.allowed_domains and ns is not None and ns.net
+        else "none"
+    )
+    layers = {
+        "namespaces": ns is not None,
+        "networkNamespace": ns is not None and ns.net,
+        "landlock": enforced and state.abi >= (1 if ns is not None else MIN_ABI),
+        "seccomp": enforced and state.seccomp,
+        "processLimit": (
+            "cgroup"
+            if pids_base() is not None
+            else "rlimit"
+            if ns is not None and os.geteuid() != 0
+            else None
+        )
+        if enforced and policy.limits.processes
+        else None,
+    }
     described: dict[str, Any] = {
         "mode": policy.mode,
         "enforced": enforced,
-        "network": policy.network or not enforced,
+        "network": access == "all",
+        "networkAccess": access,
+        "allowedDomains": list(policy.allowed_domains),
         "writableRoots": (
             [str(workspace_root), *map(str, policy.writable_roots)]
             if policy.mode == "workspace-write"
@@ -169,6 +346,15 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
         ),
         "landlockAbi": state.abi,
         "hiddenPaths": [str(p) for p in hidden_outside(policy, workspace_root)] if enforced else [],
+        "layers": layers,
+        "limits": {
+            "processes": policy.limits.processes,
+            "fileSizeMB": policy.limits.file_size_mb,
+            "memoryMB": policy.limits.memory_mb,
+        },
+        "bwrap": ns.bwrap if ns is not None else None,
+        "fallback": state.namespace_problem or None if enforced and ns is None else None,
+        "weakened": weakened(state) if enforced else [],
     }
     if policy.mode != "off" and not state.available:
         described["reason"] = state.reason()
@@ -192,7 +378,7 @@ def is_within(path: str, folder: str) -> bool:
 
 
 def prompt_text(policy: SandboxPolicy, confined: bool) -> str:
-    """One or two sentences for the tool description: what the model may expect."""
+    """A few sentences for the tool description: what the model may expect."""
     if not confined:
         return "It runs with the user's full rights."
     where = (
@@ -202,33 +388,55 @@ def prompt_text(policy: SandboxPolicy, confined: bool) -> str:
     )
     if policy.mode == "workspace-write" and policy.writable_roots:
         where += ", " + ", ".join(map(str, policy.writable_roots))
-    net = "" if policy.network else "; it cannot open network connections (TCP)"
+    ns = support().namespaces
+    if policy.network:
+        net = ""
+    elif policy.allowed_domains and ns is not None and ns.net:
+        hosts = ", ".join(policy.allowed_domains)
+        net = (
+            f"; it has no network except HTTP(S) to {hosts} through a proxy set in "
+            "HTTP_PROXY/HTTPS_PROXY/ALL_PROXY (other hosts are refused)"
+        )
+    else:
+        net = "; it has no network at all (no TCP, UDP or DNS)"
     own = (
         " except agent-lsp's own configuration and state (the user's API key, saved conversations)"
         if policy.hidden_paths
         else ""
     )
+    git = (
+        " .git/config, .git/hooks and other files git obeys are read-only (commits work)."
+        if ns is not None and policy.mode == "workspace-write"
+        else ""
+    )
+    limits = policy.limits
     return (
         f"It runs in a sandbox: it can read any file{own} but write only in {where} "
-        f"($TMPDIR is a private temporary folder removed after the call){net}. "
-        "Caches outside those folders (uv, pip, npm, $XDG_CACHE_HOME) start empty in "
-        "$TMPDIR on each call: an installed environment works offline, a download needs "
-        "the network."
+        f"($TMPDIR is a private temporary folder removed after the call){net}.{git} "
+        "Processes it leaves running end with the call. Caches outside those folders "
+        "(uv, pip, npm, $XDG_CACHE_HOME) start empty in $TMPDIR on each call: an installed "
+        "environment works offline, a download needs the network."
+        + (f" At most {limits.processes} processes." if limits.processes else "")
     )
 
 
-# Signs in a failed command's output that the sandbox refused something: EACCES/EPERM as
-# shells, coreutils, Python, Node, git, uv print them, and curl's refused connect.
+# Signs in a failed command's output that the sandbox refused something: EACCES/EPERM/EROFS
+# as shells, coreutils, Python, Node, git, uv print them, and the ways a closed network
+# shows (curl's refused connect, no route, no name resolution, the proxy's refusal).
 _DENIAL = re.compile(
-    r"Permission denied|Operation not permitted|\bEACCES\b|\bEPERM\b|Errno 13\b|os error 13\b"
-    r"|Couldn't connect to server|Failed to connect",
+    r"Permission denied|Operation not permitted|Read-only file system|\bEACCES\b|\bEPERM\b"
+    r"|\bEROFS\b|Errno 1[3]?\b|Errno 30\b|os error 13\b|Couldn't connect to server"
+    r"|Failed to connect|Network is unreachable|Could not resolve host"
+    r"|Temporary failure in name resolution|Name or service not known|not in the allowed domains",
     re.IGNORECASE,
 )
 
 
-def explain_denial(output: str, confinement: Confinement) -> str | None:
+def explain_denial(
+    output: str, confinement: Confinement, refused_hosts: Sequence[str] = ()
+) -> str | None:
     """A note for the model when a failed confined command looks refused by the sandbox."""
-    if not _DENIAL.search(output):
+    if not _DENIAL.search(output) and not refused_hosts:
         return None
     # Named in full, or by its last two parts (a relative path, ~ spelled out).
     named = [
@@ -245,85 +453,94 @@ def explain_denial(output: str, confinement: Confinement) -> str | None:
             "read it; if the task needs a setting from it, ask the user."
         )
     places = "".join(f"{root}, " for root in confinement.roots)
-    network = "" if confinement.network else " and no TCP connections (connect or bind)"
+    network = {
+        "none": " and no network at all (no TCP, UDP or DNS)",
+        "proxy": f" and network only to {', '.join(confinement.allowed_hosts)} through its proxy",
+        "all": "",
+    }[confinement.network]
     own = ", and no reading of agent-lsp's own configuration and state" * bool(confinement.hidden)
+    git = ", and .git/config, .git/hooks and what else git obeys are read-only" * bool(
+        confinement.protected
+    )
+    hosts = (
+        f" The proxy refused {', '.join(refused_hosts)}: to reach it, call bash again with "
+        f'escalation "network", "network_hosts" naming it, and a justification.'
+        if refused_hosts
+        else ""
+    )
     return (
         "Note: this command ran in agent-lsp's sandbox, which allows writes only in "
-        f"{places}$TMPDIR and the usual devices{network}{own}; 'permission denied' or a refused "
-        "connection above is most likely the sandbox, and retrying the same way will fail "
-        "again. Change the command to stay inside those places (e.g. point caches or "
-        "outputs at $TMPDIR or the workspace). Only if the task truly needs more, call bash "
-        'again with escalation "network" or "unsandboxed" and a one-line '
-        "justification: the user is asked and may decline."
+        f"{places}$TMPDIR and the usual devices{network}{own}{git}; 'permission denied', "
+        "'read-only file system' or a failed connection above is most likely the sandbox, "
+        "and retrying the same way will fail again. Change the command to stay inside those "
+        "places (e.g. point caches or outputs at $TMPDIR or the workspace). Only if the task "
+        'truly needs more, call bash again with escalation "network" (optionally with '
+        '"network_hosts": only those hosts), "git-config" or "unsandboxed" and a one-line '
+        f"justification: the user is asked and may decline.{hosts}"
     )
 
 
 def call_permission(
-    policy: SandboxPolicy, command: str, escalation: str | None, justification: str | None
+    policy: SandboxPolicy,
+    command: str,
+    escalation: str | None,
+    justification: str | None,
+    hosts: Sequence[str] = (),
 ) -> CallPermission:
-    """What one bash call would ask the user, and whether it must (``required``)."""
-    shown = " ".join(command.split())
+    """What one bash call would ask the user, and whether it must (``required``).
+
+    The command is shown whole and escaped (``tooling.display``): a newline shows as ⏎
+    and an escape sequence as ``\\e[...``, so a terminal cannot hide a part of what runs.
+    """
+    shown = escape_control(command)
     why = justification or ""
-    if policy.mode != "off" and not support().available:
-        lacking = f"There is no sandbox on this system ({support().reason()})"
+    state = support()
+    if policy.mode != "off" and not state.available:
+        lacking = f"There is no sandbox on this system ({state.reason()})"
         reason = f"{lacking}: the command would run with your full rights." + (
             f" The agent says: {why}" if why else ""
         )
         return CallPermission(f"Run without a sandbox: {shown}", required=True, reason=reason)
-    if policy.mode != "off" and escalation == "unsandboxed":
+    if policy.mode == "off":
+        return CallPermission(f"Run: {shown}", reason=why)
+    if escalation == "unsandboxed":
         return CallPermission(
             f"Run outside the sandbox: {shown}", required=True, reason=why, escalation=True
         )
-    if policy.mode != "off" and escalation == "network" and not policy.network:
+    if escalation == "git-config":
+        return CallPermission(
+            f"Run with git configuration and hooks writable: {shown}",
+            required=True,
+            reason=why,
+            escalation=True,
+        )
+    if escalation == "network" and not policy.network:
+        ns = state.namespaces
+        if hosts and ns is not None and ns.net:
+            named = ", ".join(hosts)
+            if all(any(host_allowed(h, p) for p in policy.allowed_domains) for h in hosts):
+                return CallPermission(f"Run: {shown}", reason=why)
+            # "Always" covers these hosts for any later command: only the proxy's way out.
+            return CallPermission(
+                f"Run with network access to {named} only: {shown}",
+                required=True,
+                reason=why,
+                escalation=True,
+                grant_scope={"network_hosts": sorted(hosts)},
+                grant_title=f"Network access to {named} (any command, through the proxy)",
+            )
         return CallPermission(
             f"Run with network access: {shown}", required=True, reason=why, escalation=True
         )
     return CallPermission(f"Run: {shown}", reason=why)
 
 
+def host_allowed(host: str, pattern: str) -> bool:
+    from .sandbox_proxy import host_matches
+
+    return host_matches(host, pattern)
+
+
 def is_launch_failure(code: int | None, output: str) -> bool:
     """Whether the launcher refused to run the command (the sandbox could not be applied)."""
     return code == landlock_exec.FAILURE_STATUS and output.startswith(landlock_exec.FAILURE_MARKER)
-
-
-# -- .git ------------------------------------------------------------------------------
-
-GitSurface = dict[str, tuple[int, int, int]]
-
-
-def git_surface(workspace_root: Path) -> GitSurface:
-    """A fingerprint of what git obeys without showing it in a diff: config and hooks.
-
-    A few stats per call; empty when the workspace has no ``.git`` folder of its own.
-    """
-    git = workspace_root / ".git"
-    surface: GitSurface = {}
-    paths = [git / "config"]
-    try:
-        paths += [git / "hooks" / name for name in os.listdir(git / "hooks")]
-    except OSError:
-        pass
-    for path in paths:
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        surface[path.relative_to(workspace_root).as_posix()] = (
-            st.st_ino,
-            st.st_size,
-            st.st_mtime_ns,
-        )
-    return surface
-
-
-def git_surface_note(before: GitSurface, after: GitSurface) -> str | None:
-    changed = sorted(
-        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
-    )
-    if not changed:
-        return None
-    return (
-        f"Note: this command changed {', '.join(changed)}. Git obeys .git/config and runs "
-        ".git/hooks whenever the user runs git, outside the sandbox; tell the user about "
-        "this change in your answer."
-    )

@@ -44,10 +44,12 @@ stdout would keep it blocked until the deadline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import uuid
 from collections.abc import Awaitable, Iterable
 from pathlib import Path
 from typing import Any
@@ -57,9 +59,11 @@ from tooling.contract import ToolDefinition, is_error
 from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
-from . import sandbox
-from .sandbox import Confinement, SandboxPolicy
+from . import git_guard, sandbox
+from .sandbox import PROXY_PORT, Confinement, SandboxPolicy
 from .sandbox_caches import cache_redirects
+from .sandbox_limits import cgroup_limit_hit, hit, pids_cgroup
+from .sandbox_proxy import DomainProxy, proxy_environment
 
 DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
 
@@ -108,19 +112,26 @@ def bash_tool(
             arguments["command"],
             arguments.get("escalation"),
             arguments.get("justification"),
+            arguments.get("network_hosts") or (),
         )
 
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         # Types and bounds are already checked by the runtime against the schema, and an
         # escalation was granted by the user before the runtime called this handler.
         root = workspace.root
-        escalation = arguments.get("escalation")
-        git_before = sandbox.git_surface(root)
-        async with sandbox.private_tmp() as tmp:
-            confinement = None
-            if escalation != "unsandboxed":
-                network = True if escalation == "network" else None
-                confinement = sandbox.confinement(policy, root, tmp, network=network)
+        git_before = git_guard.fingerprint(root)
+        async with sandbox.private_tmp() as tmp, contextlib.AsyncExitStack() as stack:
+            confinement = _confinement(policy, root, tmp, arguments)
+            refused: list[str] = []
+            procs = None
+            if confinement is not None:
+                if confinement.network == "proxy":
+                    proxy = DomainProxy(confinement.proxy_socket, confinement.allowed_hosts)
+                    refused = (await stack.enter_async_context(proxy)).refused
+                name = f"agent-lsp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                procs = await stack.enter_async_context(
+                    pids_cgroup(confinement.limits.processes, name)
+                )
             result = await run_command(
                 root,
                 arguments["command"],
@@ -128,11 +139,14 @@ def bash_tool(
                 hidden_env=hidden,
                 tmp=tmp,
                 confinement=confinement,
+                cgroup_procs=procs,
             )
+            limit_hit = cgroup_limit_hit(procs)
         notes = []
-        if confinement is not None and is_error(result):
-            notes.append(sandbox.explain_denial(result, confinement))
-        notes.append(sandbox.git_surface_note(git_before, sandbox.git_surface(root)))
+        if confinement is not None and (is_error(result) or refused):
+            notes.append(hit(confinement.limits, result, limit_hit))
+            notes.append(sandbox.explain_denial(result, confinement, refused))
+        notes.append(git_guard.change_note(git_before, git_guard.fingerprint(root)))
         return "\n".join([result.rstrip("\n"), *filter(None, notes)]) if any(notes) else result
 
     return ToolDefinition(
@@ -163,11 +177,24 @@ def bash_tool(
                 },
                 "escalation": {
                     "type": "string",
-                    "enum": ["network", "unsandboxed"],
+                    "enum": ["network", "git-config", "unsandboxed"],
                     "description": (
                         "Only when the sandbox refused something this task truly needs: "
-                        "ask the user to run this one call with network access, or without "
-                        "the sandbox. Requires a justification; the user may decline."
+                        "ask the user to run this one call with network access (all of "
+                        "it, or only network_hosts), with git's configuration and hooks "
+                        "writable, or without the sandbox. Requires a justification; the "
+                        "user may decline."
+                    ),
+                },
+                "network_hosts": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1, "maxLength": 253},
+                    "minItems": 1,
+                    "maxItems": 20,
+                    "description": (
+                        'With escalation "network": only these hosts (e.g. "pypi.org", '
+                        '"*.githubusercontent.com"), reached through a proxy set in '
+                        "HTTP_PROXY/HTTPS_PROXY/ALL_PROXY; preferred over all network."
                     ),
                 },
                 "justification": {
@@ -178,7 +205,10 @@ def bash_tool(
                 },
             },
             "required": ["command"],
-            "dependentRequired": {"escalation": ["justification"]},
+            "dependentRequired": {
+                "escalation": ["justification"],
+                "network_hosts": ["escalation"],
+            },
             "additionalProperties": False,
         },
         handler=handler,
@@ -201,6 +231,7 @@ async def run_command(
     hidden_env: frozenset[str] = frozenset(),
     tmp: Path | None = None,
     confinement: Confinement | None = None,
+    cgroup_procs: Path | None = None,
 ) -> str:
     """Run ``bash -c command`` under the module's policies and return the result text.
 
@@ -218,9 +249,11 @@ async def run_command(
         # The launcher starts, and bash is looked up after it: say here if there is none.
         if shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
             return "Error: could not start bash: no bash found on PATH"
-        argv = confinement.argv(argv)
+        argv = confinement.argv(argv, cgroup_procs=cgroup_procs)
         # Per-user caches it may not write point into its temp dir instead.
         env.update(cache_redirects(env, confinement, cwd))
+        if confinement.network == "proxy":
+            env.update(proxy_environment(PROXY_PORT))
     output = BoundedOutput(OUTPUT_LIMIT)
     loop = asyncio.get_running_loop()
 
@@ -261,6 +294,9 @@ async def run_command(
         return text
     if confinement is not None and sandbox.is_launch_failure(code, text):
         return f"Error: the sandbox could not be applied, so the command did not run: {text}"
+    if 128 < code <= 128 + 64 and confinement is not None and confinement.namespaces is not None:
+        # bubblewrap reports a command killed by signal N as exit status 128 + N.
+        code = 128 - code
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -268,6 +304,26 @@ async def run_command(
             name = f"signal {-code}"
         return f"Error: killed by {name} (exit code {code})\n{text}"
     return f"Error: exit code {code}\n{text}"
+
+
+def _confinement(
+    policy: SandboxPolicy, root: Path, tmp: Path, arguments: dict[str, Any]
+) -> Confinement | None:
+    """The confinement an allowed call runs under (its escalation granted)."""
+    escalation = arguments.get("escalation")
+    if escalation == "unsandboxed":
+        return None
+    hosts = tuple(arguments.get("network_hosts") or ())
+    namespaces = sandbox.support().namespaces
+    by_proxy = bool(hosts) and namespaces is not None and namespaces.net
+    return sandbox.confinement(
+        policy,
+        root,
+        tmp,
+        network=True if escalation == "network" and not by_proxy else None,
+        hosts=hosts if escalation == "network" else (),
+        git_writable=escalation == "git-config",
+    )
 
 
 def _missing_workspace(cwd: Path) -> str | None:

