@@ -10,6 +10,7 @@ The grant in most tests is ``localhost``: the name reaches the servers, the addr
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import socket
@@ -391,6 +392,32 @@ async def test_a_connect_tunnel_is_a_raw_pipe_with_half_close(
     assert echo.accepted == 1
 
 
+async def test_tunnels_carry_megabytes_and_run_side_by_side(
+    proxy_socket: Path, bridge: int, echo: Echo
+) -> None:
+    """Enough to fill every socket buffer on the way (partial writes, back-pressure)."""
+    payloads = [bytes([index]) * 3_000_000 for index in range(4)]
+
+    async def round_trip(payload: bytes) -> bytes:
+        head, reader, writer = await connect_tunnel(bridge, f"localhost:{echo.port}")
+        assert head.startswith(b"HTTP/1.1 200")
+
+        async def send() -> None:
+            writer.write(payload)
+            await writer.drain()
+            writer.write_eof()
+
+        async with asyncio.timeout(WITHIN):
+            _, echoed = await asyncio.gather(send(), reader.read())
+        writer.close()
+        return echoed
+
+    async with DomainProxy(proxy_socket, ["localhost"]):
+        echoed = await asyncio.gather(*(round_trip(payload) for payload in payloads))
+    assert echoed == payloads
+    assert echo.accepted == len(payloads)
+
+
 async def test_a_refused_connect_names_the_host_and_connects_nowhere(
     proxy_socket: Path, bridge: int, listener: socket.socket
 ) -> None:
@@ -527,7 +554,7 @@ async def test_socks_upstream_refused(proxy_socket: Path, bridge: int, closed_po
 
 
 async def test_leaving_closes_open_tunnels_and_removes_the_socket(
-    proxy_socket: Path, bridge: int, echo: Echo
+    proxy_socket: Path, bridge: int, echo: Echo, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with DomainProxy(proxy_socket, ["localhost"]):
         assert stat.S_IMODE(proxy_socket.stat().st_mode) == 0o600
@@ -540,6 +567,7 @@ async def test_leaving_closes_open_tunnels_and_removes_the_socket(
         assert await reader.read() == b""  # the client's tunnel ended
     await until(lambda: echo.closed == 1)  # and so did the upstream connection
     writer.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 async def test_the_bridge_outlives_a_failed_connection(

@@ -200,6 +200,7 @@ class DomainProxy:
         self._head_timeout = head_timeout
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[object]] = set()
+        self._addresses: dict[str, list[str]] = {}  # host -> its addresses, resolved once
         self._closing = False
 
     def allows(self, host: str) -> bool:
@@ -256,7 +257,7 @@ class DomainProxy:
                 return
             try:
                 async with asyncio.timeout(self._connect_timeout):
-                    up_reader, up_writer = await asyncio.open_connection(request.host, request.port)
+                    up_reader, up_writer = await self._connect(request.host, request.port)
             except (TimeoutError, OSError) as failure:
                 log.debug("proxy: %s unreachable: %s", request.target, failure)
                 writer.write(_failure_reply(request, failure))
@@ -270,11 +271,36 @@ class DomainProxy:
         except asyncio.CancelledError:
             for each in writers:  # leaving: drop what the peers did not read yet
                 each.transport.abort()
-            raise
+            if not self._closing:
+                raise
+            # Our own shutdown: end as done, not cancelled; asyncio 3.11 would log the
+            # cancelled connection task as an unhandled error (3.12 checks first).
         finally:
             for each in writers:
                 each.close()
             self._handlers.discard(task)
+
+    async def _connect(
+        self, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect to the first address of ``host`` that answers.
+
+        A name is resolved once per proxy, that is per call: an install makes dozens of
+        requests to the same few hosts, and each lookup is a trip through the executor.
+        """
+        addresses = self._addresses.get(host)
+        if addresses is None:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
+            addresses = self._addresses[host] = list(dict.fromkeys(i[4][0] for i in infos))
+        failure: OSError = OSError(f"{host} has no address")
+        for address in addresses:
+            try:
+                return await asyncio.open_connection(address, port)  # a literal: no lookup
+            except OSError as error:
+                failure = error
+        raise failure
 
     def _refuse(self, request: _Request, writer: asyncio.StreamWriter) -> None:
         log.debug("proxy: refused %s", request.target)
