@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import threading
 import time
@@ -84,9 +85,10 @@ def format_activity(params: dict[str, Any]) -> str:
     mark = "✓" if status == "completed" else "✗"
     line = f"{stamp} {mark} {name} {summary} ({params.get('durationMs', 0):.0f} ms)"
     if status == "failed":
-        first = (params.get("output") or "").strip().splitlines()
+        # Cut at CR or LF only, as the editors do (splitlines also cuts at NEL, FF, ...).
+        first = re.split(r"[\r\n]", (params.get("output") or "").strip(), maxsplit=1)[0]
         if first:
-            line += f": {escape_control(first[0])[:200]}"
+            line += f": {escape_control(first)[:200]}"
     return line
 
 

@@ -182,18 +182,31 @@ While the answer streams, :turn and :channel name the part being written,
                           (list (nth 1 entry) (nth 2 entry) (plist-get option :optionId)))))
                     options)))
 
+(defun agent-lsp-permission-prompt (tool-name arguments title reason)
+  "The prompt for a request about TOOL-NAME's call with ARGUMENTS (a plist).
+A bash command comes first, line by line, then TITLE and REASON; all of it
+escaped (`agent-lsp-escape-control'), so nothing in it can hide what runs."
+  (let ((command (and (equal tool-name "bash") (plist-get arguments :command))))
+    (concat (if (stringp command)
+                (concat "Command:\n"
+                        (mapconcat (lambda (line) (concat "    " line "\n"))
+                                   (split-string (agent-lsp-escape-control command t) "\n")
+                                   ""))
+              "")
+            "agent-lsp asks: " (agent-lsp-escape-control (format "%s" title))
+            (if (and (stringp reason) (not (string-empty-p reason)))
+                (concat " (" (agent-lsp-escape-control reason) ")")
+              "")
+            " ")))
+
 (cl-defmethod eglot-handle-request
   ((_server agent-lsp-server) (_method (eql 'agent/requestPermission))
-   &key title reason options &allow-other-keys)
+   &key toolName arguments title reason options &allow-other-keys)
   "Ask the user about a call with a multiple-choice prompt; answer in ACP's shape.
 \[keyboard-quit] dismisses the request (the call is declined, the ask goes on).
 A request the server withdraws meanwhile ($/cancelRequest) closes the prompt."
   (let* ((choices (agent-lsp-permission-choices options))
-         (prompt (concat "agent-lsp asks: " title
-                         (if (and (stringp reason) (not (string-empty-p reason)))
-                             (concat " (" reason ")")
-                           "")
-                         " "))
+         (prompt (agent-lsp-permission-prompt toolName arguments title reason))
          (picked (catch 'agent-lsp--withdrawn
                    (let ((agent-lsp--permission-pending t))
                      (condition-case nil
@@ -277,10 +290,44 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
 
 ;;; Trace lines (same format as the terminal and Neovim clients)
 
+(defconst agent-lsp--controls
+  (rx (any (0 . 8) (10 . 31) 127 (#x80 . #x9f) #x61c (#x200b . #x200f) (#x202a . #x202e)
+           (#x2060 . #x2064) (#x2066 . #x2069) #xfeff))
+  "What `agent-lsp-escape-control' spells out: controls but tab, bidi, invisible.")
+
+(defconst agent-lsp--controls-but-newline
+  (rx (any (0 . 8) (11 . 31) 127 (#x80 . #x9f) #x61c (#x200b . #x200f) (#x202a . #x202e)
+           (#x2060 . #x2064) (#x2066 . #x2069) #xfeff))
+  "`agent-lsp--controls' without the newline.")
+
+(defun agent-lsp-escape-control (text &optional keep-newlines)
+  "TEXT (the model's) made safe to show, as the server's tooling/display.py does.
+ESC becomes \\e, CR \\r, a newline ⏎ (kept with KEEP-NEWLINES), other C0,
+DEL and C1 controls \\xNN, bidi and invisible formatting characters \\uXXXX;
+tabs stay.  An escape sequence in a command must not hide part of it.
+Escaping twice changes nothing."
+  (replace-regexp-in-string
+   (if keep-newlines agent-lsp--controls-but-newline agent-lsp--controls)
+   (lambda (match)
+     (let ((char (aref match 0)))
+       (pcase char
+         (?\e "\\e")
+         (?\r "\\r")
+         (?\n "⏎")
+         (_ (format (if (< char #x100) "\\x%02x" "\\u%04x") char)))))
+   text t t))
+
 (defun agent-lsp--one-line (text &optional max)
-  "Collapse whitespace in TEXT to single spaces; cut it to MAX chars with `…'."
-  (let ((max (or max agent-lsp--summary-chars))
-        (line (string-trim (replace-regexp-in-string "[ \t\n\r\f\v]+" " " text))))
+  "TEXT on one line, escaped; cut to MAX chars with `…'.
+Line breaks show as \" ⏎ \" (so `git fetch #' then `curl ... | sh' on the
+next line does not read as one comment), other whitespace runs as one space."
+  (let* ((max (or max agent-lsp--summary-chars))
+         (parts (mapcar (lambda (part)
+                          (string-trim (replace-regexp-in-string
+                                        "[ \t\n\r\f\v]+" " "
+                                        (agent-lsp-escape-control part))))
+                        (split-string text "\n")))
+         (line (string-join (delete "" parts) " ⏎ ")))
     (if (<= (length line) max) line (concat (substring line 0 (1- max)) "…"))))
 
 (defun agent-lsp--parse-json (text)
@@ -307,7 +354,8 @@ Without one of those, ARGUMENTS itself on one line."
 (defun agent-lsp-format-activity (params)
   "One trace line for an `agent/toolActivity' notification PARAMS (a plist)."
   (let* ((stamp (format-time-string "%H:%M:%S"))
-         (name (let ((n (plist-get params :name))) (if (stringp n) n "?")))
+         (name (let ((n (plist-get params :name)))  ; the model's: maybe no such tool
+                 (if (stringp n) (agent-lsp-escape-control n) "?")))
          (summary (agent-lsp-summarize-arguments (plist-get params :arguments)))
          (status (plist-get params :status)))
     (cond
@@ -323,7 +371,7 @@ Without one of those, ARGUMENTS itself on one line."
              (first (and (equal status "failed") (stringp output)
                          (car (split-string (string-trim output) "[\r\n]")))))
         (if (and first (not (string-empty-p first)))
-            (concat line ": " (truncate-string-to-width first 200))
+            (concat line ": " (truncate-string-to-width (agent-lsp-escape-control first) 200))
           line))))))
 
 (defun agent-lsp--thousands (n)

