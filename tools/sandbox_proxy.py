@@ -310,7 +310,8 @@ class DomainProxy:
             writer.write(_socks_reply(_SOCKS_NOT_ALLOWED))
             return
         message = f"{request.target} is not in the allowed domains of this sandbox"
-        # In the reason phrase too: pip and curl show it for a refused CONNECT, not the body.
+        # In the reason phrase too: Python's http.client (pip, urllib) shows that, not the
+        # body, for a refused CONNECT ("Tunnel connection failed: 403 Forbidden: ...").
         writer.write(_http_reply(403, f"Forbidden: {message}", message))
 
 
