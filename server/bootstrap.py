@@ -108,12 +108,21 @@ def check_enabled(names: Iterable[str]) -> None:
 
 
 def sandbox_unavailable(policy: SandboxPolicy) -> str | None:
-    """What to tell the user when ``policy`` asks for a sandbox this system cannot enforce."""
+    """What to tell the user, once, when ``policy`` asks for a sandbox this system cannot
+    enforce in full: none at all, or one without namespaces (and what that gives up)."""
     from tools import sandbox
 
-    if policy.mode == "off" or sandbox.support().available:
+    if policy.mode == "off":
         return None
-    return (
-        f"bash commands run without a sandbox: {sandbox.support().reason()}. Each one asks "
-        'for your permission first (agentLsp.sandbox "off" runs them without asking).'
-    )
+    state = sandbox.support()
+    if not state.available:
+        return (
+            f"bash commands run without a sandbox: {state.reason()}. Each one asks "
+            'for your permission first (agentLsp.sandbox "off" runs them without asking).'
+        )
+    lost = sandbox.weakened(state)
+    if not lost:
+        return None
+    why = f" ({state.namespace_problem})" if state.namespace_problem else ""
+    layers = "Landlock, seccomp and resource limits" if state.namespaces is None else "namespaces"
+    return f"The bash sandbox runs on {layers} only{why}; weaker here: " + "; ".join(lost) + "."

@@ -180,7 +180,29 @@ def _check(env: Mapping[str, str], out: TextIO) -> int:
     for check in report.checks:
         print(f"{'✓' if check.ok else '✗'} {check.name}: {check.message}", file=out)
     print("The endpoint works." if report.ok else "The endpoint does not work yet.", file=out)
+    print(sandbox_line(), file=out)
     return 0 if report.ok else 1
+
+
+def sandbox_line() -> str:
+    """The bash sandbox this machine gives, in one line (its layers, or what it lacks)."""
+    from tools import sandbox
+
+    state = sandbox.support()
+    if not state.available:
+        return f"✗ sandbox: none ({state.reason()}); every bash call asks first"
+    layers = []
+    if state.namespaces is not None:
+        layers.append(f"namespaces ({state.namespaces.bwrap})")
+    if state.abi:
+        layers.append(f"Landlock ABI {state.abi}")
+    if state.seccomp:
+        layers.append("seccomp")
+    lost = sandbox.weakened(state)
+    line = f"{'!' if lost else '✓'} sandbox: {', '.join(layers)}, resource limits"
+    if state.namespace_problem:
+        line += f" ({state.namespace_problem})"
+    return line + "".join(f"\n  weaker: {what}" for what in lost)
 
 
 def _models(env: Mapping[str, str], out: TextIO) -> int:

@@ -421,6 +421,17 @@ class AgentEngine:
         # SDK import would make an early listTools wait a second).
         return (await self.folder(folder).registry()).describe()
 
+    def sandbox_status(self, folder: Path | None = None) -> dict[str, Any]:
+        """``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force."""
+        from tools import sandbox
+
+        workspace = self.folder(folder).workspace
+        policy = dataclasses.replace(
+            self._settings.sandbox,
+            hidden_paths=(*self._settings.sandbox.hidden_paths, *self._hidden_paths),
+        )
+        return sandbox.describe(policy, workspace.root)
+
     def model_settings(self) -> ModelSettings:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
         return load_model_settings(self._settings.model_overrides(), environ=self._environ)

@@ -317,6 +317,12 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         q = p.parse(params, p.FolderParams)
         return {"tools": await ls.engine.list_tools(_folder(q.workspace_folder))}
 
+    @server.feature(p.AGENT_SANDBOX_STATUS)
+    @_rpc
+    def sandbox_status(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+        q = p.parse(params, p.FolderParams)
+        return ls.engine.sandbox_status(_folder(q.workspace_folder))
+
     @server.feature(p.AGENT_NEW_SESSION)
     @_rpc
     def new_session(ls: AgentLanguageServer, params: Any) -> Any:

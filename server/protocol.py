@@ -35,6 +35,7 @@ AGENT_REWIND: Final = "agent/rewind"
 AGENT_LIST_MODELS: Final = "agent/listModels"
 AGENT_CHECK_CONNECTION: Final = "agent/checkConnection"
 AGENT_GRANTS: Final = "agent/grants"
+AGENT_SANDBOX_STATUS: Final = "agent/sandboxStatus"
 AGENT_REVOKE_GRANT: Final = "agent/revokeGrant"
 AGENT_COMPACT: Final = "agent/compact"
 # Server -> client notifications.
@@ -63,6 +64,7 @@ REQUESTS: Final = (
     AGENT_GRANTS,
     AGENT_REVOKE_GRANT,
     AGENT_COMPACT,
+    AGENT_SANDBOX_STATUS,
 )
 NOTIFICATIONS: Final = (
     AGENT_TOOL_ACTIVITY,

@@ -14,6 +14,9 @@ from typing import Any
 
 from tools.sandbox import MODES as SANDBOX_MODES
 from tools.sandbox import SandboxPolicy
+from tools.sandbox_limits import SETTINGS as LIMIT_SETTINGS
+from tools.sandbox_limits import Limits
+from tools.sandbox_proxy import valid_domain_pattern
 
 from .permissions import APPROVAL_MODES, MAX_PERMISSION_TIMEOUT, ApprovalPolicy
 
@@ -133,10 +136,29 @@ def parse_settings(raw: Any) -> AgentSettings:
             roots.append(root)
         else:
             warnings.append(f"{SECTION}.writableRoots: {entry!r} is not an absolute path; ignored")
+    domains: list[str] = []
+    raw_domains = raw.get("allowedDomains")
+    if raw_domains is not None and not (
+        isinstance(raw_domains, list) and all(isinstance(d, str) for d in raw_domains)
+    ):
+        warnings.append(f"{SECTION}.allowedDomains must be a list of host names; ignored")
+        raw_domains = None
+    for entry in raw_domains or ():
+        problem = valid_domain_pattern(entry)
+        if problem:
+            warnings.append(f"{SECTION}.allowedDomains: {entry!r} {problem}; ignored")
+        else:
+            domains.append(entry.strip().rstrip(".").lower())
+    limits = {
+        field_name: number(key, integer=True, maximum=1_000_000)
+        for field_name, key in LIMIT_SETTINGS.items()
+    }
     sandbox = SandboxPolicy(
         mode=mode or SandboxPolicy.mode,
         writable_roots=tuple(roots),
         network=flag("network", False),
+        allowed_domains=tuple(dict.fromkeys(domains)),
+        limits=Limits(**{k: v for k, v in limits.items() if v is not None}),
     )
 
     approval = text("approval")

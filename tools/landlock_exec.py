@@ -422,9 +422,11 @@ def _start_bridge(spec: str) -> None:
             os.closerange(0, 3)
             here = os.path.dirname(os.path.abspath(__file__))
             sys.path.append(here)
+            import socket
+
             import sandbox_bridge  # type: ignore[import-not-found]
 
-            sandbox_bridge.serve(listener, path)
+            sandbox_bridge.serve(socket.socket(fileno=listener.detach()), path)
         finally:
             os._exit(0)
     listener.close()

@@ -123,6 +123,8 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
         return None, f"{sys.platform} has no Linux namespaces"
     found = bwrap.find()
     if found is None:
+        if os.environ.get(bwrap.ENV_OVERRIDE) == "none":
+            return None, f"namespaces turned off ({bwrap.ENV_OVERRIDE}=none)"
         return None, "bubblewrap (bwrap) is not installed"
     problem = ""
     with tempfile.TemporaryDirectory(prefix="agent-lsp-probe-") as folder:
@@ -353,7 +355,8 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
             "memoryMB": policy.limits.memory_mb,
         },
         "bwrap": ns.bwrap if ns is not None else None,
-        "fallback": state.namespace_problem or None if enforced and ns is None else None,
+        # Why the full form is not in force: namespaces refused, or a weaker form of them.
+        "fallback": (state.namespace_problem or None) if enforced else None,
         "weakened": weakened(state) if enforced else [],
     }
     if policy.mode != "off" and not state.available:
