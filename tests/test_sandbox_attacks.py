@@ -224,7 +224,8 @@ async def test_what_git_obeys_is_read_only_and_commits_still_work(repo: Path) ->
     (repo / "a.txt").write_text("a\n")
     committed = await bash(
         repo,
-        "git add a.txt && git -c user.name=t -c user.email=t@e commit -qm second && git log --oneline",
+        "git add a.txt && git -c user.name=t -c user.email=t@e commit -qm second "
+        "&& git log --oneline",
     )
     assert not is_error(committed) and "second" in committed, committed
 
