@@ -1,0 +1,548 @@
+"""What git obeys in a workspace: found, listed for read-only mounts, and fingerprinted.
+
+Git runs commands named in files that no diff shows: a repository's ``config`` and
+``config.worktree`` (``core.fsmonitor``, ``core.hooksPath``, pagers, filters, aliases), its
+hooks, the ``commondir`` that says where the rest of a repository lives (its config
+included), and the ``.git`` files that point a checkout at its git dir. The bash sandbox
+lets a command write in the workspace, ``.git`` included, so that commits work; a command
+could therefore plant something that the user's next ``git status`` runs, outside any
+sandbox (``git status`` at the top also runs git in every submodule). Two defences, from
+one discovery:
+
+- :func:`protected_paths`: those files that exist, for the sandbox to bind read-only;
+- :func:`fingerprint` before and after a call, and :func:`change_note`: what the call
+  created, changed or removed, for the model to tell the user. Only the watch covers names
+  that do not exist yet: a mount over a missing file would create it in the user's
+  repository.
+
+Discovery (:func:`git_dirs`) walks, in this order, so that a budget spent early is spent on
+what matters most: the workspace's own ``.git`` (a folder, or a file naming one elsewhere);
+in every git dir found, ``commondir``'s target, linked worktrees' dirs (``worktrees/*``) and
+submodules' (``modules/**``, names may hold slashes, submodules nest as
+``modules/a/modules/b``); the checkouts each ``.gitmodules`` names, at any depth; then the
+working tree breadth-first, ``MAX_DEPTH`` levels down, for nested repositories (a ``.git``
+folder or file, or a bare repository). Symlinked folders are never entered and a git dir's
+internals (objects, refs, logs) never listed. Every listing draws on one budget of entries;
+when it runs out the result says so (``truncated``) rather than missing things silently.
+Breadth-first means what a budget leaves out is the deepest levels, the least likely place
+for the user or an editor to run git. Scanning only ``.gitmodules`` would be cheaper but
+blind to the nested repository a command creates with ``git init``, one of the attacks.
+
+Cost: listing folders is the whole of it (about 20 us a folder on the bench's VM). Given the
+previous result (``since``), the scan lists again only the folders whose ctime changed and
+stats the others: a folder's ctime moves whenever an entry is added, removed or renamed in
+it, and unlike its mtime no command can set it back. The result is the same with or without
+``since``; only its cost differs.
+
+Not followed: ``include.path`` files named by a config (a tracked one shows in a diff) and
+the global and system configs (outside the workspace, not writable in the sandbox).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+# Levels below the workspace searched for nested repositories: root/a/b/c/d/.git is found.
+MAX_DEPTH = 4
+# Directory entries listed per discovery, in all (about 10 ms on the machine of the bench).
+ENTRY_BUDGET = 20_000
+# Entries read from one hooks folder: git knows about 30 hook names, so more is a planted
+# folder; what is beyond the limit is not watched, and the fingerprint says truncated.
+HOOKS_LIMIT = 1_000
+# Files up to this size are hashed, up to HASH_BUDGET bytes in all per fingerprint (a
+# core.hooksPath can name any folder, /usr/bin too); others are compared by their stat.
+HASH_LIMIT = 1 << 20
+HASH_BUDGET = 8 << 20
+# Files git reads in every git dir (``gitdir`` only exists in a linked worktree's).
+OBEYED_FILES = ("config", "config.worktree", "commondir", "gitdir")
+# A folder under ``modules/`` holding one of these is a submodule's git dir, not a level
+# of a submodule name with slashes (``modules/libs/sub``); ``config`` counts so that a
+# planted config is watched before the rest of the git dir around it exists.
+_GIT_DIR_MARKERS = frozenset({"HEAD", "config", "commondir"})
+# A folder holding all three is a bare repository: git run in it obeys its config.
+_BARE_MARKERS = frozenset({"HEAD", "objects", "refs"})
+# Names the note quotes at most; a removed ``.git/modules`` could name hundreds.
+_NOTE_NAMES = 20
+# A listing is reused only if the folder's ctime is older than the listing by this much:
+# the kernel stamps ctime from a coarse clock (a few ms), so a change made just after a
+# listing can carry a ctime from just before it (git's "racy" entries, the same problem).
+_RACY_NS = 1_000_000_000
+
+GitDirKind = Literal["workspace", "worktree", "submodule", "nested"]
+
+
+@dataclass(frozen=True)
+class GitDir:
+    """A folder git may use as a repository's git dir."""
+
+    path: Path  # resolved
+    # workspace: the one a git run in the workspace root uses (its HEAD and index stay
+    # writable: commits must work); worktree: another linked worktree's private dir;
+    # submodule: under some ``modules/``; nested: any other (a nested or bare repository,
+    # what a commondir or another checkout's ``.git`` file names).
+    kind: GitDirKind
+    # The checkout it serves, when discovery saw its ``.git``: a relative core.hooksPath
+    # is relative to it (to the git dir itself in a bare repository).
+    work_tree: Path | None = None
+
+
+class _Listing(NamedTuple):
+    """What the scan needs of one working-tree folder, and when it was true."""
+
+    identity: tuple[int, int, int]  # st_dev, st_ino, st_ctime_ns before the listing
+    listed_at: int  # time.time_ns() before the listing
+    entries: int  # drawn from the budget again when reused, so coverage is the same
+    subfolders: tuple[str, ...]  # not symlinks; none at MAX_DEPTH
+    has_dot_git: bool
+    bare: bool  # holds HEAD, objects and refs
+
+
+@dataclass(frozen=True)
+class GitDirs:
+    dirs: tuple[GitDir, ...]
+    # ``.git`` files and symlinks naming a git dir: the checkouts' pointers.
+    pointers: tuple[Path, ...]
+    # The entry budget ran out: nested repositories beyond what was listed are missing.
+    truncated: bool
+    # The working-tree folders as listed, for the next discovery's ``since``.
+    listings: Mapping[str, _Listing] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    # What each obeyed file says, by the name the note shows (relative to the workspace
+    # root, absolute outside it); a name git would obey but that does not exist is absent.
+    digests: Mapping[str, str]
+    truncated: bool
+    # The discovery it was taken over: for protected_paths, and the next one's ``since``.
+    found: GitDirs = field(repr=False, compare=False)
+
+
+def git_dirs(root: Path, *, budget: int = ENTRY_BUDGET, since: GitDirs | None = None) -> GitDirs:
+    """Every git dir that a git run in or below ``root`` could obey (see the module doc).
+
+    ``since``, an earlier result for the same root, only makes it cheaper.
+    """
+    previous = since.listings if since is not None else {}
+    return _Discovery(os.path.realpath(root), budget, previous).run()
+
+
+def protected_paths(root: Path, *, found: GitDirs | None = None) -> list[Path]:
+    """The existing files and folders git obeys, for the sandbox to bind read-only.
+
+    For each git dir its config, config.worktree, commondir and hooks folder; another
+    linked worktree's private dir whole; every ``.git`` file. Only real files and folders:
+    a mount follows a symlink, so it would freeze whatever the link points to, and over a
+    missing name it would create it; those are left to the watch. Sorted, so parents come
+    before children, and a path inside one already listed is left out.
+    """
+    found = found if found is not None else git_dirs(root)
+    paths: set[str] = set()
+    for git_dir in found.dirs:
+        if git_dir.kind == "worktree":
+            paths.add(str(git_dir.path))
+            continue
+        for name in ("config", "config.worktree", "commondir", "hooks"):
+            paths.add(os.path.join(git_dir.path, name))
+    paths.update(map(str, found.pointers))
+    listed: list[tuple[str, ...]] = []
+    for parts in sorted(Path(path).parts for path in paths if _is_real(path)):
+        if not any(parts[: len(parent)] == parent for parent in listed):
+            listed.append(parts)
+    return [Path(*parts) for parts in listed]
+
+
+def fingerprint(
+    root: Path, *, budget: int = ENTRY_BUDGET, since: Fingerprint | None = None
+) -> Fingerprint:
+    """What every file git obeys in ``root`` says now; compare two with :func:`change_note`.
+
+    ``since``, an earlier fingerprint of the same root (the one before the call, or the
+    previous call's after), only makes it cheaper.
+    """
+    real_root = os.path.realpath(root)
+    found = git_dirs(root, budget=budget, since=since.found if since is not None else None)
+    truncated = found.truncated
+    paths = [str(pointer) for pointer in found.pointers]
+    for git_dir in found.dirs:
+        paths += [os.path.join(git_dir.path, name) for name in OBEYED_FILES]
+        for hooks in _hook_folders(git_dir):
+            try:
+                with os.scandir(hooks) as listing:
+                    entries = list(islice(listing, HOOKS_LIMIT + 1))
+            except OSError:
+                continue
+            truncated |= len(entries) > HOOKS_LIMIT
+            # Git never runs ``*.sample``: git init writes a dozen of them in every git dir.
+            paths += [e.path for e in entries[:HOOKS_LIMIT] if not e.name.endswith(".sample")]
+    digests: dict[str, str] = {}
+    hash_left = HASH_BUDGET
+    for path in paths:
+        digest, hashed = _digest(path, min(HASH_LIMIT, hash_left))
+        hash_left -= hashed
+        if digest is not None:
+            digests[_shown(path, real_root)] = digest
+    return Fingerprint(digests, truncated, found)
+
+
+def change_note(before: Fingerprint, after: Fingerprint) -> str | None:
+    """The note for the model when a call changed what git obeys, or None."""
+    names = sorted(before.digests.keys() | after.digests.keys())
+    created = [n for n in names if n not in before.digests]
+    removed = [n for n in names if n not in after.digests]
+    changed = [
+        n
+        for n in names
+        if n in before.digests and n in after.digests and before.digests[n] != after.digests[n]
+    ]
+    if before.truncated or after.truncated:
+        # Near the budget's edge a repository can drop out of one fingerprint only because
+        # the command added files; a removal makes git obey less, so it is not worth a
+        # false note, while a creation may be the attack and is reported anyway.
+        removed = []
+    parts = [
+        f"{verb} {_names(group)}"
+        for verb, group in (("created", created), ("changed", changed), ("removed", removed))
+        if group
+    ]
+    if not parts:
+        return None
+    return (
+        f"Note: this command {'; '.join(parts)}. Git obeys these files (its configuration, "
+        "hooks and where a repository's files are) whenever the user runs git, outside the "
+        "sandbox; tell the user about this change in your answer."
+    )
+
+
+# -- discovery --------------------------------------------------------------------------
+
+
+class _Discovery:
+    """One walk: string paths throughout (a Path per entry would double its cost)."""
+
+    def __init__(self, root: str, budget: int, previous: Mapping[str, _Listing]) -> None:
+        self.root = root
+        self.left = budget
+        self.truncated = False
+        self.previous = previous
+        self.listings: dict[str, _Listing] = {}
+        self.dirs: dict[str, GitDir] = {}  # resolved path -> git dir, in discovery order
+        self.pointers: dict[str, None] = {}  # an ordered set
+        self.checkouts: list[str] = []  # folders whose .git was looked at, in order
+        self.seen_checkouts: set[str] = set()
+        self.gitmodules_read = 0  # how many of them had their .gitmodules read
+
+    def run(self) -> GitDirs:
+        self.checkout(self.root, "workspace")
+        self.read_gitmodules()
+        self.scan_working_tree()
+        self.read_gitmodules()  # those of the nested repositories the scan found
+        return GitDirs(
+            tuple(self.dirs.values()),
+            tuple(map(Path, self.pointers)),
+            self.truncated,
+            self.listings,
+        )
+
+    def entries(self, folder: str) -> list[os.DirEntry[str]]:
+        """A folder's entries, drawn from the budget; none for a folder that is not there."""
+        if self.left <= 0:
+            self.truncated = True
+            return []
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(islice(listing, self.left + 1))
+        except OSError:
+            return []
+        if len(entries) > self.left:
+            self.truncated = True
+            del entries[self.left :]
+        self.left -= len(entries)
+        return entries
+
+    def checkout(self, top: str, kind: GitDirKind) -> None:
+        """``top/.git``, whatever it is: a git dir, or a file or symlink naming one."""
+        if top in self.seen_checkouts:
+            return
+        self.seen_checkouts.add(top)
+        self.checkouts.append(top)
+        dot_git = os.path.join(top, ".git")
+        try:
+            mode = os.lstat(dot_git).st_mode
+        except OSError:
+            return
+        if stat.S_ISDIR(mode):
+            self.git_dir(dot_git, kind, top)
+            return
+        self.pointers[dot_git] = None
+        if stat.S_ISLNK(mode):
+            target = os.path.realpath(dot_git)
+        else:
+            text = _read_small(dot_git)
+            # As git's read_gitfile: "gitdir: <path>", relative to the file's folder.
+            if text is None or not text.startswith(b"gitdir: "):
+                return
+            relative = os.fsdecode(text[len(b"gitdir: ") :].strip())
+            target = os.path.realpath(os.path.join(top, relative))
+        if os.path.isdir(target):
+            self.git_dir(target, kind, top)
+
+    def git_dir(self, real: str, kind: GitDirKind, work_tree: str | None) -> None:
+        """A git dir and those it leads to: its commondir, worktrees and submodules.
+
+        Paths are resolved ones, so that one git dir has one name: a listing of a resolved
+        folder that does not follow symlinks yields resolved paths, and a path read from a
+        file (a pointer, a commondir) goes through realpath.
+        """
+        pending: list[tuple[str, GitDirKind, str | None]] = [(real, kind, work_tree)]
+        while pending:
+            real, kind, work_tree = pending.pop()
+            if real in self.dirs:
+                # Found under modules/ or worktrees/ first, by its checkout's .git now.
+                if work_tree is not None and self.dirs[real].work_tree is None:
+                    self.dirs[real] = replace(self.dirs[real], work_tree=Path(work_tree))
+                continue
+            self.dirs[real] = GitDir(Path(real), kind, Path(work_tree) if work_tree else None)
+            common = _read_small(os.path.join(real, "commondir"))
+            if common and common.strip():
+                target = os.path.realpath(os.path.join(real, os.fsdecode(common.strip())))
+                pending.append((target, "nested", None))
+            for worktree in _subfolders(self.entries(os.path.join(real, "worktrees"))):
+                pending.append((worktree, "worktree", None))
+            folders = _subfolders(self.entries(os.path.join(real, "modules")))
+            while folders:
+                folder = folders.pop()
+                inside = self.entries(folder)
+                if any(entry.name in _GIT_DIR_MARKERS for entry in inside):
+                    pending.append((folder, "submodule", None))
+                else:  # a level of a name with slashes
+                    folders += _subfolders(inside)
+
+    def read_gitmodules(self) -> None:
+        """The checkouts named by the ``.gitmodules`` of every checkout found so far."""
+        while self.gitmodules_read < len(self.checkouts):
+            top = self.checkouts[self.gitmodules_read]
+            self.gitmodules_read += 1
+            text = _read_small(os.path.join(top, ".gitmodules"))
+            for match in _GITMODULES_PATH.finditer(text or b""):
+                relative = os.path.normpath(os.fsdecode(match[1].strip(b'"')))
+                # Git refuses submodule paths that leave the checkout.
+                if os.path.isabs(relative) or relative.split(os.sep)[0] == "..":
+                    continue
+                if self.left <= 0:  # a .gitmodules of a million paths is a planted one
+                    self.truncated = True
+                    return
+                self.left -= 1
+                # Resolved: a symlink on the way would give one checkout a second name.
+                self.checkout(os.path.realpath(os.path.join(top, relative)), "nested")
+
+    def scan_working_tree(self) -> None:
+        """Nested repositories below the root, breadth-first, ``MAX_DEPTH`` levels down."""
+        queue = deque([(self.root, 0)])
+        while queue:
+            folder, depth = queue.popleft()
+            listing = self.reused(folder) or self.listed(folder, depth)
+            if listing is None:
+                continue
+            if listing.has_dot_git:
+                self.checkout(folder, "nested")  # the root's was looked at first
+            if listing.bare and folder != self.root:
+                self.git_dir(folder, "nested", folder)  # its internals are not scanned
+            else:
+                queue.extend((subfolder, depth + 1) for subfolder in listing.subfolders)
+
+    def reused(self, folder: str) -> _Listing | None:
+        """The previous listing of ``folder``, if no entry can have changed since."""
+        old = self.previous.get(folder)
+        if old is None or old.entries > self.left:
+            return None
+        try:
+            info = os.lstat(folder)
+        except OSError:
+            return None
+        if (info.st_dev, info.st_ino, info.st_ctime_ns) != old.identity:
+            return None
+        if info.st_ctime_ns >= old.listed_at - _RACY_NS:
+            return None
+        self.left -= old.entries
+        self.listings[folder] = old
+        return old
+
+    def listed(self, folder: str, depth: int) -> _Listing | None:
+        if self.left <= 0:
+            self.truncated = True
+            return None
+        listed_at = time.time_ns()
+        subfolders: list[str] = []
+        entries = 0
+        has_dot_git = False
+        markers = 0
+        partial = False
+        try:
+            # scandir would follow a symlink, but this was a real folder when its parent
+            # was listed, and no process of the call is left to swap one in since.
+            info = os.lstat(folder)
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    if entries == self.left:
+                        partial = self.truncated = True
+                        break
+                    entries += 1
+                    name = entry.name
+                    if name == ".git":
+                        has_dot_git = True
+                        continue  # a git dir's internals are looked at by checkout()
+                    if name in _BARE_MARKERS:
+                        markers += 1
+                    if depth < MAX_DEPTH and entry.is_dir(follow_symlinks=False):
+                        subfolders.append(entry.path)
+        except OSError:
+            return None
+        self.left -= entries
+        listing = _Listing(
+            (info.st_dev, info.st_ino, info.st_ctime_ns),
+            listed_at,
+            entries,
+            tuple(subfolders),
+            has_dot_git,
+            markers == len(_BARE_MARKERS),
+        )
+        if not partial:  # a partial listing is not one to reuse
+            self.listings[folder] = listing
+        return listing
+
+
+def _subfolders(entries: list[os.DirEntry[str]]) -> list[str]:
+    return [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+
+
+# A line ``path = libs/sub`` of .gitmodules (any section: git reads only submodule ones,
+# but watching one more checkout costs nothing). Best effort: no escapes, no comments.
+_GITMODULES_PATH = re.compile(
+    rb"^[ \t]*path[ \t]*=[ \t]*(.*?)[ \t\r]*$", re.IGNORECASE | re.MULTILINE
+)
+
+
+def _hook_folders(git_dir: GitDir) -> list[str]:
+    """Where git looks for this repository's hooks: ``hooks/``, or core.hooksPath."""
+    folders = [os.path.join(git_dir.path, "hooks")]
+    for name in ("config", "config.worktree"):
+        value = _hooks_path(_read_small(os.path.join(git_dir.path, name)) or b"")
+        if value is None:
+            continue
+        value = os.path.expanduser(os.fsdecode(value))
+        base = git_dir.work_tree
+        if os.path.isabs(value):
+            folders.append(value)
+        elif base is not None:
+            # Relative to where git runs hooks: the checkout's top (husky's ``.husky/_``,
+            # ignored by git, so invisible in a diff).
+            folders.append(os.path.join(base, value))
+    return folders
+
+
+def _hooks_path(config: bytes) -> bytes | None:
+    """``core.hooksPath`` in a config file's text, the last one winning as in git.
+
+    Best effort (no includes, escapes or continuation lines): the watch of the config file
+    itself reports any change to it, this only adds the folder it names to what is watched.
+    """
+    section = b""
+    value = None
+    for line in config.splitlines():
+        line = line.strip()
+        if line.startswith(b"["):
+            end = line.find(b"]")
+            if end < 0:
+                continue
+            section = line[1:end].strip().lower()
+            line = line[end + 1 :].strip()  # git allows "[core] hooksPath = x"
+        key, equals, rest = line.partition(b"=")
+        if section != b"core" or not equals or key.strip().lower() != b"hookspath":
+            continue
+        rest = rest.strip()
+        if rest.startswith(b'"'):
+            value = rest[1:].partition(b'"')[0]
+        else:
+            value = re.split(rb"[#;]", rest, maxsplit=1)[0].strip()
+    return value or None
+
+
+# -- files --------------------------------------------------------------------------------
+
+
+def _read_small(path: str, limit: int = 64 * 1024) -> bytes | None:
+    """The start of a small regular file (pointers, commondir, config), or None."""
+    try:
+        # O_NONBLOCK: a FIFO planted under an obeyed name must not hang the watch.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return file.read(limit)
+
+
+def _digest(path: str, limit: int) -> tuple[str | None, int]:
+    """What a file says, for comparison (None when it does not exist), and bytes hashed.
+
+    The sha256 of its bytes, so a same-size rewrite with its mtime restored is seen. A file
+    over ``limit`` or not a regular one by its stat instead, ctime included: a command can
+    put an mtime back but not a ctime. A symlink also by its text: git follows it.
+    """
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None, 0
+    link = ""
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            link = f"symlink to {os.readlink(path)!r}, "
+            info = os.stat(path)
+        except OSError:
+            return f"{link}dangling", 0
+    by_stat = (
+        f"{link}mode {info.st_mode:o} size {info.st_size} inode {info.st_ino} "
+        f"mtime {info.st_mtime_ns} ctime {info.st_ctime_ns}"
+    )
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        return by_stat, 0
+    data = _read_small(path, limit + 1)
+    if data is None or len(data) > limit:  # replaced since the lstat
+        return by_stat, 0
+    return f"{link}sha256 {hashlib.sha256(data).hexdigest()}", len(data)
+
+
+def _is_real(path: str) -> bool:
+    """An existing file or folder, not a symlink."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _shown(path: str, root: str) -> str:
+    """A path as the note names it: relative to the workspace root, absolute outside it."""
+    if path.startswith(root + os.sep):
+        return Path(path[len(root) + 1 :]).as_posix()
+    return path
+
+
+def _names(names: list[str]) -> str:
+    # Names come from the command's files: quoted when they hold anything unprintable, so a
+    # newline in a file name cannot start a line of its own in the model's context.
+    shown = [name if name.isprintable() else repr(name) for name in names[:_NOTE_NAMES]]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
