@@ -129,6 +129,21 @@ def _add_sandbox_arguments(ask: argparse.ArgumentParser) -> None:
         help="let sandboxed commands open network connections (default: none)",
     )
     group.add_argument(
+        "--allow-domain",
+        action="append",
+        metavar="HOST",
+        help=(
+            "a host sandboxed commands may reach through the sandbox's proxy, e.g. pypi.org "
+            "or *.npmjs.org (repeatable; HTTP(S) and SOCKS5 only; the rest stays offline)"
+        ),
+    )
+    for flag, what in (
+        ("--max-processes", "processes a command may run at once (default 1024)"),
+        ("--max-file-size-mb", "size of a file a command may write, in MB (default 8192)"),
+        ("--max-memory-mb", "memory one process of a command may allocate, in MB (default 8192)"),
+    ):
+        group.add_argument(flag, type=int, metavar="N", help=what)
+    group.add_argument(
         "--approval",
         choices=APPROVAL_MODES,
         help=(

@@ -94,7 +94,9 @@ class AgentLanguageServer(LanguageServer):
     # -- helpers -------------------------------------------------------------------
 
     def warn_user(self, message: str) -> None:
-        logger.warning("%s", message)
+        # The user sees it as a message; a WARNING on stderr would show it twice where the
+        # client prints the server's stderr too (the terminal client does).
+        logger.info("%s", message)
         self.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Warning, message=message)
         )

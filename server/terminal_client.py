@@ -213,8 +213,9 @@ def run_ask(args: argparse.Namespace) -> int:
 
 
 def sandbox_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings ``--sandbox``, ``--writable-root``, ``--network``, ``--approval`` and
-    ``--allow-command`` give (only those passed: the server's defaults stand otherwise).
+    """The settings ``--sandbox``, ``--writable-root``, ``--network``, ``--allow-domain``,
+    the ``--max-*`` limits, ``--approval`` and ``--allow-command`` give (only those passed:
+    the server's defaults stand otherwise).
 
     A writable root is taken relative to the current folder, as a shell user means it.
     """
@@ -231,6 +232,18 @@ def sandbox_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["writableRoots"] = roots
     if args.network:
         settings["network"] = True
+    if args.allow_domain:
+        settings["allowedDomains"] = args.allow_domain
+    for flag, key in (
+        ("max_processes", "maxProcesses"),
+        ("max_file_size_mb", "maxFileSizeMB"),
+        ("max_memory_mb", "maxMemoryMB"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            if value <= 0:
+                raise ValueError(f"--{flag.replace('_', '-')} must be a positive number")
+            settings[key] = value
     if args.approval:
         settings["approval"] = args.approval
     if args.allow_command:

@@ -140,3 +140,58 @@ def test_approval_always_asks_except_for_allowed_commands(
 def test_the_flags_offer_exactly_the_settings_values() -> None:
     assert cli.SANDBOX_MODES == sandbox.MODES
     assert cli.APPROVAL_MODES == permissions.APPROVAL_MODES
+
+
+def test_allow_domain_reaches_that_host_only(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    import http.server
+    import threading
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"hi\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        bash_then_done(
+            model,
+            f"curl -sS http://localhost:{port}/ && curl -sS --fail http://127.0.0.1:{port}/",
+        )
+        done = ask(env, workspace, "--allow-domain", "localhost")
+        assert done.returncode == 0, done.stderr
+        assert tool_result(model).startswith("Error: exit code")
+        assert "hi\n" in tool_result(model) and "The proxy refused 127.0.0.1" in tool_result(model)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_limit_flag_becomes_the_limit(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    bash_then_done(model, "head -c 3M /dev/zero > big")
+    done = ask(env, workspace, "--max-file-size-mb", "1")
+    assert done.returncode == 0, done.stderr
+    assert "file-size limit (1 MB per file)" in tool_result(model)
+    assert (
+        "--max-processes must be a positive number"
+        in ask(env, workspace, "--max-processes", "0").stderr
+    )
+
+
+def test_a_weaker_sandbox_is_said_on_stderr(
+    model: ScriptedModel, workspace: Path, env: dict[str, str]
+) -> None:
+    model.reply("done")
+    done = ask({**env, "AGENT_LSP_BWRAP": "none"}, workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("The bash sandbox runs on Landlock, seccomp and resource limits") == 1
