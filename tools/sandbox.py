@@ -136,7 +136,8 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
                                 seccomp=seccomp)  # fmt: skip
             try:
                 done = subprocess.run(
-                    trial.argv(["true"]), cwd=root, stdin=subprocess.DEVNULL,
+                    trial.argv([shutil.which("true") or "/bin/true"]), cwd=root,
+                    stdin=subprocess.DEVNULL,
                     capture_output=True, timeout=15,
                 )  # fmt: skip
             except (OSError, subprocess.TimeoutExpired) as exc:
