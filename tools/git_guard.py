@@ -28,11 +28,12 @@ Breadth-first means what a budget leaves out is the deepest levels, the least li
 for the user or an editor to run git. Scanning only ``.gitmodules`` would be cheaper but
 blind to the nested repository a command creates with ``git init``, one of the attacks.
 
-Cost: listing folders is the whole of it (about 20 us a folder on the bench's VM). Given the
-previous result (``since``), the scan lists again only the folders whose ctime changed and
-stats the others: a folder's ctime moves whenever an entry is added, removed or renamed in
-it, and unlike its mtime no command can set it back. The result is the same with or without
-``since``; only its cost differs.
+Cost: listing folders is most of it (on the VM of ``bench/bench_git_guard.py`` about 19 us a
+folder, against 3 us for a stat). Given an earlier result (``since``), the scan lists again
+only the folders whose ctime moved and stats the others: a folder's ctime moves whenever an
+entry is added, removed or renamed in it, and unlike its mtime no command can set it back.
+The result is the same with or without ``since``; only its cost differs (this repository:
+12 ms fresh, under 3 ms with ``since``; a tree that exhausts the budget: 60-75 ms and 15-25).
 
 Not followed: ``include.path`` files named by a config (a tracked one shows in a diff) and
 the global and system configs (outside the workspace, not writable in the sandbox).
@@ -54,7 +55,8 @@ from typing import Literal, NamedTuple
 
 # Levels below the workspace searched for nested repositories: root/a/b/c/d/.git is found.
 MAX_DEPTH = 4
-# Directory entries listed per discovery, in all (about 10 ms on the machine of the bench).
+# Directory entries listed per discovery, in all: spent, it costs 60-75 ms on the bench's
+# VM fresh, 15-25 ms with ``since`` (the ceiling for a workspace of any size).
 ENTRY_BUDGET = 20_000
 # Entries read from one hooks folder: git knows about 30 hook names, so more is a planted
 # folder; what is beyond the limit is not watched, and the fingerprint says truncated.
@@ -173,25 +175,32 @@ def fingerprint(
     real_root = os.path.realpath(root)
     found = git_dirs(root, budget=budget, since=since.found if since is not None else None)
     truncated = found.truncated
-    paths = [str(pointer) for pointer in found.pointers]
+    digests: dict[str, str] = {}
+    hash_left = HASH_BUDGET
+
+    def watch(path: str) -> bytes:
+        nonlocal hash_left
+        digest, data = _digest(path, min(HASH_LIMIT, hash_left))
+        hash_left -= len(data)
+        if digest is not None:
+            digests[_shown(path, real_root)] = digest
+        return data
+
+    for pointer in found.pointers:
+        watch(str(pointer))
     for git_dir in found.dirs:
-        paths += [os.path.join(git_dir.path, name) for name in OBEYED_FILES]
-        for hooks in _hook_folders(git_dir):
+        texts = {name: watch(os.path.join(git_dir.path, name)) for name in OBEYED_FILES}
+        for hooks in _hook_folders(git_dir, texts["config"], texts["config.worktree"]):
             try:
                 with os.scandir(hooks) as listing:
                     entries = list(islice(listing, HOOKS_LIMIT + 1))
             except OSError:
                 continue
             truncated |= len(entries) > HOOKS_LIMIT
-            # Git never runs ``*.sample``: git init writes a dozen of them in every git dir.
-            paths += [e.path for e in entries[:HOOKS_LIMIT] if not e.name.endswith(".sample")]
-    digests: dict[str, str] = {}
-    hash_left = HASH_BUDGET
-    for path in paths:
-        digest, hashed = _digest(path, min(HASH_LIMIT, hash_left))
-        hash_left -= hashed
-        if digest is not None:
-            digests[_shown(path, real_root)] = digest
+            for entry in entries[:HOOKS_LIMIT]:
+                # Git never runs ``*.sample``: git init writes a dozen in every git dir.
+                if not entry.name.endswith(".sample"):
+                    watch(entry.path)
     return Fingerprint(digests, truncated, found)
 
 
@@ -433,11 +442,11 @@ _GITMODULES_PATH = re.compile(
 )
 
 
-def _hook_folders(git_dir: GitDir) -> list[str]:
+def _hook_folders(git_dir: GitDir, *configs: bytes) -> list[str]:
     """Where git looks for this repository's hooks: ``hooks/``, or core.hooksPath."""
     folders = [os.path.join(git_dir.path, "hooks")]
-    for name in ("config", "config.worktree"):
-        value = _hooks_path(_read_small(os.path.join(git_dir.path, name)) or b"")
+    for config in configs:
+        value = _hooks_path(config)
         if value is None:
             continue
         value = os.path.expanduser(os.fsdecode(value))
@@ -494,8 +503,8 @@ def _read_small(path: str, limit: int = 64 * 1024) -> bytes | None:
         return file.read(limit)
 
 
-def _digest(path: str, limit: int) -> tuple[str | None, int]:
-    """What a file says, for comparison (None when it does not exist), and bytes hashed.
+def _digest(path: str, limit: int) -> tuple[str | None, bytes]:
+    """What a file says, for comparison (None when it does not exist), and the bytes hashed.
 
     The sha256 of its bytes, so a same-size rewrite with its mtime restored is seen. A file
     over ``limit`` or not a regular one by its stat instead, ctime included: a command can
@@ -504,24 +513,24 @@ def _digest(path: str, limit: int) -> tuple[str | None, int]:
     try:
         info = os.lstat(path)
     except OSError:
-        return None, 0
+        return None, b""
     link = ""
     if stat.S_ISLNK(info.st_mode):
         try:
             link = f"symlink to {os.readlink(path)!r}, "
             info = os.stat(path)
         except OSError:
-            return f"{link}dangling", 0
+            return f"{link}dangling", b""
     by_stat = (
         f"{link}mode {info.st_mode:o} size {info.st_size} inode {info.st_ino} "
         f"mtime {info.st_mtime_ns} ctime {info.st_ctime_ns}"
     )
     if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-        return by_stat, 0
+        return by_stat, b""
     data = _read_small(path, limit + 1)
     if data is None or len(data) > limit:  # replaced since the lstat
-        return by_stat, 0
-    return f"{link}sha256 {hashlib.sha256(data).hexdigest()}", len(data)
+        return by_stat, b""
+    return f"{link}sha256 {hashlib.sha256(data).hexdigest()}", data
 
 
 def _is_real(path: str) -> bool:
