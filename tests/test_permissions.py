@@ -261,6 +261,34 @@ async def test_allow_always_covers_only_the_same_call(
     assert caught.value.code == -32602
 
 
+async def test_allow_always_for_named_hosts_covers_those_hosts_for_any_command(
+    client: PermissionClient, model: ScriptedModel, workspace: Path
+) -> None:
+    def to(hosts: list[str], command: str) -> dict[str, Any]:
+        return {**escalated(command, "network"), "network_hosts": hosts}
+
+    model.reply(tool_calls=[tool_call("bash", to(["pypi.org"], "pip download x"), id="p1")])
+    model.reply(tool_calls=[tool_call("bash", to(["pypi.org"], "uv lock"), id="p2")])
+    model.reply(tool_calls=[tool_call("bash", to(["evil.example"], "curl evil"), id="e")])
+    model.reply("done")
+    client.answers = ["allow_always", "reject_once"]
+    first = await ask(client, prompt="use pypi")
+
+    # The second command, another text but the same host, ran without asking.
+    assert [r["callId"] for r in client.requests] == ["p1", "e"]
+    request = client.requests[0]
+    assert request["title"] == "Run with network access to pypi.org only: pip download x"
+    assert '"Always" covers: Network access to pypi.org (any command' in request["reason"]
+    assert tool_results(model)["e"].startswith("Error: the user declined")
+    grants = (
+        await client.protocol.send_request_async("agent/grants", {"sessionId": first["sessionId"]})
+    )["grants"]
+    assert [g["title"] for g in grants] == [
+        "Network access to pypi.org (any command, through the proxy)"
+    ]
+    assert json.loads(grants[0]["arguments"]) == {"network_hosts": ["pypi.org"]}
+
+
 # -- who can be asked, and for how long -------------------------------------------------------
 
 
