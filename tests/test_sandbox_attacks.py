@@ -402,3 +402,10 @@ async def test_a_host_granted_to_one_call_only_for_that_call(
     assert await tool.handler(arguments, ToolContext()) == "hello from the host\n"
     later = await bash(workspace, f"curl -sS http://localhost:{port}/later")
     assert is_error(later) and served == ["/once"]
+
+
+async def test_a_writable_root_that_does_not_exist_breaks_nothing(
+    workspace: Path, tmp_path: Path
+) -> None:
+    policy = SandboxPolicy(writable_roots=(tmp_path / "not-yet",))
+    assert await bash(workspace, "echo ok", policy) == "ok\n"

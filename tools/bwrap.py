@@ -108,11 +108,13 @@ def arguments(
     argv += ["--proc", "/proc"] if ns.proc else ["--ro-bind", "/proc", "/proc"]
     argv += ["--tmpfs", "/tmp"]
     # Parents before children: a later mount covers what an earlier one put beneath it.
+    # "-try": a writableRoots entry that does not exist (yet) binds nothing, rather than
+    # failing every call; what exists is checked by the caller (the workspace).
     for path in sorted({*map(str, readable)}, key=_depth):
         if _under_tmp(path):
-            argv += ["--ro-bind", path, path]
+            argv += ["--ro-bind-try", path, path]
     for path in sorted({*map(str, writable)}, key=_depth):
-        argv += ["--bind", path, path]
+        argv += ["--bind-try", path, path]
     # Where they really are (a symlinked config file is covered at its target), and only
     # the outermost: what lies beneath a covered folder is gone with it.
     covered = {os.path.realpath(p) for p in hidden}
@@ -124,7 +126,7 @@ def arguments(
         elif os.path.exists(path):
             argv += ["--ro-bind", "/dev/null", path]
     for path in sorted({*map(str, protected)}, key=_depth):
-        argv += ["--ro-bind", path, path]
+        argv += ["--ro-bind-try", path, path]  # removed since it was found: nothing to cover
     return [*argv, "--chdir", str(cwd), "--"]
 
 

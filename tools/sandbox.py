@@ -230,12 +230,14 @@ def confinement(
     network: bool | None = None,
     hosts: Sequence[str] = (),
     git_writable: bool = False,
+    found: git_guard.GitDirs | None = None,
 ) -> Confinement | None:
     """The confinement of one call, or ``None`` when it runs unconfined.
 
     ``network`` overrides the policy's for this call (a granted escalation); ``hosts``
     are hosts granted to this call on top of ``allowedDomains``; ``git_writable`` (a
-    granted escalation) leaves what git obeys writable.
+    granted escalation) leaves what git obeys writable; ``found``: the workspace's git
+    dirs as just discovered (``git_guard``), so they are not looked for twice.
     """
     state = support()
     if policy.mode == "off" or not state.available:
@@ -252,7 +254,13 @@ def confinement(
         net = "none"
     protected: tuple[Path, ...] = ()
     if ns is not None and roots and not git_writable:
-        protected = tuple(p for root in roots for p in git_guard.protected_paths(root))
+        protected = tuple(
+            path
+            for root in roots
+            for path in git_guard.protected_paths(
+                root, found=found if root == workspace_root else None
+            )
+        )
     return Confinement(
         roots=roots,
         tmp=call_tmp,

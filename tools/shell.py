@@ -115,13 +115,19 @@ def bash_tool(
             arguments.get("network_hosts") or (),
         )
 
+    last_git: list[git_guard.Fingerprint] = []  # the previous call's, for the next one
+
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         # Types and bounds are already checked by the runtime against the schema, and an
         # escalation was granted by the user before the runtime called this handler.
         root = workspace.root
-        git_before = git_guard.fingerprint(root)
+        # In a thread: a discovery lists folders (a few ms, tens in a huge tree); the last
+        # call's fingerprint makes it list only folders changed since (their ctime).
+        git_before = await asyncio.to_thread(
+            git_guard.fingerprint, root, since=last_git[0] if last_git else None
+        )
         async with sandbox.private_tmp() as tmp, contextlib.AsyncExitStack() as stack:
-            confinement = _confinement(policy, root, tmp, arguments)
+            confinement = _confinement(policy, root, tmp, arguments, git_before.found)
             refused: list[str] = []
             procs = None
             if confinement is not None:
@@ -146,7 +152,9 @@ def bash_tool(
         if confinement is not None and (is_error(result) or refused):
             notes.append(hit(confinement.limits, result, limit_hit))
             notes.append(sandbox.explain_denial(result, confinement, refused))
-        notes.append(git_guard.change_note(git_before, git_guard.fingerprint(root)))
+        git_after = await asyncio.to_thread(git_guard.fingerprint, root, since=git_before)
+        last_git[:] = [git_after]
+        notes.append(git_guard.change_note(git_before, git_after))
         return "\n".join([result.rstrip("\n"), *filter(None, notes)]) if any(notes) else result
 
     return ToolDefinition(
@@ -307,7 +315,11 @@ async def run_command(
 
 
 def _confinement(
-    policy: SandboxPolicy, root: Path, tmp: Path, arguments: dict[str, Any]
+    policy: SandboxPolicy,
+    root: Path,
+    tmp: Path,
+    arguments: dict[str, Any],
+    found: git_guard.GitDirs | None = None,
 ) -> Confinement | None:
     """The confinement an allowed call runs under (its escalation granted)."""
     escalation = arguments.get("escalation")
@@ -323,6 +335,7 @@ def _confinement(
         network=True if escalation == "network" and not by_proxy else None,
         hosts=hosts if escalation == "network" else (),
         git_writable=escalation == "git-config",
+        found=found,
     )
 
 
