@@ -36,7 +36,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from server.checkpoints import CheckpointService  # noqa: E402
+from server.checkpoints.service import CheckpointService  # noqa: E402
 
 TREE_DIRS, FILES_PER_DIR = 1000, 100  # as bench_filesystem.py
 VENV_DIRS = 500

@@ -35,18 +35,19 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import openai  # noqa: E402
 
-from server.agent_loop import agent_loop  # noqa: E402
-from server.bootstrap import build_registry  # noqa: E402
-from server.compaction import Archive, ContextState, ContextWindow, transcript  # noqa: E402
-from server.context_limits import Window  # noqa: E402
-from server.events import (  # noqa: E402
+from server.agent.archive import Archive, ContextState, transcript  # noqa: E402
+from server.agent.compaction import ContextWindow  # noqa: E402
+from server.agent.events import (  # noqa: E402
     AgentEvent,
     CompactionFinished,
     CompactionStarted,
     ModelRequestStarted,
 )
-from server.model_config import ModelSettings, create_client  # noqa: E402
-from server.prompts import system_prompt  # noqa: E402
+from server.agent.loop import agent_loop  # noqa: E402
+from server.engine.bootstrap import build_registry  # noqa: E402
+from server.engine.prompts import system_prompt  # noqa: E402
+from server.model.context_limits import Window  # noqa: E402
+from server.model.endpoint import ModelSettings, create_client  # noqa: E402
 from tests.support.model_server import (  # noqa: E402
     ScriptedModel,
     instant_responder,

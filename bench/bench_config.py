@@ -23,8 +23,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from server import user_config  # noqa: E402
-from server.model_config import load_model_settings  # noqa: E402
+from server.config import user_config  # noqa: E402
+from server.model.endpoint import load_model_settings  # noqa: E402
 
 CALLS = 2_000
 ROUNDS = 7

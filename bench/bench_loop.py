@@ -32,9 +32,9 @@ sys.path.insert(0, str(REPO_ROOT))
 import openai  # noqa: E402
 from openai.types.chat import ChatCompletion  # noqa: E402
 
-from server.agent_loop import agent_loop  # noqa: E402
-from server.model_config import ModelSettings, create_client  # noqa: E402
-from server.model_stream import StreamSupport  # noqa: E402
+from server.agent.loop import agent_loop  # noqa: E402
+from server.model.endpoint import ModelSettings, create_client  # noqa: E402
+from server.model.stream import StreamSupport  # noqa: E402
 from tests.support.model_server import (  # noqa: E402
     ScriptedModel,
     completion_body,

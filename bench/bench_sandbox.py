@@ -32,7 +32,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from server.own_secrets import hidden_paths  # noqa: E402
+from server.config.own_secrets import hidden_paths  # noqa: E402
 from tooling.registry import ToolRegistry  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402

@@ -7,7 +7,7 @@ measured in the same run.
    plus where agent-lsp's extra import time goes.
 2. Round trip: ``agent/listTools`` versus the bare server's ``bench/echo`` (p50/p99).
 3. Ask overhead per tool turn: ``agent/ask`` through the server versus
-   ``server.agent_loop.agent_loop`` called in-process with the same runtime (the
+   ``server.agent.loop.agent_loop`` called in-process with the same runtime (the
    server's five tools, built by ``build_runtime``), the same system prompt, the
    same tool (``read_file`` of a 6-byte file) and an ``AsyncOpenAI`` client, both
    against the scripted model's instant responder.
@@ -49,10 +49,10 @@ from lsprotocol.converters import get_converter  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
-from server.agent_loop import agent_loop  # noqa: E402
-from server.bootstrap import build_runtime  # noqa: E402
-from server.engine import AgentEngine  # noqa: E402
-from server.prompts import system_prompt  # noqa: E402
+from server.agent.loop import agent_loop  # noqa: E402
+from server.engine.bootstrap import build_runtime  # noqa: E402
+from server.engine.engine import AgentEngine  # noqa: E402
+from server.engine.prompts import system_prompt  # noqa: E402
 from tests.support.lsp_client import server_env  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
 
@@ -276,10 +276,10 @@ t0 = time.perf_counter()
 import pygls.lsp.server, lsprotocol.converters
 t1 = time.perf_counter()
 sys.stderr.write("--agent-lsp-bench--\\n"); sys.stderr.flush()
-import server.cli, server.lsp_server, server.stdio
+import server.cli, server.lsp.server, server.lsp.stdio
 t2 = time.perf_counter()
 sys.stderr.write("--agent-lsp-bench-end--\\n"); sys.stderr.flush()
-from server.bootstrap import build_runtime
+from server.engine.bootstrap import build_runtime
 from tooling.workspace import Workspace
 build_runtime(Workspace("."))  # built on a folder's first use (listTools or ask), not at start
 t3 = time.perf_counter()
@@ -651,7 +651,7 @@ def render(
     lines += [
         f"Imports, in-process wall time (median of {IMPORT_RUNS}): the bare server's "
         f"`pygls.lsp.server` + `lsprotocol.converters` {imports['bare_s'] * ms:.0f} ms; "
-        f"agent-lsp's `server.cli` + `server.lsp_server` on top of those "
+        f"agent-lsp's `server.cli` + `server.lsp.server` on top of those "
         f"{imports['extra_s'] * ms:.0f} ms (start-up gap: "
         f"{(start_ours - start_bare) * ms:.0f} ms). Split of that extra by top-level "
         f"package (`-X importtime` self time): {shares}. A folder's tool runtime is built "

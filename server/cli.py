@@ -11,7 +11,7 @@ from pathlib import Path
 from . import __version__
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-# tools.sandbox.MODES and server.permissions.APPROVAL_MODES (a test keeps them equal),
+# tools.sandbox.MODES and server.agent.permissions.APPROVAL_MODES (a test keeps them equal),
 # spelled out so that building the parser does not import asyncio.
 SANDBOX_MODES = ("workspace-write", "read-only", "off")
 APPROVAL_MODES = ("on-request", "always", "never")
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _add_sandbox_arguments(ask)
-    from .config_command import add_parser as add_config_parser
+    from .terminal.config_command import add_parser as add_config_parser
 
     add_config_parser(commands)
     _add_checkpoint_commands(commands)
@@ -200,15 +200,15 @@ def _drop_reported_request_errors(record: logging.LogRecord) -> bool:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from .stdio import claim_stdout
+    from .lsp.stdio import claim_stdout
 
     # First, before anything heavy is imported: from here on a stray print (ours, a
     # library's, a child's) lands on stderr, never in the protocol stream.
     protocol_out = claim_stdout()
-    from .engine import AgentEngine
-    from .lsp_server import create_server, serve_stdio
-    from .own_secrets import take_key_from_environment
-    from .session_files import default_session_dir
+    from .config.own_secrets import take_key_from_environment
+    from .config.paths import default_session_dir
+    from .engine.engine import AgentEngine
+    from .lsp.server import create_server, serve_stdio
 
     # Before any command runs: the key leaves os.environ and /proc/self/environ, and
     # lives on in the engine's copy of the environment only.
@@ -239,19 +239,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
     if args.command == "ask":
-        from .terminal_client import run_ask
+        from .terminal.client import run_ask
 
         return run_ask(args)
     if args.command in ("checkpoints", "diff", "rewind"):
-        from .terminal_checkpoints import run_checkpoint_command
+        from .terminal.checkpoints import run_checkpoint_command
 
         return run_checkpoint_command(args)
     if args.command == "config":
-        from .config_command import run_config
+        from .terminal.config_command import run_config
 
         return run_config(args)
     if args.command == "compact":
-        from .terminal_client import run_compact
+        from .terminal.client import run_compact
 
         return run_compact(args)
     return serve(args)

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from server.agent_loop import PREVIEW_LIMIT, LoopResult, agent_loop, preview
-from server.events import (
+from server.agent.events import (
     AgentEvent,
     FinalAnswer,
     ModelRequestStarted,
@@ -24,7 +23,8 @@ from server.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from server.model_config import ModelRequestError, ModelSettings, create_client
+from server.agent.loop import PREVIEW_LIMIT, LoopResult, agent_loop, preview
+from server.model.endpoint import ModelRequestError, ModelSettings, create_client
 from tests.support.model_server import OMIT_USAGE, ScriptedModel, tool_call
 from tests.support.procs import pids_with
 from tooling.context import ToolContext
@@ -589,8 +589,8 @@ async def test_cancelling_during_the_model_request_appends_nothing(
 
 def test_importing_the_loop_does_not_import_openai() -> None:
     code = (
-        "import sys; import server.agent_loop, server.model_config, server.conversations, "
-        "server.events, server.prompts; print('openai' in sys.modules)"
+        "import sys; import server.agent.loop, server.model.endpoint, server.engine.conversations, "
+        "server.agent.events, server.engine.prompts; print('openai' in sys.modules)"
     )
     completed = subprocess.run(
         [sys.executable, "-c", code],

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from server import checkpoints as checkpoints_module
-from server.checkpoint_store import FolderCheckpoints
-from server.checkpoints import CheckpointService
-from server.ignores import inherited_excludes, rebase
-from server.shadow_git import blob_id
+from server.checkpoints import service as checkpoints_module
+from server.checkpoints.ignores import inherited_excludes, rebase
+from server.checkpoints.service import CheckpointService
+from server.checkpoints.shadow_git import blob_id
+from server.checkpoints.store import FolderCheckpoints
 
 GIT_ENV = {
     **os.environ,
@@ -286,9 +286,9 @@ async def test_a_cancelled_wait_for_the_store_lock_never_leaves_it_held(
 
 
 def test_the_conversation_is_cut_before_the_undone_ask_even_after_compaction() -> None:
-    from server.checkpoint_store import Checkpoint
-    from server.conversations import Conversation
-    from server.engine import _cut_before, _digest
+    from server.checkpoints.store import Checkpoint
+    from server.engine.conversations import Conversation
+    from server.engine.engine import _cut_before, _digest
 
     def ask(text: str) -> dict[str, str]:
         return {"role": "user", "content": text}

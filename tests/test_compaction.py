@@ -11,20 +11,13 @@ from typing import Any
 
 import pytest
 
-from server.agent_loop import agent_loop
-from server.compaction import (
-    ACKNOWLEDGEMENT,
-    NOTE_PREFIX,
-    SUMMARY_PREFIX,
-    Archive,
-    ContextState,
-    ContextWindow,
-    transcript,
-)
-from server.context_limits import DEFAULT_CONTEXT_WINDOW, Window, window_for
+from server.agent.archive import ACKNOWLEDGEMENT, SUMMARY_PREFIX, Archive, ContextState, transcript
+from server.agent.compaction import NOTE_PREFIX, ContextWindow
+from server.agent.events import AgentEvent, CompactionFinished, CompactionStarted
+from server.agent.loop import agent_loop
 from server.errors import ContextWindowExceededError
-from server.events import AgentEvent, CompactionFinished, CompactionStarted
-from server.model_config import ModelRequestError, ModelSettings, create_client
+from server.model.context_limits import DEFAULT_CONTEXT_WINDOW, Window, window_for
+from server.model.endpoint import ModelRequestError, ModelSettings, create_client
 from tests.support.model_server import (
     Reply,
     ScriptedModel,

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from server.compaction import ACKNOWLEDGEMENT, NOTE_PREFIX, SUMMARY_PREFIX, Archive
-from server.context_limits import DEFAULT_CONTEXT_WINDOW
-from server.conversations import Conversation
-from server.session_files import SessionFiles
+from server.agent.archive import ACKNOWLEDGEMENT, SUMMARY_PREFIX, Archive
+from server.agent.compaction import NOTE_PREFIX
+from server.engine.conversations import Conversation
+from server.engine.session_files import SessionFiles
+from server.model.context_limits import DEFAULT_CONTEXT_WINDOW
 from tests.support.lsp_client import AgentTestClient, ask, run_cli, server_env, start_client
 from tests.support.model_server import (
     Reply,

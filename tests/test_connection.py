@@ -272,7 +272,7 @@ async def test_both_requests_are_advertised(workspace: Path, model: ScriptedMode
 
 async def test_check_an_endpoint_that_does_not_answer_in_time() -> None:
     # In-process (the check's own timeouts are short here; the server uses 15 s and 30 s).
-    from server.connection_check import check_connection
+    from server.model.connection_check import check_connection
 
     with ScriptedModel(models_delay=5) as model:
         env = {"MODEL_API_KEY": ENV_KEY, "BASE_URL": model.base_url}

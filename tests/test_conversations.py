@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from server.conversations import Conversation, ConversationStore
-from server.prompts import default_system_prompt, system_prompt
+from server.engine.conversations import Conversation, ConversationStore
+from server.engine.prompts import default_system_prompt, system_prompt
 
 
 def test_create_starts_with_the_system_prompt(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from server.editor_context import SELECTION_CHARS
+from server.engine.editor_context import SELECTION_CHARS
 from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_client
 from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
 from tests.support.model_server import ScriptedModel

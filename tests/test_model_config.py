@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from server.agent_loop import agent_loop
-from server.config_sources import PROJECT_ROOT
-from server.model_config import (
+from server.agent.loop import agent_loop
+from server.config.sources import PROJECT_ROOT
+from server.model.endpoint import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MODEL,
     DEFAULT_TIMEOUT,
@@ -109,7 +109,7 @@ def test_env_file_named_by_variable_and_default_location(tmp_path: Path) -> None
     assert settings.api_key == "named"
     # Without the variable the file is agent-lsp's own .env (the folder holding server/).
     assert PROJECT_ROOT == Path(__file__).resolve().parent.parent
-    assert (PROJECT_ROOT / "server" / "model_config.py").is_file()
+    assert (PROJECT_ROOT / "server" / "model" / "endpoint.py").is_file()
 
 
 def test_reading_the_env_file_leaves_os_environ_alone(tmp_path: Path) -> None:

@@ -19,9 +19,9 @@ from typing import Any
 import openai
 import pytest
 
-from server.agent_loop import CUT_OFF_OUTPUT, agent_loop
-from server.events import AgentEvent, FinalAnswer, ToolCallStarted
-from server.model_config import ModelRequestError, ModelSettings, create_client
+from server.agent.events import AgentEvent, FinalAnswer, ToolCallStarted
+from server.agent.loop import CUT_OFF_OUTPUT, agent_loop
+from server.model.endpoint import ModelRequestError, ModelSettings, create_client
 from tests.support.model_server import (
     ASSISTANT_CONTENT,
     NO_REASONING_CONTENT,
@@ -368,7 +368,8 @@ async def test_the_scripted_model_serves_reasoning_and_a_cut_answer(
 
 def test_the_request_modules_do_not_import_openai() -> None:
     code = (
-        "import sys; import server.model_request, server.served_models, server.engine; "
+        "import sys; import server.model.request, server.model.served_models, "
+        "server.engine.engine; "
         "print('openai' in sys.modules)"
     )
     completed = subprocess.run(

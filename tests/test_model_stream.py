@@ -1,7 +1,7 @@
 """Streamed model requests: the real openai SDK against the scripted model's SSE mode.
 
-``complete`` (server/model_request.py) is one request, its attempts and their budget;
-each attempt is ``request_once`` (server/model_stream.py); the loop tests run them inside
+``complete`` (server/model/request.py) is one request, its attempts and their budget;
+each attempt is ``request_once`` (server/model/stream.py); the loop tests run them inside
 ``agent_loop``. The scripted model streams with delays between chunks, splits tool-call arguments
 across chunks, sends reasoning_content, and can refuse streaming in the ways real
 endpoints do.
@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from server.agent_loop import agent_loop
-from server.events import AgentEvent, TextDelta, ToolCallStarted
-from server.model_config import ModelRequestError, ModelSettings, create_client
-from server.model_request import complete
-from server.model_stream import ModelReply, StreamSupport
+from server.agent.events import AgentEvent, TextDelta, ToolCallStarted
+from server.agent.loop import agent_loop
+from server.model.endpoint import ModelRequestError, ModelSettings, create_client
+from server.model.request import complete
+from server.model.stream import ModelReply, StreamSupport
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import wait_until
 from tests.test_agent_loop import Recorder, _start_cli, runtime_of

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from server.own_secrets import hidden_paths
+from server.config.own_secrets import hidden_paths
 from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.settings import AgentSettings, parse_settings
+from server.engine.settings import AgentSettings, parse_settings
 from tools.sandbox import SandboxPolicy
 
 

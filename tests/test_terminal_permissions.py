@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from server.terminal_permissions import TerminalPermissions
+from server.terminal.permissions import TerminalPermissions
 from tests.support.lsp_client import REPO, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import wait_until

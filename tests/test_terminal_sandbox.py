@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from server import cli, permissions
+from server import cli
+from server.agent import permissions
 from tests.support.lsp_client import server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.net import pending_connections

@@ -236,7 +236,7 @@ def test_importing_tooling_loads_no_tool() -> None:
         "import tooling, tooling.contract, tooling.registry, tooling.runtime, tooling.workspace"
     )
     assert not {m for m in modules if m == "tools" or m.startswith("tools.")}
-    assert "server.bootstrap" not in modules
+    assert "server.engine.bootstrap" not in modules
     assert "openai" not in modules
 
 

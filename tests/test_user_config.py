@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from server.config_sources import resolve_model_sources
-from server.model_config import ModelNotConfiguredError, load_model_settings
-from server.user_config import (
+from server.config.sources import resolve_model_sources
+from server.config.user_config import (
     UserConfigError,
     config_path,
     permission_warning,
     read_user_config,
     set_value,
 )
+from server.model.endpoint import ModelNotConfiguredError, load_model_settings
 
 KEY = "sk-file-key-DO-NOT-LEAK-0000"
 

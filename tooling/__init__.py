@@ -1,5 +1,5 @@
 """Generic tool mechanism: contract, registry, runtime, workspace boundary.
 
 Importing this package loads no concrete tool and builds no registry; the
-application chooses its tools explicitly (see ``server.bootstrap``).
+application chooses its tools explicitly (see ``server.engine.bootstrap``).
 """

@@ -3,7 +3,7 @@
 A language server knows the text of every document open in the editor, unsaved
 changes included, and can ask the editor to change a buffer
 (``workspace/applyEdit``) so the change is visible and undoable there. Tools depend
-only on this small interface; ``server.documents`` implements it over LSP, and
+only on this small interface; ``server.lsp.documents`` implements it over LSP, and
 without it (``None`` in the tool context) tools work on disk alone.
 """
 

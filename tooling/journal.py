@@ -1,4 +1,4 @@
-"""What an ask changes, as tools report it (an interface; ``server.checkpoints`` has
+"""What an ask changes, as tools report it (an interface; ``server.checkpoints.service`` has
 the implementation).
 
 Before an ask can change anything the server records a checkpoint of the workspace

@@ -4,7 +4,7 @@ A tool says what one call would need the user's permission for (``CallPermission
 from its ``ToolDefinition.permission`` hook); the runtime asks the call's
 ``context.permissions`` before running any destructive tool, and the front end
 decides (its policy, the user's earlier answers, a dialog in the editor).
-``server.permissions`` implements it over LSP; without one (``None`` in the context)
+``server.agent.permissions`` implements it over LSP; without one (``None`` in the context)
 calls that require permission are refused, and the others run.
 """
 

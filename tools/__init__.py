@@ -1,2 +1,2 @@
-"""Concrete tools. Declaring a tool does not enable it: ``server.bootstrap``
+"""Concrete tools. Declaring a tool does not enable it: ``server.engine.bootstrap``
 chooses which tools a runtime gets."""

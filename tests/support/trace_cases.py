@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.terminal_client import format_activity, format_compaction, stop_note
+from server.terminal.client import format_activity, format_compaction, stop_note
 from tooling.display import escape_control
 
 STAMP = r"\d\d:\d\d:\d\d"

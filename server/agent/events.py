@@ -1,0 +1,129 @@
+"""Typed events the agent loop reports while it runs.
+
+The loop never prints: front ends pass an :data:`EventSink` (a plain synchronous
+callback) and turn these into editor notifications, log lines or test records.
+For each run the order is: ``ModelRequestStarted`` before every model request,
+then that turn's ``TextDelta``s as the response streams in, then
+``ToolCallStarted``/``ToolCallFinished`` around every tool call (a cancelled call
+still gets its ``ToolCallFinished`` with ``ok=False``), ``FinalAnswer`` last.
+``CompactionStarted``/``CompactionFinished`` come before a turn's request when the
+history had to be compacted (``server.agent.compaction``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelRequestStarted:
+    turn: int  # 1-based: one turn = one chat.completions request
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """Text of the model's response as it arrives, in order.
+
+    ``channel`` is ``"answer"`` (the message's text; a turn's deltas add up to it)
+    or ``"reasoning"`` (thinking some providers send beside it: shown, never sent
+    back). Not coalesced here: one event per streamed chunk.
+    """
+
+    turn: int
+    channel: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    turn: int
+    call_id: str
+    name: str
+    arguments: str  # raw JSON text as the model sent it
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    turn: int
+    call_id: str
+    name: str
+    arguments: str
+    ok: bool
+    output: str  # preview, at most 2,000 characters (the model gets the full text)
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class PermissionRequested:
+    """A call waits for the user's permission (between its start and its end)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    title: str
+
+
+@dataclass(frozen=True)
+class PermissionAnswered:
+    call_id: str
+    name: str
+    arguments: str
+    allowed: bool  # False also for a timeout or a dismissed request
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    text: str
+    stop_reason: str  # "end_turn", "empty", "max_tokens" or "max_turns"
+
+
+@dataclass(frozen=True)
+class CompactionStarted:
+    """The history is being compacted before the turn's model request."""
+
+    turn: int
+    trigger: str  # "threshold", "overflow" (the provider said it is too long) or "request"
+    tokens: int  # estimated context size before
+    window: int  # the model's context window
+
+
+@dataclass(frozen=True)
+class CompactionFinished:
+    turn: int
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    window: int
+    elided: int  # tool outputs replaced by a note
+    summarized: int  # messages replaced by a summary
+    duration_ms: float  # the summary's model requests included
+
+
+AgentEvent = (
+    ModelRequestStarted
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | PermissionRequested
+    | PermissionAnswered
+    | FinalAnswer
+    | CompactionStarted
+    | CompactionFinished
+)
+EventSink = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class EngineWarning:
+    """Something the user should know that is not an ask's result or error.
+
+    Not tied to one ask's run (it may arrive after the ask that caused it ended),
+    so the engine reports it to its own sink, which a front end shows the user.
+    """
+
+    kind: str  # "model_not_served": the endpoint's model list lacks the configured model
+    message: str
+
+
+WarningSink = Callable[[EngineWarning], None]

@@ -1,0 +1,343 @@
+"""The agent loop shared by every front end.
+
+Ask the model, run the tool calls it makes, feed the results back, repeat until
+it answers without tools (or the turn budget runs out). The loop appends to the
+message list it is given, so a conversation continues where it stopped.
+
+Invariants the rest of the server relies on:
+
+- Every tool call of an appended assistant message gets exactly one
+  ``role="tool"`` message with its ``tool_call_id`` -- errors, unknown tools,
+  unsupported call types, cancellation and tool bugs included -- so the history
+  is always valid to send again.
+- A cancelled (or failed) model request appends nothing.
+- An assistant message is appended in the one shape every endpoint accepts
+  (:func:`~server.model.stream.assistant_message`: ``content`` a string, reasoning
+  text never), never as the SDK parsed it.
+- The model's text reaches ``on_event`` as it streams in (``TextDelta``), the whole
+  of it, in order, before the turn's tool calls start.
+- A response cut at the token limit (``finish_reason: "length"``) ends the run
+  with ``stop_reason="max_tokens"``; its tool calls (whose arguments may be cut
+  too) are not run but answered with an error, so the history stays valid.
+- Consecutive calls to read-only tools in one response run concurrently; their
+  results are still appended in call order. Any other call is a barrier.
+- With a ``window`` (``server.agent.compaction``), each request goes through it: the
+  history may be compacted in place before it, and once after the provider's
+  context-length error.
+
+``openai`` is not imported here at module level (it costs ~1 s); the client is
+passed in, and :mod:`server.model.request` (one request, its retries and the shape
+of what goes back) looks the SDK's types up when it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from tooling.context import ToolContext
+from tooling.contract import is_error
+
+from ..model.request import complete
+from ..model.stream import StreamSupport
+from .events import (
+    AgentEvent,
+    EventSink,
+    FinalAnswer,
+    ModelRequestStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from tooling.runtime import ToolRuntime
+
+    from .compaction import ContextWindow
+
+log = logging.getLogger(__name__)
+
+PREVIEW_LIMIT = 2000
+CANCELLED_OUTPUT = "Error: cancelled"
+CUT_OFF_OUTPUT = (
+    "Error: not run: the response was cut off at the model's token limit "
+    "(finish_reason: length), so this call may be incomplete"
+)
+
+# end_turn: the model answered; empty: it answered nothing (no text, no tool calls);
+# max_tokens: its response was cut at the token limit; max_turns: the turn budget ran out.
+StopReason = Literal["end_turn", "empty", "max_tokens", "max_turns"]
+
+
+@dataclass
+class ToolCallRecord:
+    id: str
+    name: str
+    arguments: str
+    ok: bool
+    output: str  # preview, at most PREVIEW_LIMIT characters
+    duration_ms: float
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    # The last response's prompt_tokens (None if it reported none): the context size.
+    last_prompt_tokens: int | None = field(default=None, compare=False)
+
+    def add(self, usage: Any) -> None:
+        """Add a response's ``usage`` (``None`` on endpoints that do not report it)."""
+        self.last_prompt_tokens = getattr(usage, "prompt_tokens", None) or None
+        if usage is None:
+            return
+        self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+        self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+        self.total_tokens += getattr(usage, "total_tokens", 0) or 0
+
+    def as_dict(self) -> dict[str, int]:
+        totals = asdict(self)
+        del totals["last_prompt_tokens"]
+        return totals
+
+
+@dataclass
+class LoopResult:
+    text: str
+    stop_reason: StopReason
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+
+
+def preview(output: str, limit: int = PREVIEW_LIMIT) -> str:
+    """``output`` cut to at most ``limit`` characters, saying how much was left out."""
+    if len(output) <= limit:
+        return output
+    # Sized with len(output) so the real (smaller) count always fits within ``limit``.
+    marker = f"\n… [{len(output)} more characters]"
+    head = output[: limit - len(marker)]
+    return head + f"\n… [{len(output) - len(head)} more characters]"
+
+
+async def agent_loop(
+    messages: list[dict[str, Any]],
+    runtime: ToolRuntime,
+    *,
+    client: AsyncOpenAI,
+    model: str,
+    max_turns: int = 50,
+    on_event: EventSink | None = None,
+    context: ToolContext | None = None,
+    window: ContextWindow | None = None,
+    streaming: StreamSupport | None = None,
+) -> LoopResult:
+    """Run the loop on ``messages`` (appended to in place) and return the final text.
+
+    One turn is one chat.completions request. The run stops with ``end_turn`` when
+    the model answers without tools, ``empty`` when it answers nothing at all (no
+    text, no tool calls; the text is ``""``), ``max_tokens`` when its response was
+    cut at the token limit, and ``max_turns`` when ``max_turns`` requests have been
+    made and the model still wants tools (those calls are run and paired; the text
+    is the last assistant text).
+
+    ``context`` is what the tools may use for this run (the conversation's ledger, the
+    editor's documents); each call gets its own copy via ``for_call``. Without one,
+    the tools get a fresh context for the run.
+
+    ``streaming`` is what the endpoint is known to accept (the engine keeps one per
+    endpoint); without one, requests stream and what is learned lasts this run.
+
+    Raises :class:`~server.model.endpoint.ModelRequestError` when a request fails;
+    ``CancelledError`` propagates after the history has been made consistent.
+    """
+    if max_turns < 1:
+        raise ValueError("max_turns must be >= 1")
+    emit = on_event or _ignore
+    context = context if context is not None else ToolContext()
+    streaming = streaming if streaming is not None else StreamSupport()
+    schemas = runtime.schemas()  # once per run: the registry does not change mid-run
+    # An empty registry sends no ``tools`` at all: some endpoints reject ``tools: []``.
+    options: dict[str, Any] = {"tools": schemas, "tool_choice": "auto"} if schemas else {}
+
+    usage = Usage()
+    records: list[ToolCallRecord] = []
+    text = ""
+
+    async def summarize(request: list[dict[str, Any]]) -> str:  # compaction's own requests
+        return await complete_text(client, model, request, usage)
+
+    for turn in range(1, max_turns + 1):
+        send = functools.partial(
+            complete,
+            client,
+            model=model,
+            messages=messages,
+            options=options,
+            streaming=streaming,
+            on_delta=functools.partial(_text_delta, emit, turn),
+        )
+        if window is None:
+            emit(ModelRequestStarted(turn=turn))
+            reply = await send()
+        else:
+            reply = await window.send(messages, send, turn=turn, summarize=summarize, emit=emit)
+        usage.add(reply.usage)
+        if window is not None:
+            window.observe(messages, usage.last_prompt_tokens)
+        text = reply.text
+        calls = reply.tool_calls
+        messages.append(reply.message)
+        if reply.finish_reason == "length":
+            messages.extend(
+                {"role": "tool", "tool_call_id": c["id"], "content": CUT_OFF_OUTPUT} for c in calls
+            )
+            return _stop(emit, LoopResult(text, "max_tokens", records, usage, turn))
+        if not calls:
+            if not text.strip():
+                return _stop(emit, LoopResult("", "empty", records, usage, turn))
+            return _stop(emit, LoopResult(text, "end_turn", records, usage, turn))
+        await _run_tool_calls(calls, runtime, context, messages, records, turn, emit)
+
+    return _stop(emit, LoopResult(text, "max_turns", records, usage, max_turns))
+
+
+def _stop(emit: EventSink, result: LoopResult) -> LoopResult:
+    emit(FinalAnswer(text=result.text, stop_reason=result.stop_reason))
+    return result
+
+
+async def complete_text(
+    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], usage: Usage | None = None
+) -> str:
+    """One plain request offering no tools; the text it answers (compaction's summaries)."""
+    reply = await complete(client, model=model, messages=messages, options={})
+    if usage is not None:
+        usage.add(reply.usage)
+    return reply.text
+
+
+def _text_delta(emit: EventSink, turn: int, channel: str, text: str) -> None:
+    emit(TextDelta(turn, channel, text))
+
+
+async def _run_tool_calls(
+    calls: Sequence[dict[str, Any]],
+    runtime: ToolRuntime,
+    context: ToolContext,
+    messages: list[dict[str, Any]],
+    records: list[ToolCallRecord],
+    turn: int,
+    emit: EventSink,
+) -> None:
+    """Run one response's calls, appending one tool message per call in call order."""
+    outputs: dict[int, str] = {}
+    finished: dict[int, ToolCallRecord] = {}
+    started: dict[int, float] = {}
+    appended = 0
+
+    async def run(index: int) -> None:
+        call = calls[index]
+        name, arguments = _describe(call)
+        started[index] = time.perf_counter()
+        emit(ToolCallStarted(turn=turn, call_id=call["id"], name=name, arguments=arguments))
+        if call.get("type", "function") != "function":
+            output = f"Error: unsupported tool call type {call['type']}"
+        else:
+            output = await runtime.execute(name, arguments, context.for_call(call["id"]))
+        outputs[index] = output
+        _finish(index, output, ok=not is_error(output))
+
+    def _finish(index: int, output: str, *, ok: bool) -> None:
+        call = calls[index]
+        name, arguments = _describe(call)
+        duration_ms = (time.perf_counter() - started[index]) * 1000
+        shown = preview(output)
+        finished[index] = ToolCallRecord(call["id"], name, arguments, ok, shown, duration_ms)
+        emit(ToolCallFinished(turn, call["id"], name, arguments, ok, shown, duration_ms))
+
+    def append(index: int, output: str) -> None:
+        if index in finished:
+            records.append(finished[index])
+        messages.append({"role": "tool", "tool_call_id": calls[index]["id"], "content": output})
+
+    try:
+        index = 0
+        while index < len(calls):
+            end = index + 1
+            if _is_read_only(calls[index], runtime):
+                while end < len(calls) and _is_read_only(calls[end], runtime):
+                    end += 1
+            if end - index == 1:
+                await run(index)
+            else:
+                await _run_concurrently(run, range(index, end))
+            for done in range(index, end):
+                append(done, outputs[done])
+                appended = done + 1
+            index = end
+    except BaseException as exc:
+        # Pair what is left so the history stays valid; finished results keep their text.
+        if isinstance(exc, asyncio.CancelledError):
+            reason = CANCELLED_OUTPUT
+        else:
+            reason = f"Error: the tool failed with an internal error ({type(exc).__name__})"
+        for index in range(appended, len(calls)):
+            output = outputs.get(index)
+            if output is None:
+                output = reason
+                if index in started:
+                    _safely(lambda i=index: _finish(i, reason, ok=False))
+            append(index, output)
+        raise
+
+
+async def _run_concurrently(run: Any, indices: range) -> None:
+    """Run ``run(i)`` for each index together; re-raise the first tool bug afterwards.
+
+    A TaskGroup waits for every child to finish, so on cancellation each tool has
+    cleaned up (killed its processes) before the loop's CancelledError goes on.
+    """
+    failures: list[BaseException] = []
+
+    async def guarded(index: int) -> None:
+        try:
+            await run(index)
+        except Exception as exc:  # a tool bug: let its siblings finish, raise it after
+            failures.append(exc)
+
+    async with asyncio.TaskGroup() as group:
+        for index in indices:
+            group.create_task(guarded(index))
+    if failures:
+        raise failures[0]
+
+
+def _is_read_only(call: dict[str, Any], runtime: ToolRuntime) -> bool:
+    return call.get("type", "function") == "function" and runtime.is_read_only(_describe(call)[0])
+
+
+def _describe(call: dict[str, Any]) -> tuple[str, str]:
+    """(name, raw arguments) of a call of any type (as ``server.model.stream`` shapes it)."""
+    kind = call.get("type", "function")
+    body = call.get(kind) or {}
+    return str(body.get("name") or ""), str(body.get("arguments", body.get("input")) or "")
+
+
+def _safely(action: Any) -> None:
+    try:
+        action()
+    except Exception:  # an event sink failing while we unwind must not hide the cause
+        log.exception("Event sink failed while pairing interrupted tool calls")
+
+
+def _ignore(event: AgentEvent) -> None:
+    pass

@@ -1,0 +1,594 @@
+"""Checkpoints: what each ask changed, kept so it can be shown and undone.
+
+Protocol-free (the language server maps ``agent/checkpoints``, ``agent/diff`` and
+``agent/rewind`` onto :class:`CheckpointService`; tests drive it directly).
+
+Before an ask can change anything, its workspace folder is snapshotted into a shadow
+git repository (``server.checkpoints.shadow_git``) kept under the state directory, one per folder;
+the snapshot runs while the model thinks, and the first tool that may change files
+waits for it. When the ask ends a second snapshot is taken; the difference is what
+the ask changed, whichever tool changed it. The file tools' journal adds what the
+snapshots cannot see: edits that went into open editor buffers, git-ignored files and
+nested repositories, and -- without git -- every ``write_file``/``edit_file`` change
+(``bash`` changes are then not covered, and each checkpoint says so).
+
+The store of each folder (layout, session logs, locks) is ``server.checkpoints.store``.
+
+Storage is bounded: at most ``MAX_PER_FOLDER`` checkpoints per folder (the oldest
+dropped, whichever session they belong to), none older than ``RETENTION_DAYS``, and
+a session's checkpoints are deleted when the session ends; objects nothing refers to
+any more are garbage-collected in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .file_states import (
+    MAX_DIFF_BYTES,
+    FileState,
+    from_text,
+    from_tree,
+    line_stats,
+    read_disk,
+    text_of,
+    unified_diff,
+)
+from .rewind import RewindEditor, RewindOutcome, rewind_files
+from .shadow_git import GitError, Snapshot
+from .store import (
+    Checkpoint,
+    FileChange,
+    FolderCheckpoints,
+    SessionLog,
+    private_dir,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_PER_FOLDER = 100
+RETENTION_DAYS = 30
+PROMPT_CHARS = 120
+MAX_STAT_FILES = 500  # line counts are computed for at most this many files per ask
+NO_GIT_NOTE = (
+    "git is not installed: checkpoints record only what write_file and edit_file "
+    "change; changes made by bash commands are not covered"
+)
+REF_PREFIX = "refs/agent-lsp/"
+
+
+def default_checkpoint_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "agent-lsp" / "checkpoints"
+
+
+# --- one ask -------------------------------------------------------------------------
+
+
+class AskRecorder:
+    """Records one ask's checkpoint; the ask's :class:`~tooling.journal.ChangeJournal`."""
+
+    def __init__(
+        self,
+        service: CheckpointService,
+        folder: FolderCheckpoints,
+        session_id: str,
+        checkpoint: Checkpoint,
+    ) -> None:
+        self._service = service
+        self._folder = folder
+        self._session_id = session_id
+        self.checkpoint = checkpoint
+        self._mutex = threading.Lock()
+        # Per path: its state on disk before the ask's first write of it, and its
+        # open buffer before and after the agent's edits (state, bytes).
+        self._written: dict[Path, tuple[FileState, bytes | None]] = {}
+        self._buffers: dict[Path, tuple[tuple[FileState, bytes], tuple[FileState, bytes]]] = {}
+        self._before: asyncio.Task[Snapshot | None] | None = None
+        # Set once a tool that may change files is about to run (the runtime awaits
+        # ready() first): without one, the workspace is as the agent found it.
+        self._may_change = False
+        self._key = f"{session_id}/{checkpoint.id}"
+        self._running_fd: int | None = None
+
+    async def start(self) -> None:
+        self._running_fd = await asyncio.to_thread(self._folder.claim_running, self._key)
+        if self._folder.repo is not None:
+            self._before = asyncio.create_task(self._take_before())
+
+    async def _take_before(self) -> Snapshot | None:
+        try:
+            snapshot = await self._folder.snapshot()
+        except GitError as exc:
+            self._degrade(f"the checkpoint before this ask could not be taken ({exc})")
+            return None
+        self.checkpoint.before_tree = snapshot.tree
+        self._note_skipped(snapshot)
+        # Kept before any tool runs, so a server killed mid-ask leaves what is needed
+        # to work out its changes later (a few milliseconds).
+        repo = self._folder.repo
+        assert repo is not None
+        with contextlib.suppress(GitError, OSError):
+            await repo.set_refs({f"{REF_PREFIX}{self._key}/before": snapshot.tree})
+            await self._save()
+        return snapshot
+
+    async def _save(self) -> None:
+        checkpoint = self.checkpoint
+        await self._folder.edit(self._session_id, lambda session: session.put(checkpoint))
+
+    # -- the journal -------------------------------------------------------------------
+
+    async def ready(self) -> None:
+        self._may_change = True
+        if self._before is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._before)
+
+    def will_write(self, path: Path) -> None:
+        if not path.is_relative_to(self._folder.root):
+            return
+        with self._mutex:
+            if path in self._written:
+                return
+        try:
+            captured = read_disk(path)
+        except OSError:
+            return  # the write will fail the same way and change nothing
+        with self._mutex:
+            self._written.setdefault(path, captured)
+
+    def edited_buffer(self, path: Path, before: str, after: str) -> None:
+        if not path.is_relative_to(self._folder.root):
+            return
+        with self._mutex:
+            first = self._buffers.get(path, (from_text(before), from_text(after)))[0]
+            self._buffers[path] = (first, from_text(after))
+
+    # -- the end of the ask --------------------------------------------------------------
+
+    async def finish(self, *, in_conversation: bool = True) -> None:
+        """Record what the ask changed (also after a failure or cancellation);
+        ``in_conversation``: whether its request stayed in the conversation."""
+        if not in_conversation:
+            self.checkpoint.request_digest = None
+        try:
+            await self._finish()
+        finally:
+            if self._running_fd is not None:
+                await asyncio.to_thread(self._folder.release_running, self._key, self._running_fd)
+                self._running_fd = None
+
+    async def _finish(self) -> None:
+        checkpoint = self.checkpoint
+        before = None
+        if self._before is not None and not self._before.done():
+            # The ask ended (cancelled, failed) before its snapshot did: no tool that
+            # changes files ran (they wait for it), so there is nothing to record.
+            self._before.cancel()
+        if self._before is not None:
+            with contextlib.suppress(BaseException):
+                before = await self._before
+        after_tree = None
+        if before is not None and not self._may_change:
+            # Only read-only tools ran (or none): the end is the start, no snapshot needed
+            # (an answer-only ask finishes ~10 ms sooner).
+            after_tree = before.tree
+        elif before is not None:
+            try:
+                after = await self._folder.snapshot()
+                after_tree = after.tree
+                self._note_skipped(after)
+            except GitError as exc:
+                self._degrade(f"the end of this ask could not be snapshotted ({exc})")
+        checkpoint.after_tree = after_tree
+
+        changes: dict[str, FileChange] = {}
+        if before is not None and after_tree is not None and after_tree != before.tree:
+            assert self._folder.repo is not None
+            for raw in await self._folder.repo.diff(before.tree, after_tree):
+                changes[raw.path] = FileChange(
+                    raw.path, from_tree(raw.before), from_tree(raw.after)
+                )
+        changes.update(await self._journal_changes(changes, before, after_tree))
+        ordered = [changes[path] for path in sorted(changes)]
+        await self._count_lines(ordered)
+        checkpoint.changes = ordered
+        checkpoint.state = "done"
+        if self._folder.repo is not None:
+            refs = {f"{REF_PREFIX}{self._key}/{end}": tree
+                    for end, tree in (("before", checkpoint.before_tree), ("after", after_tree))
+                    if tree}  # fmt: skip
+            with contextlib.suppress(GitError):
+                await self._folder.repo.set_refs(refs)
+        await self._save()
+        await self._service.after_ask(self._folder)
+
+    async def _journal_changes(
+        self, git_changes: dict[str, FileChange], before: Snapshot | None, after_tree: str | None
+    ) -> dict[str, FileChange]:
+        """Changes the snapshots cannot see, from what the file tools reported."""
+        with self._mutex:
+            written, buffers = dict(self._written), dict(self._buffers)
+        root = self._folder.root
+        found: dict[str, FileChange] = {}
+        for path, ((state, data), (now, now_data)) in buffers.items():
+            if not now.same_content(state):
+                rel = path.relative_to(root).as_posix()
+                await self._keep((state, data), (now, now_data))
+                found[rel] = FileChange(rel, state, now)
+        disk: dict[str, tuple[Path, FileState, bytes | None]] = {}
+        for path, (state, data) in written.items():
+            rel = path.relative_to(root).as_posix()
+            if rel not in git_changes:
+                disk[rel] = (path, state, data)
+        if disk and before is not None and after_tree is not None:
+            # Paths the snapshots cover already show in the git changes if they changed.
+            assert self._folder.repo is not None
+            covered = set(await self._folder.repo.entries(before.tree, disk))
+            covered |= set(await self._folder.repo.entries(after_tree, disk))
+            disk = {rel: v for rel, v in disk.items() if rel not in covered}
+        for rel, (path, state, data) in disk.items():
+            if rel in found:
+                continue  # its buffer change is what the user sees
+            now, now_data = await asyncio.to_thread(read_disk, path)
+            if not now.same_content(state) or now.mode != state.mode:
+                await self._keep((state, data), (now, now_data))
+                found[rel] = FileChange(rel, state, now)
+        return found
+
+    async def _keep(self, *states: tuple[FileState, bytes | None]) -> None:
+        for state, data in states:
+            if state.exists and state.oid and data is not None:
+                await asyncio.to_thread(self._folder.blobs.put, state.oid, data)
+
+    async def _count_lines(self, changes: list[FileChange]) -> None:
+        countable = changes[:MAX_STAT_FILES]
+        states = [s for c in countable for s in (c.before, c.after)]
+        contents = await self._folder.contents(states, max_size=MAX_DIFF_BYTES)
+
+        def count() -> None:
+            for change in countable:
+                old = _content(change.before, contents)
+                new = _content(change.after, contents)
+                if old is False or new is False:
+                    continue
+                stats = line_stats(old, new)  # type: ignore[arg-type]
+                if stats is not None:
+                    change.added, change.removed = stats
+
+        await asyncio.to_thread(count)
+
+    def _note_skipped(self, snapshot: Snapshot) -> None:
+        for skipped in snapshot.skipped[:20]:
+            note = f"not covered: {skipped}"
+            if note not in self.checkpoint.notes:
+                self.checkpoint.notes.append(note)
+
+    def _degrade(self, note: str) -> None:
+        log.warning("checkpoint %s: %s", self._key, note)
+        self.checkpoint.coverage = "fileTools"
+        self.checkpoint.notes.append(note + "; bash changes are not covered")
+        self._service.warn(note)
+
+
+def _content(state: FileState, contents: dict[str, bytes]) -> bytes | bool | None:
+    """The bytes of a state, None when absent, False when not available."""
+    if not state.exists:
+        return None
+    return contents.get(state.oid, False)
+
+
+# --- the service ---------------------------------------------------------------------
+
+
+@dataclass
+class FileDiff:
+    path: str
+    status: str
+    diff: str | None  # None: binary, or too large to show
+    before: str | None = None  # whole texts, when asked for (None: absent or not text)
+    after: str | None = None
+
+
+class CheckpointService:
+    """Checkpoints of every folder the server acts in (one store per folder)."""
+
+    def __init__(
+        self,
+        directory: Path | None = None,
+        *,
+        git: str | bool | None = True,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.directory = directory if directory is not None else default_checkpoint_dir()
+        self._git = shutil.which("git") if git is True else (git or None)
+        self._folders: dict[Path, FolderCheckpoints] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._on_warning = on_warning
+        if self._git is None:
+            self.warn(NO_GIT_NOTE)  # once per server, before its first checkpoint
+
+    @property
+    def uses_git(self) -> bool:
+        return self._git is not None
+
+    def folder(self, root: Path) -> FolderCheckpoints:
+        found = self._folders.get(root)
+        if found is None:
+            digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+            found = FolderCheckpoints(root, self.directory / digest, self._git, self.directory)
+            self._folders[root] = found
+        return found
+
+    def warn(self, message: str) -> None:
+        """A problem the user should see (git missing, a snapshot that failed)."""
+        if self._on_warning is not None:
+            self._on_warning(message)
+        else:
+            log.warning("%s", message)
+
+    # -- asks --------------------------------------------------------------------------
+
+    async def prepare(self, root: Path) -> None:
+        """Ready ``root``'s store before its first ask (the server's warm-up): the
+        shadow repository created or checked, nothing snapshotted."""
+        folder = await self._opened(root)
+        if folder.repo is not None:
+            await folder.prepare()
+
+    async def _opened(self, root: Path) -> FolderCheckpoints:
+        """``root``'s store, its private folder made and named."""
+        folder = self.folder(root)
+        await asyncio.to_thread(private_dir, folder.directory)
+        await asyncio.to_thread(_write_folder_name, folder)
+        return folder
+
+    async def begin(
+        self,
+        root: Path,
+        session_id: str,
+        prompt: str,
+        request_digest: str,
+    ) -> AskRecorder:
+        """Start recording an ask; its snapshot runs in the background (tools that may
+        change files wait for it through ``recorder.ready()``, as the runtime does)."""
+        folder = await self._opened(root)
+        await self._settle(folder, session_id)
+        short = " ".join(prompt.split())
+        if len(short) > PROMPT_CHARS:
+            short = short[: PROMPT_CHARS - 1] + "…"
+        git = folder.repo is not None
+
+        def add(session: SessionLog) -> Checkpoint:
+            checkpoint = Checkpoint(
+                id=str(session.next_number),
+                prompt=short,
+                time=time.time(),
+                request_digest=request_digest,
+                coverage="all" if git else "fileTools",
+                notes=[] if git else [NO_GIT_NOTE],
+            )
+            session.next_number += 1
+            session.checkpoints.append(checkpoint)
+            return checkpoint
+
+        checkpoint = await folder.edit(session_id, add)
+        recorder = AskRecorder(self, folder, session_id, checkpoint)
+        await recorder.start()
+        return recorder
+
+    async def after_ask(self, folder: FolderCheckpoints) -> None:
+        """Keep the store within its bounds; pack objects in the background."""
+        async with folder.locked():
+            dropped = await asyncio.to_thread(self._prune, folder, time.time())
+        await self._forget(folder, dropped)
+        if folder.repo is not None:
+            self.spawn(folder.repo.pack())
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def checkpoints(self, root: Path, session_id: str) -> list[Checkpoint]:
+        folder = self.folder(root)
+        await self._settle(folder, session_id)
+        return (await self._session(folder, session_id)).checkpoints
+
+    async def diff(
+        self, root: Path, session_id: str, checkpoint_id: str, *, include_content: bool = False
+    ) -> list[FileDiff]:
+        folder = self.folder(root)
+        await self._settle(folder, session_id)
+        session = await self._session(folder, session_id)
+        checkpoint = session.checkpoints[session.find(checkpoint_id)]
+        states = [s for c in checkpoint.changes for s in (c.before, c.after)]
+        contents = await folder.contents(states, max_size=MAX_DIFF_BYTES)
+        files = []
+        for change in checkpoint.changes:
+            old = _content(change.before, contents)
+            new = _content(change.after, contents)
+            text = None
+            if old is not False and new is not False:
+                text = await asyncio.to_thread(unified_diff, change.path, old, new)  # type: ignore[arg-type]
+            entry = FileDiff(change.path, change.status, text)
+            if include_content:
+                entry.before = text_of(old) if isinstance(old, bytes) else None
+                entry.after = text_of(new) if isinstance(new, bytes) else None
+            files.append(entry)
+        return files
+
+    def has_session(self, root: Path, session_id: str) -> bool:
+        return self.folder(root).has_session(session_id)
+
+    async def _session(self, folder: FolderCheckpoints, session_id: str) -> SessionLog:
+        return await folder.read(session_id)
+
+    # -- rewind ------------------------------------------------------------------------
+
+    async def rewind(
+        self,
+        root: Path,
+        session_id: str,
+        checkpoint_id: str,
+        *,
+        editor: RewindEditor | None = None,
+        dry_run: bool = False,
+    ) -> tuple[RewindOutcome, list[Checkpoint]]:
+        """Undo the asks from ``checkpoint_id`` on; returns the outcome and the undone
+        checkpoints (the conversation is cut before the first of them)."""
+        folder = self.folder(root)
+        await self._settle(folder, session_id)
+        session = await self._session(folder, session_id)
+        index = session.find(checkpoint_id)
+        undone = session.checkpoints[index:]
+        busy = [c.id for c in undone if folder.is_running(f"{session_id}/{c.id}")]
+        if busy:
+            raise CheckpointBusyError(f"ask {busy[0]} of session {session_id} is still running")
+        outcome = await rewind_files(folder, undone, editor, dry_run=dry_run)
+        if not dry_run:
+            ids = {c.id for c in undone}
+
+            def drop(log_: SessionLog) -> None:
+                log_.checkpoints = [c for c in log_.checkpoints if c.id not in ids]
+
+            await folder.edit(session_id, drop)
+            await self._forget(folder, [(session_id, c) for c in undone])
+        return outcome, undone
+
+    # -- ending ------------------------------------------------------------------------
+
+    async def end_session(self, root: Path, session_id: str) -> None:
+        """The session ended: its checkpoints go."""
+        folder = self.folder(root)
+        if not folder.has_session(session_id):
+            return
+
+        def clear(session: SessionLog) -> list[Checkpoint]:
+            dropped, session.checkpoints = session.checkpoints, []
+            return dropped
+
+        dropped = await folder.edit(session_id, clear)
+        async with folder.locked():
+            await asyncio.to_thread(folder._log_path(session_id).unlink, missing_ok=True)
+        await self._forget(folder, [(session_id, c) for c in dropped])
+
+    async def settled(self) -> None:
+        """Wait for background maintenance (packing, garbage collection) to finish."""
+        while self._background:
+            await asyncio.wait(list(self._background))
+
+    async def aclose(self) -> None:
+        tasks = list(self._background)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
+    # -- internals ---------------------------------------------------------------------
+
+    async def _settle(self, folder: FolderCheckpoints, session_id: str) -> None:
+        """Close checkpoints whose ask never finished (its server was killed): what
+        changed after their start until the next checkpoint counts as theirs."""
+        session = await folder.read(session_id)
+        stale = [
+            c
+            for c in session.checkpoints
+            if c.state == "running" and not folder.is_running(f"{session_id}/{c.id}")
+        ]
+        for checkpoint in stale:
+            checkpoint.state = "interrupted"
+            checkpoint.notes.append(
+                "the server stopped during this ask: its changes were worked out later and "
+                "include anything changed until the next ask"
+            )
+            if checkpoint.before_tree and folder.repo is not None:
+                later = session.checkpoints[session.find(checkpoint.id) + 1 :]
+                end = next((c.before_tree for c in later if c.before_tree), None)
+                with contextlib.suppress(GitError):
+                    end = end or (await folder.snapshot()).tree
+                    raw = await folder.repo.diff(checkpoint.before_tree, end)
+                    checkpoint.after_tree = end
+                    checkpoint.changes = [
+                        FileChange(r.path, from_tree(r.before), from_tree(r.after)) for r in raw
+                    ]
+            await folder.edit(session_id, lambda s, c=checkpoint: s.put(c))
+
+    def _prune(self, folder: FolderCheckpoints, now: float) -> list[tuple[str, Checkpoint]]:
+        """Drop checkpoints past the retention period or beyond the folder's cap (in a
+        worker thread, under the folder's lock)."""
+        horizon = now - RETENTION_DAYS * 86400
+        sessions = {
+            sid: SessionLog.load(folder._log_path(sid), sid) for sid in folder.session_ids()
+        }
+        entries = sorted(
+            ((c.time, sid, c) for sid, s in sessions.items() for c in s.checkpoints),
+            key=lambda e: e[0],
+        )
+        excess = max(0, len(entries) - MAX_PER_FOLDER)
+        dropped = [
+            (sid, c)
+            for i, (t, sid, c) in enumerate(entries)
+            if (i < excess or t < horizon) and c.state != "running"
+        ]
+        for sid in {sid for sid, _ in dropped}:
+            gone = {c.id for s, c in dropped if s == sid}
+            session = sessions[sid]
+            session.checkpoints = [c for c in session.checkpoints if c.id not in gone]
+            session.save()
+        return dropped
+
+    async def _forget(
+        self, folder: FolderCheckpoints, dropped: list[tuple[str, Checkpoint]]
+    ) -> None:
+        """Remove what only the dropped checkpoints used: refs, blobs, then git objects."""
+        if not dropped:
+            return
+        if folder.repo is not None:
+            gone = {
+                f"{REF_PREFIX}{sid}/{c.id}/{end}"
+                for sid, c in dropped
+                for end in ("before", "after")
+            }
+            with contextlib.suppress(GitError):
+                existing = await folder.repo.refs(REF_PREFIX)
+                await folder.repo.set_refs({ref: None for ref in gone if ref in existing})
+            self.spawn(folder.repo.collect())
+        async with folder.locked():
+            await asyncio.to_thread(_keep_live_blobs, folder)
+
+    def spawn(self, work: Any) -> None:
+        async def run() -> None:
+            with contextlib.suppress(GitError):
+                await work
+
+        task = asyncio.create_task(run())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+class CheckpointBusyError(Exception):
+    """A rewind over an ask that is still running."""
+
+
+def _keep_live_blobs(folder: FolderCheckpoints) -> None:
+    live: set[str] = set()
+    for session_id in folder.session_ids():
+        for checkpoint in SessionLog.load(folder._log_path(session_id), session_id).checkpoints:
+            live |= checkpoint.oids()
+    folder.blobs.keep_only(live)
+
+
+def _write_folder_name(folder: FolderCheckpoints) -> None:
+    path = folder.directory / "folder"
+    if not path.exists():
+        path.write_text(str(folder.root) + "\n")

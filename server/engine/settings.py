@@ -1,0 +1,217 @@
+"""Editor settings (section ``agentLsp``) parsed into one typed value.
+
+Bad values are dropped with a warning rather than failing ``initialize``: a typo
+in the user's settings should be reported, not take the server down. The API
+key is deliberately not a setting (see ``server.model.endpoint``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools.sandbox import MODES as SANDBOX_MODES
+from tools.sandbox import SandboxPolicy
+from tools.sandbox_limits import SETTINGS as LIMIT_SETTINGS
+from tools.sandbox_limits import Limits
+from tools.sandbox_proxy import valid_domain_pattern
+
+from ..agent.compaction import DEFAULT_THRESHOLD
+from ..agent.permissions import APPROVAL_MODES, MAX_PERMISSION_TIMEOUT, ApprovalPolicy
+
+SECTION = "agentLsp"
+MIN_THRESHOLD, MAX_THRESHOLD = 0.1, 0.95
+MAX_CONTEXT_WINDOW = 10_000_000
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    model: str | None = None
+    base_url: str | None = None
+    request_timeout: float | None = None
+    max_retries: int | None = None
+    max_turns: int = 50
+    enabled_tools: tuple[str, ...] | None = None
+    bash_timeout: float | None = None
+    system_prompt: str | None = None
+    # Edits to documents open in the editor go through workspace/applyEdit.
+    edit_through_editor: bool = True
+    # ...marked needsConfirmation, so the editor asks the user first.
+    confirm_edits: bool = False
+    # The bash sandbox (machine-scoped in editors: a repository cannot relax it).
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    # When the user is asked before a call runs (machine-scoped too).
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    # The model's context window in tokens (None: known for the model, else a default)
+    # and the share of it past which the history is compacted (server.agent.compaction).
+    context_window: int | None = None
+    compact_threshold: float = DEFAULT_THRESHOLD
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def model_overrides(self) -> dict[str, Any]:
+        """What the front end may set of the model configuration (never the key)."""
+        overrides: dict[str, Any] = {}
+        if self.model:
+            overrides["model"] = self.model
+        if self.base_url:
+            overrides["baseUrl"] = self.base_url
+        if self.request_timeout is not None:
+            overrides["timeout"] = self.request_timeout
+        if self.max_retries is not None:
+            overrides["maxRetries"] = self.max_retries
+        return overrides
+
+    def runtime_key(self) -> tuple[Any, ...]:
+        """The settings a tool runtime is built from: rebuild only when these change."""
+        return (self.enabled_tools, self.bash_timeout, self.sandbox)
+
+
+def parse_settings(raw: Any) -> AgentSettings:
+    """Accept ``{"agentLsp": {...}}`` or the section itself; ``None`` gives defaults."""
+    if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
+        raw = raw[SECTION]
+    if raw is None:
+        return AgentSettings()
+    if not isinstance(raw, Mapping):
+        return AgentSettings(warnings=(f"{SECTION} settings must be an object; ignored",))
+
+    warnings: list[str] = []
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        if value is None or value == "":
+            return None
+        if isinstance(value, str):
+            return value
+        warnings.append(f"{SECTION}.{key} must be a string; ignored")
+        return None
+
+    def number(key: str, *, integer: bool = False, maximum: float | None = None) -> Any:
+        value = raw.get(key)
+        if value is None or (value == 0 and not isinstance(value, bool)):
+            return None  # editors send 0 for "the server's default"
+        kind_ok = isinstance(value, int if integer else (int, float))
+        if isinstance(value, bool) or not kind_ok or value <= 0:
+            kind = "integer" if integer else "number"
+            warnings.append(f"{SECTION}.{key} must be a positive {kind}; ignored")
+            return None
+        if maximum is not None and value > maximum:
+            warnings.append(f"{SECTION}.{key} must be at most {maximum:g}; ignored")
+            return None
+        return value
+
+    enabled: tuple[str, ...] | None = None
+    raw_enabled = raw.get("enabledTools")
+    if raw_enabled is not None:
+        if isinstance(raw_enabled, list) and all(isinstance(n, str) for n in raw_enabled):
+            enabled = tuple(raw_enabled)
+        else:
+            warnings.append(f"{SECTION}.enabledTools must be a list of tool names; ignored")
+
+    def flag(key: str, default: bool) -> bool:
+        value = raw.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        warnings.append(f"{SECTION}.{key} must be true or false; ignored")
+        return default
+
+    mode = text("sandbox")
+    if mode is not None and mode not in SANDBOX_MODES:
+        warnings.append(f"{SECTION}.sandbox must be one of {', '.join(SANDBOX_MODES)}; ignored")
+        mode = None
+    roots: list[Path] = []
+    raw_roots = raw.get("writableRoots")
+    if raw_roots is not None and not (
+        isinstance(raw_roots, list) and all(isinstance(r, str) for r in raw_roots)
+    ):
+        warnings.append(f"{SECTION}.writableRoots must be a list of folder paths; ignored")
+        raw_roots = None
+    for entry in raw_roots or ():
+        root = Path(entry).expanduser()
+        if root.is_absolute():
+            roots.append(root)
+        else:
+            warnings.append(f"{SECTION}.writableRoots: {entry!r} is not an absolute path; ignored")
+    domains: list[str] = []
+    raw_domains = raw.get("allowedDomains")
+    if raw_domains is not None and not (
+        isinstance(raw_domains, list) and all(isinstance(d, str) for d in raw_domains)
+    ):
+        warnings.append(f"{SECTION}.allowedDomains must be a list of host names; ignored")
+        raw_domains = None
+    for entry in raw_domains or ():
+        problem = valid_domain_pattern(entry)
+        if problem:
+            warnings.append(f"{SECTION}.allowedDomains: {entry!r} {problem}; ignored")
+        else:
+            domains.append(entry.strip().rstrip(".").lower())
+    limits = {
+        field_name: number(key, integer=True, maximum=1_000_000)
+        for field_name, key in LIMIT_SETTINGS.items()
+    }
+    sandbox = SandboxPolicy(
+        mode=mode or SandboxPolicy.mode,
+        writable_roots=tuple(roots),
+        network=flag("network", False),
+        allowed_domains=tuple(dict.fromkeys(domains)),
+        limits=Limits(**{k: v for k, v in limits.items() if v is not None}),
+    )
+
+    approval = text("approval")
+    if approval is not None and approval not in APPROVAL_MODES:
+        warnings.append(f"{SECTION}.approval must be one of {', '.join(APPROVAL_MODES)}; ignored")
+        approval = None
+    allowed = raw.get("allowedCommands")
+    if allowed is not None and not (
+        isinstance(allowed, list) and all(isinstance(c, str) and c.strip() for c in allowed)
+    ):
+        warnings.append(f"{SECTION}.allowedCommands must be a list of command prefixes; ignored")
+        allowed = None
+    timeout = number("permissionTimeout", maximum=MAX_PERMISSION_TIMEOUT)
+    approval_policy = ApprovalPolicy(
+        approval=approval or ApprovalPolicy.approval,
+        allowed_commands=tuple(" ".join(c.split()) for c in allowed or ()),
+        timeout=float(timeout) if timeout is not None else ApprovalPolicy.timeout,
+    )
+
+    max_turns = number("maxTurns", integer=True, maximum=1000)
+    max_retries = raw.get("maxRetries")
+    if max_retries is not None and (
+        isinstance(max_retries, bool)
+        or not isinstance(max_retries, int)
+        or not 0 <= max_retries <= 10
+    ):
+        warnings.append(f"{SECTION}.maxRetries must be an integer from 0 to 10; ignored")
+        max_retries = None
+    threshold = raw.get("compactThreshold")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not MIN_THRESHOLD <= threshold <= MAX_THRESHOLD
+    ):
+        warnings.append(
+            f"{SECTION}.compactThreshold must be a number from {MIN_THRESHOLD} to "
+            f"{MAX_THRESHOLD}; ignored"
+        )
+        threshold = None
+    return AgentSettings(
+        model=text("model"),
+        base_url=text("baseUrl"),
+        request_timeout=number("requestTimeout"),
+        max_retries=max_retries,
+        max_turns=max_turns if max_turns is not None else 50,
+        enabled_tools=enabled,
+        bash_timeout=number("bashTimeout", maximum=600),
+        system_prompt=text("systemPrompt"),
+        edit_through_editor=flag("editThroughEditor", True),
+        confirm_edits=flag("confirmEdits", False),
+        sandbox=sandbox,
+        approval=approval_policy,
+        context_window=number("contextWindow", integer=True, maximum=MAX_CONTEXT_WINDOW),
+        compact_threshold=float(threshold) if threshold is not None else DEFAULT_THRESHOLD,
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,177 @@
+"""What the editor sees of a running ask: work-done progress and notifications.
+
+One :class:`AskReporter` per ask turns the loop's typed events into
+``agent/toolActivity``, ``agent/askProgress``, ``agent/compaction`` and
+``agent/answerDelta`` notifications (structured fields clients render) and
+work-done progress reports (text for humans only). Streamed text is coalesced
+(``server.lsp.delta_coalescing``) and what is waiting is sent before any other
+notification, so the editor sees everything in the order it happened, and all of
+it before the ask's response. Progress messages, made to be shown, are escaped
+(``tooling.display``); the data (arguments, output, deltas) is sent as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tooling.display import escape_control
+
+from .. import protocol as p
+from ..agent.activity import activity_params, summarize_arguments
+from ..agent.events import (
+    AgentEvent,
+    CompactionFinished,
+    CompactionStarted,
+    FinalAnswer,
+    ModelRequestStarted,
+    PermissionAnswered,
+    PermissionRequested,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .delta_coalescing import DeltaCoalescer
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+PROGRESS_CREATE_TIMEOUT = 5.0
+
+
+class Progress:
+    """Work-done progress for one ask: the client's token, or one we create."""
+
+    def __init__(self, ls: LanguageServer, token: types.ProgressToken | None) -> None:
+        self._ls = ls
+        self.token = token
+
+    @classmethod
+    async def start(cls, ls: LanguageServer, token: Any, task: asyncio.Task[Any]) -> Progress:
+        if token is None and _client_supports_progress(ls):
+            token = f"agent-lsp-{uuid.uuid4().hex}"
+            try:
+                await asyncio.wait_for(
+                    ls.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT
+                )
+            except (TimeoutError, JsonRpcException):
+                token = None
+        progress = cls(ls, token)
+        if token is not None:
+            ls.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(title="Agent", cancellable=True, message="starting"),
+            )
+            # window/workDoneProgress/cancel cancels this future: cancel the ask with it.
+            future = ls.work_done_progress.tokens.get(token)
+            if future is not None:
+                future.add_done_callback(lambda f: task.cancel() if f.cancelled() else None)
+        return progress
+
+    def report(self, message: str) -> None:
+        if self.token is not None:
+            self._ls.work_done_progress.report(
+                self.token, types.WorkDoneProgressReport(message=message)
+            )
+
+    def end(self, message: str) -> None:
+        if self.token is None:
+            return
+        self._ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        # pygls keeps every token's future forever otherwise.
+        future = self._ls.work_done_progress.tokens.pop(self.token, None)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+
+class AskReporter:
+    """The event sink of one ask (pass it to ``AgentEngine.ask`` as ``on_event``)."""
+
+    def __init__(self, ls: LanguageServer, progress: Progress, session_id: str | None) -> None:
+        self._ls = ls
+        self._progress = progress
+        self.session_id = session_id or ""
+        self._turn = 0
+        self._writing = 0  # the turn whose text is arriving
+        self._deltas = DeltaCoalescer(self._send_delta)
+
+    def set_session(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            if event.turn != self._writing:  # the turn's first text: no longer "waiting"
+                self._writing = event.turn
+                self._phase("writing", f"turn {event.turn}: the model is writing")
+            self._deltas.add(event.turn, event.channel, event.text)
+            return
+        self._deltas.flush()
+        if isinstance(event, ModelRequestStarted):
+            self._turn = event.turn
+            self._phase("model", f"turn {event.turn}: waiting for the model")
+        elif isinstance(event, ToolCallStarted):
+            # The name is the model's too (it may call a tool that does not exist).
+            name = escape_control(event.name)
+            summary = summarize_arguments(event.name, event.arguments)
+            self._phase("tools", f"turn {event.turn}: {name} {summary}")
+            self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
+        elif isinstance(event, ToolCallFinished):
+            self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
+        elif isinstance(event, PermissionRequested | PermissionAnswered):
+            # "waiting" while the user is asked; "started" again once allowed to run.
+            waiting = isinstance(event, PermissionRequested)
+            if waiting:
+                self._phase("permission", f"turn {self._turn}: waiting for you: {event.title}")
+            elif event.allowed:
+                self._phase("tools", f"turn {self._turn}: {escape_control(event.name)} allowed")
+            if waiting or event.allowed:
+                activity = {
+                    "sessionId": self.session_id,
+                    "callId": event.call_id,
+                    "name": event.name,
+                    "arguments": event.arguments,
+                    "turn": self._turn,
+                    "status": "waiting" if waiting else "started",
+                }
+                self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity)
+        elif isinstance(event, FinalAnswer):
+            self._phase("done", "answer ready")
+        elif isinstance(event, CompactionStarted):
+            self._turn = event.turn
+            used = f"about {event.tokens:,} of {event.window:,} tokens"
+            self._phase("compacting", f"turn {event.turn}: compacting the conversation ({used})")
+        elif isinstance(event, CompactionFinished):
+            notice = p.CompactionNotice(
+                self.session_id,
+                event.turn,
+                event.trigger,
+                event.tokens_before,
+                event.tokens_after,
+                event.window,
+                event.elided,
+                event.summarized,
+                round(event.duration_ms, 1),
+            )
+            self._ls.protocol.notify(p.AGENT_COMPACTION, p.to_wire(notice))
+
+    def _phase(self, phase: str, message: str) -> None:
+        self._progress.report(message)
+        progress = p.AskProgress(self.session_id, self._turn, phase, message)
+        self._ls.protocol.notify(p.AGENT_ASK_PROGRESS, p.to_wire(progress))
+
+    def _send_delta(self, turn: int, channel: str, text: str) -> None:
+        delta = p.AnswerDelta(self.session_id, turn, text, channel)
+        self._ls.protocol.notify(p.AGENT_ANSWER_DELTA, p.to_wire(delta))
+
+    def end(self, outcome: str) -> None:
+        self._deltas.close()
+        self._progress.end(outcome)
+
+
+def _client_supports_progress(ls: LanguageServer) -> bool:
+    window = ls.client_capabilities.window
+    return bool(window and window.work_done_progress)

@@ -1,0 +1,74 @@
+"""``agent/requestPermission`` over LSP: the :class:`~server.agent.permissions.Asker` the
+language server hands every ask.
+
+The request and its result have ACP's shape (see ``server.protocol``). pygls does not
+tell the client when the server stops waiting for one of its requests, so a cancelled
+or timed-out ask withdraws the request itself with ``$/cancelRequest``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from .. import protocol as p
+from ..agent.permissions import OPTIONS, PermissionPrompt
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+log = logging.getLogger(__name__)
+
+
+class LspAsker:
+    def __init__(self, ls: LanguageServer) -> None:
+        self._ls = ls
+
+    def can_ask(self) -> bool:
+        experimental = self._ls.client_capabilities.experimental
+        agent = experimental.get("agent") if isinstance(experimental, dict) else None
+        return isinstance(agent, dict) and agent.get(p.CLIENT_CAN_ANSWER_PERMISSION) is True
+
+    async def ask(self, prompt: PermissionPrompt) -> str | None:
+        params = p.RequestPermissionParams(
+            session_id=prompt.session_id,
+            call_id=prompt.call_id,
+            tool_name=prompt.tool_name,
+            arguments=dict(prompt.arguments),
+            title=prompt.title,
+            reason=prompt.reason,
+            options=[p.PermissionOption(kind, name, kind) for kind, name in OPTIONS],
+        )
+        protocol = self._ls.protocol
+        msg_id = f"permission-{uuid.uuid4().hex}"
+        future = protocol.send_request(p.AGENT_REQUEST_PERMISSION, p.to_wire(params), msg_id=msg_id)
+        try:
+            result = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            # The ask was cancelled or the user took too long: withdraw the request. The
+            # client's late answer (to the $/cancelRequest, or the user's click) goes to a
+            # placeholder that nobody awaits: pygls 2.1 has no public way to forget a
+            # request it sent, and its cancelled future would take the answer with an
+            # error in the log (or, removed, with an "unknown message id" warning).
+            protocol._request_futures[msg_id] = Future()
+            protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
+        except JsonRpcException as exc:
+            log.warning("agent/requestPermission failed on the client: %s", exc)
+            return None
+        return _chosen_kind(result)
+
+
+def _chosen_kind(result: Any) -> str | None:
+    """The chosen option's kind from ``{"outcome": {"outcome": "selected", "optionId"}}``."""
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+        return None  # "cancelled", or something we cannot read: nothing was allowed
+    option = outcome.get("optionId")
+    return option if option in {kind for kind, _ in OPTIONS} else None
