@@ -99,7 +99,10 @@ def arguments(
     read-only mount; ``protected``: existing paths inside a writable folder bound
     read-only over it (what git obeys).
     """
-    argv = [ns.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    # No --new-session: the server starts bubblewrap in a session of its own, so there is no
+    # controlling terminal to inject into (and seccomp refuses TIOCSTI), and staying in
+    # bubblewrap's process group lets the call's end wait for every process still in it.
+    argv = [ns.bwrap, "--die-with-parent", "--cap-drop", "ALL"]
     argv += ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try"]
     if ns.net and not share_net:
