@@ -65,7 +65,7 @@ from tools.sandbox import (  # noqa: E402
     SandboxPolicy,
     SandboxSupport,
 )
-from tools.sandbox_limits import Limits, join_cgroup, pids_base, pids_cgroup  # noqa: E402
+from tools.sandbox_limits import Limits, pids_base, pids_cgroup  # noqa: E402
 from tools.shell import bash_tool  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "sandbox.md"
@@ -96,7 +96,6 @@ PIECES: dict[str, tuple[str, str | None]] = {
     "bash": ("`bash -c true` spawned directly (what `sandbox: off` runs)", "true"),
     "python": ("`python -I -S -c pass` (the launcher's interpreter start)", "true"),
     "ctypes": ("`python -I -S -c 'import ctypes'` (Landlock and seccomp use it)", "python"),
-    "signal": ("`python -I -S -c 'import signal'` (`--supervise` imports it)", "python"),
     "compile": ("`python -I -S -c 'compile(launcher)'` (a script is compiled per run)", "python"),
     "landlock": ("launcher, Landlock only (the old form) `-- true`", "python"),
     "seccomp": ("launcher, Landlock + seccomp `-- true`", "landlock"),
@@ -105,8 +104,6 @@ PIECES: dict[str, tuple[str, str | None]] = {
     "bwrap": ("`bwrap` with the full form's mounts `-- true`", "true"),
     "full": ("full: `bwrap` + launcher (all layers) `-- true`", "bwrap"),
     "cgroup": ("pids cgroup created and removed (`pids_cgroup`, no process)", None),
-    "sh": ("`/bin/sh -c 'exec \"$@\"' sh true` (the joining shell, not joining)", "true"),
-    "join": ("`/bin/sh` joining a pids cgroup (`join_cgroup`) `-- true`", "sh"),
     "full-cgroup": ("full as a call runs it, in a pids cgroup `-- true`", "full"),
     "fingerprint-first": ("`git_guard.fingerprint` of the workspace, a first call's", None),
     "fingerprint": ("`git_guard.fingerprint`, `since` the last (twice a call, every form)", None),
@@ -119,7 +116,7 @@ COMPILE = "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')"
 # Pieces that write to ``cgroup.procs``. That write waits for an RCU grace period (the
 # kernel's cgroup_threadgroup_rwsem) unless another came a few ms before: real calls are
 # seconds apart, so these pieces start after a pause, never right after another write.
-JOINS_CGROUP = frozenset({"join", "full-cgroup"})
+JOINS_CGROUP = frozenset({"full-cgroup"})
 
 
 # -- the variants ----------------------------------------------------------------------
@@ -388,7 +385,6 @@ def make_pieces(
         "bash": spawn(["bash", "-c", "true"]),
         "python": spawn([INTERPRETER, "-I", "-S", "-c", "pass"]),
         "ctypes": spawn([INTERPRETER, "-I", "-S", "-c", "import ctypes"]),
-        "signal": spawn([INTERPRETER, "-I", "-S", "-c", "import signal"]),
         "compile": spawn([INTERPRETER, "-I", "-S", "-c", COMPILE, str(LAUNCHER)]),
         "landlock": spawn([*landlock, "--", "true"]),
         "seccomp": spawn([*seccomp, "--", "true"]),
@@ -400,8 +396,6 @@ def make_pieces(
     if pids_base() is not None:
         pieces |= {
             "cgroup": cgroup_only,
-            "sh": spawn(["/bin/sh", "-c", 'exec "$@"', "sh", "true"]),
-            "join": lambda: in_cgroup(lambda procs: join_cgroup(procs, ["true"])),
             "full-cgroup": lambda: in_cgroup(
                 lambda procs: full_conf.argv(["true"], cgroup_procs=procs)
             ),
@@ -622,8 +616,8 @@ def _attribution(by_command: dict[str, Medians], pieces: Medians) -> list[str]:
     explained = step("bwrap") + step("full")
     if "cgroup" in wall:
         parts.append(
-            f"the pids cgroup {cgroup:+.1f} ms (create and remove {wall['cgroup']:.1f}; "
-            f"`sh` writing its pid to `cgroup.procs` {step('join'):+.1f}, alone)"
+            f"the pids cgroup {cgroup:+.1f} ms (create and remove {wall['cgroup']:.1f}, "
+            "the launcher joining it)"
         )
         explained += cgroup
     parts.append(f"`sandbox.confinement` (`protected_paths` in it) {wall['confinement']:+.1f} ms")
@@ -639,8 +633,7 @@ def _attribution(by_command: dict[str, Medians], pieces: Medians) -> list[str]:
         f"{wall['supervise'] - wall['true']:+.1f} ms over `true` (interpreter start "
         f"{step('python'):+.1f}, Landlock {step('landlock'):+.1f}, seccomp "
         f"{step('seccomp'):+.1f}, limits {step('limits'):+.1f}, `--supervise` "
-        f"{step('supervise'):+.1f}, of which `import signal` alone is {step('signal'):+.1f}: "
-        "it pulls in enum, functools and collections; the rest is the fork and the scans of "
+        f"{step('supervise'):+.1f}: the fork, the wait and the scan of "
         f"`/proc` for descendants, {processes} processes here), the cgroup {cgroup:+.1f} ms "
         f"more. The Landlock-only launcher of before adds {added['landlock']:+.1f} ms "
         f"({wall['landlock'] - wall['true']:+.1f} ms alone: interpreter start plus Landlock).",
