@@ -9,10 +9,16 @@ simple index by ``http.server`` on localhost. Each round installs the chain with
 - ``proxy``: uv gets :func:`tools.sandbox_proxy.proxy_environment` and goes through the
   in-sandbox bridge (``tools/sandbox_bridge.py``, here a thread of this process) and a
   :class:`~tools.sandbox_proxy.DomainProxy` granting ``localhost``, started and stopped
-  within the round as the shell does per call.
+  within the round as the shell does per call;
+- ``sandboxed``: the same command line through the real ``bash`` tool
+  (:func:`tools.shell.bash_tool`) with ``SandboxPolicy(allowed_domains=("localhost",))``:
+  the full sandbox (own network namespace), the tool's own proxy and bridge, a private uv
+  cache; the venv is in the tool's workspace, the only place a confined uv may write;
+- ``sandboxed_true``: that tool and grant running ``true``: the fixed cost of such a call
+  (sandbox, proxy and bridge started), which comes off before the per-request target.
 
-A check before timing: with ``localhost`` not granted the proxied install must fail,
-so the proxied figures really went through the proxy. Variants are interleaved so
+A check before timing: with ``localhost`` not granted the proxied installs must fail,
+so the proxied figures really went through a proxy. Variants are interleaved so
 machine noise hits all alike; medians.
 
 Run: ``uv run python bench/bench_proxy.py [--rounds 15] [--packages 5]`` (writes
@@ -25,8 +31,10 @@ import argparse
 import asyncio
 import base64
 import hashlib
+import json
 import os
 import platform
+import shlex
 import shutil
 import socket
 import statistics
@@ -45,8 +53,14 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from tools import sandbox_bridge  # noqa: E402
+from tooling.contract import is_error  # noqa: E402
+from tooling.registry import ToolRegistry  # noqa: E402
+from tooling.runtime import ToolRuntime  # noqa: E402
+from tooling.workspace import Workspace  # noqa: E402
+from tools import sandbox, sandbox_bridge  # noqa: E402
+from tools.sandbox import SandboxPolicy  # noqa: E402
 from tools.sandbox_proxy import DomainProxy, proxy_environment  # noqa: E402
+from tools.shell import bash_tool  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "proxy.md"
 # Per request, since that is what the proxy adds to: over the internet a request takes
@@ -121,29 +135,37 @@ class CountingHandler(SimpleHTTPRequestHandler):
 
 
 class Bench:
-    def __init__(self, index_url: str, package: str, socket_path: Path, bridge_port: int):
+    def __init__(
+        self, index_url: str, package: str, socket_path: Path, bridge_port: int, workspace: Path
+    ):
         self.index_url = index_url
         self.package = package
         self.socket_path = socket_path
         base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
         # No user or project uv.toml, no interpreter download: the same work every round.
-        base |= {"UV_NO_CONFIG": "1", "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
+        base |= UV_SETTINGS
         self.direct_env = base
         self.proxy_env = base | proxy_environment(bridge_port)
+        # The sandboxed bash tool as the server builds it, the network granted to the
+        # index's host only: each call starts its own DomainProxy and in-sandbox bridge.
+        self.sandboxed_tool = self._tool(workspace, "localhost")
+        self.refusing_tool = self._tool(workspace, "pypi.org")
+
+    @staticmethod
+    def _tool(workspace: Path, domain: str) -> ToolRuntime:
+        policy = SandboxPolicy(allowed_domains=(domain,))
+        return ToolRuntime(ToolRegistry([bash_tool(Workspace(workspace), policy=policy)]))
+
+    def install_argv(self, venv: Path) -> list[str]:
+        assert UV is not None
+        return [
+            UV, "pip", "install", "--quiet", "--no-cache", "--python",
+            str(venv / "bin" / "python"), "--index-url", self.index_url, self.package,
+        ]  # fmt: skip
 
     async def install(self, venv: Path, env: dict[str, str]) -> tuple[int, str]:
-        assert UV is not None
         process = await asyncio.create_subprocess_exec(
-            UV,
-            "pip",
-            "install",
-            "--quiet",
-            "--no-cache",
-            "--python",
-            str(venv / "bin" / "python"),
-            "--index-url",
-            self.index_url,
-            self.package,
+            *self.install_argv(venv),
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
@@ -162,25 +184,56 @@ class Bench:
             code, output = await self.install(venv, self.proxy_env)
         assert code == 0, output
 
+    def tool_command(self, venv: Path) -> str:
+        """The same install as one bash command line (the tool's environment is the
+        server's, plus what the sandbox sets: the proxy variables, a private uv cache)."""
+        settings = " ".join(f"{name}={value}" for name, value in UV_SETTINGS.items())
+        return f"{settings} {shlex.join(self.install_argv(venv))}"
+
+    async def sandboxed(self, venv: Path) -> None:
+        arguments = json.dumps({"command": self.tool_command(venv)})
+        result = await self.sandboxed_tool.execute("bash", arguments)
+        assert not is_error(result), result
+
+    async def sandboxed_true(self, venv: Path) -> None:
+        """The fixed cost of such a call: sandbox, proxy and bridge started, nothing run."""
+        result = await self.sandboxed_tool.execute("bash", json.dumps({"command": "true"}))
+        assert result == "(no output)", result
+
     async def check_refusal(self, venv: Path) -> None:
-        """The proxied variant really uses the proxy: without the grant it must fail."""
+        """The proxied variants really use the proxy: without the grant they must fail."""
         async with DomainProxy(self.socket_path, ["pypi.org"]) as proxy:
             code, output = await self.install(venv, self.proxy_env)
         assert code != 0, f"uv installed without the grant: it bypassed the proxy\n{output}"
         assert proxy.refused, output
+        if sandboxed_problem() is None:
+            arguments = json.dumps({"command": self.tool_command(venv)})
+            result = await self.refusing_tool.execute("bash", arguments)
+            assert is_error(result) and "The proxy refused localhost" in result, result
 
     def variants(self) -> dict[str, Variant]:
-        # Hook for (c), "through the real sandboxed bash tool": add a variant here that
-        # runs the same `uv pip install` command through tools.shell.bash_tool with the
-        # network granted to "localhost" only (the tool then starts its own proxy and
-        # bridge per call); it receives the fresh venv like the others.
-        return {"direct": self.direct, "proxy": self.proxied}
+        found: dict[str, Variant] = {"direct": self.direct, "proxy": self.proxied}
+        if sandboxed_problem() is None:
+            found |= {"sandboxed": self.sandboxed, "sandboxed_true": self.sandboxed_true}
+        return found
+
+
+def sandboxed_problem() -> str | None:
+    """Why the sandboxed variant cannot run here (None: it can)."""
+    state = sandbox.support()
+    if state.namespaces is None or not state.namespaces.net:
+        return f"no network namespace for the sandbox ({state.namespace_problem or 'weaker form'})"
+    return None
 
 
 LABELS = {
     "direct": "`uv pip install` direct (baseline)",
     "proxy": "through bridge + DomainProxy (`proxy_environment`)",
+    "sandboxed": "the real bash tool, full sandbox, `allowedDomains: [localhost]`",
+    "sandboxed_true": "same tool and grant, `true` (the call's fixed cost)",
 }
+INSTALLS = ("direct", "proxy", "sandboxed")
+UV_SETTINGS = {"UV_NO_CONFIG": "1", "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
 
 
 async def fresh_venv(folder: Path) -> Path:
@@ -223,75 +276,111 @@ async def measure(rounds: int, packages: int) -> tuple[Medians, Medians, int]:
     )
     bridge.start()
 
-    bench = Bench(index_url, package, socket_path, listener.getsockname()[1])
+    # The sandboxed tool's workspace: a confined uv may write only there (and in its
+    # private temp dir), so every variant's venv is made there, and removed after its use.
+    workspace = root / "workspace"
+    workspace.mkdir()
+    bench = Bench(index_url, package, socket_path, listener.getsockname()[1], workspace)
     variants = bench.variants()
-    await bench.check_refusal(await fresh_venv(root))
+    await bench.check_refusal(await fresh_venv(workspace))
     for run in variants.values():  # warm-up: page cache, uv's own start-up
-        await run(await fresh_venv(root))
+        await run(await fresh_venv(workspace))
     times: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
-    requests: list[int] = []
+    requests: dict[str, list[int]] = {name: [] for name in variants}
     for _ in range(rounds):
         for name, run in variants.items():
-            venv = await fresh_venv(root)
+            venv = await fresh_venv(workspace)
             served = CountingHandler.served
             cpu_before = time.process_time()
             started = time.perf_counter()
             await run(venv)
             times[name].append((time.perf_counter() - started) * 1000)
             cpu[name].append((time.process_time() - cpu_before) * 1000)
-            requests.append(CountingHandler.served - served)
+            requests[name].append(CountingHandler.served - served)
+            shutil.rmtree(venv)
     server.shutdown()
     shutil.rmtree(root, ignore_errors=True)
     median = statistics.median
     return (
         {name: median(values) for name, values in times.items()},
         {name: median(values) for name, values in cpu.items()},
-        round(median(requests)),
+        round(median(n for name in INSTALLS if name in requests for n in requests[name])),
     )
 
 
 def report(
-    median: Medians, cpu: Medians, requests: int, rounds: int, packages: int, load: str
+    median: Medians, cpu: Medians, requests: int, rounds: int, packages: int, loads: str
 ) -> str:
-    base = median["direct"]
+    base, proxied = median["direct"], median["proxy"]
     lines = [
         "## Domain proxy cost on a package install",
         "",
         f"`uv run python bench/bench_proxy.py`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
-        f"{os.cpu_count()} CPUs, load average before the run {load}, Linux "
+        f"{os.cpu_count()} CPUs, {loads}, Linux "
         f"{platform.release()}, Python {platform.python_version()}, {_uv_version()}. "
         f"`uv pip install --no-cache` of a chain of {packages} tiny wheels from a PEP 503 "
         f"index on localhost ({requests} HTTP requests, each on a connection of its own) "
-        f"into a fresh venv; medians of {rounds} interleaved rounds.",
+        f"into a fresh venv in the workspace; medians of {rounds} interleaved rounds.",
         "",
-        "| variant | wall | ratio | added | added per request | target | CPU of this process |",
-        "|---|---:|---:|---:|---:|---|---:|",
+        "| variant | wall | ratio | added | added over the proxy without sandbox | "
+        "added per request | target | CPU of this process |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
     ]
+    fixed = median.get("sandboxed_true")
     for name, wall in median.items():
         per_request = (wall - base) / requests
+        over_proxy = "" if name in ("direct", "proxy") else f"{wall - proxied:+.1f} ms"
         if name == "direct":
             verdict = "baseline"
+        elif name == "sandboxed_true":
+            verdict = ""
         else:
-            met = per_request <= TARGET_PER_REQUEST_MS
+            # A sandboxed install pays one sandbox start besides its requests: the target
+            # is on the requests, so that start (the `true` call, same run) comes off.
+            net = wall - base - (fixed if name == "sandboxed" and fixed is not None else 0)
+            met = net / requests <= TARGET_PER_REQUEST_MS
             verdict = f"<= {TARGET_PER_REQUEST_MS:.0f} ms a request: {'met' if met else 'NOT met'}"
+            if name == "sandboxed":
+                verdict += f" ({net / requests:+.2f} ms a request net of the fixed cost)"
+        per_request_text = "" if name == "sandboxed_true" else f"{per_request:+.2f} ms"
         lines.append(
             f"| {LABELS.get(name, name)} | {wall:.0f} ms | {wall / base:.2f}x | "
-            f"{wall - base:+.1f} ms | {per_request:+.2f} ms | {verdict} | {cpu[name]:.1f} ms |"
+            f"{wall - base:+.1f} ms | {over_proxy} | {per_request_text} | {verdict} | "
+            f"{cpu[name]:.1f} ms |"
         )
     lines += [
         "",
         "Wall time is the install as the command waits for it. CPU is this process's own "
         "(user + system): the index server's threads in every variant, plus the proxy's "
-        "event loop and the bridge's thread in the proxied one; uv's CPU is not in it. "
-        "Plain http through a proxy is one request per connection (the proxy asks the index "
-        "for `Connection: close`, and this index closes anyway), so the per-connection cost "
-        "(bridge, unix socket, the proxy's parse and upstream connect) is paid per request; "
-        "https goes through CONNECT tunnels, paid once per connection the client opens. "
-        "Before timing, the proxied install was checked to fail when "
-        "`localhost` is not granted (so it did not bypass the proxy).",
+        "event loop and the bridge's thread in the proxied one, plus the tool's work "
+        "(runtime, git fingerprints, its own proxy) in the sandboxed ones; uv's CPU is not "
+        "in it. Plain http through a proxy is one request per connection (the proxy asks "
+        "the index for `Connection: close`, and this index closes anyway), so the "
+        "per-connection cost (bridge, unix socket, the proxy's parse and upstream connect) "
+        "is paid per request; https goes through CONNECT tunnels, paid once per connection "
+        "the client opens. Before timing, the proxied install was checked to fail when "
+        "`localhost` is not granted (so it did not bypass the proxy), through the tool as "
+        "well (the proxy refused `localhost`).",
         "",
     ]
+    if fixed is not None:
+        inside = median["sandboxed"] - fixed
+        lines += [
+            "The sandboxed install runs the same command line through the real bash tool: "
+            "bubblewrap (own network namespace: only the bridge on its loopback leads out), "
+            "Landlock, seccomp, a private uv cache in the call's temp dir, the tool's own "
+            "DomainProxy and bridge. Of its "
+            f"{median['sandboxed'] - base:+.1f} ms over direct, {fixed:.0f} ms is "
+            "the call's fixed cost (the `true` row: sandbox start, proxy and bridge, the "
+            f"tool); the install itself then takes {inside:.0f} ms in the sandbox against "
+            f"{proxied:.0f} ms through the same proxy outside ({inside - proxied:+.1f} ms) "
+            f"and {base:.0f} ms direct ({inside - base:+.1f} ms, "
+            f"{(inside - base) / requests:+.2f} ms a request).",
+            "",
+        ]
+    else:
+        lines += [f"The sandboxed variants did not run: {sandboxed_problem()}.", ""]
     return "\n".join(lines)
 
 
@@ -307,9 +396,13 @@ def main() -> None:
     args = parser.parse_args()
     if UV is None:
         raise SystemExit("bench_proxy: uv is not on PATH")
-    load = " / ".join(f"{value:.2f}" for value in os.getloadavg())
+    started, load = time.perf_counter(), os.getloadavg()[0]
     times, cpu, requests = asyncio.run(measure(args.rounds, args.packages))
-    table = report(times, cpu, requests, args.rounds, args.packages, load)
+    loads = (
+        f"1-minute load average {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
+        f"whole run {time.perf_counter() - started:.0f} s"
+    )
+    table = report(times, cpu, requests, args.rounds, args.packages, loads)
     print(table)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(table)

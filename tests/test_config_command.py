@@ -155,9 +155,11 @@ def test_check_and_models_against_the_endpoint(config_home: Path) -> None:
 
         good = run_config(config_home, "check")
         assert good.returncode == 0, good.stdout + good.stderr
-        names = [line.split(":")[0] for line in good.stdout.splitlines()[:-1]]
+        lines = good.stdout.splitlines()
+        verdict = lines.index("The endpoint works.")
+        names = [line.split(":")[0] for line in lines[:verdict]]
         assert names == ["✓ configuration", "✓ models", "✓ model", "✓ request"]
-        assert good.stdout.splitlines()[-1] == "The endpoint works."
+        assert lines[verdict + 1].startswith("✓ sandbox: namespaces")  # then the bash sandbox
         # The check sent the key from the file and asked the configured model.
         assert model.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
         assert model.requests[-1]["body"]["model"] == "scripted"

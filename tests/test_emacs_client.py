@@ -993,3 +993,105 @@ def test_checkpoints_diff_and_undoing_an_ask(
     assert not (workspace / "made.txt").exists()
     assert "checkpoint 1: M-x agent-lsp-diff, agent-lsp-rewind" in records["conversation"]
     assert "- restored: notes.txt (in the editor, unsaved)" in records["conversation"]
+
+
+SANDBOX_CASES = json.loads(
+    (REPO / "tests" / "support" / "sandbox_cases.json").read_text(encoding="utf-8")
+)["cases"]
+
+
+def test_sandbox_status_lines_are_those_of_every_client(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        ;; Parsed as jsonrpc parses the server's answers: null is nil, false :json-false.
+        (let ((cases (json-parse-string (plist-get test-config :data) :object-type 'plist
+                                        :null-object nil :false-object :json-false)))
+          (test-emit :views
+                     (vconcat (mapcar (lambda (case)
+                                        (let ((view (agent-lsp-sandbox-view
+                                                     (plist-get case :status))))
+                                          (plist-put view :lines
+                                                     (vconcat (plist-get view :lines)))))
+                                      cases))))
+        """,
+        data=json.dumps(SANDBOX_CASES),
+    )
+    expected = [{k: c[k] for k in ("kind", "summary", "lines")} for c in SANDBOX_CASES]
+    assert records["views"] == expected
+
+
+SANDBOX_BODY = """
+(setq view (call-interactively #'agent-lsp-sandbox))
+(test-emit :lines (test-lines "*agent-lsp-sandbox*")
+           :key (symbol-name (lookup-key agent-lsp-command-map "s"))
+           :messages (test-text "*Messages*")
+           :warnings (test-text "*Warnings*"))
+"""
+
+
+def test_agent_lsp_sandbox_shows_the_layers_network_and_limits_in_force(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    bwrap = shutil.which("bwrap")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        SANDBOX_BODY,
+        settings={"allowedDomains": ["pypi.org"], "maxProcesses": 256, "maxFileSizeMB": 64},
+    )
+    lines = records["lines"]
+    assert lines[:5] == [
+        f"# agent-lsp sandbox: {workspace}/",
+        "",
+        "sandbox: workspace-write, every layer in force",
+        "",
+        "mode: workspace-write",
+    ]
+    assert lines[5].startswith(
+        f"layers: ✓ namespaces ({bwrap}) · ✓ network namespace · ✓ Landlock ABI "
+    ), lines[5]
+    assert " · ✓ seccomp · ✓ process limit (" in lines[5]
+    # The settings reached the server, which sandboxes with them.
+    assert lines[6:9] == [
+        "network: only pypi.org, through the proxy",
+        f"writable: {workspace} and each call's private $TMPDIR",
+        "limits: 256 processes · files up to 64 MB · 8,192 MB of memory per process",
+    ]
+    assert not any(line.startswith("weaker") for line in lines)
+    assert records["key"] == "agent-lsp-sandbox"
+    assert "agent-lsp: sandbox: workspace-write, every layer in force" in records["messages"]
+    assert records["warnings"] == ""
+
+
+def test_agent_lsp_sandbox_warns_what_a_fallback_weakens(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        SANDBOX_BODY,
+        settings={"allowedDomains": ["pypi.org"]},
+        env_changes={"AGENT_LSP_BWRAP": "none"},
+    )
+    lines = records["lines"]
+    summary = lines[2]
+    assert summary.startswith("sandbox: workspace-write, weaker here: ")
+    assert "AGENT_LSP_BWRAP=none" in summary  # the server's own words for why
+    fallback = summary.removeprefix("sandbox: workspace-write, weaker here: ")
+    assert lines[5].startswith("layers: ✗ namespaces · ✗ network namespace · ✓ Landlock ABI ")
+    assert lines[6] == "network: none; allowedDomains (pypi.org) need a network namespace"
+    weaker = lines.index(f"weaker than the full sandbox: {fallback}")
+    promises = [line for line in lines[weaker + 1 :] if line]
+    assert len(promises) >= 4 and all(line.startswith("- ") for line in promises), promises
+    assert any(line.startswith("- metadata of files outside the workspace") for line in promises)
+    assert summary in records["warnings"]

@@ -991,3 +991,106 @@ def test_checkpoints_diff_and_undoing_an_ask(
     conversation = "\n".join(records["conversation"])
     assert "checkpoint 1: :AgentDiff, :AgentRewind" in conversation
     assert "- restored: notes.txt (in the editor, unsaved)" in conversation
+
+
+SANDBOX_CASES = json.loads(
+    (REPO / "tests" / "support" / "sandbox_cases.json").read_text(encoding="utf-8")
+)["cases"]
+
+
+def test_sandbox_status_lines_are_those_of_every_client(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        """
+        local views = {}
+        for _, case in ipairs(config.data) do
+          table.insert(views, require('agent_lsp.format').sandbox_view(case.status))
+        end
+        T.emit({ views = views })
+        """,
+        data=SANDBOX_CASES,
+    )
+    expected = [{k: c[k] for k in ("kind", "summary", "lines")} for c in SANDBOX_CASES]
+    assert records["views"] == expected
+
+
+SANDBOX_BODY = """
+local notes = {}
+vim.notify = function(message, level) table.insert(notes, { message = message, level = level }) end
+vim.cmd('AgentSandbox')
+T.wait('the sandbox status', function() return #T.lines(agent.status().sandbox_buf) > 1 end)
+T.emit({ lines = T.lines(agent.status().sandbox_buf), notes = notes,
+         filetype = vim.bo[agent.status().sandbox_buf].filetype, warn = vim.log.levels.WARN,
+         info = vim.log.levels.INFO })
+"""
+
+
+def test_agent_sandbox_shows_the_layers_network_and_limits_in_force(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    bwrap = shutil.which("bwrap")
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        SANDBOX_BODY,
+        settings={"allowedDomains": ["pypi.org"], "maxProcesses": 256, "maxFileSizeMB": 64},
+    )
+    lines = records["lines"]
+    assert lines[:5] == [
+        f"# agent-lsp sandbox: {workspace}",
+        "",
+        "sandbox: workspace-write, every layer in force",
+        "",
+        "mode: workspace-write",
+    ]
+    assert lines[5].startswith(
+        f"layers: ✓ namespaces ({bwrap}) · ✓ network namespace · ✓ Landlock ABI "
+    ), lines[5]
+    assert " · ✓ seccomp · ✓ process limit (" in lines[5]
+    # The settings reached the server, which sandboxes with them.
+    assert lines[6:9] == [
+        "network: only pypi.org, through the proxy",
+        f"writable: {workspace} and each call's private $TMPDIR",
+        "limits: 256 processes · files up to 64 MB · 8,192 MB of memory per process",
+    ]
+    assert lines[9].startswith("hidden from commands: ")
+    assert str(tmp_path / "home" / "state" / "agent-lsp") in lines[9]
+    assert not any(line.startswith("weaker") for line in lines)
+    assert records["filetype"] == "markdown"
+    assert records["notes"] == [
+        {
+            "message": "agent-lsp: sandbox: workspace-write, every layer in force",
+            "level": records["info"],
+        }
+    ]
+
+
+def test_agent_sandbox_warns_what_a_fallback_weakens(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        SANDBOX_BODY,
+        settings={"allowedDomains": ["pypi.org"]},
+        env_changes={"AGENT_LSP_BWRAP": "none"},
+    )
+    lines = records["lines"]
+    summary = lines[2]
+    assert summary.startswith("sandbox: workspace-write, weaker here: ")
+    assert "AGENT_LSP_BWRAP=none" in summary  # the server's own words for why
+    fallback = summary.removeprefix("sandbox: workspace-write, weaker here: ")
+    assert lines[5].startswith("layers: ✗ namespaces · ✗ network namespace · ✓ Landlock ABI ")
+    assert lines[6] == "network: none; allowedDomains (pypi.org) need a network namespace"
+    weaker = lines.index(f"weaker than the full sandbox: {fallback}")
+    promises = lines[weaker + 1 :]
+    assert len(promises) >= 4 and all(line.startswith("- ") for line in promises), promises
+    assert any(line.startswith("- metadata of files outside the workspace") for line in promises)
+    assert any("/tmp" in line for line in promises)
+    assert {"message": f"agent-lsp: {summary}", "level": records["warn"]} in records["notes"]

@@ -237,11 +237,16 @@ def test_the_rules_stay_bounded(home: Home) -> None:
 # see, found the way an attacker finds them (its parent, ps, a /proc scan), and the proof
 # that those environments were readable at all.
 ENVIRON_ATTACK = r"""
-echo "parent: $(tr '\0' ' ' < /proc/$PPID/cmdline)"
-echo "parent environ readable: $(tr '\0' '\n' < /proc/$PPID/environ | grep -c '^PATH=')"
-grandparent=$(awk '{print $4}' /proc/$PPID/stat)
-echo "grandparent: $(tr '\0' ' ' < /proc/$grandparent/cmdline)"
-echo "grandparent environ readable: $(tr '\0' '\n' < /proc/$grandparent/environ | grep -c '^PATH=')"
+pid=$$
+while [ "$pid" -gt 1 ]; do  # up to the first agent-lsp process: the server, or `agent-lsp ask`
+    pid=$(awk '{print $4}' /proc/$pid/stat)
+    if grep -qzx server /proc/$pid/cmdline; then  # an argument that is exactly "server"
+        echo "server: $(tr '\0' ' ' < /proc/$pid/cmdline)"
+        echo "server environ readable: $(tr '\0' '\n' < /proc/$pid/environ | grep -c '^PATH=')"
+        [ -n "$first" ] || first=$pid
+    fi
+done
+[ -n "$first" ] || echo "server: not visible"
 for pid in $(ps -eo pid= 2>/dev/null) $(ls /proc | grep -E '^[0-9]+$'); do
     tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep API_KEY
 done | sort | uniq -c
@@ -256,37 +261,54 @@ def tool_output(model: ScriptedModel, call_id: str) -> str:
     raise AssertionError(f"no tool result {call_id} reached the model")
 
 
+@pytest.fixture(params=[{}, {"AGENT_LSP_BWRAP": "none"}], ids=["namespaces", "fallback"])
+def namespaces_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The server's environment for the full sandbox, or for the one without namespaces."""
+    return request.param
+
+
 async def test_no_process_environment_shows_the_key_to_a_sandboxed_command(
-    model: ScriptedModel, tmp_path: Path
+    model: ScriptedModel, tmp_path: Path, namespaces_env: dict[str, str]
 ) -> None:
     key = new_key()  # the VS Code extension passes the stored key this way
     model.reply(tool_calls=[tool_call("bash", {"command": ENVIRON_ATTACK}, id="attack")])
     model.reply("done")
-    client = await start_client(server_env(model.base_url, MODEL_API_KEY=key), [tmp_path])
+    env = server_env(model.base_url, MODEL_API_KEY=key, **namespaces_env)
+    client = await start_client(env, [tmp_path])
     try:
         await ask(client, prompt="look around")
     finally:
         await client.shutdown_session()
         await client.stop()
     output = tool_output(model, "attack")
-    assert "-m server" in output.splitlines()[0]  # bash's parent is the server
-    assert "parent environ readable: 1" in output  # the attack itself worked...
+    if namespaces_env:  # no namespaces: the server is an ancestor, and its /proc readable
+        assert "-m server" in output.splitlines()[0]
+        assert "server environ readable: 1" in output  # the attack itself worked...
+    else:  # a PID namespace of its own: no process outside the call to read
+        assert output.startswith("server: not visible"), output
     assert key not in output  # ...and found no key
     assert model.requests[0]["headers"]["authorization"] == f"Bearer {key}"  # still used
 
 
-def test_nor_does_the_terminal_clients_process(model: ScriptedModel, tmp_path: Path) -> None:
+def test_nor_does_the_terminal_clients_process(
+    model: ScriptedModel, tmp_path: Path, namespaces_env: dict[str, str]
+) -> None:
     key = new_key()  # exported for `agent-lsp ask`, which passes it on to its server
     model.reply(tool_calls=[tool_call("bash", {"command": ENVIRON_ATTACK}, id="attack")])
     model.reply("done")
-    env = server_env(model.base_url, MODEL_API_KEY=key, XDG_STATE_HOME=str(tmp_path / "state"))
+    env = server_env(
+        model.base_url, MODEL_API_KEY=key, XDG_STATE_HOME=str(tmp_path / "state"), **namespaces_env
+    )
     workspace = tmp_path / "ws"
     workspace.mkdir()
     result = run_cli("ask", "look around", "--workspace", str(workspace), env=env)
     assert result.returncode == 0, result.stderr
     output = tool_output(model, "attack")
-    assert "server ask look around" in output  # the grandparent is `agent-lsp ask`
-    assert "grandparent environ readable: 1" in output
+    if namespaces_env:  # the server, then `agent-lsp ask` above it: both readable
+        assert "server ask look around" in output
+        assert output.count("server environ readable: 1") == 2
+    else:
+        assert output.startswith("server: not visible"), output
     assert key not in output
     assert model.requests[0]["headers"]["authorization"] == f"Bearer {key}"
 

@@ -110,3 +110,23 @@ def test_context_window_and_compaction_threshold() -> None:
     assert len(bad.warnings) == 2
     assert any("compactThreshold must be a number from 0.1 to 0.95" in w for w in bad.warnings)
     assert parse_settings({"compactThreshold": True}).warnings
+
+
+def test_the_sandboxs_network_hosts_and_limits() -> None:
+    settings = parse_settings(
+        {
+            "allowedDomains": ["PyPI.org.", "*.npmjs.org", "https://x.org/", "*.com"],
+            "maxProcesses": 64,
+            "maxFileSizeMB": 10,
+            "maxMemoryMB": "lots",
+        }
+    )
+    assert settings.sandbox.allowed_domains == ("pypi.org", "*.npmjs.org")
+    assert settings.sandbox.limits.processes == 64
+    assert settings.sandbox.limits.file_size_mb == 10
+    assert settings.sandbox.limits.memory_mb == 8192  # the default stands
+    assert len(settings.warnings) == 3, settings.warnings
+    assert any("https://x.org/" in w and "not a URL" in w for w in settings.warnings)
+    assert any("maxMemoryMB must be a positive integer" in w for w in settings.warnings)
+    bad = parse_settings({"allowedDomains": "pypi.org"})
+    assert bad.warnings == ("agentLsp.allowedDomains must be a list of host names; ignored",)

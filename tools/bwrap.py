@@ -90,6 +90,7 @@ def arguments(
     hidden: Sequence[Path],
     protected: Sequence[Path],
     cwd: Path,
+    cgroup_procs: Path | None = None,
 ) -> list[str]:
     """The ``bwrap`` command line up to (not including) the program.
 
@@ -97,9 +98,13 @@ def arguments(
     ``readable``: must stay visible even under the private ``/tmp`` (the launcher, the
     interpreter, a read-only workspace); ``hidden``: existing paths covered by an empty
     read-only mount; ``protected``: existing paths inside a writable folder bound
-    read-only over it (what git obeys).
+    read-only over it (what git obeys); ``cgroup_procs``: the call's ``cgroup.procs``,
+    the one file of the cgroup tree left writable.
     """
-    argv = [ns.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    # No --new-session: the server starts bubblewrap in a session of its own, so there is no
+    # controlling terminal to inject into (and seccomp refuses TIOCSTI), and staying in
+    # bubblewrap's process group lets the call's end wait for every process still in it.
+    argv = [ns.bwrap, "--die-with-parent", "--cap-drop", "ALL"]
     argv += ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try"]
     if ns.net and not share_net:
@@ -127,6 +132,8 @@ def arguments(
             argv += ["--ro-bind", "/dev/null", path]
     for path in sorted({*map(str, protected)}, key=_depth):
         argv += ["--ro-bind-try", path, path]  # removed since it was found: nothing to cover
+    if cgroup_procs is not None:  # the launcher joins the call's cgroup through it
+        argv += ["--bind", str(cgroup_procs), str(cgroup_procs)]
     return [*argv, "--chdir", str(cwd), "--"]
 
 

@@ -165,10 +165,3 @@ def cgroup_limit_hit(procs: Path | None) -> bool:
     except OSError:
         return False
     return "max" in events and events[events.index("max") + 1] != "0"
-
-
-def join_cgroup(procs: Path, argv: list[str]) -> list[str]:
-    """``argv`` run after the process has moved itself into the cgroup (``sh`` execs it:
-    about a millisecond, and every process it starts is counted from its first fork)."""
-    script = 'echo $$ > "$0" || { echo "agent-lsp sandbox: cannot join $0" >&2; exit 125; }'
-    return ["/bin/sh", "-c", script + '; exec "$@"', str(procs), *argv]

@@ -25,7 +25,9 @@
 ;; `agent-lsp-compact', `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
 ;; `agent-lsp-check-connection', `agent-lsp-select-model',
 ;; `agent-lsp-checkpoints', `agent-lsp-diff', `agent-lsp-rewind' (see what each
-;; ask changed and undo it), `agent-lsp-apply-settings', `agent-lsp-shutdown';
+;; ask changed and undo it), `agent-lsp-grants' (revoke "always" answers),
+;; `agent-lsp-sandbox' (what confines the agent's commands here, and what is
+;; weaker), `agent-lsp-apply-settings', `agent-lsp-shutdown';
 ;; all of them (but the last two) are on `agent-lsp-command-map'.
 ;;
 ;; The server reads the API key, endpoint and model from the user configuration
@@ -61,7 +63,9 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
 Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
 :enabledTools (a vector of tool names), :bashTimeout, :systemPrompt,
 :editThroughEditor, :confirmEdits (t or :json-false), :sandbox, :writableRoots,
-:network, :approval, :allowedCommands, :permissionTimeout, :contextWindow
+:network, :allowedDomains (a vector of host names, \"*.example.com\" for
+subdomains), :maxProcesses, :maxFileSizeMB, :maxMemoryMB (positive integers),
+:approval, :allowedCommands, :permissionTimeout, :contextWindow
 \(tokens), :compactThreshold (0.1 to 0.95).  Sent as
 initializationOptions and answered to `workspace/configuration'.  Never the
 API key: the server reads it from the user configuration file
@@ -86,6 +90,7 @@ Buffers the server does not manage are read from disk by the agent."
 (defconst agent-lsp--checkpoints-buffer "*agent-lsp-checkpoints*")
 (defconst agent-lsp--diff-buffer "*agent-lsp-diff*")
 (defconst agent-lsp--check-buffer "*agent-lsp-check*")
+(defconst agent-lsp--sandbox-buffer "*agent-lsp-sandbox*")
 (defconst agent-lsp--check-timeout 90
   "Seconds to wait for `agent/checkConnection' (it lists models, then asks once).")
 (defconst agent-lsp--summary-chars 80 "As SUMMARY_CHARS in server/activity.py.")
@@ -1048,6 +1053,141 @@ Each is bound to one exact call; once revoked, that call is asked about again.
   (format "%s  %s: %s" (plist-get grant :decision) (plist-get grant :toolName)
           (plist-get grant :title)))
 
+;;; The bash sandbox: what confines the agent's commands here
+
+;; In the words of every client (tests/support/sandbox_cases.json): a kind, a
+;; one-line summary and the report's lines, from the server's fields only.
+
+(defun agent-lsp--given (value)
+  "Non-nil if VALUE is a JSON value other than null, false or \"\"."
+  (and value (not (memq value '(:json-false :null :false))) (not (equal value ""))))
+
+(defun agent-lsp-sandbox-kind (status)
+  "\"full\", \"weakened\" (a fallback form), \"off\" (the user's choice) or \"none\"
+\(the settings ask for a sandbox this system cannot give), for STATUS (a plist of
+`agent/sandboxStatus')."
+  (cond ((equal (plist-get status :mode) "off") "off")
+        ((not (eq (plist-get status :enforced) t)) "none")
+        ((or (agent-lsp--given (plist-get status :fallback))
+             (> (length (plist-get status :weakened)) 0))
+         "weakened")
+        (t "full")))
+
+(defun agent-lsp--sandbox-layers (status)
+  "The layers line of STATUS: a mark for each layer, in force or not."
+  (let* ((layers (plist-get status :layers))
+         (ns (eq (plist-get layers :namespaces) t))
+         (landlock (eq (plist-get layers :landlock) t))
+         (limit (and (agent-lsp--given (plist-get layers :processLimit))
+                     (plist-get layers :processLimit)))
+         (mark (lambda (on text) (concat (if on "✓ " "✗ ") text))))
+    (concat "layers: "
+            (string-join
+             (list (funcall mark ns (if (and ns (agent-lsp--given (plist-get status :bwrap)))
+                                        (format "namespaces (%s)" (plist-get status :bwrap))
+                                      "namespaces"))
+                   (funcall mark (eq (plist-get layers :networkNamespace) t) "network namespace")
+                   (funcall mark landlock (if landlock
+                                              (format "Landlock ABI %s" (plist-get status :landlockAbi))
+                                            "Landlock"))
+                   (funcall mark (eq (plist-get layers :seccomp) t) "seccomp")
+                   (funcall mark limit (if limit (format "process limit (%s)" limit) "process limit")))
+             " · "))))
+
+(defun agent-lsp--sandbox-network (status)
+  "The network line of STATUS."
+  (let ((domains (mapconcat #'identity (plist-get status :allowedDomains) ", "))
+        (access (plist-get status :networkAccess)))
+    (cond ((equal access "none")
+           ;; The hosts were asked for, but this system cannot give the proxy its own network.
+           (if (string-empty-p domains)
+               "network: none (a command asks you first)"
+             (format "network: none; allowedDomains (%s) need a network namespace" domains)))
+          ((equal access "allowedDomains") (format "network: only %s, through the proxy" domains))
+          (t (format "network: %s" access)))))
+
+(defun agent-lsp-sandbox-view (status)
+  "What to show for STATUS (a plist of `agent/sandboxStatus').
+A plist (:kind KIND :summary LINE :lines LINES), KIND as
+`agent-lsp-sandbox-kind' says."
+  (let ((kind (agent-lsp-sandbox-kind status))
+        (mode (format "%s" (plist-get status :mode))))
+    (pcase kind
+      ("off"
+       (list :kind kind :summary "sandbox off: bash commands run with your full rights"
+             :lines '("mode: off"
+                      "bash commands run with your full rights: nothing is hidden or limited")))
+      ("none"
+       (let ((reason (if (agent-lsp--given (plist-get status :reason))
+                         (plist-get status :reason)
+                       "this system offers no sandbox")))
+         (list :kind kind
+               :summary (format "no sandbox: %s; every bash call asks first" reason)
+               :lines (list (format "mode: %s, not enforced: %s" mode reason)
+                            "every bash call asks for your permission first, and runs with your rights"))))
+      (_
+       (let* ((roots (append (plist-get status :writableRoots) nil))
+              (hidden (append (plist-get status :hiddenPaths) nil))
+              (weakened (append (plist-get status :weakened) nil))
+              (fallback (and (agent-lsp--given (plist-get status :fallback))
+                             (plist-get status :fallback)))
+              (limits (plist-get status :limits))
+              (lines
+               (list (concat "mode: " mode)
+                     (agent-lsp--sandbox-layers status)
+                     (agent-lsp--sandbox-network status)
+                     (if roots
+                         (format "writable: %s and each call's private $TMPDIR"
+                                 (string-join roots ", "))
+                       "writable: only each call's private $TMPDIR")
+                     (format "limits: %s processes · files up to %s MB · %s MB of memory per process"
+                             (agent-lsp--thousands (plist-get limits :processes))
+                             (agent-lsp--thousands (plist-get limits :fileSizeMB))
+                             (agent-lsp--thousands (plist-get limits :memoryMB))))))
+         (when hidden
+           (setq lines (append lines (list (concat "hidden from commands: "
+                                                   (string-join hidden ", "))))))
+         (when (equal kind "weakened")
+           (setq lines (append lines
+                               (list "" (concat "weaker than the full sandbox:"
+                                                (if fallback (concat " " fallback) "")))
+                               (mapcar (lambda (promise) (concat "- " promise)) weakened))))
+         (list :kind kind
+               :summary (if (equal kind "full")
+                            (format "sandbox: %s, every layer in force" mode)
+                          (format "sandbox: %s, weaker here: %s" mode
+                                  (or fallback (car weakened) "")))
+               :lines lines))))))
+
+;;;###autoload
+(defun agent-lsp-sandbox ()
+  "Show what confines the agent's bash commands in this project.
+The server's `agent/sandboxStatus' in `*agent-lsp-sandbox*': the mode, the
+layers in force (namespaces, network namespace, Landlock, seccomp, process
+limit), the network, where commands may write, the limits and agent-lsp's files
+they may not read.  Where the system refuses namespaces the server uses a
+weaker form: the summary then says why (bubblewrap's own message), the last
+lines what does not hold in full, and a warning says so too (also when the
+sandbox is off or this system has none).  Returns the view (a plist, see
+`agent-lsp-sandbox-view')."
+  (interactive)
+  (let* ((server (agent-lsp--ensure-server))
+         (view (agent-lsp-sandbox-view
+                (agent-lsp--request :agent/sandboxStatus (make-hash-table) 30))))
+    (with-current-buffer (agent-lsp--get-buffer agent-lsp--sandbox-buffer
+                                                #'agent-lsp-conversation-mode)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert "# agent-lsp sandbox: " (agent-lsp--server-root server) "\n\n"
+                (plist-get view :summary) "\n\n"
+                (string-join (plist-get view :lines) "\n") "\n"))
+      (goto-char (point-min)))
+    (display-buffer agent-lsp--sandbox-buffer)
+    (if (equal (plist-get view :kind) "full")
+        (message "agent-lsp: %s" (plist-get view :summary))
+      (display-warning 'agent-lsp (plist-get view :summary) :warning))
+    view))
+
 ;;;###autoload
 (defun agent-lsp-show ()
   "Show the conversation buffer `*agent-lsp*'."
@@ -1092,6 +1232,7 @@ Each is bound to one exact call; once revoked, that call is asked about again.
     (define-key map "k" #'agent-lsp-check-connection)
     (define-key map "m" #'agent-lsp-select-model)
     (define-key map "p" #'agent-lsp-grants)
+    (define-key map "s" #'agent-lsp-sandbox)
     map)
   "Keymap of agent-lsp commands.
 Bind it to a prefix, e.g. (global-set-key (kbd \"C-c a\") agent-lsp-command-map).")

@@ -123,27 +123,25 @@ def parse_settings(raw: Any) -> AgentSettings:
     if mode is not None and mode not in SANDBOX_MODES:
         warnings.append(f"{SECTION}.sandbox must be one of {', '.join(SANDBOX_MODES)}; ignored")
         mode = None
+
+    def strings(key: str, what: str) -> list[str]:
+        value = raw.get(key)
+        if value is None:
+            return []
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        warnings.append(f"{SECTION}.{key} must be a list of {what}; ignored")
+        return []
+
     roots: list[Path] = []
-    raw_roots = raw.get("writableRoots")
-    if raw_roots is not None and not (
-        isinstance(raw_roots, list) and all(isinstance(r, str) for r in raw_roots)
-    ):
-        warnings.append(f"{SECTION}.writableRoots must be a list of folder paths; ignored")
-        raw_roots = None
-    for entry in raw_roots or ():
+    for entry in strings("writableRoots", "folder paths"):
         root = Path(entry).expanduser()
         if root.is_absolute():
             roots.append(root)
         else:
             warnings.append(f"{SECTION}.writableRoots: {entry!r} is not an absolute path; ignored")
     domains: list[str] = []
-    raw_domains = raw.get("allowedDomains")
-    if raw_domains is not None and not (
-        isinstance(raw_domains, list) and all(isinstance(d, str) for d in raw_domains)
-    ):
-        warnings.append(f"{SECTION}.allowedDomains must be a list of host names; ignored")
-        raw_domains = None
-    for entry in raw_domains or ():
+    for entry in strings("allowedDomains", "host names"):
         problem = valid_domain_pattern(entry)
         if problem:
             warnings.append(f"{SECTION}.allowedDomains: {entry!r} {problem}; ignored")

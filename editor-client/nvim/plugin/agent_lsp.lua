@@ -50,3 +50,6 @@ end, { nargs = '?', bang = true, desc = 'agent-lsp: undo an ask and every later 
 command('AgentGrants', function()
   require('agent_lsp').grants()
 end, { nargs = 0, desc = 'agent-lsp: list the conversation\'s "always" permission answers; revoke one' })
+command('AgentSandbox', function()
+  require('agent_lsp').sandbox()
+end, { nargs = 0, desc = "agent-lsp: show what confines the agent's bash commands here, and what is weaker" })

@@ -35,6 +35,7 @@ import {
   type CompactionNotice,
   type ListToolsResult,
   Methods,
+  type SandboxStatus,
   type ToolActivity,
 } from "./protocol";
 import {
@@ -45,6 +46,7 @@ import {
   toInitializationOptions,
   userValue,
 } from "./settings";
+import { describeSandbox, type SandboxView, showSandboxStatus } from "./sandbox";
 import { type AgentState, describeStatus } from "./status";
 import { toolPickItems } from "./tools-view";
 import { findExecutable } from "./which";
@@ -87,6 +89,9 @@ class AgentClient implements vscode.Disposable, SetupHost {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly apiKey: ApiKeyStore;
   private readonly modelStatus = new ModelStatus();
+  /** What the status bar shows: the agent's state, and the running server's bash sandbox. */
+  private state: AgentState = { kind: "starting" };
+  private sandbox: SandboxView | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.apiKey = new ApiKeyStore(context.secrets);
@@ -222,10 +227,13 @@ class AgentClient implements vscode.Disposable, SetupHost {
     );
     client.onDidChangeState((e) => {
       void vscode.commands.executeCommand("setContext", "agentLsp.serverRunning", e.newState === State.Running);
-      if (e.newState !== State.Running) return;
+      if (e.newState !== State.Running) {
+        this.sandbox = undefined; // the next server says its own
+        return;
+      }
       if (!this.chat.session.busy) this.setState({ kind: "idle" });
       // Settings changed while the server was starting: initialize carried the old ones.
-      void this.sendSettings(client, false);
+      void this.sendSettings(client, false).then(() => this.refreshSandbox());
     });
     this.client = client;
     this.setState({ kind: "starting" });
@@ -317,7 +325,10 @@ class AgentClient implements vscode.Disposable, SetupHost {
       return;
     }
     // Not running yet: sent when it is (see onDidChangeState in start()).
-    if (this.client?.isRunning()) await this.sendSettings(this.client, true);
+    if (this.client?.isRunning()) {
+      await this.sendSettings(this.client, true);
+      await this.refreshSandbox(); // the sandbox settings may have changed it
+    }
   }
 
   private async sendSettings(client: LanguageClient, always: boolean): Promise<void> {
@@ -476,6 +487,39 @@ class AgentClient implements vscode.Disposable, SetupHost {
     });
   }
 
+  /** Agent: Sandbox Status: what confines the agent's commands here, and what is weaker. */
+  async sandboxStatus(): Promise<void> {
+    const view = await showSandboxStatus({ request: (method, params) => this.request(method, params) }, this.folderParams(), {
+      show: async ({ kind, summary, lines }) => {
+        const message = `Agent: ${summary}`;
+        const options = { modal: true, detail: lines.join("\n") };
+        const pick =
+          kind === "full"
+            ? await vscode.window.showInformationMessage(message, options, "Open Settings")
+            : await vscode.window.showWarningMessage(message, options, "Open Settings");
+        if (pick) await this.openSettings();
+      },
+      error: (message) => void vscode.window.showErrorMessage(message),
+    });
+    if (view) this.showSandbox(view);
+  }
+
+  /** The status bar's sandbox mark, from the running server (none from a server without it). */
+  private async refreshSandbox(): Promise<void> {
+    if (!this.supports(Methods.sandboxStatus)) return this.showSandbox(undefined);
+    try {
+      this.showSandbox(describeSandbox(await this.request<SandboxStatus>(Methods.sandboxStatus, this.folderParams())));
+    } catch (error) {
+      this.log.warn(`agent/sandboxStatus: ${String((error as { message?: unknown })?.message ?? error)}`);
+      this.showSandbox(undefined);
+    }
+  }
+
+  private showSandbox(view: SandboxView | undefined): void {
+    this.sandbox = view;
+    this.setState(this.state);
+  }
+
   async listTools(): Promise<void> {
     const client = this.usableClient();
     if (!client) return;
@@ -575,7 +619,8 @@ class AgentClient implements vscode.Disposable, SetupHost {
   // -- helpers -------------------------------------------------------------------------------
 
   private setState(state: AgentState): void {
-    const view = describeStatus(state);
+    this.state = state;
+    const view = describeStatus(state, this.sandbox);
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.backgroundColor = view.isError
@@ -685,6 +730,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("agentLsp.history", () => instance.chat.showHistory()),
     vscode.commands.registerCommand("agentLsp.listTools", () => instance.listTools()),
     vscode.commands.registerCommand("agentLsp.manageGrants", () => instance.manageGrants()),
+    vscode.commands.registerCommand("agentLsp.sandboxStatus", () => instance.sandboxStatus()),
     vscode.commands.registerCommand("agentLsp.showPanel", () => instance.showPanel()),
     vscode.commands.registerCommand("agentLsp.showToolTrace", () => instance.showTrace()),
     vscode.commands.registerCommand("agentLsp.showServerLog", () => instance.showLog()),

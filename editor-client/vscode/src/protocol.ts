@@ -21,6 +21,7 @@ export const Methods = {
   compaction: "agent/compaction",
   grants: "agent/grants",
   revokeGrant: "agent/revokeGrant",
+  sandboxStatus: "agent/sandboxStatus",
 } as const;
 
 export const ErrorCodes = {
@@ -46,6 +47,10 @@ export interface AgentCapabilities {
 export interface ToolAnnotations {
   readOnlyHint?: boolean;
   destructiveHint?: boolean;
+  /** bash: it may use the network, or runs unconfined. */
+  openWorldHint?: boolean;
+  /** bash: how it is confined (the same object as agent/sandboxStatus's result). */
+  sandbox?: SandboxStatus;
 }
 
 export interface ToolInfo {
@@ -297,4 +302,52 @@ export interface GrantsResult {
 
 export interface RevokeGrantResult {
   revoked: boolean;
+}
+
+/** `agent/sandboxStatus`'s params: the folder whose sandbox (default: the first). */
+export interface SandboxStatusParams {
+  workspaceFolder?: string;
+}
+
+/** Which layers of the bash sandbox are in force on this system (README "The bash sandbox"). */
+export interface SandboxLayers {
+  namespaces: boolean;
+  networkNamespace: boolean;
+  landlock: boolean;
+  seccomp: boolean;
+  /** How the process limit is kept; null: none. */
+  processLimit: "cgroup" | "rlimit" | string | null;
+}
+
+export interface SandboxLimits {
+  processes: number;
+  fileSizeMB: number;
+  memoryMB: number;
+}
+
+/**
+ * `agent/sandboxStatus`'s result, also the bash tool's `sandbox` annotation: the policy the
+ * settings ask for and what this system enforces of it.
+ */
+export interface SandboxStatus {
+  mode: "workspace-write" | "read-only" | "off" | string;
+  enforced: boolean;
+  /** With `enforced: false` while the settings ask for a sandbox: why there is none. */
+  reason?: string;
+  /** True only for `networkAccess: "all"`. */
+  network: boolean;
+  /** "allowedDomains": only those hosts, through the call's proxy. */
+  networkAccess: "none" | "allowedDomains" | "all" | string;
+  allowedDomains: string[];
+  writableRoots: string[];
+  landlockAbi: number;
+  /** agent-lsp's own files no sandboxed command may read. */
+  hiddenPaths: string[];
+  layers: SandboxLayers;
+  limits: SandboxLimits;
+  bwrap: string | null;
+  /** Why the full form is not in force (bubblewrap's own message); null when it is. */
+  fallback: string | null;
+  /** For the user: the promises that do not hold in full here. */
+  weakened: string[];
 }

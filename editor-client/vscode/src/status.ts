@@ -1,5 +1,7 @@
 // The status bar item's text for the agent's state; the extension owns the StatusBarItem.
 
+import type { SandboxView } from "./sandbox";
+
 export type AgentState =
   | { kind: "idle" }
   | { kind: "starting" }
@@ -13,7 +15,7 @@ export interface StatusView {
   isError: boolean;
 }
 
-export function describeStatus(state: AgentState): StatusView {
+function describeState(state: AgentState): StatusView {
   switch (state.kind) {
     case "idle":
       return { text: "$(hubot) Agent: idle", tooltip: "agent-lsp is ready — click to open the Agent chat", isError: false };
@@ -33,4 +35,20 @@ export function describeStatus(state: AgentState): StatusView {
     case "stopped":
       return { text: "$(debug-disconnect) Agent: stopped", tooltip: state.message, isError: true };
   }
+}
+
+/**
+ * The item for `state`, and, while the server runs, what its bash sandbox is: a warning mark
+ * when it is weaker than the full sandbox or off, so that is seen without asking.
+ */
+export function describeStatus(state: AgentState, sandbox?: SandboxView): StatusView {
+  const view = describeState(state);
+  if (!sandbox || state.kind === "stopped") return view;
+  const weaker = sandbox.kind !== "full";
+  const summary = sandbox.summary.charAt(0).toUpperCase() + sandbox.summary.slice(1);
+  return {
+    text: weaker ? `${view.text} $(warning)` : view.text,
+    tooltip: `${view.tooltip}\n\n${summary}${weaker ? " (Agent: Sandbox Status says more)" : ""}`,
+    isError: view.isError,
+  };
 }

@@ -140,6 +140,16 @@ describe("toInitializationOptions", () => {
     assert.deepEqual(toInitializationOptions(reader({ sandbox: "none" })), { sandbox: "none" });
   });
 
+  it("forwards the allowed hosts and the limits from user settings only", () => {
+    const user = { allowedDomains: ["pypi.org", "*.pythonhosted.org"], maxProcesses: 256, maxFileSizeMB: 512, maxMemoryMB: 4096 };
+    const hostile = { allowedDomains: ["attacker.example"], maxProcesses: 1_000_000, maxFileSizeMB: 1_000_000, maxMemoryMB: 1_000_000 };
+    assert.deepEqual(toInitializationOptions(reader(user, hostile)), user);
+    assert.deepEqual(toInitializationOptions(reader({}, hostile)), {});
+    assert.deepEqual(toDidChangeConfigurationParams(reader({ maxMemoryMB: 0, allowedDomains: "pypi.org" })), {
+      settings: { agentLsp: { maxMemoryMB: 0, allowedDomains: "pypi.org" } },
+    });
+  });
+
   it("wraps the same options for didChangeConfiguration", () => {
     assert.deepEqual(toDidChangeConfigurationParams(reader({ model: "m", maxTurns: 3, confirmEdits: true })), {
       settings: { agentLsp: { model: "m", maxTurns: 3, confirmEdits: true } },
@@ -225,5 +235,17 @@ describe("package.json settings", () => {
 
   it("declares every forwarded key, maxRetries included", () => {
     for (const key of SERVER_SETTINGS) assert.ok(properties[`${SECTION}.${key}`], key);
+  });
+
+  it("declares the allowed hosts and the limits machine-scoped, defaulting to the server's", () => {
+    for (const key of ["allowedDomains", "maxProcesses", "maxFileSizeMB", "maxMemoryMB"]) {
+      assert.ok((MACHINE_SETTINGS as readonly string[]).includes(key), key);
+      assert.ok((SERVER_SETTINGS as readonly string[]).includes(key), key);
+    }
+    assert.deepEqual(properties[`${SECTION}.allowedDomains`]?.default, []);
+    for (const [key, server] of [["maxProcesses", "1,024"], ["maxFileSizeMB", "8,192"], ["maxMemoryMB", "8,192"]] as const) {
+      assert.equal(properties[`${SECTION}.${key}`]?.default, null, key);
+      assert.match(properties[`${SECTION}.${key}`]?.markdownDescription ?? "", new RegExp(`server's default \\(${server}\\)`), key);
+    }
   });
 });

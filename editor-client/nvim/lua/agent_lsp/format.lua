@@ -273,4 +273,115 @@ function M.diff_lines(files)
   return lines
 end
 
+-- The bash sandbox (agent/sandboxStatus), in the words of every client
+-- (tests/support/sandbox_cases.json): its kind, a one-line summary, the report's lines.
+
+local function given(value)
+  return value ~= nil and value ~= vim.NIL and value ~= false and value ~= ''
+end
+
+local function list(value)
+  return type(value) == 'table' and value or {}
+end
+
+--- 'full', 'weakened' (a fallback form), 'off' (the user's choice) or 'none' (the
+--- settings ask for a sandbox this system cannot give).
+function M.sandbox_kind(status)
+  if status.mode == 'off' then
+    return 'off'
+  end
+  if status.enforced ~= true then
+    return 'none'
+  end
+  return (given(status.fallback) or #list(status.weakened) > 0) and 'weakened' or 'full'
+end
+
+local function mark(on, text)
+  return (on and '✓ ' or '✗ ') .. text
+end
+
+local function sandbox_layers(status)
+  local layers = type(status.layers) == 'table' and status.layers or {}
+  local ns = layers.namespaces == true
+  local limit = given(layers.processLimit) and layers.processLimit or nil
+  return 'layers: '
+    .. table.concat({
+      mark(ns, (ns and given(status.bwrap)) and ('namespaces (' .. status.bwrap .. ')') or 'namespaces'),
+      mark(layers.networkNamespace == true, 'network namespace'),
+      mark(layers.landlock == true, layers.landlock == true and ('Landlock ABI ' .. tostring(status.landlockAbi)) or 'Landlock'),
+      mark(layers.seccomp == true, 'seccomp'),
+      mark(limit ~= nil, limit and ('process limit (' .. tostring(limit) .. ')') or 'process limit'),
+    }, ' · ')
+end
+
+local function sandbox_network(status)
+  local domains = table.concat(list(status.allowedDomains), ', ')
+  if status.networkAccess == 'none' then
+    -- The hosts were asked for, but this system cannot give the proxy its own network.
+    if domains ~= '' then
+      return 'network: none; allowedDomains (' .. domains .. ') need a network namespace'
+    end
+    return 'network: none (a command asks you first)'
+  end
+  if status.networkAccess == 'allowedDomains' then
+    return 'network: only ' .. domains .. ', through the proxy'
+  end
+  return 'network: ' .. tostring(status.networkAccess)
+end
+
+--- `{ kind = ..., summary = '...', lines = { ... } }` for an agent/sandboxStatus result.
+function M.sandbox_view(status)
+  local kind = M.sandbox_kind(status)
+  local mode = tostring(status.mode)
+  if kind == 'off' then
+    return {
+      kind = kind,
+      summary = 'sandbox off: bash commands run with your full rights',
+      lines = { 'mode: off', 'bash commands run with your full rights: nothing is hidden or limited' },
+    }
+  end
+  if kind == 'none' then
+    local reason = given(status.reason) and status.reason or 'this system offers no sandbox'
+    return {
+      kind = kind,
+      summary = 'no sandbox: ' .. reason .. '; every bash call asks first',
+      lines = {
+        'mode: ' .. mode .. ', not enforced: ' .. reason,
+        'every bash call asks for your permission first, and runs with your rights',
+      },
+    }
+  end
+  local roots = list(status.writableRoots)
+  local limits = type(status.limits) == 'table' and status.limits or {}
+  local lines = {
+    'mode: ' .. mode,
+    sandbox_layers(status),
+    sandbox_network(status),
+    #roots > 0 and ('writable: ' .. table.concat(roots, ', ') .. " and each call's private $TMPDIR")
+      or "writable: only each call's private $TMPDIR",
+    string.format(
+      'limits: %s processes · files up to %s MB · %s MB of memory per process',
+      M.thousands(limits.processes),
+      M.thousands(limits.fileSizeMB),
+      M.thousands(limits.memoryMB)
+    ),
+  }
+  local hidden = list(status.hiddenPaths)
+  if #hidden > 0 then
+    table.insert(lines, 'hidden from commands: ' .. table.concat(hidden, ', '))
+  end
+  local weakened = list(status.weakened)
+  local fallback = given(status.fallback) and status.fallback or nil
+  if kind == 'weakened' then
+    table.insert(lines, '')
+    table.insert(lines, 'weaker than the full sandbox:' .. (fallback and (' ' .. fallback) or ''))
+    for _, promise in ipairs(weakened) do
+      table.insert(lines, '- ' .. promise)
+    end
+  end
+  local summary = kind == 'full' and ('sandbox: ' .. mode .. ', every layer in force')
+    or ('sandbox: ' .. mode .. ', weaker here: ' .. (fallback or weakened[1] or ''))
+  return { kind = kind, summary = summary, lines = lines }
+end
+
 return M

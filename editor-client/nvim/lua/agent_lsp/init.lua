@@ -39,6 +39,7 @@ local TOOLS = 'agent-lsp://tools'
 local CHECKPOINTS = 'agent-lsp://checkpoints'
 local DIFF = 'agent-lsp://diff'
 local CHECK = 'agent-lsp://check'
+local SANDBOX = 'agent-lsp://sandbox'
 local CANCEL_WAIT_MS = 10000
 
 -- Client methods are called `client:request()` from 0.11 on (the dot form warns there).
@@ -960,6 +961,28 @@ function M.grants()
   end)
 end
 
+-- The bash sandbox ------------------------------------------------------------
+
+--- What confines the agent's bash commands in this project (agent/sandboxStatus): the
+--- layers in force, the network, where they may write, the limits, and, where this system
+--- gives only a weaker form, why and what then does not hold. A warning unless it is full.
+function M.sandbox()
+  local root = M.root_for(0)
+  with_client(root, function(client)
+    call(client, 'request', 'agent/sandboxStatus', vim.empty_dict(), function(err, result)
+      if err then
+        return report('agent/sandboxStatus', err)
+      end
+      local view = format.sandbox_view(result)
+      local lines = vim.list_extend({ '# agent-lsp sandbox: ' .. root, '', view.summary, '' }, view.lines)
+      local buf = scratch(SANDBOX, 'markdown')
+      set_lines(buf, 0, -1, lines)
+      show(buf, true)
+      notify(view.summary, view.kind == 'full' and vim.log.levels.INFO or vim.log.levels.WARN)
+    end)
+  end)
+end
+
 --- The conversation state (for statuslines and tests).
 function M.status()
   local req = conv.request
@@ -975,6 +998,7 @@ function M.status()
     checkpoints_buf = buffers[CHECKPOINTS],
     diff_buf = buffers[DIFF],
     check_buf = buffers[CHECK],
+    sandbox_buf = buffers[SANDBOX],
   }
 end
 
