@@ -432,6 +432,37 @@ class AnswerDelta:
     channel: str  # ANSWER_CHANNEL or REASONING_CHANNEL
 
 
+# -- what each method carries ----------------------------------------------------------------
+
+# (params, result) of every method. ``Any``: JSON this module does not declare as a class yet
+# (built as a dict where it is sent); a notification's result is ``None``. The client-facing
+# schema, docs/protocol.schema.json, is generated from this table and the classes above
+# (docs/protocol_schema.py), and the VS Code client's types from the schema.
+SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
+    AGENT_ASK: (AskParams, AskResult),
+    AGENT_NEW_SESSION: (FolderParams, NewSessionResult),
+    AGENT_LIST_TOOLS: (FolderParams, Any),  # {"tools": the registry's describe()}
+    AGENT_END_SESSION: (SessionParams, EndSessionResult),
+    AGENT_SESSIONS: (FolderParams, SessionsResult),
+    AGENT_SESSION_HISTORY: (SessionParams, SessionHistoryResult),
+    AGENT_TOOL_OUTPUT: (ToolOutputParams, ToolOutputResult),
+    AGENT_CHECKPOINTS: (SessionParams, CheckpointsResult),
+    AGENT_DIFF: (DiffParams, DiffResult),
+    AGENT_REWIND: (RewindParams, RewindResult),
+    AGENT_LIST_MODELS: (FolderParams, ListModelsResult),
+    AGENT_CHECK_CONNECTION: (FolderParams, CheckConnectionResult),
+    AGENT_GRANTS: (SessionParams, GrantsResult),
+    AGENT_REVOKE_GRANT: (RevokeGrantParams, RevokeGrantResult),
+    AGENT_COMPACT: (SessionParams, CompactResult),
+    AGENT_SANDBOX_STATUS: (FolderParams, Any),  # tools/sandbox.py: describe
+    AGENT_TOOL_ACTIVITY: (Any, None),  # agent/activity.py's activity_params
+    AGENT_ASK_PROGRESS: (AskProgress, None),
+    AGENT_COMPACTION: (CompactionNotice, None),
+    AGENT_ANSWER_DELTA: (AnswerDelta, None),
+    AGENT_REQUEST_PERMISSION: (RequestPermissionParams, Any),  # ACP's outcome (the docstring)
+}
+
+
 # -- structuring ------------------------------------------------------------------------------
 
 _Params = TypeVar("_Params")

@@ -1,0 +1,205 @@
+"""docs/protocol.schema.json: current with server/protocol.py, true to the wire, and the
+method names every client sends are in it."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+import types
+import typing
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from jsonschema import Draft202012Validator
+
+from server import protocol as p
+from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
+from tests.support.model_server import ScriptedModel, tool_call
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load_generator() -> Any:
+    # docs/ is not a package: the generator is a script beside the schema it writes.
+    spec = importlib.util.spec_from_file_location(
+        "protocol_schema", REPO / "docs/protocol_schema.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+generator = _load_generator()
+SCHEMA = json.loads((REPO / "docs/protocol.schema.json").read_text(encoding="utf-8"))
+
+
+def test_the_checked_in_schema_is_current() -> None:
+    fresh = generator.render(generator.build_schema())
+    assert (REPO / "docs/protocol.schema.json").read_text(encoding="utf-8") == fresh, (
+        "docs/protocol.schema.json is stale: run uv run python docs/protocol_schema.py"
+    )
+
+
+def test_it_is_a_2020_12_schema_naming_every_method() -> None:
+    Draft202012Validator.check_schema(SCHEMA)
+    methods = SCHEMA["methods"]
+    assert set(methods) == {*p.REQUESTS, *p.NOTIFICATIONS, p.AGENT_REQUEST_PERMISSION}
+    assert {m for m, e in methods.items() if e["kind"] == "notification"} == set(p.NOTIFICATIONS)
+    assert methods[p.AGENT_REQUEST_PERMISSION]["direction"] == "serverToClient"
+    assert methods[p.AGENT_ASK]["params"] == {"$ref": "#/$defs/AskParams"}
+    assert all("result" not in methods[m] for m in p.NOTIFICATIONS)
+
+
+def test_a_signature_without_its_method_fails_the_generator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(p, "SIGNATURES", {**p.SIGNATURES, "agent/nothing": (p.FolderParams, Any)})
+    with pytest.raises(ValueError, match="agent/nothing"):
+        generator.build_schema()
+
+
+# -- the schema against the converter: names, types, what is required ------------------------
+
+
+def _protocol_classes() -> list[type]:
+    names = [n for n in SCHEMA["$defs"] if isinstance(getattr(p, n, None), type)]
+    return [getattr(p, n) for n in names]
+
+
+def _sample(tp: Any) -> Any:
+    """A value of ``tp`` with every optional part present (nothing left at its default)."""
+    if isinstance(tp, type) and attrs.has(tp):
+        hints = typing.get_type_hints(tp)
+        return tp(**{f.name: _sample(hints[f.name]) for f in attrs.fields(tp)})
+    if tp is Any:
+        return "any"
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is list:
+        return [_sample(args[0])]
+    if origin is dict:
+        return {"key": _sample(args[1])}
+    if origin is types.UnionType:
+        return _sample(next(a for a in args if a is not type(None)))
+    return {str: "text", int: 7, float: 1.5, bool: True}[tp]
+
+
+def _minimal(cls: type) -> Any:
+    hints = typing.get_type_hints(cls)
+    required = [f for f in attrs.fields(cls) if f.default is attrs.NOTHING]
+    return cls(**{f.name: _sample(hints[f.name]) for f in required})
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with no undeclared property allowed (the published one allows them: a
+    client ignores what a newer server adds)."""
+    strict = copy.deepcopy(schema)
+    for definition in strict["$defs"].values():
+        definition["additionalProperties"] = False
+    return strict
+
+
+def _validator(subschema: dict[str, Any]) -> Draft202012Validator:
+    return Draft202012Validator({"$defs": _strict(SCHEMA)["$defs"], **subschema})
+
+
+@pytest.mark.parametrize("cls", _protocol_classes(), ids=lambda c: c.__name__)
+def test_every_class_on_the_wire_fits_its_definition(cls: type) -> None:
+    definition = SCHEMA["$defs"][cls.__name__]
+    full = p.to_wire(_sample(cls))
+    _validator({"$ref": f"#/$defs/{cls.__name__}"}).validate(full)
+    assert set(full) == set(definition["properties"])  # the converter's own camelCase names
+    # What the converter leaves out at its default is exactly what the schema does not require.
+    assert set(p.to_wire(_minimal(cls))) == set(definition.get("required", []))
+    assert p.parse(full, cls) == _sample(cls)
+
+
+def test_types_and_constraints_match_what_parse_accepts() -> None:
+    ask_params = _validator({"$ref": "#/$defs/AskParams"})
+    for raw in ({"prompt": " "}, {"prompt": 5}, {"prompt": "x", "workDoneToken": True}, {}):
+        assert not ask_params.is_valid(raw), raw
+        with pytest.raises(p.ParamsError):
+            p.parse(raw, p.AskParams)
+    accepted = {"prompt": "x", "workDoneToken": 3, "context": {"documents": ["file:///a"]}}
+    ask_params.validate(accepted)
+    p.parse(accepted, p.AskParams)
+
+
+# -- the schema against the real server --------------------------------------------------------
+
+
+@pytest.fixture
+async def client(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[AgentTestClient]:
+    root = tmp_path / "project"
+    root.mkdir()
+    client = await start_client(server_env(model.base_url), [root])
+    yield client
+    await client.shutdown_session()
+    await client.stop()
+
+
+async def test_the_real_servers_results_and_notifications_fit_the_schema(
+    client: AgentTestClient, model: ScriptedModel
+) -> None:
+    methods = SCHEMA["methods"]
+
+    async def request(method: str, params: dict[str, Any]) -> Any:
+        _validator(methods[method]["params"]).validate(params)
+        result = await client.protocol.send_request_async(method, params)
+        _validator(methods[method]["result"]).validate(result)
+        return result
+
+    write = {"path": "notes.md", "content": "x = 2\n"}
+    model.reply(tool_calls=[tool_call("write_file", write, id="c1")])
+    model.reply("Done.")
+    answer = await ask(client, prompt="write notes.md")
+    _validator(methods[p.AGENT_ASK]["result"]).validate(answer)
+    assert answer["toolCalls"][0]["ok"], answer
+    session = {"sessionId": answer["sessionId"]}
+
+    assert client.progress and client.deltas
+    for params in client.progress:
+        _validator(methods[p.AGENT_ASK_PROGRESS]["params"]).validate(params)
+    for delta in client.deltas:
+        _validator(methods[p.AGENT_ANSWER_DELTA]["params"]).validate(
+            {k: v for k, v in delta.items() if k != "at"}  # "at": the test client's arrival time
+        )
+
+    checkpoint = answer["checkpointId"]
+    assert (await request(p.AGENT_CHECKPOINTS, session))["checkpoints"][0]["files"]
+    diff = await request(
+        p.AGENT_DIFF, {**session, "checkpointId": checkpoint, "includeContent": True}
+    )
+    assert diff["files"][0]["after"] == "x = 2\n"
+    await request(p.AGENT_REWIND, {**session, "checkpointId": checkpoint, "dryRun": True})
+    assert (await request(p.AGENT_SESSION_HISTORY, session))["entries"]
+    await request(p.AGENT_TOOL_OUTPUT, {**session, "callId": "c1"})
+    assert (await request(p.AGENT_SESSIONS, {}))["sessions"]
+    await request(p.AGENT_GRANTS, session)
+    await request(p.AGENT_REVOKE_GRANT, {**session, "grantId": "none"})
+    await request(p.AGENT_LIST_MODELS, {})
+    await request(p.AGENT_CHECK_CONNECTION, {})
+    await request(p.AGENT_COMPACT, session)
+    fresh = await request(p.AGENT_NEW_SESSION, {})
+    assert (await request(p.AGENT_END_SESSION, {"sessionId": fresh["sessionId"]}))["ended"]
+
+
+# -- the hand-written clients ------------------------------------------------------------------
+
+_CLIENT_SOURCES = [
+    *sorted((REPO / "editor-client/nvim/lua").rglob("*.lua")),
+    REPO / "editor-client/emacs/agent-lsp.el",
+]
+
+
+@pytest.mark.parametrize("source", _CLIENT_SOURCES, ids=lambda f: f.name)
+def test_the_lua_and_elisp_clients_use_only_methods_of_the_schema(source: Path) -> None:
+    used = set(re.findall(r"agent/[A-Za-z]+", source.read_text(encoding="utf-8")))
+    assert used, "no method found: the pattern no longer matches how the client names them"
+    unknown = used - set(SCHEMA["methods"])
+    assert not unknown, f"{source.relative_to(REPO)} names methods the schema lacks: {unknown}"
