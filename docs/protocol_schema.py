@@ -88,8 +88,7 @@ class _Walker:
         if origin is list:
             return {"type": "array", "items": self.schema_of(args[0])}
         if origin is dict and args[0] is str:
-            values = self.schema_of(args[1])
-            return {"type": "object", **({"additionalProperties": values} if values else {})}
+            return {"type": "object", "additionalProperties": self.schema_of(args[1]) or True}
         if origin in (types.UnionType, typing.Union):
             if all(a in _PRIMITIVES for a in args):  # int | str | None: one "type" list
                 return {"type": [_PRIMITIVES[a] for a in args]}
@@ -122,6 +121,8 @@ class _Walker:
                 prop["default"] = field.default
             properties[wire] = prop
         doc = cls.__dict__.get("__doc__")
+        if cls.__module__ != p.__name__:  # lsprotocol's (Range, Position): its docs are LSP's
+            doc = f"LSP's {name} (lsprotocol.types.{name})."
         self.defs[name] = {
             "type": "object",
             **({"description": inspect.cleandoc(doc)} if doc else {}),

@@ -1,5 +1,17 @@
 // The agent-lsp custom protocol as the client sees it (docs/protocol.md is authoritative).
 // Types only plus the method names and error codes: no vscode import, so unit tests can use it.
+//
+// The types the server declares (server/protocol.py) come from protocol.generated.ts,
+// generated from docs/protocol.schema.json; this file gives them the names the extension
+// uses. What is still written by hand: what the server builds as a plain dict (tools,
+// tool activity, the sandbox's status), the initialize capabilities, and the types richer
+// than the server's (AskResult: its usage keys and stop reasons) or more lenient (fields the
+// extension does without: ToolCallRecord, CompactResult, CompactionNotice), each checked
+// below against the generated one so that a changed server type fails `npm run typecheck`.
+
+import type * as Wire from "./protocol.generated";
+
+export type { AgentMethods } from "./protocol.generated";
 
 export const Methods = {
   ask: "agent/ask",
@@ -22,7 +34,7 @@ export const Methods = {
   grants: "agent/grants",
   revokeGrant: "agent/revokeGrant",
   sandboxStatus: "agent/sandboxStatus",
-} as const;
+} as const satisfies Record<string, keyof Wire.AgentMethods>;
 
 export const ErrorCodes = {
   methodNotFound: -32601,
@@ -34,6 +46,41 @@ export const ErrorCodes = {
   sessionBusy: -32004,
   contextWindowExceeded: -32005,
 } as const;
+
+// -- the server's types under the extension's names ------------------------------------
+
+export type Range = Wire.Range;
+/** Editor context of an ask (issue 16). */
+export type AskContext = Wire.EditorContext;
+export type AskParams = Wire.AskParams;
+export type NewSessionResult = Wire.NewSessionResult;
+export type ListModelsResult = Wire.ListModelsResult;
+export type ConnectionCheck = Wire.ConnectionCheck;
+export type CheckConnectionResult = Wire.CheckConnectionResult;
+export type AskProgress = Wire.AskProgress;
+export type AnswerDelta = Wire.AnswerDelta;
+export type SessionInfo = Wire.SessionSummary;
+export type SessionsResult = Wire.SessionsResult;
+export type HistoryEntry = Wire.HistoryEntry;
+export type SessionHistoryResult = Wire.SessionHistoryResult;
+export type ToolOutputResult = Wire.ToolOutputResult;
+export type CheckpointFile = Wire.CheckpointFile;
+export type Checkpoint = Wire.CheckpointSummary;
+export type CheckpointsResult = Wire.CheckpointsResult;
+export type FileDiff = Wire.FileDiff;
+export type DiffResult = Wire.DiffResult;
+export type RewindResult = Wire.RewindResult;
+export type GrantInfo = Wire.GrantInfo;
+export type GrantsResult = Wire.GrantsResult;
+export type RevokeGrantResult = Wire.RevokeGrantResult;
+/** `agent/sandboxStatus`'s params: the folder whose sandbox (default: the first). */
+export type SandboxStatusParams = Wire.FolderParams;
+
+/** Values of string fields the server declares as plain strings (protocol.py's comments). */
+export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
+export type FileStatus = "added" | "modified" | "deleted";
+
+// -- written by hand -------------------------------------------------------------------
 
 /** `capabilities.experimental.agent` of the initialize result: what this server offers. */
 export interface AgentCapabilities {
@@ -65,30 +112,15 @@ export interface ListToolsResult {
   tools: ToolInfo[];
 }
 
-export interface NewSessionResult {
-  sessionId: string;
-  /** The folder the session acts in (a URI); every ask of the session names it. */
-  workspaceFolder: string;
+export interface Usage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  contextTokens?: number;
+  contextWindow?: number;
 }
 
-export interface Range {
-  start: { line: number; character: number };
-  end: { line: number; character: number };
-}
-
-/** Editor context of an ask (issue 16). */
-export interface AskContext {
-  activeDocument?: { uri: string; selection?: Range };
-  documents?: string[];
-}
-
-export interface AskParams {
-  prompt: string;
-  sessionId?: string;
-  workspaceFolder?: string;
-  workDoneToken?: string | number;
-  context?: AskContext;
-}
+export type StopReason = "end_turn" | "max_turns" | "max_tokens" | "empty";
 
 export interface ToolCallRecord {
   id: string;
@@ -100,16 +132,6 @@ export interface ToolCallRecord {
   output?: string;
   durationMs?: number;
 }
-
-export interface Usage {
-  prompt_tokens?: number;
-  completion_tokens?: number;
-  total_tokens?: number;
-  contextTokens?: number;
-  contextWindow?: number;
-}
-
-export type StopReason = "end_turn" | "max_turns" | "max_tokens" | "empty";
 
 export interface AskResult {
   answer: string;
@@ -135,41 +157,6 @@ export interface ToolActivity {
   turn?: number;
 }
 
-export interface ListModelsResult {
-  models: { id: string }[];
-  /** The model asks use now. */
-  current: string;
-}
-
-export interface ConnectionCheck {
-  /** "configuration", "models", "model" or "request". */
-  name: string;
-  ok: boolean;
-  message: string;
-}
-
-export interface CheckConnectionResult {
-  ok: boolean;
-  checks: ConnectionCheck[];
-}
-
-export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
-
-export interface AskProgress {
-  sessionId: string;
-  turn: number;
-  phase: AskPhase | string;
-  /** For humans; clients show it, never parse it. */
-  message?: string;
-}
-
-export interface AnswerDelta {
-  sessionId: string;
-  turn: number;
-  delta: string;
-  channel: "answer" | "reasoning" | string;
-}
-
 /** `agent/compact`'s result: the conversation's estimated size before and after. */
 export interface CompactResult {
   tokensBefore: number;
@@ -188,125 +175,12 @@ export interface CompactionNotice extends CompactResult {
   durationMs?: number;
 }
 
-export interface SessionInfo {
-  sessionId: string;
-  workspaceFolder: string;
-  title: string;
-  /** Seconds or milliseconds since the epoch, or an ISO date: see toDate(). */
-  created: number | string;
-  updated: number | string;
-  turns: number;
-}
-
-export interface SessionsResult {
-  sessions: SessionInfo[];
-}
-
-/** One entry of `agent/sessionHistory`: a prompt, or one model turn with its tool calls. */
-export interface HistoryEntry {
-  role: "user" | "assistant" | string;
-  content: string;
-  toolCalls?: { id: string; name: string; arguments: string; ok: boolean; output: string }[];
-}
-
-export interface SessionHistoryResult {
-  sessionId: string;
-  workspaceFolder: string;
-  entries: HistoryEntry[];
-}
-
-export interface ToolOutputResult {
-  callId: string;
-  name: string;
-  arguments: string;
-  ok: boolean;
-  output: string;
-  /** The tool itself cut the output (bash keeps its head and tail). */
-  truncated: boolean;
-}
-
 /** Timestamps from the server: epoch seconds, epoch milliseconds or ISO text. */
 export function toDate(value: number | string | undefined): Date | undefined {
   if (value === undefined) return undefined;
   if (typeof value === "number") return new Date(value < 1e12 ? value * 1000 : value);
   const parsed = Date.parse(value);
   return Number.isNaN(parsed) ? undefined : new Date(parsed);
-}
-
-export type FileStatus = "added" | "modified" | "deleted";
-
-export interface CheckpointFile {
-  path: string;
-  status: FileStatus | string;
-  /** Lines added/removed; null for binary or very large files. */
-  added: number | null;
-  removed: number | null;
-}
-
-export interface Checkpoint {
-  id: string;
-  /** The ask's prompt, shortened. */
-  prompt: string;
-  /** ISO 8601, UTC. */
-  time: string;
-  state: "running" | "done" | "interrupted" | string;
-  /** "fileTools": only write_file/edit_file changes are recorded (no git), not bash's. */
-  coverage: "all" | "fileTools" | string;
-  notes: string[];
-  files: CheckpointFile[];
-}
-
-export interface CheckpointsResult {
-  checkpoints: Checkpoint[];
-}
-
-export interface FileDiff {
-  path: string;
-  status: FileStatus | string;
-  /** Unified diff ("" when binary). */
-  diff: string;
-  binary: boolean;
-  /** Whole texts when includeContent was asked (null: absent, binary or too large). */
-  before?: string | null;
-  after?: string | null;
-}
-
-export interface DiffResult {
-  files: FileDiff[];
-}
-
-export interface RewindResult {
-  restored: string[];
-  /** Of restored: put back in an open editor buffer (unsaved, undoable there). */
-  inEditor: string[];
-  conflicts: { path: string; reason: string }[];
-  conversationTruncated: boolean;
-  dryRun: boolean;
-}
-
-/** One "always" answer of a conversation (agent/grants), bound to one exact call. */
-export interface GrantInfo {
-  grantId: string;
-  toolName: string;
-  /** Canonical JSON of the call's arguments. */
-  arguments: string;
-  title: string;
-  decision: "allow" | "reject" | string;
-  /** Seconds since the epoch. */
-  created: number;
-}
-
-export interface GrantsResult {
-  grants: GrantInfo[];
-}
-
-export interface RevokeGrantResult {
-  revoked: boolean;
-}
-
-/** `agent/sandboxStatus`'s params: the folder whose sandbox (default: the first). */
-export interface SandboxStatusParams {
-  workspaceFolder?: string;
 }
 
 /** Which layers of the bash sandbox are in force on this system (README "The bash sandbox"). */
@@ -351,3 +225,13 @@ export interface SandboxStatus {
   /** For the user: the promises that do not hold in full here. */
   weakened: string[];
 }
+
+// What the server sends must fit each hand-written type the extension reads it as: a field
+// the server drops or retypes fails here, at `npm run typecheck`.
+type Fits<Sent extends Read, Read> = [Sent, Read];
+export type WireChecks = [
+  Fits<Wire.AskResult, AskResult>,
+  Fits<Wire.ToolCallResult, ToolCallRecord>,
+  Fits<Wire.CompactResult, CompactResult>,
+  Fits<Wire.CompactionNotice, CompactionNotice>,
+];

@@ -1,0 +1,511 @@
+// Generated from docs/protocol.schema.json by scripts/generate-protocol.mjs; do not edit.
+// Regenerate: uv run python docs/protocol_schema.py && node scripts/generate-protocol.mjs
+
+/**
+ * Every agent/* method: its params and (for a request) its result.
+ */
+export interface AgentMethods {
+  /**
+   * request, clientToServer
+   */
+  "agent/ask": {
+    params: AskParams;
+    result: AskResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/newSession": {
+    params: FolderParams;
+    result: NewSessionResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/listTools": {
+    params: FolderParams;
+    result: unknown;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/endSession": {
+    params: SessionParams;
+    result: EndSessionResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/sessions": {
+    params: FolderParams;
+    result: SessionsResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/sessionHistory": {
+    params: SessionParams;
+    result: SessionHistoryResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/toolOutput": {
+    params: ToolOutputParams;
+    result: ToolOutputResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/checkpoints": {
+    params: SessionParams;
+    result: CheckpointsResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/diff": {
+    params: DiffParams;
+    result: DiffResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/rewind": {
+    params: RewindParams;
+    result: RewindResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/listModels": {
+    params: FolderParams;
+    result: ListModelsResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/checkConnection": {
+    params: FolderParams;
+    result: CheckConnectionResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/grants": {
+    params: SessionParams;
+    result: GrantsResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/revokeGrant": {
+    params: RevokeGrantParams;
+    result: RevokeGrantResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/compact": {
+    params: SessionParams;
+    result: CompactResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/sandboxStatus": {
+    params: FolderParams;
+    result: unknown;
+  };
+  /**
+   * notification, serverToClient
+   */
+  "agent/toolActivity": {
+    params: unknown;
+  };
+  /**
+   * notification, serverToClient
+   */
+  "agent/askProgress": {
+    params: AskProgress;
+  };
+  /**
+   * notification, serverToClient
+   */
+  "agent/compaction": {
+    params: CompactionNotice;
+  };
+  /**
+   * notification, serverToClient
+   */
+  "agent/answerDelta": {
+    params: AnswerDelta;
+  };
+  /**
+   * request, serverToClient
+   */
+  "agent/requestPermission": {
+    params: RequestPermissionParams;
+    result: unknown;
+  };
+}
+export interface AskParams {
+  prompt: string;
+  sessionId?: string | null;
+  workspaceFolder?: string | null;
+  workDoneToken?: number | string | null;
+  context?: EditorContext | null;
+}
+/**
+ * What the user is looking at, sent with an ask (``agent/ask`` ``context``).
+ */
+export interface EditorContext {
+  activeDocument?: ActiveDocument | null;
+  /**
+   * other documents the user points at (URIs)
+   */
+  documents?: string[] | null;
+}
+export interface ActiveDocument {
+  uri: string;
+  /**
+   * an empty range: the cursor
+   */
+  selection?: Range | null;
+}
+/**
+ * LSP's Range (lsprotocol.types.Range).
+ */
+export interface Range {
+  start: Position;
+  end: Position;
+}
+/**
+ * LSP's Position (lsprotocol.types.Position).
+ */
+export interface Position {
+  line: number;
+  character: number;
+}
+export interface AskResult {
+  answer: string;
+  sessionId: string;
+  stopReason: string;
+  turns: number;
+  toolCalls: ToolCallResult[];
+  usage: {
+    [k: string]: number | undefined;
+  };
+  /**
+   * the model that answered (clients show it under the answer)
+   */
+  model?: string;
+  /**
+   * agent/diff shows what it changed, agent/rewind undoes it
+   */
+  checkpointId?: string | null;
+}
+export interface ToolCallResult {
+  id: string;
+  name: string;
+  arguments: string;
+  ok: boolean;
+  /**
+   * a preview; agent/toolOutput serves the whole output
+   */
+  output: string;
+  durationMs: number;
+}
+/**
+ * Params of requests that act on one open folder (default: the first).
+ */
+export interface FolderParams {
+  workspaceFolder?: string | null;
+}
+export interface NewSessionResult {
+  sessionId: string;
+  workspaceFolder: string;
+}
+export interface SessionParams {
+  sessionId: string;
+}
+export interface EndSessionResult {
+  ended: boolean;
+}
+export interface SessionsResult {
+  sessions: SessionSummary[];
+}
+export interface SessionSummary {
+  sessionId: string;
+  workspaceFolder: string;
+  /**
+   * the first prompt, shortened
+   */
+  title: string;
+  /**
+   * seconds since the epoch
+   */
+  created: number;
+  updated: number;
+  /**
+   * asks answered
+   */
+  turns: number;
+}
+export interface SessionHistoryResult {
+  sessionId: string;
+  workspaceFolder: string;
+  entries: HistoryEntry[];
+}
+export interface HistoryEntry {
+  /**
+   * "user" or "assistant"
+   */
+  role: string;
+  content: string;
+  toolCalls?: HistoryToolCall[];
+}
+export interface HistoryToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+  ok: boolean;
+  /**
+   * a preview
+   */
+  output: string;
+}
+export interface ToolOutputParams {
+  sessionId: string;
+  callId: string;
+}
+export interface ToolOutputResult {
+  callId: string;
+  name: string;
+  arguments: string;
+  ok: boolean;
+  output: string;
+  /**
+   * the tool itself cut the output (bash keeps head and tail)
+   */
+  truncated: boolean;
+}
+export interface CheckpointsResult {
+  checkpoints: CheckpointSummary[];
+}
+export interface CheckpointSummary {
+  id: string;
+  /**
+   * shortened
+   */
+  prompt: string;
+  /**
+   * when the ask started: ISO 8601, UTC
+   */
+  time: string;
+  /**
+   * "running" | "done" | "interrupted"
+   */
+  state: string;
+  /**
+   * "all" | "fileTools" (no git: bash changes not recorded)
+   */
+  coverage: string;
+  notes: string[];
+  files: CheckpointFile[];
+}
+export interface CheckpointFile {
+  /**
+   * relative to the session's folder, "/"-separated
+   */
+  path: string;
+  /**
+   * "added" | "modified" | "deleted"
+   */
+  status: string;
+  /**
+   * lines; None for binary or very large files
+   */
+  added: number | null;
+  removed: number | null;
+}
+export interface DiffParams {
+  sessionId: string;
+  checkpointId: string;
+  /**
+   * whole texts before and after, for a diff view
+   */
+  includeContent?: boolean;
+}
+export interface DiffResult {
+  files: FileDiff[];
+}
+export interface FileDiff {
+  path: string;
+  status: string;
+  /**
+   * unified; "" when binary
+   */
+  diff: string;
+  binary: boolean;
+  /**
+   * with includeContent only (None: absent, binary, too large)
+   */
+  before?: string | null;
+  after?: string | null;
+}
+export interface RewindParams {
+  sessionId: string;
+  checkpointId: string;
+  dryRun?: boolean;
+}
+export interface RewindResult {
+  restored: string[];
+  /**
+   * of restored: put back in an open editor buffer, unsaved
+   */
+  inEditor: string[];
+  conflicts: RewindConflict[];
+  conversationTruncated: boolean;
+  dryRun: boolean;
+}
+export interface RewindConflict {
+  path: string;
+  reason: string;
+}
+export interface ListModelsResult {
+  /**
+   * what GET /models lists, sorted
+   */
+  models: ModelInfo[];
+  /**
+   * the model asks use now
+   */
+  current: string;
+}
+export interface ModelInfo {
+  id: string;
+}
+export interface CheckConnectionResult {
+  ok: boolean;
+  checks: ConnectionCheck[];
+}
+export interface ConnectionCheck {
+  /**
+   * configuration, models, model, request
+   */
+  name: string;
+  ok: boolean;
+  /**
+   * plain words: what works, or what to fix
+   */
+  message: string;
+}
+export interface GrantsResult {
+  grants: GrantInfo[];
+}
+/**
+ * An always-answer of the user, bound to one exact call.
+ */
+export interface GrantInfo {
+  grantId: string;
+  toolName: string;
+  /**
+   * canonical JSON of the call's arguments
+   */
+  arguments: string;
+  title: string;
+  /**
+   * "allow" or "reject"
+   */
+  decision: string;
+  created: number;
+}
+export interface RevokeGrantParams {
+  sessionId: string;
+  grantId: string;
+}
+export interface RevokeGrantResult {
+  revoked: boolean;
+}
+/**
+ * ``agent/compact``: the history's estimated size before and after, in tokens.
+ */
+export interface CompactResult {
+  tokensBefore: number;
+  tokensAfter: number;
+  contextWindow: number;
+  /**
+   * tool outputs replaced by a note (agent/toolOutput still has them)
+   */
+  elidedOutputs: number;
+  /**
+   * messages replaced by the model's summary
+   */
+  summarizedMessages: number;
+}
+/**
+ * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
+ * the human ``message``). ``phase``: model, tools, permission, compacting, done.
+ */
+export interface AskProgress {
+  sessionId: string;
+  turn: number;
+  phase: string;
+  message: string;
+}
+/**
+ * ``agent/compaction``: an ask compacted its conversation before a model request.
+ * ``trigger``: ``threshold`` (it would have passed compactThreshold of the window) or
+ * ``overflow`` (the provider answered that it does not fit).
+ */
+export interface CompactionNotice {
+  sessionId: string;
+  turn: number;
+  trigger: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  contextWindow: number;
+  elidedOutputs: number;
+  summarizedMessages: number;
+  durationMs: number;
+}
+/**
+ * ``agent/answerDelta``: the next piece of a turn's text, in order, as it streams.
+ *
+ * Coalesced (a few dozen a second at most; the first one as soon as the model
+ * starts). The ``answer`` deltas of the ask's last turn add up to its ``answer``.
+ */
+export interface AnswerDelta {
+  sessionId: string;
+  turn: number;
+  delta: string;
+  /**
+   * ANSWER_CHANNEL or REASONING_CHANNEL
+   */
+  channel: string;
+}
+/**
+ * ``agent/requestPermission`` (server -> client). The result is ACP's
+ * ``{"outcome": {"outcome": "selected", "optionId": ...}}`` or
+ * ``{"outcome": {"outcome": "cancelled"}}``.
+ */
+export interface RequestPermissionParams {
+  sessionId: string;
+  callId: string;
+  toolName: string;
+  arguments: {
+    [k: string]: unknown | undefined;
+  };
+  title: string;
+  reason: string;
+  options: PermissionOption[];
+}
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  /**
+   * allow_once | allow_always | reject_once | reject_always (ACP's kinds)
+   */
+  kind: string;
+}
