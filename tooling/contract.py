@@ -41,6 +41,29 @@ class ToolDefinition:
     # What a call would ask the user (destructive tools are asked about when the user
     # chose approval "always"; ``required`` ones always). None: the front end words it.
     permission: Callable[[dict[str, Any]], CallPermission] | None = None
+    # The argument that names what a call acts on, shown after the tool's name in trace
+    # lines and compaction's notes (``read_file src/app.py``, ``bash pytest -q``).
+    # None: the first string argument the schema requires (see summary_argument).
+    summary_key: str | None = None
+    # What a compacted conversation must keep of this tool's calls, in the words of the
+    # summarizer's instructions (``"commands run and their results"``). None: the tool
+    # is named there, nothing more.
+    compaction_keeps: str | None = None
+
+    def summary_argument(self) -> str | None:
+        """The argument a one-line summary of a call shows: ``summary_key``, else the
+        first required string parameter (what nearly every tool acts on: a path, a
+        command, a pattern), else None."""
+        if self.summary_key is not None:
+            return self.summary_key
+        properties = self.parameters.get("properties")
+        if not isinstance(properties, Mapping):
+            return None
+        for name in self.parameters.get("required") or ():
+            schema = properties.get(name)
+            if isinstance(schema, Mapping) and schema.get("type") == "string":
+                return str(name)
+        return None
 
 
 def is_error(output: str) -> bool:

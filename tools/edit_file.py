@@ -101,4 +101,6 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
         read_only=False,
         destructive=True,
         title="Edit file",
+        summary_key="path",
+        compaction_keeps="files changed (with paths)",
     )

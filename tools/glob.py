@@ -108,6 +108,7 @@ def glob_tool(
         handler=handler,
         read_only=True,
         title="Find files",
+        summary_key="pattern",
     )
 
 

@@ -98,6 +98,8 @@ def read_file_tool(workspace: Workspace) -> ToolDefinition:
         handler=handler,
         read_only=True,
         title="Read file",
+        summary_key="path",
+        compaction_keeps="files read (with paths) and what was learned from them",
     )
 
 

@@ -224,6 +224,8 @@ def bash_tool(
         read_only=False,
         destructive=True,
         title="Run shell command",
+        summary_key="command",
+        compaction_keeps="commands run and their results",
         annotations={
             "openWorldHint": not confined or policy.network,
             "sandbox": sandbox.describe(policy, workspace.root),

@@ -70,4 +70,6 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
         read_only=False,
         destructive=True,
         title="Write file",
+        summary_key="path",
+        compaction_keeps="files changed (with paths)",
     )

@@ -12,16 +12,26 @@ from .events import ToolCallFinished, ToolCallStarted
 SUMMARY_CHARS = 80
 
 
-def summarize_arguments(name: str, arguments: str) -> str:
+# Tried after the tool's own summary argument, and alone when the tool is not known here
+# (the terminal client has only a notification's name and arguments; the editors' clients
+# try the same keys in the same order, and tests/support/trace_cases.py holds them to it).
+FALLBACK_KEYS = ("path", "command", "pattern")
+
+
+def summarize_arguments(name: str, arguments: str, key: str | None = None) -> str:
     """One line naming what a call acts on, e.g. ``src/app.py`` or ``pytest -q``; safe to
-    show (``tooling.display``), as it is the model's text."""
+    show (``tooling.display``), as it is the model's text.
+
+    ``key``: the argument the tool's definition names (``ToolDefinition.summary_argument``),
+    tried before :data:`FALLBACK_KEYS`; the first non-empty string wins, else the
+    arguments themselves on one line."""
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
         parsed = None
     if isinstance(parsed, dict):
-        for key in ("path", "command", "pattern"):
-            value = parsed.get(key)
+        for candidate in dict.fromkeys((key, *FALLBACK_KEYS) if key else FALLBACK_KEYS):
+            value = parsed.get(candidate)
             if isinstance(value, str) and value:
                 return _one_line(value)
         return _one_line(json.dumps(parsed, ensure_ascii=False))

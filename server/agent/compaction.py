@@ -35,9 +35,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from tooling.contract import ToolDefinition
 
 from ..model.context_limits import Overflow, Window
 from ..model.endpoint import ModelRequestError
@@ -70,15 +72,28 @@ SUMMARY_SUFFIX = (
 )
 NOTE_PREFIX = "[Output elided to save context: "
 
+# {tools} and {keeps} come from the tools' definitions (summary_instructions): a new tool
+# is named here, with what to keep of its calls, without an edit to this module.
 SUMMARY_INSTRUCTIONS = """\
 You compact the history of a conversation between a user and a coding agent that \
-works in the user's project with tools (bash, read_file, write_file, edit_file, glob). \
+works in the user's project with tools{tools}. \
 The agent will read your summary instead of the messages, so write what it needs to \
 continue the work: what the user asked for and any preferences they stated, decisions \
-made, files read or changed (with paths) and what was learned from them, commands run \
-and their results, errors met and how they were resolved, and what remains to be done. \
+made, {keeps}errors met and how they were resolved, and what remains to be done. \
 Leave out pleasantries and anything the work no longer needs. Write plain text or short \
 bullet points, at most about {words} words."""
+
+
+def summary_instructions(tools: Iterable[ToolDefinition], words: int) -> str:
+    """The summarizer's system prompt: the tools by name, and what to keep of their calls
+    (each tool's ``compaction_keeps``, once when tools share the words)."""
+    listed = list(tools)
+    names = f" ({', '.join(tool.name for tool in listed)})" if listed else ""
+    keeps = dict.fromkeys(tool.compaction_keeps for tool in listed if tool.compaction_keeps)
+    return SUMMARY_INSTRUCTIONS.format(
+        tools=names, keeps="".join(f"{kept}, " for kept in keeps), words=words
+    )
+
 
 Summarize = Callable[[list[dict[str, Any]]], Awaitable[str]]
 _Reply = TypeVar("_Reply")
@@ -104,7 +119,9 @@ class ContextWindow:
     """The budget of one conversation's requests, and the compaction that keeps to it.
 
     ``fixed_chars`` is what every request carries besides the messages (the tools'
-    schemas), counted until the first response calibrates the estimate.
+    schemas), counted until the first response calibrates the estimate. ``tools``: the
+    conversation's tool definitions, for the summarizer's instructions and for what
+    each call is shown acting on (``summary_argument``) in notes and transcripts.
     """
 
     def __init__(
@@ -116,6 +133,7 @@ class ContextWindow:
         model: str,
         threshold: float = DEFAULT_THRESHOLD,
         fixed_chars: int = 0,
+        tools: Iterable[ToolDefinition] = (),
     ) -> None:
         if not 0 < threshold <= 1:
             raise ValueError("threshold must be in (0, 1]")
@@ -124,6 +142,8 @@ class ContextWindow:
         self.archive = archive
         self.threshold = threshold
         self.fixed_chars = fixed_chars
+        self.tools = tuple(tools)
+        self._keys = {tool.name: tool.summary_argument() for tool in self.tools}
         if state.model != model:  # figures measured with another model do not carry over
             state.model, state.prompt_tokens, state.sent_chars = model, 0, 0
             state.tokens_per_char, state.provider_window = 1 / CHARS_PER_TOKEN, None
@@ -325,7 +345,8 @@ class ContextWindow:
             call_id = str(message.get("tool_call_id") or "")
             name, arguments = calls.get(call_id, ("the tool", ""))
             self.archive.keep_output(call_id, content)
-            messages[index] = {**message, "content": elision_note(name, arguments, content)}
+            note = elision_note(name, arguments, content, key=self._keys.get(name))
+            messages[index] = {**message, "content": note}
             count += 1
         return count
 
@@ -348,7 +369,7 @@ class ContextWindow:
             content_text(messages[1].get("content"))[len(SUMMARY_PREFIX) :] if earlier else ""
         )
         previous = previous.removesuffix(SUMMARY_SUFFIX).strip()
-        items = _transcript_items([messages[i] for i in region], _calls_by_id(messages))
+        items = _transcript_items([messages[i] for i in region], _calls_by_id(messages), self._keys)
         summary = await self._write_summary(
             previous, items, content_text(messages[current].get("content")), summarize, limit
         )
@@ -385,7 +406,7 @@ class ContextWindow:
         None when a summary request failed (the history then stays as it is: the
         turn's own request will meet the same endpoint and report what is wrong)."""
         words = max(150, min(1_500, limit // 20))
-        instructions = SUMMARY_INSTRUCTIONS.format(words=words)
+        instructions = summary_instructions(self.tools, words)
         request_note = (
             "\n\nFor context, the user's current request, which stays in the conversation "
             f"verbatim after your summary:\n{_clip(current_request, TRANSCRIPT_ITEM_CHARS)}"
@@ -413,10 +434,11 @@ class ContextWindow:
         return summary
 
 
-def elision_note(name: str, arguments: str, output: str) -> str:
-    """What replaces an elided output: what it was and how to get it again."""
+def elision_note(name: str, arguments: str, output: str, *, key: str | None = None) -> str:
+    """What replaces an elided output: what it was (``key``: the tool's summary argument)
+    and how to get it again."""
     lines = output.count("\n") + (0 if output.endswith("\n") else 1)
-    what = f"{name} {summarize_arguments(name, arguments)}".strip()
+    what = f"{name} {summarize_arguments(name, arguments, key)}".strip()
     verb = "failed with" if output.startswith("Error:") else "returned"
     return (
         f"{NOTE_PREFIX}{what} {verb} {lines:,} lines ({len(output):,} characters). "
@@ -451,7 +473,9 @@ def _calls_by_id(messages: Iterable[dict[str, Any]]) -> dict[str, tuple[str, str
 
 
 def _transcript_items(
-    messages: list[dict[str, Any]], calls: dict[str, tuple[str, str]]
+    messages: list[dict[str, Any]],
+    calls: dict[str, tuple[str, str]],
+    keys: Mapping[str, str | None],
 ) -> list[str]:
     items = []
     for message in messages:
@@ -464,7 +488,8 @@ def _transcript_items(
             line = f"Assistant: {text}" if text else "Assistant:"
             for call in message.get("tool_calls") or ():
                 name, arguments = calls.get(str(call.get("id")), ("?", ""))
-                line += f"\n  (called {name} {summarize_arguments(name, arguments)})"
+                summary = summarize_arguments(name, arguments, keys.get(name))
+                line += f"\n  (called {name} {summary})"
             items.append(line)
         else:
             items.append(f"User: {text}")

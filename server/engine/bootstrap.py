@@ -10,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from tooling.workspace import Workspace
+
+from .settings import ToolSettings
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
@@ -23,46 +25,22 @@ if TYPE_CHECKING:
 DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
 
 
-def build_runtime(
+def build_tools(
     workspace: Workspace,
+    settings: ToolSettings | None = None,
     *,
-    enabled: Iterable[str] | None = None,
-    bash_timeout: float | None = None,
-    secret_env: Iterable[str] = (),
-    sandbox_policy: SandboxPolicy | None = None,
     hidden_paths: Iterable[Path] = (),
-) -> ToolRuntime:
-    """A fresh runtime whose tools act on ``workspace`` only (see :func:`build_registry`)."""
-    from tooling.runtime import ToolRuntime
-
-    return ToolRuntime(
-        build_registry(
-            workspace,
-            enabled=enabled,
-            bash_timeout=bash_timeout,
-            secret_env=secret_env,
-            sandbox_policy=sandbox_policy,
-            hidden_paths=hidden_paths,
-        )
-    )
-
-
-def build_registry(
-    workspace: Workspace,
-    *,
-    enabled: Iterable[str] | None = None,
-    bash_timeout: float | None = None,
     secret_env: Iterable[str] = (),
-    sandbox_policy: SandboxPolicy | None = None,
-    hidden_paths: Iterable[Path] = (),
 ) -> ToolRegistry:
-    """The enabled tools, bound to ``workspace`` only.
+    """The enabled tools, bound to ``workspace`` only: the one place the editor's
+    settings (:class:`ToolSettings`, ``AgentSettings.tools()``) reach the tools.
 
     ``hidden_paths`` (agent-lsp's own files, :func:`server.config.own_secrets.hidden_paths`) join
-    the sandbox policy's: no confined ``bash`` command may read them.
+    the sandbox policy's: no confined ``bash`` command may read them; ``secret_env`` joins
+    the variables it never sees.
 
     What a call may use beyond that (the editor's documents, the conversation's
-    ledger) reaches it through its ``ToolContext``. ``enabled`` narrows the default
+    ledger) reaches it through its ``ToolContext``. ``enabled_tools`` narrows the default
     set (unknown names raise ``ValueError`` so a typo in the editor's settings is
     reported, not silently ignored). A registry is enough to describe the tools; a
     ``ToolRuntime`` over it (which compiles the schemas) is needed to run them.
@@ -73,17 +51,17 @@ def build_registry(
     from tools.edit_file import edit_file_tool
     from tools.glob import glob_tool
     from tools.read_file import read_file_tool
-    from tools.sandbox import SandboxPolicy
     from tools.shell import DEFAULT_SECRET_ENV, bash_tool
     from tools.write_file import write_file_tool
 
-    policy = sandbox_policy or SandboxPolicy()
+    settings = settings or ToolSettings()
+    policy = settings.sandbox
     policy = dataclasses.replace(policy, hidden_paths=(*policy.hidden_paths, *hidden_paths))
 
     factories: dict[str, Callable[[], ToolDefinition]] = {
         "bash": lambda: bash_tool(
             workspace,
-            default_timeout=bash_timeout,
+            default_timeout=settings.bash_timeout,
             hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
             policy=policy,
         ),
@@ -92,9 +70,43 @@ def build_registry(
         "edit_file": lambda: edit_file_tool(workspace),
         "glob": lambda: glob_tool(workspace),
     }
-    names = list(DEFAULT_TOOLS if enabled is None else enabled)
+    names = list(DEFAULT_TOOLS if settings.enabled_tools is None else settings.enabled_tools)
     check_enabled(names)
     return ToolRegistry(factories[name]() for name in dict.fromkeys(names))
+
+
+class RegistryKeywords(TypedDict, total=False):
+    """The settings as keywords, for scripts and benches (:func:`build_registry`); a new
+    tool setting joins :class:`ToolSettings`, not these."""
+
+    enabled: Iterable[str] | None
+    bash_timeout: float | None
+    secret_env: Iterable[str]
+    sandbox_policy: SandboxPolicy | None
+    hidden_paths: Iterable[Path]
+
+
+def build_registry(workspace: Workspace, **keywords: Unpack[RegistryKeywords]) -> ToolRegistry:
+    """:func:`build_tools`, its settings given one keyword each."""
+    enabled = keywords.get("enabled")
+    settings = ToolSettings(
+        enabled_tools=None if enabled is None else tuple(enabled),
+        bash_timeout=keywords.get("bash_timeout"),
+        sandbox=keywords.get("sandbox_policy") or ToolSettings().sandbox,
+    )
+    return build_tools(
+        workspace,
+        settings,
+        hidden_paths=keywords.get("hidden_paths", ()),
+        secret_env=keywords.get("secret_env", ()),
+    )
+
+
+def build_runtime(workspace: Workspace, **keywords: Unpack[RegistryKeywords]) -> ToolRuntime:
+    """A fresh runtime whose tools act on ``workspace`` only (see :func:`build_tools`)."""
+    from tooling.runtime import ToolRuntime
+
+    return ToolRuntime(build_registry(workspace, **keywords))
 
 
 def check_enabled(names: Iterable[str]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tools.sandbox import MODES as SANDBOX_MODES
 from tools.sandbox import SandboxPolicy
@@ -24,6 +24,19 @@ from ..agent.permissions import APPROVAL_MODES, MAX_PERMISSION_TIMEOUT, Approval
 SECTION = "agentLsp"
 MIN_THRESHOLD, MAX_THRESHOLD = 0.1, 0.95
 MAX_CONTEXT_WINDOW = 10_000_000
+
+
+class ToolSettings(NamedTuple):
+    """The settings the tools are built from: ``server.engine.bootstrap.build_tools`` reads
+    nothing else, so a folder's runtime is rebuilt exactly when one of these changes.
+
+    A new tool's setting: a field of :class:`AgentSettings` parsed in :func:`parse_settings`,
+    its name here too (:meth:`AgentSettings.tools` copies these by name), read by the
+    tool's factory in bootstrap."""
+
+    enabled_tools: tuple[str, ...] | None = None  # None: every tool bootstrap knows
+    bash_timeout: float | None = None
+    sandbox: SandboxPolicy = SandboxPolicy()
 
 
 @dataclass(frozen=True)
@@ -63,9 +76,13 @@ class AgentSettings:
             overrides["maxRetries"] = self.max_retries
         return overrides
 
-    def runtime_key(self) -> tuple[Any, ...]:
+    def tools(self) -> ToolSettings:
         """The settings a tool runtime is built from: rebuild only when these change."""
-        return (self.enabled_tools, self.bash_timeout, self.sandbox)
+        return ToolSettings(*(getattr(self, name) for name in ToolSettings._fields))
+
+    def runtime_key(self) -> ToolSettings:
+        """:meth:`tools`, as the key a folder's runtime was built with."""
+        return self.tools()
 
 
 def parse_settings(raw: Any) -> AgentSettings:
