@@ -12,7 +12,8 @@ snapshots cannot see: edits that went into open editor buffers, git-ignored file
 nested repositories, and -- without git -- every ``write_file``/``edit_file`` change
 (``bash`` changes are then not covered, and each checkpoint says so).
 
-The store of each folder (layout, session logs, locks) is ``server.checkpoints.store``.
+The store of each folder is ``server.checkpoints.store``: it alone knows the layout on
+disk (refs, session logs, blobs, locks, the shadow repository); this module asks it.
 
 Storage is bounded: at most ``MAX_PER_FOLDER`` checkpoints per folder (the oldest
 dropped, whichever session they belong to), none older than ``RETENTION_DAYS``, and
@@ -24,9 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import os
 import shutil
 import threading
 import time
@@ -39,7 +38,6 @@ from .file_states import (
     MAX_DIFF_BYTES,
     FileState,
     from_text,
-    from_tree,
     line_stats,
     read_disk,
     text_of,
@@ -47,13 +45,7 @@ from .file_states import (
 )
 from .rewind import RewindEditor, RewindOutcome, rewind_files
 from .shadow_git import GitError, Snapshot
-from .store import (
-    Checkpoint,
-    FileChange,
-    FolderCheckpoints,
-    SessionLog,
-    private_dir,
-)
+from .store import Checkpoint, FileChange, FolderCheckpoints, SessionLog, default_checkpoint_dir
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +57,6 @@ NO_GIT_NOTE = (
     "git is not installed: checkpoints record only what write_file and edit_file "
     "change; changes made by bash commands are not covered"
 )
-REF_PREFIX = "refs/agent-lsp/"
-
-
-def default_checkpoint_dir() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "agent-lsp" / "checkpoints"
 
 
 # --- one ask -------------------------------------------------------------------------
@@ -99,12 +85,12 @@ class AskRecorder:
         # Set once a tool that may change files is about to run (the runtime awaits
         # ready() first): without one, the workspace is as the agent found it.
         self._may_change = False
-        self._key = f"{session_id}/{checkpoint.id}"
         self._running_fd: int | None = None
 
     async def start(self) -> None:
-        self._running_fd = await asyncio.to_thread(self._folder.claim_running, self._key)
-        if self._folder.repo is not None:
+        claim = self._folder.claim_running
+        self._running_fd = await asyncio.to_thread(claim, self._session_id, self.checkpoint.id)
+        if self._folder.uses_git:
             self._before = asyncio.create_task(self._take_before())
 
     async def _take_before(self) -> Snapshot | None:
@@ -117,10 +103,8 @@ class AskRecorder:
         self._note_skipped(snapshot)
         # Kept before any tool runs, so a server killed mid-ask leaves what is needed
         # to work out its changes later (a few milliseconds).
-        repo = self._folder.repo
-        assert repo is not None
         with contextlib.suppress(GitError, OSError):
-            await repo.set_refs({f"{REF_PREFIX}{self._key}/before": snapshot.tree})
+            await self._folder.keep_trees(self._session_id, self.checkpoint)
             await self._save()
         return snapshot
 
@@ -167,7 +151,10 @@ class AskRecorder:
             await self._finish()
         finally:
             if self._running_fd is not None:
-                await asyncio.to_thread(self._folder.release_running, self._key, self._running_fd)
+                release = self._folder.release_running
+                await asyncio.to_thread(
+                    release, self._session_id, self.checkpoint.id, self._running_fd
+                )
                 self._running_fd = None
 
     async def _finish(self) -> None:
@@ -196,22 +183,15 @@ class AskRecorder:
 
         changes: dict[str, FileChange] = {}
         if before is not None and after_tree is not None and after_tree != before.tree:
-            assert self._folder.repo is not None
-            for raw in await self._folder.repo.diff(before.tree, after_tree):
-                changes[raw.path] = FileChange(
-                    raw.path, from_tree(raw.before), from_tree(raw.after)
-                )
+            for change in await self._folder.changes_between(before.tree, after_tree):
+                changes[change.path] = change
         changes.update(await self._journal_changes(changes, before, after_tree))
         ordered = [changes[path] for path in sorted(changes)]
         await self._count_lines(ordered)
         checkpoint.changes = ordered
         checkpoint.state = "done"
-        if self._folder.repo is not None:
-            refs = {f"{REF_PREFIX}{self._key}/{end}": tree
-                    for end, tree in (("before", checkpoint.before_tree), ("after", after_tree))
-                    if tree}  # fmt: skip
-            with contextlib.suppress(GitError):
-                await self._folder.repo.set_refs(refs)
+        with contextlib.suppress(GitError):
+            await self._folder.keep_trees(self._session_id, checkpoint)
         await self._save()
         await self._service.after_ask(self._folder)
 
@@ -235,9 +215,8 @@ class AskRecorder:
                 disk[rel] = (path, state, data)
         if disk and before is not None and after_tree is not None:
             # Paths the snapshots cover already show in the git changes if they changed.
-            assert self._folder.repo is not None
-            covered = set(await self._folder.repo.entries(before.tree, disk))
-            covered |= set(await self._folder.repo.entries(after_tree, disk))
+            covered = await self._folder.paths_in(before.tree, disk)
+            covered |= await self._folder.paths_in(after_tree, disk)
             disk = {rel: v for rel, v in disk.items() if rel not in covered}
         for rel, (path, state, data) in disk.items():
             if rel in found:
@@ -251,7 +230,7 @@ class AskRecorder:
     async def _keep(self, *states: tuple[FileState, bytes | None]) -> None:
         for state, data in states:
             if state.exists and state.oid and data is not None:
-                await asyncio.to_thread(self._folder.blobs.put, state.oid, data)
+                await self._folder.keep_content(state, data)
 
     async def _count_lines(self, changes: list[FileChange]) -> None:
         countable = changes[:MAX_STAT_FILES]
@@ -277,7 +256,7 @@ class AskRecorder:
                 self.checkpoint.notes.append(note)
 
     def _degrade(self, note: str) -> None:
-        log.warning("checkpoint %s: %s", self._key, note)
+        log.warning("checkpoint %s/%s: %s", self._session_id, self.checkpoint.id, note)
         self.checkpoint.coverage = "fileTools"
         self.checkpoint.notes.append(note + "; bash changes are not covered")
         self._service.warn(note)
@@ -327,8 +306,7 @@ class CheckpointService:
     def folder(self, root: Path) -> FolderCheckpoints:
         found = self._folders.get(root)
         if found is None:
-            digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
-            found = FolderCheckpoints(root, self.directory / digest, self._git, self.directory)
+            found = FolderCheckpoints.of(root, self.directory, self._git)
             self._folders[root] = found
         return found
 
@@ -345,14 +323,12 @@ class CheckpointService:
         """Ready ``root``'s store before its first ask (the server's warm-up): the
         shadow repository created or checked, nothing snapshotted."""
         folder = await self._opened(root)
-        if folder.repo is not None:
-            await folder.prepare()
+        await folder.prepare()
 
     async def _opened(self, root: Path) -> FolderCheckpoints:
         """``root``'s store, its private folder made and named."""
         folder = self.folder(root)
-        await asyncio.to_thread(private_dir, folder.directory)
-        await asyncio.to_thread(_write_folder_name, folder)
+        await folder.open()
         return folder
 
     async def begin(
@@ -369,7 +345,7 @@ class CheckpointService:
         short = " ".join(prompt.split())
         if len(short) > PROMPT_CHARS:
             short = short[: PROMPT_CHARS - 1] + "…"
-        git = folder.repo is not None
+        git = folder.uses_git
 
         def add(session: SessionLog) -> Checkpoint:
             checkpoint = Checkpoint(
@@ -391,25 +367,25 @@ class CheckpointService:
 
     async def after_ask(self, folder: FolderCheckpoints) -> None:
         """Keep the store within its bounds; pack objects in the background."""
-        async with folder.locked():
-            dropped = await asyncio.to_thread(self._prune, folder, time.time())
+        now = time.time()
+        dropped = await folder.drop_checkpoints(lambda every: _beyond_bounds(every, now))
         await self._forget(folder, dropped)
-        if folder.repo is not None:
-            self.spawn(folder.repo.pack())
+        if folder.uses_git:
+            self.spawn(folder.pack())
 
     # -- reading -----------------------------------------------------------------------
 
     async def checkpoints(self, root: Path, session_id: str) -> list[Checkpoint]:
         folder = self.folder(root)
         await self._settle(folder, session_id)
-        return (await self._session(folder, session_id)).checkpoints
+        return (await folder.read(session_id)).checkpoints
 
     async def diff(
         self, root: Path, session_id: str, checkpoint_id: str, *, include_content: bool = False
     ) -> list[FileDiff]:
         folder = self.folder(root)
         await self._settle(folder, session_id)
-        session = await self._session(folder, session_id)
+        session = await folder.read(session_id)
         checkpoint = session.checkpoints[session.find(checkpoint_id)]
         states = [s for c in checkpoint.changes for s in (c.before, c.after)]
         contents = await folder.contents(states, max_size=MAX_DIFF_BYTES)
@@ -430,9 +406,6 @@ class CheckpointService:
     def has_session(self, root: Path, session_id: str) -> bool:
         return self.folder(root).has_session(session_id)
 
-    async def _session(self, folder: FolderCheckpoints, session_id: str) -> SessionLog:
-        return await folder.read(session_id)
-
     # -- rewind ------------------------------------------------------------------------
 
     async def rewind(
@@ -448,10 +421,10 @@ class CheckpointService:
         checkpoints (the conversation is cut before the first of them)."""
         folder = self.folder(root)
         await self._settle(folder, session_id)
-        session = await self._session(folder, session_id)
+        session = await folder.read(session_id)
         index = session.find(checkpoint_id)
         undone = session.checkpoints[index:]
-        busy = [c.id for c in undone if folder.is_running(f"{session_id}/{c.id}")]
+        busy = [c.id for c in undone if folder.is_running(session_id, c.id)]
         if busy:
             raise CheckpointBusyError(f"ask {busy[0]} of session {session_id} is still running")
         outcome = await rewind_files(folder, undone, editor, dry_run=dry_run)
@@ -472,14 +445,7 @@ class CheckpointService:
         folder = self.folder(root)
         if not folder.has_session(session_id):
             return
-
-        def clear(session: SessionLog) -> list[Checkpoint]:
-            dropped, session.checkpoints = session.checkpoints, []
-            return dropped
-
-        dropped = await folder.edit(session_id, clear)
-        async with folder.locked():
-            await asyncio.to_thread(folder._log_path(session_id).unlink, missing_ok=True)
+        dropped = await folder.remove_session(session_id)
         await self._forget(folder, [(session_id, c) for c in dropped])
 
     async def settled(self) -> None:
@@ -503,7 +469,7 @@ class CheckpointService:
         stale = [
             c
             for c in session.checkpoints
-            if c.state == "running" and not folder.is_running(f"{session_id}/{c.id}")
+            if c.state == "running" and not folder.is_running(session_id, c.id)
         ]
         for checkpoint in stale:
             checkpoint.state = "interrupted"
@@ -511,41 +477,15 @@ class CheckpointService:
                 "the server stopped during this ask: its changes were worked out later and "
                 "include anything changed until the next ask"
             )
-            if checkpoint.before_tree and folder.repo is not None:
+            if checkpoint.before_tree and folder.uses_git:
                 later = session.checkpoints[session.find(checkpoint.id) + 1 :]
                 end = next((c.before_tree for c in later if c.before_tree), None)
                 with contextlib.suppress(GitError):
                     end = end or (await folder.snapshot()).tree
-                    raw = await folder.repo.diff(checkpoint.before_tree, end)
+                    changes = await folder.changes_between(checkpoint.before_tree, end)
                     checkpoint.after_tree = end
-                    checkpoint.changes = [
-                        FileChange(r.path, from_tree(r.before), from_tree(r.after)) for r in raw
-                    ]
+                    checkpoint.changes = changes
             await folder.edit(session_id, lambda s, c=checkpoint: s.put(c))
-
-    def _prune(self, folder: FolderCheckpoints, now: float) -> list[tuple[str, Checkpoint]]:
-        """Drop checkpoints past the retention period or beyond the folder's cap (in a
-        worker thread, under the folder's lock)."""
-        horizon = now - RETENTION_DAYS * 86400
-        sessions = {
-            sid: SessionLog.load(folder._log_path(sid), sid) for sid in folder.session_ids()
-        }
-        entries = sorted(
-            ((c.time, sid, c) for sid, s in sessions.items() for c in s.checkpoints),
-            key=lambda e: e[0],
-        )
-        excess = max(0, len(entries) - MAX_PER_FOLDER)
-        dropped = [
-            (sid, c)
-            for i, (t, sid, c) in enumerate(entries)
-            if (i < excess or t < horizon) and c.state != "running"
-        ]
-        for sid in {sid for sid, _ in dropped}:
-            gone = {c.id for s, c in dropped if s == sid}
-            session = sessions[sid]
-            session.checkpoints = [c for c in session.checkpoints if c.id not in gone]
-            session.save()
-        return dropped
 
     async def _forget(
         self, folder: FolderCheckpoints, dropped: list[tuple[str, Checkpoint]]
@@ -553,18 +493,10 @@ class CheckpointService:
         """Remove what only the dropped checkpoints used: refs, blobs, then git objects."""
         if not dropped:
             return
-        if folder.repo is not None:
-            gone = {
-                f"{REF_PREFIX}{sid}/{c.id}/{end}"
-                for sid, c in dropped
-                for end in ("before", "after")
-            }
-            with contextlib.suppress(GitError):
-                existing = await folder.repo.refs(REF_PREFIX)
-                await folder.repo.set_refs({ref: None for ref in gone if ref in existing})
-            self.spawn(folder.repo.collect())
-        async with folder.locked():
-            await asyncio.to_thread(_keep_live_blobs, folder)
+        await folder.release_trees(dropped)
+        if folder.uses_git:
+            self.spawn(folder.collect())
+        await folder.drop_unused_blobs()
 
     def spawn(self, work: Any) -> None:
         async def run() -> None:
@@ -580,15 +512,14 @@ class CheckpointBusyError(Exception):
     """A rewind over an ask that is still running."""
 
 
-def _keep_live_blobs(folder: FolderCheckpoints) -> None:
-    live: set[str] = set()
-    for session_id in folder.session_ids():
-        for checkpoint in SessionLog.load(folder._log_path(session_id), session_id).checkpoints:
-            live |= checkpoint.oids()
-    folder.blobs.keep_only(live)
-
-
-def _write_folder_name(folder: FolderCheckpoints) -> None:
-    path = folder.directory / "folder"
-    if not path.exists():
-        path.write_text(str(folder.root) + "\n")
+def _beyond_bounds(every: list[tuple[str, Checkpoint]], now: float) -> list[tuple[str, Checkpoint]]:
+    """Of a folder's (session id, checkpoint) pairs, those past the retention period or
+    beyond the folder's cap (the oldest first); never one still running."""
+    horizon = now - RETENTION_DAYS * 86400
+    by_age = sorted(every, key=lambda entry: entry[1].time)
+    excess = max(0, len(by_age) - MAX_PER_FOLDER)
+    return [
+        (sid, c)
+        for i, (sid, c) in enumerate(by_age)
+        if (i < excess or c.time < horizon) and c.state != "running"
+    ]

@@ -1,10 +1,11 @@
 """The checkpoint store of one workspace folder: records, session logs, locks.
 
-Layout (every folder 0700, every file private)::
+Layout (every folder 0700, every file private); this module alone knows it::
 
     $XDG_STATE_HOME/agent-lsp/checkpoints/<sha256 of the folder path, 16 hex>/
         folder              the workspace folder's path
-        git/                the shadow repository (index, objects, a ref per checkpoint)
+        git/                the shadow repository (index, objects, and per checkpoint
+                            refs/agent-lsp/<session>/<checkpoint>/{before,after})
         blobs/<id>          contents the change journal captured
         sessions/<id>.json  one session's checkpoints, in ask order
         running/<id>        held (flock) by the server recording that ask
@@ -12,7 +13,8 @@ Layout (every folder 0700, every file private)::
 
 Session logs on disk are the truth, since another server process (a terminal
 ``agent-lsp ask``, a second editor window) may use the same folder: every change
-loads, edits and saves a log under the folder's lock.
+loads, edits and saves a log under the folder's lock. Without git there is no shadow
+repository: what would use it does nothing (snapshots are then never asked for).
 """
 
 from __future__ import annotations
@@ -20,24 +22,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
 import re
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from .file_states import BlobDir, FileState
+from .file_states import BlobDir, FileState, from_tree
 from .ignores import inherited_excludes
 from .shadow_git import GitError, ShadowRepo, Snapshot
 
 log = logging.getLogger(__name__)
 
 LOCK_TIMEOUT = 180.0
+REF_PREFIX = "refs/agent-lsp/"
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 T = TypeVar("T")
@@ -200,6 +204,11 @@ class SessionLog:
 # --- one folder ----------------------------------------------------------------------
 
 
+def default_checkpoint_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "agent-lsp" / "checkpoints"
+
+
 class FolderCheckpoints:
     """The checkpoints of one workspace folder: shadow repository, blobs, session logs.
 
@@ -209,12 +218,36 @@ class FolderCheckpoints:
 
     def __init__(self, root: Path, directory: Path, git: str | None, state_root: Path) -> None:
         self.root = root
+        # The layout's parts: only this module (and tests looking at the disk) use them.
         self.directory = directory
         self.blobs = BlobDir(directory / "blobs")
         self.repo = ShadowRepo(git, directory / "git", root, directory) if git else None
         self._state_root = state_root
         self._lock = asyncio.Lock()
         self._excludes: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, root: Path, state_root: Path, git: str | None) -> FolderCheckpoints:
+        """The store of workspace folder ``root`` among those under ``state_root``."""
+        digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+        return cls(root, state_root / digest, git, state_root)
+
+    @property
+    def uses_git(self) -> bool:
+        """Whether this store snapshots the folder (else only the journal's changes)."""
+        return self.repo is not None
+
+    async def open(self) -> None:
+        """Make the store's private folder and name the workspace folder in it."""
+        await asyncio.to_thread(self._open)
+
+    def _open(self) -> None:
+        private_dir(self.directory)
+        name = self.directory / "folder"
+        if not name.exists():
+            name.write_text(str(self.root) + "\n")
+
+    # -- session logs ------------------------------------------------------------------
 
     def _log_path(self, session_id: str) -> Path:
         if not _SESSION_ID.fullmatch(session_id):
@@ -238,6 +271,38 @@ class FolderCheckpoints:
         async with self.locked():
             return await asyncio.to_thread(run)
 
+    async def remove_session(self, session_id: str) -> list[Checkpoint]:
+        """Delete a session's log; returns the checkpoints it held."""
+        path = self._log_path(session_id)
+
+        def run() -> list[Checkpoint]:
+            dropped = SessionLog.load(path, session_id).checkpoints
+            path.unlink(missing_ok=True)
+            return dropped
+
+        async with self.locked():
+            return await asyncio.to_thread(run)
+
+    async def drop_checkpoints(
+        self, choose: Callable[[list[tuple[str, Checkpoint]]], Iterable[tuple[str, Checkpoint]]]
+    ) -> list[tuple[str, Checkpoint]]:
+        """Drop the checkpoints ``choose`` picks out of all this folder's (session id,
+        checkpoint) pairs, from every session's log; returns the dropped ones."""
+
+        def run() -> list[tuple[str, Checkpoint]]:
+            sessions = self._load_all()
+            every = [(sid, c) for sid, s in sessions.items() for c in s.checkpoints]
+            dropped = list(choose(every))
+            for sid in {sid for sid, _ in dropped}:
+                gone = {c.id for s, c in dropped if s == sid}
+                session = sessions[sid]
+                session.checkpoints = [c for c in session.checkpoints if c.id not in gone]
+                session.save()
+            return dropped
+
+        async with self.locked():
+            return await asyncio.to_thread(run)
+
     def has_session(self, session_id: str) -> bool:
         try:
             return self._log_path(session_id).is_file()
@@ -251,6 +316,9 @@ class FolderCheckpoints:
             return []
         return [p.stem for p in paths if _SESSION_ID.fullmatch(p.stem)]
 
+    def _load_all(self) -> dict[str, SessionLog]:
+        return {sid: SessionLog.load(self._log_path(sid), sid) for sid in self.session_ids()}
+
     @contextlib.asynccontextmanager
     async def locked(self) -> AsyncIterator[None]:
         """This folder's store, exclusively: in this process and across processes."""
@@ -261,10 +329,13 @@ class FolderCheckpoints:
             finally:
                 _release(fd)
 
+    # -- snapshots (the shadow repository) ---------------------------------------------
+
     async def prepare(self) -> None:
         """Make the shadow repository ready for a snapshot (raises GitError): what the
         first snapshot of a process would do first, so the warm-up can do it instead."""
-        assert self.repo is not None
+        if self.repo is None:
+            return
         async with self.locked():
             await self._ready_locked()
 
@@ -285,6 +356,65 @@ class FolderCheckpoints:
             # it already tracks); checked once per process and on each change.
             await self.repo.untrack_ignored()
             self._excludes = excludes
+
+    async def changes_between(self, before_tree: str, after_tree: str) -> list[FileChange]:
+        """What differs between two snapshots' trees (raises GitError)."""
+        assert self.repo is not None
+        raw = await self.repo.diff(before_tree, after_tree)
+        return [FileChange(r.path, from_tree(r.before), from_tree(r.after)) for r in raw]
+
+    async def paths_in(self, tree: str, paths: Iterable[str]) -> set[str]:
+        """Which of ``paths`` a snapshot's tree holds (raises GitError)."""
+        assert self.repo is not None
+        return set(await self.repo.entries(tree, paths))
+
+    async def keep_trees(self, session_id: str, checkpoint: Checkpoint) -> None:
+        """Keep the checkpoint's snapshots (those it has) from garbage collection, by a
+        ref each (raises GitError)."""
+        if self.repo is None:
+            return
+        trees = (("before", checkpoint.before_tree), ("after", checkpoint.after_tree))
+        refs = {_ref(session_id, checkpoint.id, end): tree for end, tree in trees if tree}
+        await self.repo.set_refs(refs)
+
+    async def release_trees(self, dropped: list[tuple[str, Checkpoint]]) -> None:
+        """Drop the refs of the dropped checkpoints' snapshots: their git objects go
+        with the next :meth:`collect` unless another checkpoint shares them."""
+        if self.repo is None or not dropped:
+            return
+        gone = {_ref(sid, c.id, end) for sid, c in dropped for end in ("before", "after")}
+        with contextlib.suppress(GitError):
+            existing = await self.repo.refs(REF_PREFIX)
+            await self.repo.set_refs({ref: None for ref in gone if ref in existing})
+
+    async def drop_unused_blobs(self) -> None:
+        """Delete the journal's blobs no checkpoint left refers to."""
+        async with self.locked():
+            await asyncio.to_thread(self._keep_live_blobs)
+
+    def _keep_live_blobs(self) -> None:
+        live: set[str] = set()
+        for session in self._load_all().values():
+            for checkpoint in session.checkpoints:
+                live |= checkpoint.oids()
+        self.blobs.keep_only(live)
+
+    async def pack(self) -> None:
+        """Pack the shadow repository's loose objects when there are many (raises GitError)."""
+        if self.repo is not None:
+            await self.repo.pack()
+
+    async def collect(self) -> None:
+        """Reclaim the space of git objects no checkpoint refers to (raises GitError)."""
+        if self.repo is not None:
+            await self.repo.collect()
+
+    # -- contents ----------------------------------------------------------------------
+
+    async def keep_content(self, state: FileState, data: bytes) -> None:
+        """Keep a content the snapshots do not hold (the journal saw it)."""
+        assert state.oid
+        await asyncio.to_thread(self.blobs.put, state.oid, data)
 
     async def contents(
         self, states: list[FileState], *, max_size: int | None = None
@@ -308,22 +438,22 @@ class FolderCheckpoints:
 
     # -- asks in progress (a lock file each, held while the ask runs) -----------------
 
-    def claim_running(self, key: str) -> int:
-        path = self._running_path(key)
+    def claim_running(self, session_id: str, checkpoint_id: str) -> int:
+        path = self._running_path(session_id, checkpoint_id)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
 
-    def release_running(self, key: str, fd: int) -> None:
-        self._running_path(key).unlink(missing_ok=True)
+    def release_running(self, session_id: str, checkpoint_id: str, fd: int) -> None:
+        self._running_path(session_id, checkpoint_id).unlink(missing_ok=True)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
-    def is_running(self, key: str) -> bool:
+    def is_running(self, session_id: str, checkpoint_id: str) -> bool:
         """Whether an ask of some server process still records this checkpoint."""
         try:
-            fd = os.open(self._running_path(key), os.O_RDWR)
+            fd = os.open(self._running_path(session_id, checkpoint_id), os.O_RDWR)
         except OSError:
             return False
         try:
@@ -334,8 +464,12 @@ class FolderCheckpoints:
             os.close(fd)  # closing drops our lock, if we got it
         return False
 
-    def _running_path(self, key: str) -> Path:
-        return self.directory / "running" / key.replace("/", ".")
+    def _running_path(self, session_id: str, checkpoint_id: str) -> Path:
+        return self.directory / "running" / f"{session_id}.{checkpoint_id}".replace("/", ".")
+
+
+def _ref(session_id: str, checkpoint_id: str, end: str) -> str:
+    return f"{REF_PREFIX}{session_id}/{checkpoint_id}/{end}"
 
 
 async def _acquire(path: Path) -> int:
