@@ -1,0 +1,80 @@
+"""What an ask is made of besides its loop: what its tool calls may use, and its result.
+
+:meth:`server.engine.engine.AgentEngine.ask` runs the ask; these build its parts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tooling.context import ToolContext
+
+from .. import protocol as p
+from ..agent.events import EventSink
+from ..agent.loop import LoopResult
+from ..agent.permissions import ApprovalPolicy, Asker, PermissionGate
+from .conversations import Conversation
+
+if TYPE_CHECKING:
+    from tooling.documents import EditorDocuments
+
+    from ..checkpoints.service import AskRecorder
+
+
+def tool_context(
+    conversation: Conversation,
+    approval: ApprovalPolicy,
+    *,
+    documents: EditorDocuments | None,
+    asker: Asker | None,
+    on_event: EventSink | None,
+    journal: AskRecorder | None,
+) -> ToolContext:
+    """What the tool calls of one ask in ``conversation`` may use: its ledger (what the
+    model has read), the editor's open documents, the permission gate (``approval``,
+    the session's grants, the user through ``asker``; its requests are events) and the
+    ask's checkpoint ``journal``."""
+    permissions = PermissionGate(
+        approval,
+        conversation.grants,
+        asker,
+        session_id=conversation.id,
+        emit=on_event or _ignore,
+    )
+    return ToolContext(
+        ledger=conversation.ledger,
+        documents=documents,
+        session_id=conversation.id,
+        permissions=permissions,
+        journal=journal,
+    )
+
+
+def ask_result(
+    session_id: str,
+    loop: LoopResult,
+    context: dict[str, int],
+    model: str,
+    checkpoint_id: str | None = None,
+) -> p.AskResult:
+    """The result of an ask whose loop ended with ``loop``; ``context``: the window's
+    usage after it."""
+    return p.AskResult(
+        answer=loop.text,
+        session_id=session_id,
+        stop_reason=loop.stop_reason,
+        turns=loop.turns,
+        tool_calls=[
+            p.ToolCallResult(
+                call.id, call.name, call.arguments, call.ok, call.output, round(call.duration_ms, 1)
+            )
+            for call in loop.tool_calls
+        ],
+        usage={**loop.usage.as_dict(), **context},
+        model=model,
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def _ignore(event: object) -> None:
+    pass

@@ -1,0 +1,186 @@
+"""The open workspace folders and their tools: a runtime per folder, built on first use.
+
+The tools of a folder are built with the editor settings of the time (enabled tools,
+bash timeout, sandbox policy) and agent-lsp's own files hidden from every sandboxed
+command; when those settings change, the folders' tools are rebuilt (an ask already
+running keeps the runtime it started with).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from tooling.registry import ToolRegistry
+from tooling.runtime import ToolRuntime
+from tooling.workspace import Workspace, WorkspaceError
+from tools import sandbox
+
+from ..config.own_secrets import exposure_warning
+from ..errors import InvalidParamsError, NoWorkspaceFolderError
+from .bootstrap import build_tools, check_enabled, sandbox_unavailable
+from .settings import AgentSettings, ToolSettings
+
+log = logging.getLogger(__name__)
+
+
+class Folder:
+    """One open workspace folder, its tools and their runtime, built on first use.
+
+    Describing the tools needs only the registry (the tools' modules); running them
+    needs the runtime, which compiles every schema with jsonschema (slower to load):
+    so an early listTools does not wait for jsonschema.
+    """
+
+    def __init__(
+        self, workspace: Workspace, build: Callable[[], ToolRegistry], key: ToolSettings
+    ) -> None:
+        self.workspace = workspace
+        self.runtime_key = key
+        self._build = build
+        self._registry: ToolRegistry | None = None
+        self._runtime: ToolRuntime | None = None
+        self._lock = threading.RLock()  # the warm-up thread and a request may both build
+
+    def registry_now(self) -> ToolRegistry:
+        """The registry, built here if needed (call from a worker thread)."""
+        with self._lock:
+            if self._registry is None:
+                self._registry = self._build()
+            return self._registry
+
+    def runtime_now(self) -> ToolRuntime:
+        """The runtime, built here if needed (call from a worker thread)."""
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = ToolRuntime(self.registry_now())
+            return self._runtime
+
+    async def registry(self) -> ToolRegistry:
+        if self._registry is not None:
+            return self._registry
+        return await asyncio.to_thread(self.registry_now)
+
+    async def runtime(self) -> ToolRuntime:
+        if self._runtime is not None:
+            return self._runtime
+        return await asyncio.to_thread(self.runtime_now)
+
+
+class Folders:
+    """The open folders by resolved root, in the order they were opened."""
+
+    def __init__(self, settings: Callable[[], AgentSettings], hidden_paths: Iterable[Path]) -> None:
+        self._settings = settings  # the editor settings now (the engine holds them)
+        # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
+        self._hidden_paths = tuple(hidden_paths)
+        self._folders: dict[Path, Folder] = {}
+        self._sandbox_warned = False
+
+    def set(self, paths: list[Path]) -> list[str]:
+        """Replace the open folders; returns warnings for folders that cannot be used (or
+        that hold agent-lsp's own files)."""
+        self._folders.clear()
+        return [w for path in paths if (w := self.add(path))]
+
+    def add(self, path: Path) -> str | None:
+        try:
+            workspace = Workspace(path)
+        except WorkspaceError as exc:
+            return str(exc)
+        self._folders.setdefault(workspace.root, self._make_folder(workspace))
+        return exposure_warning(workspace.root, self._hidden_paths)
+
+    def remove(self, path: Path) -> None:
+        self._folders.pop(Path(path).resolve(), None)
+
+    @property
+    def roots(self) -> list[Path]:
+        return list(self._folders)
+
+    def __contains__(self, root: Path) -> bool:
+        return root in self._folders
+
+    def __iter__(self) -> Iterator[Folder]:
+        return iter(list(self._folders.values()))
+
+    def get(self, root: Path) -> Folder | None:
+        return self._folders.get(root)
+
+    def folder(self, path: Path | None) -> Folder:
+        """The named folder, or the first; errors name what is wrong."""
+        if not self._folders:
+            raise NoWorkspaceFolderError(
+                "No workspace folder is open: open a folder in the editor "
+                "(agent-lsp acts only inside the editor's workspace folders)."
+            )
+        if path is None:
+            return next(iter(self._folders.values()))
+        resolved = Path(path).resolve()
+        found = self._folders.get(resolved)
+        if found is None:
+            raise InvalidParamsError(
+                "workspaceFolder", f"{path} is not one of the open workspace folders"
+            )
+        return found
+
+    def rebuild(self) -> None:
+        """After new editor settings: the folders whose tools they change get new ones."""
+        key = self._settings().tools()
+        for root, folder in list(self._folders.items()):
+            if folder.runtime_key != key:
+                self._folders[root] = self._make_folder(folder.workspace)
+
+    async def warm_up(self) -> None:
+        """Build every folder's tools and runtime, off the event loop."""
+        for folder in self:
+            try:
+                await folder.registry()
+                await folder.runtime()
+            except Exception:
+                log.exception("could not build the tools for %s", folder.workspace.root)
+
+    def sandbox_notice(self) -> str | None:
+        """Once per process: the settings want a sandbox this system cannot enforce."""
+        if self._sandbox_warned:
+            return None
+        notice = sandbox_unavailable(self._settings().sandbox)
+        self._sandbox_warned = notice is not None
+        return notice
+
+    def sandbox_status(self, path: Path | None) -> dict[str, Any]:
+        """The bash sandbox of a folder, its layers in force."""
+        workspace = self.folder(path).workspace
+        configured = self._settings().sandbox
+        policy = dataclasses.replace(
+            configured, hidden_paths=(*configured.hidden_paths, *self._hidden_paths)
+        )
+        return sandbox.describe(policy, workspace.root)
+
+    def _make_folder(self, workspace: Workspace) -> Folder:
+        settings = self._settings().tools()
+
+        def build() -> ToolRegistry:
+            return build_tools(workspace, settings, hidden_paths=self._hidden_paths)
+
+        return Folder(workspace, build, settings)
+
+
+def known_tools_only(
+    settings: AgentSettings, current: AgentSettings
+) -> tuple[AgentSettings, list[str]]:
+    """``settings`` and their problems; an ``enabledTools`` naming an unknown tool keeps
+    the tools of ``current`` (a typo must not silently disable or enable one)."""
+    problems = list(settings.warnings)
+    if settings.enabled_tools is not None:
+        try:
+            check_enabled(settings.enabled_tools)
+        except ValueError as exc:
+            problems.append(f"{exc}; the tools stay as they were")
+            settings = dataclasses.replace(settings, enabled_tools=current.enabled_tools)
+    return settings, problems
