@@ -456,14 +456,18 @@ async def _abandon(spawn: asyncio.Future[tuple[asyncio.SubprocessTransport, Any]
 
 async def _terminate_group(pgid: int) -> None:
     """SIGTERM the process group, then SIGKILL whatever is still running after a grace."""
-    if not _signal_group(pgid, signal.SIGTERM):
+    # Only zombies left (bubblewrap's, being reaped; a sandbox's processes as its namespace
+    # ends) is the usual case after a command: no signal, no wait.
+    if not _group_running(pgid) or not _signal_group(pgid, signal.SIGTERM):
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + TERM_GRACE
+    interval = 0.002  # most groups are gone within milliseconds of the signal
     while loop.time() < deadline:
-        await asyncio.sleep(_POLL_INTERVAL)
+        await asyncio.sleep(interval)
         if not _group_running(pgid):
             return
+        interval = min(interval * 2, _POLL_INTERVAL)
     _signal_group(pgid, signal.SIGKILL)
 
 
