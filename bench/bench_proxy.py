@@ -333,8 +333,6 @@ def report(
         over_proxy = "" if name in ("direct", "proxy") else f"{wall - proxied:+.1f} ms"
         if name == "direct":
             verdict = "baseline"
-        elif name == "sandboxed_true":
-            verdict = ""
         else:
             # A sandboxed install pays one sandbox start besides its requests: the target
             # is on the requests, so that start (the `true` call, same run) comes off.
@@ -343,10 +341,12 @@ def report(
             verdict = f"<= {TARGET_PER_REQUEST_MS:.0f} ms a request: {'met' if met else 'NOT met'}"
             if name == "sandboxed":
                 verdict += f" ({net / requests:+.2f} ms a request net of the fixed cost)"
-        per_request_text = "" if name == "sandboxed_true" else f"{per_request:+.2f} ms"
+        if name == "sandboxed_true":  # no install: only its time is comparable
+            lines.append(f"| {LABELS[name]} | {wall:.0f} ms | | | | | | {cpu[name]:.1f} ms |")
+            continue
         lines.append(
             f"| {LABELS.get(name, name)} | {wall:.0f} ms | {wall / base:.2f}x | "
-            f"{wall - base:+.1f} ms | {over_proxy} | {per_request_text} | {verdict} | "
+            f"{wall - base:+.1f} ms | {over_proxy} | {per_request:+.2f} ms | {verdict} | "
             f"{cpu[name]:.1f} ms |"
         )
     lines += [

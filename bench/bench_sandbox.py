@@ -66,7 +66,7 @@ from tools.sandbox import (  # noqa: E402
     SandboxSupport,
 )
 from tools.sandbox_limits import Limits, pids_base, pids_cgroup  # noqa: E402
-from tools.shell import bash_tool  # noqa: E402
+from tools.shell import bash_tool, run_command  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "sandbox.md"
 TARGET_ADDED_MS = 25.0
@@ -96,27 +96,29 @@ PIECES: dict[str, tuple[str, str | None]] = {
     "bash": ("`bash -c true` spawned directly (what `sandbox: off` runs)", "true"),
     "python": ("`python -I -S -c pass` (the launcher's interpreter start)", "true"),
     "ctypes": ("`python -I -S -c 'import ctypes'` (Landlock and seccomp use it)", "python"),
-    "compile": ("`python -I -S -c 'compile(launcher)'` (a script is compiled per run)", "python"),
-    "landlock": ("launcher, Landlock only (the old form) `-- true`", "python"),
+    "landlock": ("launcher, Landlock only `-- true`", "python"),
+    "script": ("the same run as a script, the form before issue 20 `-- true`", "landlock"),
     "seccomp": ("launcher, Landlock + seccomp `-- true`", "landlock"),
     "limits": ("launcher, Landlock + seccomp + limits `-- true`", "seccomp"),
     "supervise": ("launcher as the fallback runs it (+ `--supervise`) `-- true`", "limits"),
     "bwrap": ("`bwrap` with the full form's mounts `-- true`", "true"),
     "full": ("full: `bwrap` + launcher (all layers) `-- true`", "bwrap"),
     "cgroup": ("pids cgroup created and removed (`pids_cgroup`, no process)", None),
+    "join": ("`python -I -S` writing `0` to the cgroup's `cgroup.procs` (joining it)", "python"),
     "full-cgroup": ("full as a call runs it, in a pids cgroup `-- true`", "full"),
+    "rc-off": ("`run_command('true')` unconfined (asyncio spawn, drain, group check)", "bash"),
+    "rc-full": ("`run_command('true')`, full form in a pids cgroup", "full-cgroup"),
     "fingerprint-first": ("`git_guard.fingerprint` of the workspace, a first call's", None),
     "fingerprint": ("`git_guard.fingerprint`, `since` the last (twice a call, every form)", None),
     "protected": ("`git_guard.protected_paths` from that discovery", None),
     "confinement": ("`sandbox.confinement`, full form (`protected_paths` in it)", None),
 }
-# What running the launcher as a script costs over importing it: Python compiles a
-# script afresh every time (only imported modules get a cached .pyc).
-COMPILE = "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')"
+# What the launcher's ``--cgroup`` does first.
+JOIN = "import sys; open(sys.argv[1], 'w').write('0')"
 # Pieces that write to ``cgroup.procs``. That write waits for an RCU grace period (the
 # kernel's cgroup_threadgroup_rwsem) unless another came a few ms before: real calls are
 # seconds apart, so these pieces start after a pause, never right after another write.
-JOINS_CGROUP = frozenset({"full-cgroup"})
+JOINS_CGROUP = frozenset({"join", "full-cgroup", "rc-full"})
 
 
 # -- the variants ----------------------------------------------------------------------
@@ -342,7 +344,10 @@ def make_pieces(
     protected = tuple(git_guard.protected_paths(root))
     full_conf = Confinement((root,), tmp, "none", protected=protected, namespaces=full.namespaces)
     fallback_conf = Confinement((root,), tmp, "none", namespaces=None)
-    launcher = [INTERPRETER, "-I", "-S", str(LAUNCHER), "--write", str(root), "--write", str(tmp)]
+    writes = ["--write", str(root), "--write", str(tmp)]
+    # As Confinement.argv starts it: the module, from the bytecode in __pycache__.
+    launcher = [INTERPRETER, "-I", "-S", "-c", sandbox.LAUNCH, str(LAUNCHER.parent), *writes]
+    script = [INTERPRETER, "-I", "-S", str(LAUNCHER), *writes, "--no-network"]
     landlock = [*launcher, "--no-network"]
     seccomp = [*landlock, "--seccomp", "no-sockets"]
     limits = [*seccomp, *Limits().launcher_args(nproc=False)]
@@ -373,6 +378,17 @@ def make_pieces(
             assert procs is not None
             await spawn(argv(procs))()
 
+    async def through_run_command(confined: bool) -> None:
+        if not confined:
+            result = await run_command(root, "true", time_limit=60, tmp=tmp)
+        else:
+            name = f"agent-lsp-bench-{uuid.uuid4().hex[:8]}"
+            async with pids_cgroup(Limits().processes, name) as procs:
+                result = await run_command(
+                    root, "true", time_limit=60, tmp=tmp, confinement=full_conf, cgroup_procs=procs
+                )
+        assert result == "(no output)", result
+
     async def cgroup_only() -> None:
         async with pids_cgroup(Limits().processes, f"agent-lsp-bench-{uuid.uuid4().hex[:8]}"):
             pass
@@ -385,8 +401,8 @@ def make_pieces(
         "bash": spawn(["bash", "-c", "true"]),
         "python": spawn([INTERPRETER, "-I", "-S", "-c", "pass"]),
         "ctypes": spawn([INTERPRETER, "-I", "-S", "-c", "import ctypes"]),
-        "compile": spawn([INTERPRETER, "-I", "-S", "-c", COMPILE, str(LAUNCHER)]),
         "landlock": spawn([*landlock, "--", "true"]),
+        "script": spawn([*script, "--", "true"]),
         "seccomp": spawn([*seccomp, "--", "true"]),
         "limits": spawn([*limits, "--", "true"]),
         "supervise": spawn(fallback_conf.argv(["true"])),
@@ -396,9 +412,14 @@ def make_pieces(
     if pids_base() is not None:
         pieces |= {
             "cgroup": cgroup_only,
+            "join": lambda: in_cgroup(
+                lambda procs: [INTERPRETER, "-I", "-S", "-c", JOIN, str(procs)]
+            ),
             "full-cgroup": lambda: in_cgroup(
                 lambda procs: full_conf.argv(["true"], cgroup_procs=procs)
             ),
+            "rc-off": lambda: through_run_command(False),
+            "rc-full": lambda: through_run_command(True),
         }
     # As a call does it: the discovery reuses the previous call's listings (``since``),
     # in a thread, and feeds protected_paths and the confinement.
@@ -520,7 +541,8 @@ def report(
         f"`uv run python bench/bench_sandbox.py`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
         f"{os.cpu_count()} CPUs, 1-minute load average {loads[0]} at the start, {loads[1]} "
         f"at the end; whole run {elapsed:.0f} s; Linux {platform.release()}, Landlock ABI "
-        f"{full.abi}, {_bwrap_version(full)}, {cgroup}, Python {platform.python_version()}. "
+        f"{full.abi}, {_bwrap_version(full)}, {cgroup}, Python {platform.python_version()}; "
+        f"{_revision()}. "
         f"Medians of {rounds} rounds; each round makes every call below once through the "
         "real bash tool, then spawns every piece once, in an order rotated round by round. "
         "The workspace is a git checkout of a tree of "
@@ -545,7 +567,14 @@ def report(
                 f"{added:+.1f} ms | {wall / base[0]:.2f}x | {verdict} | {cpu:.1f} ms | "
                 f"{base[1]:.1f} ms | {cpu - base[1]:+.1f} ms | {own:.1f} ms | {base[2]:.1f} ms |"
             )
+    full_added = {label: forms["full"][0] - forms["off"][0] for label, forms in by_command.items()}
+    met = all(value <= TARGET_ADDED_MS for value in full_added.values())
     lines += [
+        "",
+        f"Verdict (issue 20: at most {TARGET_ADDED_MS:.0f} ms added over no sandbox): the full "
+        "sandbox adds "
+        + ", ".join(f"{value:+.1f} ms to {label}" for label, value in full_added.items())
+        + f": {'met' if met else 'NOT met'} on this machine.",
         "",
         "Wall time is the call as the model waits for it. CPU is the time of the call's "
         "processes (bubblewrap, the launcher, bash and what it runs; measured by "
@@ -602,8 +631,7 @@ def _attribution(by_command: dict[str, Medians], pieces: Medians) -> list[str]:
     launcher = wall["limits"] - wall["true"]
     cgroup = wall["cgroup"] + step("full-cgroup") if "cgroup" in wall else 0.0
     landlock = (
-        f"Landlock {step('landlock'):+.1f} ms (of which compiling the launcher script "
-        f"{step('compile'):+.1f} and importing ctypes {step('ctypes'):+.1f})"
+        f"Landlock {step('landlock'):+.1f} ms (of which importing ctypes {step('ctypes'):+.1f})"
     )
     parts = [
         f"bubblewrap's namespaces and mounts {step('bwrap'):+.1f} ms",
@@ -617,9 +645,15 @@ def _attribution(by_command: dict[str, Medians], pieces: Medians) -> list[str]:
     if "cgroup" in wall:
         parts.append(
             f"the pids cgroup {cgroup:+.1f} ms (create and remove {wall['cgroup']:.1f}, "
-            "the launcher joining it)"
+            f"the launcher joining it; a join alone {step('join'):+.1f})"
         )
         explained += cgroup
+        ending = step("rc-full") - step("rc-off")
+        parts.append(
+            f"`run_command`'s asyncio spawn and end of call over a plain spawn {ending:+.1f} ms "
+            "(over what it adds unconfined)"
+        )
+        explained += ending
     parts.append(f"`sandbox.confinement` (`protected_paths` in it) {wall['confinement']:+.1f} ms")
     explained += wall["confinement"]
     processes = sum(1 for entry in os.listdir("/proc") if entry.isdigit())
@@ -636,8 +670,20 @@ def _attribution(by_command: dict[str, Medians], pieces: Medians) -> list[str]:
         f"{step('supervise'):+.1f}: the fork, the wait and the scan of "
         f"`/proc` for descendants, {processes} processes here), the cgroup {cgroup:+.1f} ms "
         f"more. The Landlock-only launcher of before adds {added['landlock']:+.1f} ms "
-        f"({wall['landlock'] - wall['true']:+.1f} ms alone: interpreter start plus Landlock).",
+        f"({wall['script'] - wall['true']:+.1f} ms alone: interpreter start, Landlock, and "
+        f"{step('script'):+.1f} ms for compiling the launcher, run as a script then).",
     ]
+
+
+def _revision() -> str:
+    """The commit measured, and whether the sandbox's code had uncommitted changes."""
+    git = ["git", "-C", str(REPO_ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    changed = subprocess.run(
+        [*git, "status", "--porcelain", "--", "tools", "tooling"], capture_output=True, text=True
+    )
+    dirty = " with uncommitted changes in tools/ or tooling/" if changed.stdout.strip() else ""
+    return f"commit {head.stdout.strip() or 'unknown'}{dirty}"
 
 
 def _bwrap_version(full: SandboxSupport) -> str:
