@@ -409,3 +409,23 @@ async def test_a_writable_root_that_does_not_exist_breaks_nothing(
 ) -> None:
     policy = SandboxPolicy(writable_roots=(tmp_path / "not-yet",))
     assert await bash(workspace, "echo ok", policy) == "ok\n"
+
+
+def test_cgroups_left_by_a_server_that_is_gone_are_removed() -> None:
+    from tools import sandbox_limits
+
+    base = sandbox_limits.pids_base()
+    if base is None:
+        pytest.skip("no pids cgroup can be made here (not root, no delegation)")
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a PID that no longer runs
+    stale, ours = base / f"agent-lsp-{gone.pid}-dead", base / f"agent-lsp-{os.getpid()}-live"
+    stale.mkdir()
+    ours.mkdir()
+    try:
+        sandbox_limits.remove_stale(base)
+        assert not stale.exists() and ours.exists()
+    finally:
+        for folder in (stale, ours):
+            if folder.exists():
+                folder.rmdir()

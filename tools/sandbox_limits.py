@@ -122,7 +122,35 @@ _BASE: list[Path | None] = []
 def pids_base() -> Path | None:
     if not _BASE:
         _BASE.append(_pids_base())
+        if _BASE[0] is not None:
+            remove_stale(_BASE[0])
     return _BASE[0]
+
+
+def remove_stale(base: Path) -> None:
+    """Remove the call cgroups of servers that are gone (killed mid-call, or a removal
+    that gave up): ``agent-lsp-PID-*`` whose PID no longer runs. Only empty ones go (rmdir)."""
+    try:
+        names = [entry.name for entry in os.scandir(base) if entry.name.startswith(PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # that server still runs
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        with contextlib.suppress(OSError):
+            (base / name).rmdir()
+
+
+# A call's cgroup is named PREFIX + the server's PID + "-" + a random suffix.
+PREFIX = "agent-lsp-"
 
 
 @contextlib.asynccontextmanager

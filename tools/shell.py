@@ -62,6 +62,7 @@ from tooling.workspace import Workspace
 from . import git_guard, sandbox
 from .sandbox import PROXY_PORT, Confinement, SandboxPolicy
 from .sandbox_caches import cache_redirects
+from .sandbox_limits import PREFIX as CGROUP_PREFIX
 from .sandbox_limits import cgroup_limit_hit, hit, pids_cgroup
 from .sandbox_proxy import DomainProxy, proxy_environment
 
@@ -134,7 +135,7 @@ def bash_tool(
                 if confinement.network == "proxy":
                     proxy = DomainProxy(confinement.proxy_socket, confinement.allowed_hosts)
                     refused = (await stack.enter_async_context(proxy)).refused
-                name = f"agent-lsp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
                 procs = await stack.enter_async_context(
                     pids_cgroup(confinement.limits.processes, name)
                 )
