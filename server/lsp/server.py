@@ -186,12 +186,36 @@ def _warm_converter(converter: Any) -> None:
         converter.get_unstructure_hook(cls)
 
 
+# How long the tasks still running at exit (the warm-up, checkpoint maintenance) get to
+# end once cancelled: the server exits when its client is gone, whatever they are doing.
+EXIT_GRACE_S = 5.0
+
+
 def serve_stdio(server: AgentLanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Run :meth:`AgentLanguageServer.serve`; the exit code (``exit`` raises SystemExit)."""
+    """Run :meth:`AgentLanguageServer.serve`; the exit code (``exit`` raises SystemExit).
+
+    Not ``asyncio.run``: its clean-up waits without limit for every cancelled task, and a
+    task caught in a child's or a lock's clean-up then keeps the process alive for good.
+    """
+    loop = asyncio.new_event_loop()
     try:
-        return asyncio.run(server.serve(stdin, stdout))
+        return loop.run_until_complete(server.serve(stdin, stdout))
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
+    finally:
+        _end_tasks(loop)
+
+
+def _end_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=EXIT_GRACE_S))
+        for task in stuck:
+            logger.warning("exiting with a task that did not end: %r", task)
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
 
 
 def _rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
