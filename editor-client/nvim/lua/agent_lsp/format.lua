@@ -62,16 +62,21 @@ function M.one_line(text, max)
   return vim.fn.strcharpart(line, 0, max - 1) .. '…'
 end
 
---- What a call acts on: the first non-empty string among `path`, `command`,
---- `pattern`; otherwise the argument text itself on one line.
-function M.summarize(arguments)
+--- What a call acts on: the first non-empty string among `key` (the tool's own
+--- summary argument, the notification's `summaryKey`), `path`, `command`, `pattern`;
+--- otherwise the argument text itself on one line.
+function M.summarize(arguments, key)
   if type(arguments) ~= 'string' or arguments:match('^%s*$') then
     return '{}'
   end
   local ok, parsed = pcall(vim.json.decode, arguments)
   if ok and type(parsed) == 'table' then
-    for _, key in ipairs({ 'path', 'command', 'pattern' }) do
-      local value = parsed[key]
+    local keys = { 'path', 'command', 'pattern' }
+    if type(key) == 'string' and key ~= '' then
+      table.insert(keys, 1, key)
+    end
+    for _, candidate in ipairs(keys) do
+      local value = parsed[candidate]
       if type(value) == 'string' and value ~= '' then
         return M.one_line(value)
       end
@@ -103,7 +108,7 @@ function M.activity_line(params, now)
   local stamp = os.date('%H:%M:%S', now)
   -- The name is the model's too: it may call a tool that does not exist.
   local name = type(params.name) == 'string' and M.escape_control(params.name) or '?'
-  local summary = M.summarize(params.arguments)
+  local summary = M.summarize(params.arguments, params.summaryKey)
   if params.status == 'started' then
     return string.format('%s → %s %s', stamp, name, summary)
   end

@@ -1,0 +1,253 @@
+;;; agent-lsp-ask.el --- Asking the agent-lsp agent  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The conversation's commands: `agent-lsp-ask' (an active region goes along as
+;; the ask's context), its answer or error, `agent-lsp-cancel',
+;; `agent-lsp-new-conversation', `agent-lsp-compact', and `agent-lsp-list-tools'.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'agent-lsp-core)
+(require 'agent-lsp-trace)
+(require 'agent-lsp-transcript)
+
+(defconst agent-lsp--tools-buffer "*agent-lsp-tools*")
+
+(defvar agent-lsp--asks 0 "Counter for workDoneTokens.")
+(defvar agent-lsp--history nil "Prompt history.")
+
+(defun agent-lsp--on-answer (request result)
+  "Show the RESULT of `agent/ask' REQUEST and keep its session."
+  (when (eq request agent-lsp--request)
+    (setq agent-lsp--session-id (plist-get result :sessionId))
+    (let* ((calls (length (plist-get result :toolCalls)))
+           (answer (plist-get result :answer))
+           (stop (agent-lsp-stop-note (plist-get result :stopReason)))
+           (usage (plist-get result :usage))
+           (compacted (plist-get request :compacted))
+           (last (and (plist-get request :answer-start)
+                      (equal (plist-get request :turn) (plist-get result :turns))))
+           (checkpoint (plist-get result :checkpointId))
+           (notes (concat (format "%d tool call%s" calls (if (= calls 1) "" "s"))
+                          (if stop (concat ", " stop) "")
+                          (if (plist-get usage :contextWindow)
+                              (format ", context %s of %s tokens"
+                                      (agent-lsp--thousands (plist-get usage :contextTokens))
+                                      (agent-lsp--thousands (plist-get usage :contextWindow)))
+                            "")
+                          (if compacted (concat ", " compacted) "")))
+           (checkpoint-note
+            (if (stringp checkpoint)
+                (format "\n_(checkpoint %s: M-x agent-lsp-diff, agent-lsp-rewind)_" checkpoint)
+              "")))
+      (if (and last (equal (plist-get request :text) answer))
+          ;; Streamed as it is: only the footer.
+          (agent-lsp--finish request (concat (format "\n\n_(%s)_" notes) checkpoint-note))
+        ;; Not streamed as it is (an older server; an answer of only whitespace, which
+        ;; the result gives as ""): the answer itself, in place of what streamed of it.
+        (when last
+          (let ((start (plist-get request :answer-start))
+                (inhibit-read-only t))
+            (with-current-buffer (marker-buffer start)
+              (delete-region start (point-max))
+              (set-marker (plist-get request :status-marker) start))
+            (plist-put request :turn nil)))
+        (agent-lsp--finish request
+                           (concat (if (and (stringp answer) (not (string-empty-p answer)))
+                                       (concat answer "\n\n")
+                                     "")
+                                   (format "_(%s)_" notes)
+                                   checkpoint-note))))
+    (agent-lsp--revert-changed-buffers (plist-get request :root))))
+
+(defun agent-lsp--on-error (request error)
+  "Show the ERROR reply to `agent/ask' REQUEST (-32800: it was cancelled)."
+  (when (eq request agent-lsp--request)
+    (let ((code (plist-get error :code))
+          (data (plist-get error :data)))
+      (cond
+       ((eql code -32800) (agent-lsp--finish request "_(cancelled)_"))
+       (t
+        (let ((text (format "**Error** (%s): %s" code (plist-get error :message))))
+          (when (and (eql code -32602) (equal (plist-get data :field) "sessionId"))
+            (setq agent-lsp--session-id nil)
+            (setq text (concat text "\n_The next ask starts a new conversation._")))
+          (agent-lsp--finish request text)))))))
+
+;;; The selection
+
+(defun agent-lsp--region ()
+  "The active region of a file buffer as (BUFFER START END), else nil."
+  (when (and (use-region-p) buffer-file-name)
+    (list (current-buffer) (region-beginning) (region-end))))
+
+(defun agent-lsp--lsp-position (pos encoding)
+  "POS as an LSP position in ENCODING (\"utf-16\" unless negotiated otherwise)."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char pos)
+      (let ((prefix (buffer-substring-no-properties (line-beginning-position) pos)))
+        (list :line (1- (line-number-at-pos pos))
+              :character (pcase encoding
+                           ("utf-8" (length (encode-coding-string prefix 'utf-8 t)))
+                           ("utf-32" (length prefix))
+                           (_ (+ (length prefix)
+                                 (cl-count-if (lambda (c) (> c #xFFFF)) prefix)))))))))
+
+(defun agent-lsp--context (region server)
+  "The `context' param of `agent/ask' for REGION (see `agent-lsp--region'), or nil."
+  (pcase-let ((`(,buffer ,start ,end) region))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer
+        (let ((encoding (plist-get (eglot--capabilities server) :positionEncoding))
+              (uri (funcall (if (fboundp 'eglot-path-to-uri) #'eglot-path-to-uri
+                              #'eglot--path-to-uri)
+                            buffer-file-name)))
+          (list :activeDocument
+                (list :uri uri
+                      :selection (list :start (agent-lsp--lsp-position start encoding)
+                                       :end (agent-lsp--lsp-position end encoding)))))))))
+
+(defun agent-lsp--region-note (region)
+  "A line saying what REGION holds, for the conversation."
+  (pcase-let ((`(,buffer ,start ,end) region))
+    (with-current-buffer buffer
+      (let ((first (line-number-at-pos start))
+            (last (line-number-at-pos (if (and (> end start) (eq (char-before end) ?\n))
+                                          (1- end) end))))
+        (format "_(selection: %s, %s)_" (file-relative-name buffer-file-name)
+                (if (= first last) (format "line %d" first)
+                  (format "lines %d-%d" first last)))))))
+
+;;; Commands
+
+(defun agent-lsp-ask (prompt &optional region)
+  "Ask the agent PROMPT in the current project; show the answer in `*agent-lsp*'.
+Interactively, an active region in a file buffer goes along as REGION: the
+model sees the file and the selected text (a list (BUFFER START END))."
+  (interactive (let ((region (agent-lsp--region)))
+                 (list (read-string "Ask the agent: " nil 'agent-lsp--history) region)))
+  (when (or (not (stringp prompt)) (string-blank-p prompt))
+    (user-error "The prompt is empty"))
+  (when agent-lsp--request
+    (user-error "An ask is already running (M-x agent-lsp-cancel stops it)"))
+  (let* ((root (if (eq (current-buffer) (get-buffer agent-lsp--buffer))
+                   default-directory
+                 (agent-lsp--root)))
+         (default-directory root)
+         (server (agent-lsp--ensure-server)))
+    (when agent-lsp-save-before-ask
+      (save-some-buffers nil (lambda ()
+                               (and buffer-file-name
+                                    (string-prefix-p root (expand-file-name buffer-file-name))))))
+    (unless (eq server agent-lsp--conversation-server)
+      (agent-lsp--start-conversation server root))
+    (agent-lsp--say (format "## You\n\n%s\n\n%s## Agent\n\n" prompt
+                            (if region (concat (agent-lsp--region-note region) "\n\n") "")))
+    (let* ((token (format "agent-lsp-emacs-%d" (cl-incf agent-lsp--asks)))
+           (marker (with-current-buffer agent-lsp--buffer (copy-marker (point-max))))
+           (request (list :server server :token token :root root :status-marker marker))
+           (context (and region (agent-lsp--context region server)))
+           (params (append (list :prompt prompt :workDoneToken token)
+                           (and agent-lsp--session-id
+                                (list :sessionId agent-lsp--session-id))
+                           (and context (list :context context)))))
+      (setq agent-lsp--request request)
+      (agent-lsp--flush-changes server)
+      (agent-lsp--set-status "working: waiting for the model")
+      (display-buffer agent-lsp--buffer)
+      (condition-case err
+          (plist-put request :id
+                     (agent-lsp--async-request
+                      server :agent/ask params
+                      :success-fn (lambda (result) (agent-lsp--on-answer request result))
+                      :error-fn (lambda (error) (agent-lsp--on-error request error))
+                      ;; An ask runs as long as it needs; `agent-lsp-cancel' stops it.
+                      :timeout nil))
+        (error (agent-lsp--finish request (format "**Error**: %s" (error-message-string err)))
+               (signal (car err) (cdr err))))
+      request)))
+
+(defun agent-lsp-cancel ()
+  "Cancel the running ask (`$/cancelRequest'; the server answers RequestCancelled)."
+  (interactive)
+  (let ((request agent-lsp--request))
+    (unless request
+      (user-error "No agent-lsp ask is running"))
+    (unless (plist-get request :cancelling)
+      (plist-put request :cancelling t)
+      (agent-lsp--set-status "cancelling…")
+      (jsonrpc-notify (plist-get request :server) :$/cancelRequest
+                      (list :id (plist-get request :id)))
+      ;; The server's -32800 reply ends the ask; don't wait forever for it.
+      (plist-put request :cancel-timer
+                 (run-with-timer
+                  10 nil (lambda ()
+                           (agent-lsp--finish
+                            request "_(cancelled; the server did not confirm)_")))))))
+
+(defun agent-lsp-new-conversation ()
+  "Start a new conversation; a running ask is cancelled."
+  (interactive)
+  (let ((request agent-lsp--request)
+        (server agent-lsp--conversation-server))
+    (when request
+      (agent-lsp-cancel)
+      (agent-lsp--finish request "_(cancelled)_"))
+    (when (and server agent-lsp--session-id (jsonrpc-running-p server))
+      (agent-lsp--async-request server :agent/endSession
+                                (list :sessionId agent-lsp--session-id)
+                                :success-fn #'ignore :error-fn #'ignore))
+    (setq agent-lsp--conversation-server nil
+          agent-lsp--session-id nil)
+    (agent-lsp--trace-insert "-- new conversation --")))
+
+(defun agent-lsp-compact ()
+  "Compact the conversation now (`agent/compact').
+Old tool outputs become notes and older turns the model's summary; the
+result is a line in the conversation and the trace."
+  (interactive)
+  (when agent-lsp--request
+    (user-error "An ask is running; compact after it"))
+  (let ((server agent-lsp--conversation-server)
+        (session agent-lsp--session-id))
+    (unless (and server session (jsonrpc-running-p server))
+      (user-error "No agent-lsp conversation to compact yet"))
+    (agent-lsp--say "_compacting the conversation…_\n")
+    (agent-lsp--async-request
+     server :agent/compact (list :sessionId session)
+     :success-fn (lambda (result)
+                   (let ((summary (agent-lsp-compaction-summary result)))
+                     (agent-lsp--trace-insert
+                      (format "%s ⇣ %s" (format-time-string "%H:%M:%S") summary))
+                     (agent-lsp--say (format "_(%s)_\n\n" summary))))
+     :error-fn (lambda (error)
+                 (agent-lsp--say (format "**Error** (%s): %s\n\n" (plist-get error :code)
+                                         (plist-get error :message))))
+     :timeout nil)))
+
+(defun agent-lsp-list-tools ()
+  "Show the tools the agent can call in `*agent-lsp-tools*'."
+  (interactive)
+  (let* ((server (agent-lsp--ensure-server))
+         (tools (plist-get (jsonrpc-request server :agent/listTools (make-hash-table)) :tools)))
+    (with-current-buffer (agent-lsp--get-buffer agent-lsp--tools-buffer #'agent-lsp-conversation-mode)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert "# agent-lsp tools: " (agent-lsp--server-root server) "\n\n")
+        (seq-doseq (tool tools)
+          (let* ((hints (plist-get tool :annotations))
+                 (kind (cond ((eq (plist-get hints :readOnlyHint) t) " (read-only)")
+                             ((eq (plist-get hints :destructiveHint) t) " (destructive)")
+                             (t "")))
+                 (description (car (split-string (or (plist-get tool :description) "") "\n"))))
+            (insert (format "- **%s**%s: %s\n" (plist-get tool :name) kind description)))))
+      (goto-char (point-min)))
+    (pop-to-buffer agent-lsp--tools-buffer)))
+
+(provide 'agent-lsp-ask)
+;;; agent-lsp-ask.el ends here

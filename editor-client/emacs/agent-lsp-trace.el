@@ -1,0 +1,153 @@
+;;; agent-lsp-trace.el --- Trace lines and escaping for agent-lsp  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The one-line texts of the agent-lsp client, in the same format as the terminal and
+;; Neovim clients: the model's text escaped, a tool call's arguments summarized, the
+;; trace line of a tool call or a compaction, and the note for an ask that ended
+;; other than with an answer.  Pure functions: no buffer, no server.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(defconst agent-lsp--summary-chars 80 "As SUMMARY_CHARS in server/activity.py.")
+
+(defconst agent-lsp--controls
+  (rx (any (0 . 8) (10 . 31) 127 (#x80 . #x9f) #x61c (#x200b . #x200f) (#x202a . #x202e)
+           (#x2060 . #x2064) (#x2066 . #x2069) #xfeff))
+  "What `agent-lsp-escape-control' spells out: controls but tab, bidi, invisible.")
+
+(defconst agent-lsp--controls-but-newline
+  (rx (any (0 . 8) (11 . 31) 127 (#x80 . #x9f) #x61c (#x200b . #x200f) (#x202a . #x202e)
+           (#x2060 . #x2064) (#x2066 . #x2069) #xfeff))
+  "`agent-lsp--controls' without the newline.")
+
+(defun agent-lsp-escape-control (text &optional keep-newlines)
+  "TEXT (the model's) made safe to show, as the server's tooling/display.py does.
+ESC becomes \\e, CR \\r, a newline ⏎ (kept with KEEP-NEWLINES), other C0,
+DEL and C1 controls \\xNN, bidi and invisible formatting characters \\uXXXX;
+tabs stay.  An escape sequence in a command must not hide part of it.
+Escaping twice changes nothing."
+  (replace-regexp-in-string
+   (if keep-newlines agent-lsp--controls-but-newline agent-lsp--controls)
+   (lambda (match)
+     (let ((char (aref match 0)))
+       (pcase char
+         (?\e "\\e")
+         (?\r "\\r")
+         (?\n "⏎")
+         (_ (format (if (< char #x100) "\\x%02x" "\\u%04x") char)))))
+   text t t))
+
+(defun agent-lsp--one-line (text &optional max)
+  "TEXT on one line, escaped; cut to MAX chars with `…'.
+Line breaks show as \" ⏎ \" (so `git fetch #' then `curl ... | sh' on the
+next line does not read as one comment), other whitespace runs as one space."
+  (let* ((max (or max agent-lsp--summary-chars))
+         (parts (mapcar (lambda (part)
+                          (string-trim (replace-regexp-in-string
+                                        "[ \t\n\r\f\v]+" " "
+                                        (agent-lsp-escape-control part))))
+                        (split-string text "\n")))
+         (line (string-join (delete "" parts) " ⏎ ")))
+    (if (<= (length line) max) line (concat (substring line 0 (1- max)) "…"))))
+
+(defun agent-lsp--parse-json (text)
+  "TEXT parsed as JSON (objects as hash tables), or nil."
+  (condition-case nil
+      (if (fboundp 'json-parse-string)
+          (json-parse-string text :object-type 'hash-table :null-object nil)
+        (let ((json-object-type 'hash-table)) (json-read-from-string text)))
+    (error nil)))
+
+(defun agent-lsp-summarize-arguments (arguments &optional key)
+  "Summarize ARGUMENTS (JSON text) by KEY, `path', `command' or `pattern'.
+KEY is the tool's own summary argument (the notification's `summaryKey').
+Without one of those, ARGUMENTS itself on one line."
+  (if (or (not (stringp arguments)) (string-blank-p arguments))
+      "{}"
+    (let ((parsed (agent-lsp--parse-json arguments))
+          (keys (append (and (stringp key) (not (string-empty-p key)) (list key))
+                        '("path" "command" "pattern"))))
+      (or (and (hash-table-p parsed)
+               (cl-loop for key in keys
+                        for value = (gethash key parsed)
+                        when (and (stringp value) (not (string-empty-p value)))
+                        return (agent-lsp--one-line value)))
+          (agent-lsp--one-line arguments)))))
+
+(defun agent-lsp-format-activity (params)
+  "One trace line for an `agent/toolActivity' notification PARAMS (a plist)."
+  (let* ((stamp (format-time-string "%H:%M:%S"))
+         (name (let ((n (plist-get params :name)))  ; the model's: maybe no such tool
+                 (if (stringp n) (agent-lsp-escape-control n) "?")))
+         (summary (agent-lsp-summarize-arguments (plist-get params :arguments)
+                                                 (plist-get params :summaryKey)))
+         (status (plist-get params :status)))
+    (cond
+     ((equal status "started") (format "%s → %s %s" stamp name summary))
+     ((equal status "waiting")
+      (format "%s ⏸ %s %s (waiting for permission)" stamp name summary))
+     (t
+      (let* ((ms (plist-get params :durationMs))
+             (line (format "%s %s %s %s (%.0f ms)" stamp
+                           (if (equal status "completed") "✓" "✗")
+                           name summary (if (numberp ms) ms 0)))
+             (output (plist-get params :output))
+             (first (and (equal status "failed") (stringp output)
+                         (car (split-string (string-trim output) "[\r\n]")))))
+        (if (and first (not (string-empty-p first)))
+            (concat line ": " (truncate-string-to-width (agent-lsp-escape-control first) 200))
+          line))))))
+
+(defun agent-lsp--thousands (n)
+  "N with thousands separators, as Python's format(n, \",\")."
+  (let ((digits (number-to-string (truncate (if (numberp n) n 0)))))
+    (while (string-match "\\([0-9]\\)\\([0-9][0-9][0-9]\\)\\(,\\|$\\)" digits)
+      (setq digits (replace-match "\\1,\\2\\3" t nil digits)))
+    digits))
+
+(defun agent-lsp--count (n word)
+  "N WORD, with an s unless N is 1."
+  (format "%d %s%s" n word (if (eql n 1) "" "s")))
+
+(defun agent-lsp-compaction-summary (params)
+  "What a compaction did, from an `agent/compaction' notification or an
+`agent/compact' result PARAMS (a plist); as compaction_summary in
+server/terminal_client.py."
+  (let* ((elided (or (plist-get params :elidedOutputs) 0))
+         (summarized (or (plist-get params :summarizedMessages) 0))
+         (details (delq nil (list (and (> elided 0)
+                                       (concat (agent-lsp--count elided "output") " elided"))
+                                  (and (> summarized 0)
+                                       (concat (agent-lsp--count summarized "message")
+                                               " summarized"))
+                                  (and (equal (plist-get params :trigger) "overflow")
+                                       "the model said the conversation was too long"))))
+         (line (format "compacted: %s → %s tokens of %s"
+                       (agent-lsp--thousands (plist-get params :tokensBefore))
+                       (agent-lsp--thousands (plist-get params :tokensAfter))
+                       (agent-lsp--thousands (plist-get params :contextWindow)))))
+    (if details (format "%s (%s)" line (string-join details ", ")) line)))
+
+(defun agent-lsp-format-compaction (params)
+  "One trace line for an `agent/compaction' notification PARAMS (a plist)."
+  (format "%s ⇣ %s" (format-time-string "%H:%M:%S") (agent-lsp-compaction-summary params)))
+
+(defconst agent-lsp--stop-notes
+  '(("max_turns" . "stopped at the turn limit (maxTurns)")
+    ("max_tokens" . "the answer was cut off at the model's output token limit")
+    ("empty" . "the model returned nothing (no text and no tool calls)"))
+  "What the user is told when an ask ended other than with an answer (its
+stopReason); the same words as the terminal client (STOP_NOTES).")
+
+(defun agent-lsp-stop-note (stop-reason)
+  "The note for a result's STOP-REASON, or nil for an ordinary answer."
+  (when (and (stringp stop-reason) (not (equal stop-reason "end_turn")))
+    (or (cdr (assoc stop-reason agent-lsp--stop-notes))
+        (format "stopped: %s" stop-reason))))
+
+(provide 'agent-lsp-trace)
+;;; agent-lsp-trace.el ends here

@@ -1,0 +1,193 @@
+;;; agent-lsp-transcript.el --- Conversation and trace buffers of agent-lsp  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The `*agent-lsp*' conversation and the `*agent-lsp-trace*' buffers: their modes,
+;; appending to them, the running ask's status line and streamed answer, and the
+;; server notifications that feed them (`agent/toolActivity', `agent/compaction',
+;; `agent/answerDelta', `$/progress').
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'agent-lsp-core)
+(require 'agent-lsp-trace)
+
+(defconst agent-lsp--buffer "*agent-lsp*")
+(defconst agent-lsp--trace-buffer "*agent-lsp-trace*")
+
+(defalias 'agent-lsp--conversation-parent-mode
+  (if (fboundp 'markdown-mode) #'markdown-mode #'text-mode))
+
+(define-derived-mode agent-lsp-conversation-mode agent-lsp--conversation-parent-mode
+  "agent-lsp"
+  "Major mode of the `*agent-lsp*' conversation buffer (Markdown)."
+  (setq buffer-read-only t)
+  (setq-local truncate-lines nil)
+  (visual-line-mode 1))
+
+(define-derived-mode agent-lsp-trace-mode special-mode "agent-lsp-trace"
+  "Major mode of `*agent-lsp-trace*': a line per tool call start and end.")
+
+(defun agent-lsp--get-buffer (name mode)
+  "Buffer NAME, created in major MODE if needed."
+  (let ((buffer (get-buffer name)))
+    (or buffer
+        (with-current-buffer (get-buffer-create name)
+          (funcall mode)
+          (current-buffer)))))
+
+(defun agent-lsp--append (name mode text)
+  "Append TEXT to buffer NAME (created in MODE).
+Where point was at the end, it stays at the end."
+  (with-current-buffer (agent-lsp--get-buffer name mode)
+    (let ((inhibit-read-only t)
+          (at-end (= (point) (point-max)))
+          (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
+                                       (get-buffer-window-list (current-buffer) nil t))))
+      (save-excursion
+        (goto-char (point-max))
+        (insert text))
+      (when at-end (goto-char (point-max)))
+      (dolist (window followers)
+        (set-window-point window (point-max))))))
+
+(defun agent-lsp--say (text)
+  "Append TEXT to the conversation buffer."
+  (agent-lsp--append agent-lsp--buffer #'agent-lsp-conversation-mode text))
+
+(defun agent-lsp--trace-insert (line)
+  "Append LINE to the trace buffer."
+  (agent-lsp--append agent-lsp--trace-buffer #'agent-lsp-trace-mode (concat line "\n")))
+
+(defun agent-lsp--set-status (text)
+  "Show TEXT as the running ask's status line and in the mode line."
+  (plist-put agent-lsp--request :status text)
+  (let ((marker (plist-get agent-lsp--request :status-marker)))
+    (when (and marker (marker-buffer marker))
+      (with-current-buffer (marker-buffer marker)
+        (let ((inhibit-read-only t))
+          (save-excursion
+            (goto-char marker)
+            (delete-region marker (point-max))
+            ;; Below the streamed text, on a line of its own.
+            (insert (if (memq (char-before) '(nil ?\n)) "" "\n") "_" text "_\n")))
+        (setq mode-line-process (format " [%s]" text))
+        (force-mode-line-update)))))
+
+(defun agent-lsp--stream (request turn channel delta)
+  "Insert DELTA of REQUEST's answer above its status line.
+CHANNEL \"reasoning\" is quoted and dimmed; a new TURN or CHANNEL starts a
+new paragraph."
+  (let ((marker (plist-get request :status-marker)))
+    (when (and marker (marker-buffer marker))
+      (with-current-buffer (marker-buffer marker)
+        (let ((inhibit-read-only t)
+              (reasoning (equal channel "reasoning"))
+              (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
+                                           (get-buffer-window-list (current-buffer) nil t))))
+          (save-excursion
+            (goto-char marker)
+            (delete-region marker (point-max))
+            (unless (and (equal turn (plist-get request :turn))
+                         (equal channel (plist-get request :channel)))
+              (when (plist-get request :turn) (insert "\n\n"))
+              (plist-put request :turn turn)
+              (plist-put request :channel channel)
+              (plist-put request :text "")
+              (plist-put request :answer-start (and (not reasoning) (copy-marker (point))))
+              (when reasoning (insert (propertize "> " 'face 'shadow))))
+            (insert (if reasoning
+                        (propertize (replace-regexp-in-string "\n" "\n> " delta) 'face 'shadow)
+                      delta))
+            (plist-put request :text (concat (plist-get request :text) delta))
+            (set-marker marker (point)))
+          (agent-lsp--set-status (or (plist-get request :status) "working"))
+          (dolist (window followers)
+            (set-window-point window (point-max))))))))
+
+(defun agent-lsp--finish (request text)
+  "End REQUEST: its status line is replaced by TEXT."
+  (when (eq request agent-lsp--request)
+    (setq agent-lsp--request nil)
+    (when-let ((timer (plist-get request :cancel-timer))) (cancel-timer timer))
+    (let ((marker (plist-get request :status-marker)))
+      (when (and marker (marker-buffer marker))
+        (with-current-buffer (marker-buffer marker)
+          (let ((inhibit-read-only t))
+            (delete-region marker (point-max)))
+          (setq mode-line-process nil)
+          (force-mode-line-update))))
+    (when (and (plist-get request :turn) (not (string-prefix-p "\n" text)))
+      (setq text (concat "\n\n" text)))  ; after the streamed text
+    (agent-lsp--say (concat text "\n\n"))))
+
+(defun agent-lsp--start-conversation (server root)
+  "Start a conversation with SERVER in ROOT: a heading, no session yet."
+  (with-current-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)
+    (agent-lsp--say (concat (if (> (buffer-size) 0) "---\n\n" "")
+                            "# agent-lsp: " root "\n\n"))
+    (setq default-directory root))
+  (setq agent-lsp--conversation-server server
+        agent-lsp--session-id nil))
+
+(defun agent-lsp--revert-changed-buffers (root)
+  "Reload unmodified buffers under ROOT whose files the agent changed."
+  (dolist (buffer (buffer-list))
+    (with-current-buffer buffer
+      (when (and buffer-file-name (not (buffer-modified-p))
+                 (string-prefix-p root (expand-file-name buffer-file-name))
+                 (file-exists-p buffer-file-name)
+                 (not (verify-visited-file-modtime buffer)))
+        (revert-buffer t t t)))))
+
+;;; What the server reports while an ask runs
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/toolActivity)) &rest params
+   &key &allow-other-keys)
+  "Add a trace line for the tool call activity in PARAMS."
+  (agent-lsp--trace-insert (agent-lsp-format-activity params)))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/compaction)) &rest params
+   &key &allow-other-keys)
+  "Add a trace line for the compaction in PARAMS; the ask's footer mentions it."
+  (agent-lsp--trace-insert (agent-lsp-format-compaction params))
+  (when agent-lsp--request
+    (plist-put agent-lsp--request :compacted (agent-lsp-compaction-summary params))))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/answerDelta)) &key sessionId turn delta
+   channel &allow-other-keys)
+  "Show DELTA, the next piece of the running ask's answer (or reasoning: CHANNEL)."
+  (let ((request agent-lsp--request))
+    (when (and request (stringp delta)
+               (or (null agent-lsp--session-id) (equal sessionId agent-lsp--session-id)))
+      (agent-lsp--stream request turn channel delta))))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql '$/progress)) &key token value)
+  "Show progress VALUE on the running ask's TOKEN; leave other tokens to eglot."
+  (if (and agent-lsp--request (equal token (plist-get agent-lsp--request :token)))
+      (let ((message (plist-get value :message)))
+        (when (and (stringp message) (not (equal (plist-get value :kind) "end"))
+                   (not (plist-get agent-lsp--request :cancelling)))
+          (agent-lsp--set-status (concat "working: " message))))
+    (cl-call-next-method)))
+
+;;; Showing the buffers
+
+(defun agent-lsp-show ()
+  "Show the conversation buffer `*agent-lsp*'."
+  (interactive)
+  (display-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)))
+
+(defun agent-lsp-trace ()
+  "Show the tool trace buffer."
+  (interactive)
+  (pop-to-buffer (agent-lsp--get-buffer agent-lsp--trace-buffer #'agent-lsp-trace-mode)))
+
+(provide 'agent-lsp-transcript)
+;;; agent-lsp-transcript.el ends here

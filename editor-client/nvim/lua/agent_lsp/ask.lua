@@ -1,0 +1,167 @@
+-- Asking the agent and steering the conversation: agent/ask (with the selection as
+-- context), cancelling it, a new conversation (agent/endSession), compacting it (agent/compact).
+local buffers = require('agent_lsp.buffers')
+local client = require('agent_lsp.client')
+local context = require('agent_lsp.context')
+local format = require('agent_lsp.format')
+local transcript = require('agent_lsp.transcript')
+
+local M = {}
+
+local api = vim.api
+local uv = vim.uv or vim.loop
+local call, notify = client.call, client.notify
+local append, set_lines, text_lines = buffers.append, buffers.set_lines, buffers.text_lines
+local conv, finish, set_status = transcript.conv, transcript.finish, transcript.set_status
+local conversation_buf = transcript.conversation_buf
+
+local CANCEL_WAIT_MS = 10000
+
+local asks = 0 -- counter for workDoneTokens
+
+-- Send the ask: the conversation shows the prompt (and what was selected), then the answer.
+local function ask_with(prompt, sel)
+  if conv.request then
+    notify('an ask is already running (:AgentCancel stops it)', vim.log.levels.WARN)
+    return
+  end
+  local root = transcript.root_for(0)
+  if conv.root ~= root then
+    transcript.start_conversation(root)
+  end
+  local buf = conversation_buf()
+  local you = vim.list_extend({ '## You', '' }, text_lines(prompt))
+  if sel then
+    vim.list_extend(you, { '', context.note(sel) })
+  end
+  append(buf, vim.list_extend(you, { '', '## Agent', '' }))
+  asks = asks + 1
+  local req = { root = root, token = 'agent-lsp-nvim-' .. asks, buf = buf, session_id = conv.session_id }
+  req.status_line = api.nvim_buf_line_count(buf)
+  conv.request = req
+  append(buf, { '_working: starting the server_' })
+  buffers.show(buf, false)
+  local started = client.with_client(root, function(c)
+    if conv.request ~= req then
+      return -- cancelled before the server was ready
+    end
+    local params = { prompt = prompt, sessionId = conv.session_id, workDoneToken = req.token }
+    params.context = context.param(sel, c)
+    local ok, id = call(c, 'request', 'agent/ask', params, function(err, result)
+      transcript.on_answer(req, err, result)
+    end)
+    if not ok then
+      finish(req, { '**Error**: the agent-lsp server is not running.' })
+      return
+    end
+    req.client_id, req.id = c.id, id
+    set_status(req, 'working: waiting for the model')
+  end)
+  if not started then
+    finish(req, { '**Error**: could not start the agent-lsp server (see :messages).' })
+  end
+end
+
+--- Send `prompt` as `agent/ask`; no prompt asks for one with vim.ui.input.
+--- `range` ({ line1, line2 } of `:'<,'>AgentAsk`) sends that selection as context.
+function M.ask(prompt, range)
+  local sel = range and context.selection(range.line1, range.line2)
+  if prompt == nil or prompt:match('^%s*$') then
+    vim.ui.input({ prompt = 'Ask the agent: ' }, function(input)
+      if input and not input:match('^%s*$') then
+        ask_with(input, sel)
+      end
+    end)
+    return
+  end
+  ask_with(prompt, sel)
+end
+
+--- Cancel the running ask with $/cancelRequest.
+function M.cancel()
+  local req = conv.request
+  if not req then
+    notify('no ask is running')
+    return
+  end
+  if req.cancelling then
+    return
+  end
+  req.cancelling = true
+  local c = client.by_id(req.client_id)
+  if not (req.id and c) then
+    finish(req, { '_(cancelled)_' })
+    return
+  end
+  set_status(req, 'cancelling…')
+  call(c, 'cancel_request', req.id)
+  -- Neovim hides the server's RequestCancelled reply from handlers; the reply
+  -- does remove the request from client.requests, which is what we wait for.
+  local deadline = uv.now() + CANCEL_WAIT_MS
+  local function wait()
+    if conv.request ~= req then
+      return
+    end
+    local running = client.by_id(req.client_id)
+    if not running or running.requests[req.id] == nil then
+      finish(req, { '_(cancelled)_' })
+    elseif uv.now() > deadline then
+      finish(req, { '_(cancelled; the server did not confirm)_' })
+    else
+      vim.defer_fn(wait, 20)
+    end
+  end
+  wait()
+end
+
+--- Start a new conversation (the running ask, if any, is cancelled).
+function M.new()
+  local req = conv.request
+  if req then
+    M.cancel()
+    finish(req, { '_(cancelled)_' })
+  end
+  local c = client.by_id(conv.root and client.id_of(conv.root))
+  if c and conv.session_id then
+    call(c, 'request', 'agent/endSession', { sessionId = conv.session_id }, function() end)
+  end
+  local root = transcript.root_for(0)
+  transcript.start_conversation(root)
+  append(transcript.trace_buf(), { '-- new conversation --' })
+  buffers.show(conversation_buf(), false)
+end
+
+--- Compact the conversation now (agent/compact): old tool outputs become notes, older
+--- turns the model's summary. The result is a line in the conversation and the trace.
+function M.compact()
+  if conv.request then
+    notify('an ask is running; compact after it', vim.log.levels.WARN)
+    return
+  end
+  local c = client.by_id(conv.root and client.id_of(conv.root))
+  if not (c and conv.session_id) then
+    notify('no conversation to compact yet')
+    return
+  end
+  local session = conv.session_id
+  append(conversation_buf(), { '_compacting the conversation…_' })
+  local line = api.nvim_buf_line_count(conversation_buf()) - 1
+  call(c, 'request', 'agent/compact', { sessionId = session }, function(err, result)
+    local text
+    if err then
+      text = string.format('**Error** (%s): %s', tostring(err.code), tostring(err.message))
+    else
+      local summary = format.compaction_summary(result)
+      text = '_(' .. summary .. ')_'
+      append(transcript.trace_buf(), { os.date('%H:%M:%S') .. ' ⇣ ' .. summary })
+    end
+    local buf = conversation_buf()
+    if api.nvim_buf_get_lines(buf, line, line + 1, false)[1] == '_compacting the conversation…_' then
+      set_lines(buf, line, line + 1, { text, '' })
+    else
+      append(buf, { text, '' })
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,118 @@
+-- The client's scratch buffers (read-only to the user, rewritten by the client) and the
+-- windows that show them.
+local client = require('agent_lsp.client')
+
+local M = {}
+
+local api = vim.api
+
+-- The buffers by name, and what each one shows.
+M.CONVERSATION = 'agent-lsp://conversation' -- the asks (agent/ask) and their streamed answers
+M.TRACE = 'agent-lsp://trace' -- a line per agent/toolActivity and agent/compaction
+M.TOOLS = 'agent-lsp://tools' -- agent/listTools
+M.CHECKPOINTS = 'agent-lsp://checkpoints' -- agent/checkpoints
+M.DIFF = 'agent-lsp://diff' -- agent/diff
+M.CHECK = 'agent-lsp://check' -- agent/checkConnection
+M.SANDBOX = 'agent-lsp://sandbox' -- agent/sandboxStatus
+
+local buffers = {} -- scratch buffer name -> bufnr
+
+--- The buffer made for `name`, if any (it may have been wiped since).
+function M.get(name)
+  return buffers[name]
+end
+
+--- Whether `bufnr` is one of the scratch buffers.
+function M.is_ours(bufnr)
+  for _, buf in pairs(buffers) do
+    if buf == bufnr then
+      return true
+    end
+  end
+  return false
+end
+
+--- The scratch buffer `name`, made (with `filetype`) if it is not there.
+function M.scratch(name, filetype)
+  local buf = buffers[name]
+  if buf and api.nvim_buf_is_valid(buf) then
+    return buf
+  end
+  buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(buf, name)
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = filetype
+  vim.bo[buf].modifiable = false
+  buffers[name] = buf
+  return buf
+end
+
+local function windows_of(buf)
+  local found = {}
+  for _, win in ipairs(api.nvim_list_wins()) do
+    if api.nvim_win_get_buf(win) == buf then
+      table.insert(found, win)
+    end
+  end
+  return found
+end
+
+local function scroll_to_end(buf)
+  local last = api.nvim_buf_line_count(buf)
+  for _, win in ipairs(windows_of(buf)) do
+    api.nvim_win_set_cursor(win, { last, 0 })
+  end
+end
+
+--- Replace lines [first, last) (0-based, -1 = end); an empty buffer is replaced whole.
+function M.set_lines(buf, first, last, lines)
+  vim.bo[buf].modifiable = true
+  if api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == '' then
+    first, last = 0, -1
+  end
+  api.nvim_buf_set_lines(buf, first, last, false, lines)
+  vim.bo[buf].modifiable = false
+  scroll_to_end(buf)
+end
+
+function M.append(buf, lines)
+  M.set_lines(buf, -1, -1, lines)
+end
+
+--- The lines of `text` (CRLF or LF).
+function M.text_lines(text)
+  local lines = vim.split((tostring(text or '')):gsub('\r\n', '\n'), '\n', { plain = true })
+  return lines
+end
+
+--- Show a buffer in a window of the current tab page (opened with `open_cmd`).
+function M.show(buf, focus)
+  local win
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == buf then
+      win = w
+      break
+    end
+  end
+  local previous = api.nvim_get_current_win()
+  if not win then
+    vim.cmd(client.config.open_cmd)
+    win = api.nvim_get_current_win()
+    api.nvim_win_set_buf(win, buf)
+    vim.wo[win].wrap = true
+    vim.wo[win].linebreak = true
+  end
+  api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
+  api.nvim_set_current_win(focus and win or previous)
+end
+
+--- Fill the scratch buffer `name` with `lines` and show it, focused.
+function M.view(name, filetype, lines)
+  local buf = M.scratch(name, filetype)
+  M.set_lines(buf, 0, -1, lines)
+  M.show(buf, true)
+end
+
+return M

@@ -1,0 +1,107 @@
+-- The conversation's checkpoints (one before every ask changes anything): listing them
+-- (agent/checkpoints), what an ask changed (agent/diff) and undoing asks (agent/rewind).
+local buffers = require('agent_lsp.buffers')
+local client = require('agent_lsp.client')
+local format = require('agent_lsp.format')
+local transcript = require('agent_lsp.transcript')
+
+local M = {}
+
+local call, notify, report = client.call, client.notify, client.report
+
+--- Run `callback(client, session_id, checkpoint_id)` for the conversation's checkpoint
+--- `id` (default: its latest ask).
+local function with_checkpoint(id, callback)
+  transcript.with_session(function(c, session)
+    if id and id ~= '' then
+      callback(c, session, id)
+      return
+    end
+    call(c, 'request', 'agent/checkpoints', { sessionId = session }, function(err, result)
+      if err then
+        notify('agent/checkpoints failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        return
+      end
+      local list = result.checkpoints or {}
+      if #list == 0 then
+        notify('no checkpoints in this conversation')
+        return
+      end
+      callback(c, session, list[#list].id)
+    end)
+  end)
+end
+
+--- List the conversation's asks and the files each one changed.
+function M.checkpoints()
+  transcript.with_session(function(c, session)
+    call(c, 'request', 'agent/checkpoints', { sessionId = session }, function(err, result)
+      if err then
+        return report('agent/checkpoints', err)
+      end
+      local lines = format.checkpoint_lines(result.checkpoints)
+      lines = #lines > 0 and lines or { 'no checkpoints in this conversation' }
+      buffers.view(buffers.CHECKPOINTS, 'agentlspcheckpoints', lines)
+    end)
+  end)
+end
+
+--- Show what ask `id` (default: the latest) changed, as a unified diff.
+function M.diff(id)
+  with_checkpoint(id, function(c, session, checkpoint)
+    local params = { sessionId = session, checkpointId = checkpoint }
+    call(c, 'request', 'agent/diff', params, function(err, result)
+      if err then
+        return report('agent/diff', err)
+      end
+      local lines = format.diff_lines(result.files)
+      lines = #lines > 0 and lines or { '(ask ' .. checkpoint .. ' changed no files)' }
+      buffers.view(buffers.DIFF, 'diff', lines)
+    end)
+  end)
+end
+
+--- Undo ask `id` (default: the latest) and every later one: a dry run first says what
+--- will be restored and what is kept because it changed since; `force` skips asking.
+function M.rewind(id, force)
+  if transcript.conv.request then
+    notify('an ask is running (:AgentCancel stops it)', vim.log.levels.WARN)
+    return
+  end
+  with_checkpoint(id, function(c, session, checkpoint)
+    local function run()
+      local params = { sessionId = session, checkpointId = checkpoint }
+      call(c, 'request', 'agent/rewind', params, function(err, result)
+        if err then
+          return report('agent/rewind', err)
+        end
+        local lines = { '_Undone: ask ' .. checkpoint .. ' and later (the agent forgot them)._', '' }
+        for _, line in ipairs(format.rewind_lines(result, checkpoint)) do
+          table.insert(lines, '- ' .. line)
+        end
+        table.insert(lines, '')
+        buffers.append(transcript.conversation_buf(), lines)
+        pcall(vim.cmd, 'checktime')
+        notify(string.format('undid ask %s: %d restored, %d kept', checkpoint, #result.restored, #result.conflicts))
+      end)
+    end
+    if force then
+      return run()
+    end
+    local params = { sessionId = session, checkpointId = checkpoint, dryRun = true }
+    call(c, 'request', 'agent/rewind', params, function(err, result)
+      if err then
+        return report('agent/rewind', err)
+      end
+      local summary = table.concat(format.rewind_lines(result, checkpoint), '\n')
+      local prompt = 'Undo ask ' .. checkpoint .. ' and later?\n' .. summary
+      vim.ui.select({ 'Undo', 'Cancel' }, { prompt = prompt }, function(choice)
+        if choice == 'Undo' then
+          run()
+        end
+      end)
+    end)
+  end)
+end
+
+return M

@@ -1,0 +1,56 @@
+-- What the agent can do here: the tools it can call (agent/listTools) and what confines its
+-- bash commands (agent/sandboxStatus).
+local buffers = require('agent_lsp.buffers')
+local client = require('agent_lsp.client')
+local format = require('agent_lsp.format')
+local transcript = require('agent_lsp.transcript')
+
+local M = {}
+
+local call, notify, report = client.call, client.notify, client.report
+
+--- List the tools the agent can call.
+function M.tools()
+  local root = transcript.root_for(0)
+  client.with_client(root, function(c)
+    call(c, 'request', 'agent/listTools', vim.empty_dict(), function(err, result)
+      if err then
+        notify('agent/listTools failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        return
+      end
+      local lines = { '# agent-lsp tools: ' .. root, '' }
+      for _, tool in ipairs(result.tools or {}) do
+        local hints = type(tool.annotations) == 'table' and tool.annotations or {}
+        local description = buffers.text_lines(type(tool.description) == 'string' and tool.description or '')[1]
+        local line = '- **' .. tool.name .. '**'
+        if hints.readOnlyHint == true then
+          line = line .. ' (read-only)'
+        elseif hints.destructiveHint == true then
+          line = line .. ' (destructive)'
+        end
+        table.insert(lines, line .. ': ' .. description)
+      end
+      buffers.view(buffers.TOOLS, 'markdown', lines)
+    end)
+  end)
+end
+
+--- What confines the agent's bash commands in this project (agent/sandboxStatus): the
+--- layers in force, the network, where they may write, the limits, and, where this system
+--- gives only a weaker form, why and what then does not hold. A warning unless it is full.
+function M.sandbox()
+  local root = transcript.root_for(0)
+  client.with_client(root, function(c)
+    call(c, 'request', 'agent/sandboxStatus', vim.empty_dict(), function(err, result)
+      if err then
+        return report('agent/sandboxStatus', err)
+      end
+      local view = format.sandbox_view(result)
+      local lines = vim.list_extend({ '# agent-lsp sandbox: ' .. root, '', view.summary, '' }, view.lines)
+      buffers.view(buffers.SANDBOX, 'markdown', lines)
+      notify(view.summary, view.kind == 'full' and vim.log.levels.INFO or vim.log.levels.WARN)
+    end)
+  end)
+end
+
+return M

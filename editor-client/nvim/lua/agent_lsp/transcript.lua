@@ -1,0 +1,268 @@
+-- The conversation and what it shows: its state (the project root it acts in, its server
+-- session, the ask in flight), the conversation buffer -- each ask's prompt, the answer as it
+-- streams, the status line below it while the agent works, the footer -- and the trace.
+local buffers = require('agent_lsp.buffers')
+local client = require('agent_lsp.client')
+local format = require('agent_lsp.format')
+
+local M = {}
+
+local api = vim.api
+local set_lines, append, text_lines = buffers.set_lines, buffers.append, buffers.text_lines
+
+-- One conversation at a time: the project root it acts in, its server session,
+-- and the ask in flight (`request`). Changed in place, never replaced: the other
+-- modules hold this table.
+local conv = { root = nil, session_id = nil, request = nil }
+M.conv = conv
+
+function M.conversation_buf()
+  return buffers.scratch(buffers.CONVERSATION, 'markdown')
+end
+
+function M.trace_buf()
+  return buffers.scratch(buffers.TRACE, 'agentlsptrace')
+end
+
+local conversation_buf, trace_buf = M.conversation_buf, M.trace_buf
+
+--- The project root for a buffer (default: the current one); the conversation's own
+--- buffers act in the conversation's root.
+function M.root_for(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  if conv.root and buffers.is_ours(bufnr) then
+    return conv.root
+  end
+  return client.project_root(bufnr)
+end
+
+--- Run `callback(client, session_id)` for the current conversation (a warning when
+--- there is none yet).
+function M.with_session(callback)
+  if not (conv.root and conv.session_id) then
+    client.notify('no conversation yet: ask something first', vim.log.levels.WARN)
+    return
+  end
+  local session = conv.session_id
+  client.with_client(conv.root, function(c)
+    callback(c, session)
+  end)
+end
+
+--- Open the conversation buffer at `root`: a header, after a rule if it holds an earlier one.
+function M.start_conversation(root)
+  local buf = conversation_buf()
+  local empty = api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ''
+  local header = { '# agent-lsp: ' .. root, '' }
+  append(buf, empty and header or vim.list_extend({ '---', '' }, header))
+  conv.root = root
+  conv.session_id = nil
+end
+
+-- The ask's status line, unless the user wiped the conversation buffer meanwhile.
+local function status_line(req)
+  local buf = buffers.get(buffers.CONVERSATION)
+  if req.status_line and buf == req.buf and buf and api.nvim_buf_is_valid(buf) then
+    if req.status_line < api.nvim_buf_line_count(buf) then
+      return req.status_line
+    end
+  end
+  return nil
+end
+
+--- Show `text` on the status line of the ask `req` (while it is the one in flight).
+function M.set_status(req, text)
+  local line = conv.request == req and status_line(req)
+  if line then
+    set_lines(req.buf, line, line + 1, { '_' .. text .. '_' })
+  end
+end
+
+--- End the ask `req`: its status line becomes `lines`.
+function M.finish(req, lines)
+  if conv.request ~= req then
+    return
+  end
+  conv.request = nil
+  local line = status_line(req)
+  if req.segment and lines[1] ~= '' then
+    table.insert(lines, 1, '') -- after the streamed text
+  end
+  table.insert(lines, '')
+  if line then
+    set_lines(req.buf, line, -1, lines)
+  else
+    append(conversation_buf(), lines)
+  end
+end
+
+local finish = M.finish
+
+-- Server notifications ------------------------------------------------------------
+
+local function on_activity(_, params)
+  if type(params) == 'table' then
+    append(trace_buf(), { format.activity_line(params) })
+  end
+end
+
+local function on_compaction(_, params)
+  if type(params) ~= 'table' then
+    return
+  end
+  append(trace_buf(), { format.compaction_line(params) })
+  local req = conv.request
+  if req then
+    req.compacted = format.compaction_summary(params)
+  end
+end
+
+-- Streamed text: one segment per (turn, channel), above the status line; reasoning
+-- is shown as a Markdown quote ("> "), the answer as it is.
+local function render(req, segment)
+  local lines = text_lines(segment.text)
+  if segment.channel == 'reasoning' then
+    for i, line in ipairs(lines) do
+      lines[i] = '> ' .. line
+    end
+  end
+  -- Only the last line shown can have grown: replace from it on.
+  local keep = math.max(segment.shown - 1, 0)
+  set_lines(req.buf, segment.start + keep, req.status_line, { (table.unpack or unpack)(lines, keep + 1) })
+  segment.shown = #lines
+  req.status_line = segment.start + #lines
+end
+
+local function on_delta(_, params)
+  local req = conv.request
+  if not req or type(params) ~= 'table' or type(params.delta) ~= 'string' then
+    return
+  end
+  if req.session_id and params.sessionId ~= req.session_id then
+    return -- another conversation's
+  end
+  req.session_id = params.sessionId
+  local line = status_line(req)
+  if not line then
+    return
+  end
+  local segment = req.segment
+  if not segment or segment.turn ~= params.turn or segment.channel ~= params.channel then
+    if segment then
+      set_lines(req.buf, line, line, { '' }) -- a blank line between segments
+      line = line + 1
+      req.status_line = line
+    end
+    segment = { turn = params.turn, channel = params.channel, text = '', start = line, shown = 0 }
+    req.segment = segment
+  end
+  segment.text = segment.text .. params.delta
+  render(req, segment)
+end
+
+local function on_progress(err, result, ctx, config)
+  -- Keep the usual progress handling (LspProgressUpdate / LspProgress, statuslines).
+  local default = vim.lsp.handlers['$/progress']
+  if default then
+    default(err, result, ctx, config)
+  end
+  local req = conv.request
+  local value = type(result) == 'table' and result.value
+  if req and type(value) == 'table' and result.token == req.token and value.kind ~= 'end' then
+    if type(value.message) == 'string' and not req.cancelling then
+      M.set_status(req, 'working: ' .. value.message)
+    end
+  end
+end
+
+--- The LSP handlers of the notifications the conversation and the trace show.
+M.handlers = {
+  ['agent/toolActivity'] = on_activity,
+  ['agent/compaction'] = on_compaction,
+  ['agent/answerDelta'] = on_delta,
+  ['$/progress'] = on_progress,
+}
+
+--- The server for `root` exited (`code`): its ask ends, its session is gone.
+function M.on_exit(root, code)
+  local req = conv.request
+  if req and req.root == root then
+    finish(req, { string.format('**Error**: the agent-lsp server exited (code %s).', code) })
+  end
+  if conv.root == root and conv.session_id then
+    conv.session_id = nil
+    append(conversation_buf(), { '_The server stopped; the next ask starts a new conversation._', '' })
+  end
+end
+
+-- The answer ------------------------------------------------------------------------
+
+--- The agent/ask reply (`err` or `result`) for the ask `req`: the answer unless it streamed
+--- as it is, then the footer (tool calls, why it stopped, the context used, the checkpoint).
+function M.on_answer(req, err, result)
+  if conv.request ~= req then
+    return
+  end
+  if err then
+    if err.code == -32800 then
+      finish(req, { '_(cancelled)_' })
+      return
+    end
+    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), tostring(err.message)))
+    local data = type(err.data) == 'table' and err.data or {}
+    if err.code == -32602 and data.field == 'sessionId' then
+      conv.session_id = nil
+      table.insert(lines, '_The next ask starts a new conversation._')
+    end
+    finish(req, lines)
+    return
+  end
+  conv.session_id = result.sessionId
+  local answer = type(result.answer) == 'string' and result.answer or ''
+  local lines = {}
+  local segment = req.segment
+  local last = segment and segment.channel == 'answer' and segment.turn == result.turns
+  if not (last and segment.text == answer) then
+    -- Not streamed as it is (an older server; an answer of only whitespace, which the
+    -- result gives as ""): the answer itself, in place of what streamed of it.
+    if last and status_line(req) then
+      set_lines(req.buf, segment.start, req.status_line, {})
+      req.status_line = segment.start
+      req.segment = nil
+    end
+    if answer ~= '' then
+      lines = vim.list_extend(text_lines(answer), { '' })
+    end
+  end
+  local calls = type(result.toolCalls) == 'table' and #result.toolCalls or 0
+  local notes = { string.format('%d tool call%s', calls, calls == 1 and '' or 's') }
+  local stop = format.stop_note(result.stopReason)
+  if stop then
+    table.insert(notes, stop)
+  end
+  local usage = type(result.usage) == 'table' and result.usage or {}
+  if usage.contextWindow then
+    table.insert(notes, string.format(
+      'context %s of %s tokens',
+      format.thousands(usage.contextTokens),
+      format.thousands(usage.contextWindow)
+    ))
+  end
+  if req.compacted then
+    table.insert(notes, req.compacted)
+  end
+  table.insert(lines, '_(' .. table.concat(notes, ', ') .. ')_')
+  if type(result.checkpointId) == 'string' then
+    table.insert(lines, '_(checkpoint ' .. result.checkpointId .. ': :AgentDiff, :AgentRewind)_')
+  end
+  finish(req, lines)
+  -- The agent may have changed files on disk: reload unmodified buffers ('autoread').
+  pcall(vim.cmd, 'checktime')
+end
+
+--- Open the trace buffer (one line per tool call start and end).
+function M.trace()
+  buffers.show(trace_buf(), true)
+end
+
+return M
