@@ -7,7 +7,7 @@ sends. It lives beside the schema, outside ``server/``: the server never needs i
     uv run python docs/protocol_schema.py          # rewrite the schema
     uv run python docs/protocol_schema.py --check  # exit 1 when it is stale
 
-The VS Code client's types are generated from the schema in turn
+The settings come from ``server.engine.settings.SCHEMA`` (``$defs/Settings``). The VS Code client's types are generated from the schema in turn
 (``editor-client/vscode/scripts/generate-protocol.mjs``).
 """
 
@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from server import protocol as p
+from server.engine import settings
 
 SCHEMA_PATH = Path(__file__).with_name("protocol.schema.json")
 _PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -61,8 +62,23 @@ def build_schema() -> dict[str, Any]:
         ),
         "protocolVersion": p.PROTOCOL_VERSION,
         "settingsSection": p.SETTINGS_SECTION,
+        "settings": {"$ref": "#/$defs/Settings"},
         "methods": methods,
-        "$defs": dict(sorted(walker.defs.items())),
+        "$defs": dict(sorted({**walker.defs, "Settings": _settings()}.items())),
+    }
+
+
+def _settings() -> dict[str, Any]:
+    # server.engine.settings owns them (SCHEMA: types, bounds, defaults, scope).
+    return {
+        "type": "object",
+        "description": (
+            f"The `{p.SETTINGS_SECTION}` settings: initializationOptions and "
+            "workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is "
+            'optional; "scope": "machine" marks those a client takes from the user\'s own '
+            "settings only, never a workspace's."
+        ),
+        "properties": settings.SCHEMA,
     }
 
 

@@ -348,6 +348,24 @@ class AskProgress:
 
 
 @attrs.define
+class ToolActivity:
+    """``agent/toolActivity``: a tool call's state, sent as it changes (built as a dict in
+    server/agent/activity.py and server/lsp/ask_reporting.py; the test holds them to this)."""
+
+    session_id: str
+    call_id: str
+    name: str  # the model's: possibly a tool that does not exist (escape it to show it)
+    arguments: str  # the raw JSON text the model sent (escape it to show it)
+    turn: int
+    status: str  # waiting (for the user's permission), started, completed or failed
+    output: str | None = None  # completed/failed: the result's first 2,000 characters
+    duration_ms: float | None = None  # completed/failed
+    # The argument a one-line summary of the call shows (the tool's definition says which);
+    # absent for a tool the server does not know. Clients then try path, command, pattern.
+    summary_key: str | None = None
+
+
+@attrs.define
 class GrantInfo:
     """An always-answer of the user, bound to one exact call."""
 
@@ -455,7 +473,7 @@ SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
     AGENT_REVOKE_GRANT: (RevokeGrantParams, RevokeGrantResult),
     AGENT_COMPACT: (SessionParams, CompactResult),
     AGENT_SANDBOX_STATUS: (FolderParams, Any),  # tools/sandbox.py: describe
-    AGENT_TOOL_ACTIVITY: (Any, None),  # agent/activity.py's activity_params
+    AGENT_TOOL_ACTIVITY: (ToolActivity, None),
     AGENT_ASK_PROGRESS: (AskProgress, None),
     AGENT_COMPACTION: (CompactionNotice, None),
     AGENT_ANSWER_DELTA: (AnswerDelta, None),

@@ -323,7 +323,7 @@ async def test_events_are_emitted_in_order(model: ScriptedModel, client: Any) ->
     ]
     assert events[0] == ModelRequestStarted(turn=1)
     assert events[1] == ToolCallStarted(
-        turn=1, call_id="e1", name="echo", arguments='{"text": "a"}'
+        turn=1, call_id="e1", name="echo", arguments='{"text": "a"}', summary_key="text"
     )
     finished = events[2]
     assert isinstance(finished, ToolCallFinished)

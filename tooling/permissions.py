@@ -42,6 +42,8 @@ class PermissionRequest:
     raw_arguments: str  # as the model sent them
     # None: the tool has no hook; the front end words the request itself.
     permission: CallPermission | None
+    # The argument a one-line summary shows (ToolDefinition.summary_argument).
+    summary_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,11 @@ class ToolRuntime:
         """MCP tool descriptions (the registry's; treat them as read-only)."""
         return self._registry.describe()
 
+    def summary_key(self, name: str) -> str | None:
+        """The argument a one-line summary of a call to ``name`` shows (None: unknown tool)."""
+        tool = self._registry.get(name)
+        return tool.summary_argument() if tool is not None else None
+
     def is_read_only(self, name: str) -> bool:
         tool = self._registry.get(name)
         return tool is not None and tool.read_only
@@ -77,6 +82,7 @@ class ToolRuntime:
                     arguments=arguments,
                     raw_arguments=raw_arguments,
                     permission=tool.permission(arguments) if tool.permission else None,
+                    summary_key=tool.summary_argument(),
                 )
                 if context.permissions is None:
                     decision = refused_without_asker(request)

@@ -55,6 +55,8 @@ def activity_params(session_id: str, event: ToolCallStarted | ToolCallFinished) 
         "arguments": event.arguments,
         "turn": event.turn,
     }
+    if event.summary_key is not None:
+        params["summaryKey"] = event.summary_key
     if isinstance(event, ToolCallStarted):
         params["status"] = "started"
     else:

@@ -41,6 +41,8 @@ class ToolCallStarted:
     call_id: str
     name: str
     arguments: str  # raw JSON text as the model sent it
+    # The argument a one-line summary shows (ToolDefinition.summary_argument; None: unknown).
+    summary_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class ToolCallFinished:
     ok: bool
     output: str  # preview, at most 2,000 characters (the model gets the full text)
     duration_ms: float
+    summary_key: str | None = None  # as in ToolCallStarted
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class PermissionRequested:
     name: str
     arguments: str
     title: str
+    summary_key: str | None = None  # as in ToolCallStarted
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class PermissionAnswered:
     name: str
     arguments: str
     allowed: bool  # False also for a timeout or a dismissed request
+    summary_key: str | None = None  # as in ToolCallStarted
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,8 @@ async def _run_tool_calls(
         call = calls[index]
         name, arguments = _describe(call)
         started[index] = time.perf_counter()
-        emit(ToolCallStarted(turn=turn, call_id=call["id"], name=name, arguments=arguments))
+        key = runtime.summary_key(name)
+        emit(ToolCallStarted(turn, call["id"], name, arguments, summary_key=key))
         if call.get("type", "function") != "function":
             output = f"Error: unsupported tool call type {call['type']}"
         else:
@@ -262,7 +263,8 @@ async def _run_tool_calls(
         duration_ms = (time.perf_counter() - started[index]) * 1000
         shown = preview(output)
         finished[index] = ToolCallRecord(call["id"], name, arguments, ok, shown, duration_ms)
-        emit(ToolCallFinished(turn, call["id"], name, arguments, ok, shown, duration_ms))
+        key = runtime.summary_key(name)
+        emit(ToolCallFinished(turn, call["id"], name, arguments, ok, shown, duration_ms, key))
 
     def append(index: int, output: str) -> None:
         if index in finished:

@@ -225,7 +225,13 @@ class PermissionGate:
             self._session_id, request.call_id, request.tool_name, request.arguments, title, reason
         )
         self._emit(
-            PermissionRequested(request.call_id, request.tool_name, request.raw_arguments, title)
+            PermissionRequested(
+                request.call_id,
+                request.tool_name,
+                request.raw_arguments,
+                title,
+                request.summary_key,
+            )
         )
         choice: str | None
         try:
@@ -235,7 +241,13 @@ class PermissionGate:
             choice = "timeout"
         allowed = choice in (ALLOW_ONCE, ALLOW_ALWAYS)
         self._emit(
-            PermissionAnswered(request.call_id, request.tool_name, request.raw_arguments, allowed)
+            PermissionAnswered(
+                request.call_id,
+                request.tool_name,
+                request.raw_arguments,
+                allowed,
+                request.summary_key,
+            )
         )
         if choice in (ALLOW_ALWAYS, REJECT_ALWAYS):
             self._grants.add(request, title, "allow" if allowed else "reject")
@@ -257,4 +269,5 @@ class PermissionGate:
 
 
 def _title(request: PermissionRequest) -> str:
-    return f"{request.tool_title}: {summarize_arguments(request.tool_name, request.raw_arguments)}"
+    summary = summarize_arguments(request.tool_name, request.raw_arguments, request.summary_key)
+    return f"{request.tool_title}: {summary}"

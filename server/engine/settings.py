@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from tools.sandbox import MODES as SANDBOX_MODES
 from tools.sandbox import SandboxPolicy
@@ -19,11 +19,131 @@ from tools.sandbox_limits import Limits
 from tools.sandbox_proxy import valid_domain_pattern
 
 from ..agent.compaction import DEFAULT_THRESHOLD
-from ..agent.permissions import APPROVAL_MODES, MAX_PERMISSION_TIMEOUT, ApprovalPolicy
+from ..agent.permissions import (
+    APPROVAL_MODES,
+    DEFAULT_PERMISSION_TIMEOUT,
+    MAX_PERMISSION_TIMEOUT,
+    ApprovalPolicy,
+)
+from ..protocol import SETTINGS_SECTION
 
-SECTION = "agentLsp"
+SECTION = SETTINGS_SECTION  # one name, declared with the protocol
 MIN_THRESHOLD, MAX_THRESHOLD = 0.1, 0.95
 MAX_CONTEXT_WINDOW = 10_000_000
+DEFAULT_MAX_TURNS = 50
+MAX_LIMIT = 1_000_000  # of each sandbox limit (processes, MB)
+
+
+def _positive(kind: str, maximum: float | None = None, **extra: Any) -> dict[str, Any]:
+    # 0 (and null) mean "the server's default": editors send 0 for a number left empty.
+    bounds = {"maximum": maximum} if maximum is not None else {}
+    return {"type": [kind, "null"], "minimum": 0, **bounds, **extra}
+
+
+def _strings(**extra: Any) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, **extra}
+
+
+# The settings the server reads, as JSON Schema: what ``parse_settings`` accepts, and its
+# defaults where the server has a fixed one (the model, endpoint and timeouts default from
+# the environment and the user file: server.model.endpoint, tools/shell.py). Published in
+# docs/protocol.schema.json; tests/test_settings_schema.py holds parse_settings to it.
+# "scope": "machine" marks the settings a repository must not choose: clients take them from
+# the user's own settings only (VS Code's machine scope), never from a workspace's.
+SCHEMA: Final[dict[str, dict[str, Any]]] = {
+    "model": {"type": "string", "description": "Model name sent to the endpoint."},
+    "baseUrl": {"type": "string", "scope": "machine", "description": "OpenAI-compatible endpoint."},
+    "requestTimeout": _positive(
+        "number", description="Seconds for one model request, retries included."
+    ),
+    "maxRetries": {
+        "type": ["integer", "null"],
+        "minimum": 0,
+        "maximum": 10,
+        "description": "Retries of a failed model request.",
+    },
+    "maxTurns": _positive(
+        "integer", 1000, default=DEFAULT_MAX_TURNS, description="Model requests per ask."
+    ),
+    "enabledTools": {
+        **_strings(),
+        "type": ["array", "null"],
+        "scope": "machine",
+        "description": "The tools the agent has (null: all).",
+    },
+    "bashTimeout": _positive("number", 600, description="Default timeout of a bash call (s)."),
+    "systemPrompt": {
+        "type": "string",
+        "scope": "machine",
+        "description": "Replaces the system prompt; {workspace} is the folder's path.",
+    },
+    "editThroughEditor": {
+        "type": "boolean",
+        "default": True,
+        "scope": "machine",
+        "description": "Edits to open documents go through workspace/applyEdit.",
+    },
+    "confirmEdits": {
+        "type": "boolean",
+        "default": False,
+        "scope": "machine",
+        "description": "Those edits are marked needsConfirmation.",
+    },
+    "contextWindow": _positive(
+        "integer", MAX_CONTEXT_WINDOW, description="The model's context window in tokens."
+    ),
+    "compactThreshold": {
+        "type": ["number", "null"],
+        "minimum": MIN_THRESHOLD,
+        "maximum": MAX_THRESHOLD,
+        "default": DEFAULT_THRESHOLD,
+        "description": "Share of the window past which the history is compacted.",
+    },
+    "sandbox": {
+        "enum": list(SANDBOX_MODES),
+        "default": SandboxPolicy.mode,
+        "scope": "machine",
+        "description": "How bash is confined.",
+    },
+    "writableRoots": _strings(
+        default=[], scope="machine", description="Extra folders sandboxed commands may write."
+    ),
+    "network": {
+        "type": "boolean",
+        "default": False,
+        "scope": "machine",
+        "description": "Sandboxed commands may use the whole network.",
+    },
+    "allowedDomains": _strings(
+        default=[], scope="machine", description="Hosts sandboxed commands may reach by proxy."
+    ),
+    **{
+        key: _positive(
+            "integer",
+            MAX_LIMIT,
+            default=getattr(Limits, name),
+            scope="machine",
+            description=f"Limit of a sandboxed call: {name.replace('_', ' ')}.",
+        )
+        for name, key in LIMIT_SETTINGS.items()
+    },
+    "approval": {
+        "enum": list(APPROVAL_MODES),
+        "default": ApprovalPolicy.approval,
+        "scope": "machine",
+        "description": "When calls need the user's permission.",
+    },
+    "allowedCommands": _strings(
+        default=[], scope="machine", description="Bash command prefixes that never ask."
+    ),
+    "permissionTimeout": _positive(
+        "number",
+        MAX_PERMISSION_TIMEOUT,
+        default=DEFAULT_PERMISSION_TIMEOUT,
+        scope="machine",
+        description="Seconds a permission request waits before it counts as rejected.",
+    ),
+}
 
 
 class ToolSettings(NamedTuple):
@@ -45,7 +165,7 @@ class AgentSettings:
     base_url: str | None = None
     request_timeout: float | None = None
     max_retries: int | None = None
-    max_turns: int = 50
+    max_turns: int = DEFAULT_MAX_TURNS
     enabled_tools: tuple[str, ...] | None = None
     bash_timeout: float | None = None
     system_prompt: str | None = None
@@ -165,7 +285,7 @@ def parse_settings(raw: Any) -> AgentSettings:
         else:
             domains.append(entry.strip().rstrip(".").lower())
     limits = {
-        field_name: number(key, integer=True, maximum=1_000_000)
+        field_name: number(key, integer=True, maximum=MAX_LIMIT)
         for field_name, key in LIMIT_SETTINGS.items()
     }
     sandbox = SandboxPolicy(
@@ -218,7 +338,7 @@ def parse_settings(raw: Any) -> AgentSettings:
         base_url=text("baseUrl"),
         request_timeout=number("requestTimeout"),
         max_retries=max_retries,
-        max_turns=max_turns if max_turns is not None else 50,
+        max_turns=max_turns if max_turns is not None else DEFAULT_MAX_TURNS,
         enabled_tools=enabled,
         bash_timeout=number("bashTimeout", maximum=600),
         system_prompt=text("systemPrompt"),

@@ -116,7 +116,7 @@ class AskReporter:
         elif isinstance(event, ToolCallStarted):
             # The name is the model's too (it may call a tool that does not exist).
             name = escape_control(event.name)
-            summary = summarize_arguments(event.name, event.arguments)
+            summary = summarize_arguments(event.name, event.arguments, event.summary_key)
             self._phase("tools", f"turn {event.turn}: {name} {summary}")
             self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
         elif isinstance(event, ToolCallFinished):
@@ -137,6 +137,8 @@ class AskReporter:
                     "turn": self._turn,
                     "status": "waiting" if waiting else "started",
                 }
+                if event.summary_key is not None:
+                    activity["summaryKey"] = event.summary_key
                 self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity)
         elif isinstance(event, FinalAnswer):
             self._phase("done", "answer ready")

@@ -77,7 +77,10 @@ def format_activity(params: dict[str, Any]) -> str:
     for the user's permission: ``12:00:01 ⏸ bash npm ci (waiting for permission)``."""
     stamp = time.strftime("%H:%M:%S")
     name = params.get("name", "?")
-    summary = summarize_arguments(name, params.get("arguments") or "")
+    key = params.get("summaryKey")
+    summary = summarize_arguments(
+        name, params.get("arguments") or "", key if isinstance(key, str) else None
+    )
     name = escape_control(str(name))  # the model's: a call may name a tool that does not exist
     status = params.get("status")
     if status == "started":

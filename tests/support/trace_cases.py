@@ -62,6 +62,21 @@ FORMAT_CASES: list[dict[str, Any]] = [
         "output": "E" * 300,
         "durationMs": 7,
     },
+    # A tool the clients do not know (an MCP server's): the server names its summary argument.
+    {
+        "name": "search_docs",
+        "arguments": '{"path": "docs", "query": "sandbox\\nlimits"}',
+        "summaryKey": "query",
+        "status": "started",
+    },
+    # ...which, when the model left it out or gave no string, falls back to path/command/pattern.
+    {
+        "name": "lookup",
+        "arguments": '{"symbol": 7, "path": "a.txt"}',
+        "summaryKey": "symbol",
+        "status": "completed",
+        "durationMs": 1,
+    },
     # The model's escape sequences and bidi overrides are spelled out (tooling.display), and
     # a line break shows as ⏎: a terminal would show this command as "git fetch origin #".
     {

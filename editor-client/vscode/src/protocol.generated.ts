@@ -121,7 +121,7 @@ export interface AgentMethods {
    * notification, serverToClient
    */
   "agent/toolActivity": {
-    params: unknown;
+    params: ToolActivity;
   };
   /**
    * notification, serverToClient
@@ -445,6 +445,36 @@ export interface CompactResult {
   summarizedMessages: number;
 }
 /**
+ * ``agent/toolActivity``: a tool call's state, sent as it changes (built as a dict in
+ * server/agent/activity.py and server/lsp/ask_reporting.py; the test holds them to this).
+ */
+export interface ToolActivity {
+  sessionId: string;
+  callId: string;
+  /**
+   * the model's: possibly a tool that does not exist (escape it to show it)
+   */
+  name: string;
+  /**
+   * the raw JSON text the model sent (escape it to show it)
+   */
+  arguments: string;
+  turn: number;
+  /**
+   * waiting (for the user's permission), started, completed or failed
+   */
+  status: string;
+  /**
+   * completed/failed: the result's first 2,000 characters
+   */
+  output?: string | null;
+  /**
+   * completed/failed
+   */
+  durationMs?: number | null;
+  summaryKey?: string | null;
+}
+/**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
  * the human ``message``). ``phase``: model, tools, permission, compacting, done.
  */
@@ -508,4 +538,97 @@ export interface PermissionOption {
    * allow_once | allow_always | reject_once | reject_always (ACP's kinds)
    */
   kind: string;
+}
+/**
+ * The `agentLsp` settings: initializationOptions and workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is optional; "scope": "machine" marks those a client takes from the user's own settings only, never a workspace's.
+ */
+export interface Settings {
+  /**
+   * Model name sent to the endpoint.
+   */
+  model?: string;
+  /**
+   * OpenAI-compatible endpoint.
+   */
+  baseUrl?: string;
+  /**
+   * Seconds for one model request, retries included.
+   */
+  requestTimeout?: number | null;
+  /**
+   * Retries of a failed model request.
+   */
+  maxRetries?: number | null;
+  /**
+   * Model requests per ask.
+   */
+  maxTurns?: number | null;
+  /**
+   * The tools the agent has (null: all).
+   */
+  enabledTools?: string[] | null;
+  /**
+   * Default timeout of a bash call (s).
+   */
+  bashTimeout?: number | null;
+  /**
+   * Replaces the system prompt; {workspace} is the folder's path.
+   */
+  systemPrompt?: string;
+  /**
+   * Edits to open documents go through workspace/applyEdit.
+   */
+  editThroughEditor?: boolean;
+  /**
+   * Those edits are marked needsConfirmation.
+   */
+  confirmEdits?: boolean;
+  /**
+   * The model's context window in tokens.
+   */
+  contextWindow?: number | null;
+  /**
+   * Share of the window past which the history is compacted.
+   */
+  compactThreshold?: number | null;
+  /**
+   * How bash is confined.
+   */
+  sandbox?: "workspace-write" | "read-only" | "off";
+  /**
+   * Extra folders sandboxed commands may write.
+   */
+  writableRoots?: string[];
+  /**
+   * Sandboxed commands may use the whole network.
+   */
+  network?: boolean;
+  /**
+   * Hosts sandboxed commands may reach by proxy.
+   */
+  allowedDomains?: string[];
+  /**
+   * Limit of a sandboxed call: processes.
+   */
+  maxProcesses?: number | null;
+  /**
+   * Limit of a sandboxed call: file size mb.
+   */
+  maxFileSizeMB?: number | null;
+  /**
+   * Limit of a sandboxed call: memory mb.
+   */
+  maxMemoryMB?: number | null;
+  /**
+   * When calls need the user's permission.
+   */
+  approval?: "on-request" | "always" | "never";
+  /**
+   * Bash command prefixes that never ask.
+   */
+  allowedCommands?: string[];
+  /**
+   * Seconds a permission request waits before it counts as rejected.
+   */
+  permissionTimeout?: number | null;
 }
