@@ -28,6 +28,7 @@ refuse two user messages in a row), every tool message still follows the assista
 message that called it, and no system message appears after the first.
 
 **Archive.** What compaction takes out stays with the conversation: ``server.agent.archive``.
+The words (instructions, transcript, elision notes): ``server.agent.summary_text``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -43,7 +44,6 @@ from tooling.contract import ToolDefinition
 
 from ..model.context_limits import Overflow, Window
 from ..model.endpoint import ModelRequestError
-from .activity import summarize_arguments
 from .archive import (
     ACKNOWLEDGEMENT,
     CHARS_PER_TOKEN,
@@ -55,6 +55,18 @@ from .archive import (
     message_chars,
 )
 from .events import CompactionFinished, CompactionStarted, EventSink, ModelRequestStarted
+from .summary_text import (
+    NOTE_PREFIX,
+    SUMMARY_SUFFIX,
+    TRANSCRIPT_ITEM_CHARS,
+    calls_by_id,
+    chunks,
+    clip,
+    elision_note,
+    fallback,
+    summary_instructions,
+    transcript_items,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,38 +74,8 @@ DEFAULT_THRESHOLD = 0.8  # of the window: the editor setting compactThreshold's 
 KEEP_RECENT_TURNS = 3
 RECENT_SHARE = 0.6  # the kept turns may take this much of the budget before fewer are kept
 ELIDE_MIN_CHARS = 1_000  # shorter outputs stay: their note would save little
-TRANSCRIPT_ITEM_CHARS = 2_000  # each message as the summarizer sees it
 SUMMARY_MAX_CHARS = 12_000
 OVERFLOW_SHRINK = 0.7  # without numbers from the provider, compact to this share
-
-SUMMARY_SUFFIX = (
-    "\n\n(Earlier tool outputs are no longer in this conversation: call the tools "
-    "again if you need them.)"
-)
-NOTE_PREFIX = "[Output elided to save context: "
-
-# {tools} and {keeps} come from the tools' definitions (summary_instructions): a new tool
-# is named here, with what to keep of its calls, without an edit to this module.
-SUMMARY_INSTRUCTIONS = """\
-You compact the history of a conversation between a user and a coding agent that \
-works in the user's project with tools{tools}. \
-The agent will read your summary instead of the messages, so write what it needs to \
-continue the work: what the user asked for and any preferences they stated, decisions \
-made, {keeps}errors met and how they were resolved, and what remains to be done. \
-Leave out pleasantries and anything the work no longer needs. Write plain text or short \
-bullet points, at most about {words} words."""
-
-
-def summary_instructions(tools: Iterable[ToolDefinition], words: int) -> str:
-    """The summarizer's system prompt: the tools by name, and what to keep of their calls
-    (each tool's ``compaction_keeps``, once when tools share the words)."""
-    listed = list(tools)
-    names = f" ({', '.join(tool.name for tool in listed)})" if listed else ""
-    keeps = dict.fromkeys(tool.compaction_keeps for tool in listed if tool.compaction_keeps)
-    return SUMMARY_INSTRUCTIONS.format(
-        tools=names, keeps="".join(f"{kept}, " for kept in keeps), words=words
-    )
-
 
 Summarize = Callable[[list[dict[str, Any]]], Awaitable[str]]
 _Reply = TypeVar("_Reply")
@@ -333,7 +315,7 @@ class ContextWindow:
 
     def _elide(self, messages: list[dict[str, Any]], keep_from: int) -> int:
         """Replace long tool outputs before ``keep_from`` by notes; how many."""
-        calls = _calls_by_id(messages)
+        calls = calls_by_id(messages)
         count = 0
         for index in range(1, keep_from):
             message = messages[index]
@@ -369,7 +351,7 @@ class ContextWindow:
             content_text(messages[1].get("content"))[len(SUMMARY_PREFIX) :] if earlier else ""
         )
         previous = previous.removesuffix(SUMMARY_SUFFIX).strip()
-        items = _transcript_items([messages[i] for i in region], _calls_by_id(messages), self._keys)
+        items = transcript_items([messages[i] for i in region], calls_by_id(messages), self._keys)
         summary = await self._write_summary(
             previous, items, content_text(messages[current].get("content")), summarize, limit
         )
@@ -409,14 +391,14 @@ class ContextWindow:
         instructions = summary_instructions(self.tools, words)
         request_note = (
             "\n\nFor context, the user's current request, which stays in the conversation "
-            f"verbatim after your summary:\n{_clip(current_request, TRANSCRIPT_ITEM_CHARS)}"
+            f"verbatim after your summary:\n{clip(current_request, TRANSCRIPT_ITEM_CHARS)}"
         )
         room = int(min(limit, self.window * 0.6)) - self._tokens_of(
             len(instructions) + len(request_note) + SUMMARY_MAX_CHARS
         )
         room_chars = max(4_000, int(room / self.state.tokens_per_char))
         summary = previous
-        for chunk in _chunks(items, room_chars):
+        for chunk in chunks(items, room_chars):
             head = f"Summary of what came before:\n{summary}\n\n" if summary else ""
             request = [
                 {"role": "system", "content": instructions},
@@ -430,20 +412,8 @@ class ContextWindow:
             except ModelRequestError as exc:
                 log.warning("the summary request failed: %s", exc)
                 return None
-            summary = _clip(written, SUMMARY_MAX_CHARS) if written else _fallback(summary, chunk)
+            summary = clip(written, SUMMARY_MAX_CHARS) if written else fallback(summary, chunk)
         return summary
-
-
-def elision_note(name: str, arguments: str, output: str, *, key: str | None = None) -> str:
-    """What replaces an elided output: what it was (``key``: the tool's summary argument)
-    and how to get it again."""
-    lines = output.count("\n") + (0 if output.endswith("\n") else 1)
-    what = f"{name} {summarize_arguments(name, arguments, key)}".strip()
-    verb = "failed with" if output.startswith("Error:") else "returned"
-    return (
-        f"{NOTE_PREFIX}{what} {verb} {lines:,} lines ({len(output):,} characters). "
-        f"Call {name} again if you need it.]"
-    )
 
 
 # -- helpers ------------------------------------------------------------------------
@@ -460,67 +430,3 @@ def _turn_starts(messages: list[dict[str, Any]], start: int) -> list[int]:
     """Indices of the assistant messages from ``start`` (each begins a turn: the
     message and the tool messages answering it)."""
     return [i for i in range(start, len(messages)) if messages[i].get("role") == "assistant"]
-
-
-def _calls_by_id(messages: Iterable[dict[str, Any]]) -> dict[str, tuple[str, str]]:
-    calls: dict[str, tuple[str, str]] = {}
-    for message in messages:
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") or call.get("custom") or {}
-            arguments = function.get("arguments") or function.get("input") or ""
-            calls[str(call.get("id"))] = (str(function.get("name") or ""), str(arguments))
-    return calls
-
-
-def _transcript_items(
-    messages: list[dict[str, Any]],
-    calls: dict[str, tuple[str, str]],
-    keys: Mapping[str, str | None],
-) -> list[str]:
-    items = []
-    for message in messages:
-        role = message.get("role")
-        text = _clip(content_text(message.get("content")), TRANSCRIPT_ITEM_CHARS)
-        if role == "tool":
-            name, _ = calls.get(str(message.get("tool_call_id")), ("tool", ""))
-            items.append(f"Tool result ({name}): {text}")
-        elif role == "assistant":
-            line = f"Assistant: {text}" if text else "Assistant:"
-            for call in message.get("tool_calls") or ():
-                name, arguments = calls.get(str(call.get("id")), ("?", ""))
-                summary = summarize_arguments(name, arguments, keys.get(name))
-                line += f"\n  (called {name} {summary})"
-            items.append(line)
-        else:
-            items.append(f"User: {text}")
-    return items
-
-
-def _chunks(items: list[str], size: int) -> list[str]:
-    chunks: list[str] = []
-    current: list[str] = []
-    used = 0
-    for item in items:
-        if current and used + len(item) > size:
-            chunks.append("\n\n".join(current))
-            current, used = [], 0
-        current.append(item)
-        used += len(item) + 2
-    if current:
-        chunks.append("\n\n".join(current))
-    return chunks
-
-
-def _fallback(previous: str, chunk: str) -> str:
-    """A summary without the model (it answered nothing): the requests, as said."""
-    asked = [line[6:] for line in chunk.split("\n\n") if line.startswith("User: ")]
-    lines = [previous] if previous else []
-    lines += [f"- The user asked: {' '.join(text.split())[:300]}" for text in asked[-20:]]
-    return "\n".join(lines) or "(earlier turns of tool calls; their details were not kept)"
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n… [{len(text) - 2 * half:,} characters left out] …\n{text[-half:]}"

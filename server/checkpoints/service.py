@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import logging
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,237 +35,23 @@ from typing import Any
 
 from .file_states import (
     MAX_DIFF_BYTES,
-    FileState,
-    from_text,
-    line_stats,
-    read_disk,
     text_of,
     unified_diff,
 )
+from .recorder import AskRecorder, content_of
 from .rewind import RewindEditor, RewindOutcome, rewind_files
-from .shadow_git import GitError, Snapshot
-from .store import Checkpoint, FileChange, FolderCheckpoints, SessionLog, default_checkpoint_dir
+from .shadow_git import GitError
+from .store import Checkpoint, FolderCheckpoints, SessionLog, default_checkpoint_dir
 
 log = logging.getLogger(__name__)
 
 MAX_PER_FOLDER = 100
 RETENTION_DAYS = 30
 PROMPT_CHARS = 120
-MAX_STAT_FILES = 500  # line counts are computed for at most this many files per ask
 NO_GIT_NOTE = (
     "git is not installed: checkpoints record only what write_file and edit_file "
     "change; changes made by bash commands are not covered"
 )
-
-
-# --- one ask -------------------------------------------------------------------------
-
-
-class AskRecorder:
-    """Records one ask's checkpoint; the ask's :class:`~tooling.journal.ChangeJournal`."""
-
-    def __init__(
-        self,
-        service: CheckpointService,
-        folder: FolderCheckpoints,
-        session_id: str,
-        checkpoint: Checkpoint,
-    ) -> None:
-        self._service = service
-        self._folder = folder
-        self._session_id = session_id
-        self.checkpoint = checkpoint
-        self._mutex = threading.Lock()
-        # Per path: its state on disk before the ask's first write of it, and its
-        # open buffer before and after the agent's edits (state, bytes).
-        self._written: dict[Path, tuple[FileState, bytes | None]] = {}
-        self._buffers: dict[Path, tuple[tuple[FileState, bytes], tuple[FileState, bytes]]] = {}
-        self._before: asyncio.Task[Snapshot | None] | None = None
-        # Set once a tool that may change files is about to run (the runtime awaits
-        # ready() first): without one, the workspace is as the agent found it.
-        self._may_change = False
-        self._running_fd: int | None = None
-
-    async def start(self) -> None:
-        claim = self._folder.claim_running
-        self._running_fd = await asyncio.to_thread(claim, self._session_id, self.checkpoint.id)
-        if self._folder.uses_git:
-            self._before = asyncio.create_task(self._take_before())
-
-    async def _take_before(self) -> Snapshot | None:
-        try:
-            snapshot = await self._folder.snapshot()
-        except GitError as exc:
-            self._degrade(f"the checkpoint before this ask could not be taken ({exc})")
-            return None
-        self.checkpoint.before_tree = snapshot.tree
-        self._note_skipped(snapshot)
-        # Kept before any tool runs, so a server killed mid-ask leaves what is needed
-        # to work out its changes later (a few milliseconds).
-        with contextlib.suppress(GitError, OSError):
-            await self._folder.keep_trees(self._session_id, self.checkpoint)
-            await self._save()
-        return snapshot
-
-    async def _save(self) -> None:
-        checkpoint = self.checkpoint
-        await self._folder.edit(self._session_id, lambda session: session.put(checkpoint))
-
-    # -- the journal -------------------------------------------------------------------
-
-    async def ready(self) -> None:
-        self._may_change = True
-        if self._before is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._before)
-
-    def will_write(self, path: Path) -> None:
-        if not path.is_relative_to(self._folder.root):
-            return
-        with self._mutex:
-            if path in self._written:
-                return
-        try:
-            captured = read_disk(path)
-        except OSError:
-            return  # the write will fail the same way and change nothing
-        with self._mutex:
-            self._written.setdefault(path, captured)
-
-    def edited_buffer(self, path: Path, before: str, after: str) -> None:
-        if not path.is_relative_to(self._folder.root):
-            return
-        with self._mutex:
-            first = self._buffers.get(path, (from_text(before), from_text(after)))[0]
-            self._buffers[path] = (first, from_text(after))
-
-    # -- the end of the ask --------------------------------------------------------------
-
-    async def finish(self, *, in_conversation: bool = True) -> None:
-        """Record what the ask changed (also after a failure or cancellation);
-        ``in_conversation``: whether its request stayed in the conversation."""
-        if not in_conversation:
-            self.checkpoint.request_digest = None
-        try:
-            await self._finish()
-        finally:
-            if self._running_fd is not None:
-                release = self._folder.release_running
-                await asyncio.to_thread(
-                    release, self._session_id, self.checkpoint.id, self._running_fd
-                )
-                self._running_fd = None
-
-    async def _finish(self) -> None:
-        checkpoint = self.checkpoint
-        before = None
-        if self._before is not None and not self._before.done():
-            # The ask ended (cancelled, failed) before its snapshot did: no tool that
-            # changes files ran (they wait for it), so there is nothing to record.
-            self._before.cancel()
-        if self._before is not None:
-            with contextlib.suppress(BaseException):
-                before = await self._before
-        after_tree = None
-        if before is not None and not self._may_change:
-            # Only read-only tools ran (or none): the end is the start, no snapshot needed
-            # (an answer-only ask finishes ~10 ms sooner).
-            after_tree = before.tree
-        elif before is not None:
-            try:
-                after = await self._folder.snapshot()
-                after_tree = after.tree
-                self._note_skipped(after)
-            except GitError as exc:
-                self._degrade(f"the end of this ask could not be snapshotted ({exc})")
-        checkpoint.after_tree = after_tree
-
-        changes: dict[str, FileChange] = {}
-        if before is not None and after_tree is not None and after_tree != before.tree:
-            for change in await self._folder.changes_between(before.tree, after_tree):
-                changes[change.path] = change
-        changes.update(await self._journal_changes(changes, before, after_tree))
-        ordered = [changes[path] for path in sorted(changes)]
-        await self._count_lines(ordered)
-        checkpoint.changes = ordered
-        checkpoint.state = "done"
-        with contextlib.suppress(GitError):
-            await self._folder.keep_trees(self._session_id, checkpoint)
-        await self._save()
-        await self._service.after_ask(self._folder)
-
-    async def _journal_changes(
-        self, git_changes: dict[str, FileChange], before: Snapshot | None, after_tree: str | None
-    ) -> dict[str, FileChange]:
-        """Changes the snapshots cannot see, from what the file tools reported."""
-        with self._mutex:
-            written, buffers = dict(self._written), dict(self._buffers)
-        root = self._folder.root
-        found: dict[str, FileChange] = {}
-        for path, ((state, data), (now, now_data)) in buffers.items():
-            if not now.same_content(state):
-                rel = path.relative_to(root).as_posix()
-                await self._keep((state, data), (now, now_data))
-                found[rel] = FileChange(rel, state, now)
-        disk: dict[str, tuple[Path, FileState, bytes | None]] = {}
-        for path, (state, data) in written.items():
-            rel = path.relative_to(root).as_posix()
-            if rel not in git_changes:
-                disk[rel] = (path, state, data)
-        if disk and before is not None and after_tree is not None:
-            # Paths the snapshots cover already show in the git changes if they changed.
-            covered = await self._folder.paths_in(before.tree, disk)
-            covered |= await self._folder.paths_in(after_tree, disk)
-            disk = {rel: v for rel, v in disk.items() if rel not in covered}
-        for rel, (path, state, data) in disk.items():
-            if rel in found:
-                continue  # its buffer change is what the user sees
-            now, now_data = await asyncio.to_thread(read_disk, path)
-            if not now.same_content(state) or now.mode != state.mode:
-                await self._keep((state, data), (now, now_data))
-                found[rel] = FileChange(rel, state, now)
-        return found
-
-    async def _keep(self, *states: tuple[FileState, bytes | None]) -> None:
-        for state, data in states:
-            if state.exists and state.oid and data is not None:
-                await self._folder.keep_content(state, data)
-
-    async def _count_lines(self, changes: list[FileChange]) -> None:
-        countable = changes[:MAX_STAT_FILES]
-        states = [s for c in countable for s in (c.before, c.after)]
-        contents = await self._folder.contents(states, max_size=MAX_DIFF_BYTES)
-
-        def count() -> None:
-            for change in countable:
-                old = _content(change.before, contents)
-                new = _content(change.after, contents)
-                if old is False or new is False:
-                    continue
-                stats = line_stats(old, new)  # type: ignore[arg-type]
-                if stats is not None:
-                    change.added, change.removed = stats
-
-        await asyncio.to_thread(count)
-
-    def _note_skipped(self, snapshot: Snapshot) -> None:
-        for skipped in snapshot.skipped[:20]:
-            note = f"not covered: {skipped}"
-            if note not in self.checkpoint.notes:
-                self.checkpoint.notes.append(note)
-
-    def _degrade(self, note: str) -> None:
-        log.warning("checkpoint %s/%s: %s", self._session_id, self.checkpoint.id, note)
-        self.checkpoint.coverage = "fileTools"
-        self.checkpoint.notes.append(note + "; bash changes are not covered")
-        self._service.warn(note)
-
-
-def _content(state: FileState, contents: dict[str, bytes]) -> bytes | bool | None:
-    """The bytes of a state, None when absent, False when not available."""
-    if not state.exists:
-        return None
-    return contents.get(state.oid, False)
 
 
 # --- the service ---------------------------------------------------------------------
@@ -391,8 +176,8 @@ class CheckpointService:
         contents = await folder.contents(states, max_size=MAX_DIFF_BYTES)
         files = []
         for change in checkpoint.changes:
-            old = _content(change.before, contents)
-            new = _content(change.after, contents)
+            old = content_of(change.before, contents)
+            new = content_of(change.after, contents)
             text = None
             if old is not False and new is not False:
                 text = await asyncio.to_thread(unified_diff, change.path, old, new)  # type: ignore[arg-type]

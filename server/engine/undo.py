@@ -25,8 +25,9 @@ from .folders import Folders
 from .history import Sessions
 
 if TYPE_CHECKING:
+    from ..checkpoints.recorder import AskRecorder
     from ..checkpoints.rewind import RewindEditor
-    from ..checkpoints.service import AskRecorder, CheckpointService
+    from ..checkpoints.service import CheckpointService
     from ..checkpoints.store import Checkpoint
 
 log = logging.getLogger(__name__)

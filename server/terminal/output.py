@@ -1,0 +1,141 @@
+"""What the terminal client prints: trace lines for tool activity and compactions, the note
+for an ask that ended without an answer, and the streamed answer itself.
+
+Everything from the server or the model is escaped first (``tooling.display``). The editors'
+clients word their trace lines exactly as these (tests/support/trace_cases.py).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, TextIO
+
+from tooling.display import escape_control
+
+from ..agent.activity import summarize_arguments
+from ..protocol import REASONING_CHANNEL
+
+# What the user is told when an ask ended other than with an answer (stopReason).
+STOP_NOTES = {
+    "max_turns": "stopped at the turn limit (maxTurns)",
+    "max_tokens": "the answer was cut off at the model's output token limit",
+    "empty": "the model returned nothing (no text and no tool calls)",
+}
+
+
+def stop_note(stop_reason: Any) -> str | None:
+    """The note for a result's ``stopReason``, or None for an ordinary answer."""
+    if stop_reason in (None, "end_turn"):
+        return None
+    return STOP_NOTES.get(stop_reason) or f"stopped: {stop_reason}"
+
+
+def format_activity(params: dict[str, Any]) -> str:
+    """One trace line, e.g. ``12:00:01 ✓ read_file src/app.py (3 ms)``; a call waiting
+    for the user's permission: ``12:00:01 ⏸ bash npm ci (waiting for permission)``."""
+    stamp = time.strftime("%H:%M:%S")
+    name = params.get("name", "?")
+    key = params.get("summaryKey")
+    summary = summarize_arguments(
+        name, params.get("arguments") or "", key if isinstance(key, str) else None
+    )
+    name = escape_control(str(name))  # the model's: a call may name a tool that does not exist
+    status = params.get("status")
+    if status == "started":
+        return f"{stamp} → {name} {summary}"
+    if status == "waiting":
+        return f"{stamp} ⏸ {name} {summary} (waiting for permission)"
+    mark = "✓" if status == "completed" else "✗"
+    line = f"{stamp} {mark} {name} {summary} ({params.get('durationMs', 0):.0f} ms)"
+    if status == "failed":
+        # Cut at CR or LF only, as the editors do (splitlines also cuts at NEL, FF, ...).
+        first = re.split(r"[\r\n]", (params.get("output") or "").strip(), maxsplit=1)[0]
+        if first:
+            line += f": {escape_control(first)[:200]}"
+    return line
+
+
+def format_compaction(params: dict[str, Any]) -> str:
+    """One trace line for an ``agent/compaction`` notification, e.g.
+    ``12:00:01 ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)``."""
+    stamp = time.strftime("%H:%M:%S")
+    return f"{stamp} ⇣ {compaction_summary(params)}"
+
+
+def compaction_summary(params: dict[str, Any]) -> str:
+    """What a compaction did, from its notification or an ``agent/compact`` result."""
+    before, after = params.get("tokensBefore", 0), params.get("tokensAfter", 0)
+    line = f"compacted: {before:,} → {after:,} tokens of {params.get('contextWindow', 0):,}"
+    details = []
+    if elided := params.get("elidedOutputs"):
+        details.append(f"{elided} output{'' if elided == 1 else 's'} elided")
+    if summarized := params.get("summarizedMessages"):
+        details.append(f"{summarized} message{'' if summarized == 1 else 's'} summarized")
+    if params.get("trigger") == "overflow":
+        details.append("the model said the conversation was too long")
+    return f"{line} ({', '.join(details)})" if details else line
+
+
+class StreamedOutput:
+    """The answer on ``out`` as it streams, reasoning and trace lines on ``err``.
+
+    Both usually end up on one terminal, so a line begun on one stream is ended
+    before the other writes. Every turn's text is shown (what the model says
+    before it calls tools, too); :meth:`finish` prints the answer only when it was
+    not streamed (an older server, or text that the result corrects), so it
+    appears exactly once. All of it is escaped, our own dimming applied after.
+    """
+
+    DIM, RESET = "\x1b[2m", "\x1b[0m"
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self._out = out
+        self.err = self._err = err
+        self._open: TextIO | None = None  # the stream whose last line is unfinished
+        self._key: tuple[int, str] | None = None  # (turn, channel) written last
+        self._turns: dict[int, list[str]] = {}  # answer text streamed, by turn
+        self._dim = err.isatty()
+
+    def delta(self, params: dict[str, Any]) -> None:
+        text = params.get("delta")
+        turn = params.get("turn")
+        if not isinstance(text, str) or not text or not isinstance(turn, int):
+            return
+        channel = str(params.get("channel"))
+        reasoning = channel == REASONING_CHANNEL
+        stream = self._err if reasoning else self._out
+        if self._key is not None and self._key != (turn, channel):
+            self.end_line()
+        self._key = (turn, channel)
+        if self._open is not None and self._open is not stream:
+            self.end_line()
+        shown = escape_control(text, keep_newlines=True)
+        self._write(stream, f"{self.DIM}{shown}{self.RESET}" if reasoning and self._dim else shown)
+        self._open = None if text.endswith("\n") else stream
+        if not reasoning:
+            self._turns.setdefault(turn, []).append(text)
+
+    def line(self, text: str) -> None:
+        """A whole line on stderr (trace, notes), after any unfinished streamed line."""
+        self.end_line()
+        self._write(self._err, escape_control(text, keep_newlines=True) + "\n")
+
+    def end_line(self) -> None:
+        if self._open is not None:
+            self._write(self._open, "\n")
+            self._open = None
+
+    def finish(self, answer: str, turns: int) -> None:
+        """The ask's result: print ``answer`` unless it was streamed as it is."""
+        streamed = "".join(self._turns.get(turns, ()))
+        if streamed != answer:
+            self.end_line()
+            if answer:
+                self._write(self._out, escape_control(answer, keep_newlines=True) + "\n")
+        self.end_line()
+
+    @staticmethod
+    def _write(stream: TextIO, text: str) -> None:
+        stream.write(text)
+        stream.flush()
