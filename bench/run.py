@@ -5,7 +5,9 @@ writes ``bench/results/<name>.md``. Then ``bench/README.md`` is rebuilt from eve
 results file that exists, so running a subset keeps the other sections as they
 were last measured.
 
-Run: ``uv run python bench/run.py`` (all) or ``uv run python bench/run.py server loop``.
+Run: ``uv run python bench/run.py`` (all) or ``uv run python bench/run.py server loop``;
+``uv run python bench/run.py --compare REV [names]`` runs them in a worktree of REV as well and
+writes both runs' figures side by side (``bench/compare.py``).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def select(names: list[str], scripts: dict[str, Path]) -> dict[str, Path]:
 
 def run(name: str, script: Path) -> tuple[int, float]:
     """Run one benchmark script; its output goes straight to ours."""
-    print(f"== {name}: {script.relative_to(REPO_ROOT)}", flush=True)
+    shown = script.relative_to(REPO_ROOT) if script.is_relative_to(REPO_ROOT) else script
+    print(f"== {name}: {shown}", flush=True)
     started = time.perf_counter()
     code = subprocess.run([sys.executable, str(script)], cwd=REPO_ROOT).returncode
     elapsed = time.perf_counter() - started
@@ -112,6 +115,8 @@ def render_readme() -> str:
         name = path.stem
         written = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
         script = f"bench/bench_{name}.py"
+        if not (REPO_ROOT / script).exists():
+            script = "bench/run.py --compare"  # before_after.md (bench/compare.py)
         lines += [
             f"## {name}",
             "",
@@ -134,8 +139,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--readme-only", action="store_true", help="only rebuild bench/README.md from results"
     )
+    parser.add_argument(
+        "--compare",
+        metavar="REV",
+        help="run the benchmarks (default: those of server/'s code paths) in a worktree of REV "
+        "and here, alternately, and write their figures side by side in "
+        "bench/results/before_after.md",
+    )
     args = parser.parse_args(argv)
     scripts = select(args.names, available())
+    if args.compare:
+        from compare import compare  # bench/ is this script's folder, first on sys.path
+
+        code = compare(args.compare, list(scripts) if args.names else [], run, available())
+        README.write_text(render_readme(), encoding="utf-8")
+        return code
     failed: list[str] = []
     if not args.readme_only:
         for name, script in scripts.items():
