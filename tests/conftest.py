@@ -29,6 +29,18 @@ def model() -> Iterator[ScriptedModel]:
 
 
 @pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The folder the editor has open: an empty ``project`` folder of the test's own.
+
+    A module whose tests need files in it overrides this fixture with one that asks for it
+    (``def workspace(workspace: Path)``) and adds them, so the folder is made in one place.
+    """
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
 def listener() -> Iterator[socket.socket]:
     """A non-blocking TCP listener on 127.0.0.1 (see ``tests.support.net``)."""
     server = socket.socket()

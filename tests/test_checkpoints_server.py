@@ -16,7 +16,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_client
-from tests.support.lsp_client import AgentTestClient, RunningAsk, ask, server_env, start_client
+from tests.support.lsp_client import AgentTestClient, RunningAsk, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, make_reply, tool_call
 from tests.support.procs import until
 
@@ -125,25 +125,21 @@ async def expect_error(code: int, pending: Any) -> JsonRpcException:
 @pytest.fixture
 async def client(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[AgentTestClient]:
     make_project(tmp_path / "project", git=True)
-    client = await start_client(server_env(model.base_url), [tmp_path / "project"])
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    async with agent_session(server_env(model.base_url), [tmp_path / "project"]) as client:
+        yield client
 
 
 @pytest.fixture
 async def editor_client(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[AgentTestClient]:
     """The project in git, served to an editor that applies edits to its open buffers."""
     make_project(tmp_path / "project", git=True)
-    client = await start_client(
+    async with agent_session(
         server_env(model.base_url),
         [tmp_path / "project"],
         capabilities=EDITOR_CAPABILITIES,
         client_factory=make_editor_client,
-    )
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    ) as client:
+        yield client
 
 
 def edit_line_one(model: ScriptedModel) -> None:
@@ -169,8 +165,7 @@ async def test_rewind_puts_the_tree_back_byte_for_byte(
     git_before = git_dir_digest(project) if git else None
     # A hook's environment must not lead the server's git into the user's repository.
     env = server_env(model.base_url, GIT_DIR=str(project / ".git"), GIT_INDEX_FILE="index")
-    client = await start_client(env, [project])
-    try:
+    async with agent_session(env, [project]) as client:
         script_the_ask(model)
         result = await ask(client, prompt="tidy up the project")
         session, checkpoint = result["sessionId"], result["checkpointId"]
@@ -207,9 +202,6 @@ async def test_rewind_puts_the_tree_back_byte_for_byte(
         if git:
             assert git_dir_digest(project) == git_before
         assert (await request(client, "agent/checkpoints", sessionId=session))["checkpoints"] == []
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_a_file_the_user_changed_after_the_ask_keeps_the_users_text(
@@ -378,10 +370,9 @@ async def test_ending_the_session_deletes_its_checkpoints(
 ) -> None:
     make_project(tmp_path / "project", git=True)
     state = tmp_path / "state"
-    client = await start_client(
+    async with agent_session(
         server_env(model.base_url, XDG_STATE_HOME=str(state)), [tmp_path / "project"]
-    )
-    try:
+    ) as client:
         script_the_ask(model)
         result = await ask(client, prompt="tidy up")
         logs = list(state.glob("agent-lsp/checkpoints/*/sessions/*.json"))
@@ -389,9 +380,6 @@ async def test_ending_the_session_deletes_its_checkpoints(
         assert stat.S_IMODE(logs[0].parent.parent.stat().st_mode) == 0o700
         await request(client, "agent/endSession", sessionId=result["sessionId"])
         assert not list(state.glob("agent-lsp/checkpoints/*/sessions/*.json"))
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_an_edit_in_an_open_unsaved_buffer_is_undone_in_the_editor(
@@ -459,8 +447,7 @@ async def test_without_git_the_file_tools_are_covered_and_bash_is_said_not_to_be
         found = shutil.which(name)
         assert found is not None
         (bin_dir / name).symlink_to(found)
-    client = await start_client(server_env(model.base_url, PATH=str(bin_dir)), [project])
-    try:
+    async with agent_session(server_env(model.base_url, PATH=str(bin_dir)), [project]) as client:
         script_the_ask(model)
         result = await ask(client, prompt="tidy up")
         (entry,) = (await request(client, "agent/checkpoints", sessionId=result["sessionId"]))[
@@ -478,9 +465,6 @@ async def test_without_git_the_file_tools_are_covered_and_bash_is_said_not_to_be
         assert (project / "crlf.txt").read_bytes() == b"windows\r\nline endings\r\n"
         assert not (project / "new").exists()
         assert not (project / "gone.txt").exists()  # bash's change: not covered, as said
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_an_edit_inside_a_nested_repository_is_undone(
@@ -494,8 +478,7 @@ async def test_an_edit_inside_a_nested_repository_is_undone(
     user_git(nested, "init", "-q")
     user_git(nested, "add", "lib.py")
     user_git(nested, "commit", "-qm", "lib")
-    client = await start_client(server_env(model.base_url), [project])
-    try:
+    async with agent_session(server_env(model.base_url), [project]) as client:
         model.reply(tool_calls=[tool_call("read_file", {"path": "vendor/lib/lib.py"})])
         model.reply(
             tool_calls=[
@@ -514,9 +497,6 @@ async def test_an_edit_inside_a_nested_repository_is_undone(
         )
         assert rewound["restored"] == ["vendor/lib/lib.py"]
         assert (nested / "lib.py").read_text() == "VERSION = 1\n"
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def _wait_for_activity(client: AgentTestClient, name: str) -> bool:
@@ -534,35 +514,39 @@ async def test_what_the_user_saves_while_the_agent_only_reads_is_not_the_asks_ch
 ) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
     make_project(project, git=True)
-    client = await start_client(server_env(model.base_url, XDG_STATE_HOME=str(state)), [project])
     released = threading.Event()
-    try:
-        model.reply(tool_calls=[tool_call("read_file", {"path": "keep.txt"})])
-        # The model's second answer waits until the user has saved a file.
-        model.responder = lambda body: make_reply("It is untouched.") if released.wait(30) else None
-        running = RunningAsk(client, {"prompt": "what does keep.txt say?"})
-        # The checkpoint before the ask is taken (its ref is written) and the agent has read.
-        await until(
-            lambda: any(state.rglob("refs/agent-lsp/*/1/before")) and len(model.bodies) == 2
-        )
-        (project / "keep.txt").write_text("the user saved this meanwhile\n")
-        released.set()
-        result = await running.result
+    async with agent_session(
+        server_env(model.base_url, XDG_STATE_HOME=str(state)), [project]
+    ) as client:
+        # Released before the session ends, also when the test fails: the model's answer
+        # waits for it, and shutdown would wait for the answer.
+        try:
+            model.reply(tool_calls=[tool_call("read_file", {"path": "keep.txt"})])
+            # The model's second answer waits until the user has saved a file.
+            model.responder = lambda body: (
+                make_reply("It is untouched.") if released.wait(30) else None
+            )
+            running = RunningAsk(client, {"prompt": "what does keep.txt say?"})
+            # The checkpoint before the ask is taken (its ref is written) and the agent has read.
+            await until(
+                lambda: any(state.rglob("refs/agent-lsp/*/1/before")) and len(model.bodies) == 2
+            )
+            (project / "keep.txt").write_text("the user saved this meanwhile\n")
+            released.set()
+            result = await running.result
 
-        listed = await request(client, "agent/checkpoints", sessionId=result["sessionId"])
-        assert [entry["files"] for entry in listed["checkpoints"]] == [[]]
-        rewound = await request(
-            client,
-            "agent/rewind",
-            sessionId=result["sessionId"],
-            checkpointId=result["checkpointId"],
-        )
-        assert (rewound["restored"], rewound["conflicts"]) == ([], [])
-        assert (project / "keep.txt").read_text() == "the user saved this meanwhile\n"
-    finally:
-        released.set()
-        await client.shutdown_session()
-        await client.stop()
+            listed = await request(client, "agent/checkpoints", sessionId=result["sessionId"])
+            assert [entry["files"] for entry in listed["checkpoints"]] == [[]]
+            rewound = await request(
+                client,
+                "agent/rewind",
+                sessionId=result["sessionId"],
+                checkpointId=result["checkpointId"],
+            )
+            assert (rewound["restored"], rewound["conflicts"]) == ([], [])
+            assert (project / "keep.txt").read_text() == "the user saved this meanwhile\n"
+        finally:
+            released.set()
 
 
 async def test_the_warm_up_prepares_the_store_before_the_first_ask(
@@ -571,12 +555,8 @@ async def test_the_warm_up_prepares_the_store_before_the_first_ask(
     # The first ask's checkpoint is then only its snapshot (no repository to create).
     project, state = tmp_path / "project", tmp_path / "state"
     make_project(project, git=True)
-    client = await start_client(server_env(model.base_url, XDG_STATE_HOME=str(state)), [project])
-    try:
+    async with agent_session(server_env(model.base_url, XDG_STATE_HOME=str(state)), [project]):
         store = state / "agent-lsp" / "checkpoints"
         await until(lambda: any(store.glob("*/git/HEAD")))
         assert not any(store.rglob("refs/agent-lsp/*"))  # nothing snapshotted for an ask
         assert not any(store.glob("*/sessions/*.json"))
-    finally:
-        await client.shutdown_session()
-        await client.stop()

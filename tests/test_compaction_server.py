@@ -19,7 +19,7 @@ from server.agent.compaction import NOTE_PREFIX
 from server.engine.conversations import Conversation
 from server.engine.session_files import SessionFiles
 from server.model.context_limits import DEFAULT_CONTEXT_WINDOW
-from tests.support.lsp_client import AgentTestClient, ask, run_cli, server_env, start_client
+from tests.support.lsp_client import AgentTestClient, agent_session, ask, run_cli, server_env
 from tests.support.model_server import (
     Reply,
     ScriptedModel,
@@ -36,11 +36,9 @@ assert len(FILE) >= 20_480  # each read returns 20 KB
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "build.log").write_text(FILE)
-    return root
+def workspace(workspace: Path) -> Path:
+    (workspace / "build.log").write_text(FILE)
+    return workspace
 
 
 def limited_model(context_limit: int = WINDOW) -> ScriptedModel:
@@ -64,10 +62,8 @@ async def server(
 ) -> AsyncIterator[tuple[AgentTestClient, ScriptedModel]]:
     with limited_model() as model:
         env = server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
-        client = await start_client(env, [workspace], settings={"contextWindow": WINDOW})
-        yield client, model
-        await client.shutdown_session()
-        await client.stop()
+        async with agent_session(env, [workspace], settings={"contextWindow": WINDOW}) as client:
+            yield client, model
 
 
 async def test_three_hundred_turns_of_20_kb_outputs_never_dead_end(
@@ -245,8 +241,7 @@ async def test_a_session_file_over_the_limit_loads_and_works(
 
     with limited_model() as model:
         env = server_env(model.base_url, XDG_STATE_HOME=str(state))
-        client = await start_client(env, [workspace], settings={"contextWindow": WINDOW})
-        try:
+        async with agent_session(env, [workspace], settings={"contextWindow": WINDOW}) as client:
             result = await ask(client, prompt="new ask: check the log", sessionId=saved.id)
             assert result["answer"] == "The log is fine."
             assert model.refused == []
@@ -256,9 +251,6 @@ async def test_a_session_file_over_the_limit_loads_and_works(
             )
             prompts = [e["content"] for e in history["entries"] if e["role"] == "user"]
             assert prompts[-1] == "new ask: check the log"
-        finally:
-            await client.shutdown_session()
-            await client.stop()
     # What was saved again is the compacted conversation, with its archive.
     reloaded = SessionFiles(state / "agent-lsp" / "sessions").load(saved.id)
     assert reloaded is not None

@@ -11,18 +11,11 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel
 
 FILE_KEY = "sk-user-file-key-DO-NOT-LEAK-1111"
 ENV_KEY = "sk-environment-key-DO-NOT-LEAK-2222"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def user_file(config_home: Path, text: str, mode: int = 0o600) -> Path:
@@ -36,11 +29,6 @@ def user_file(config_home: Path, text: str, mode: int = 0o600) -> Path:
 def file_env(config_home: Path, **extra: str | None) -> dict[str, str]:
     """A server environment with no model variables: only the user file configures it."""
     return server_env(None, XDG_CONFIG_HOME=str(config_home), **extra)
-
-
-async def stop(client: AgentTestClient) -> None:
-    await client.shutdown_session()
-    await client.stop()
 
 
 def authorization(model: ScriptedModel) -> str:
@@ -58,8 +46,7 @@ async def test_the_server_reads_the_user_file_from_xdg_config_home(
         config_home,
         f'api_key = "{FILE_KEY}"\nbase_url = "{model.base_url}"\nmodel = "file-model"\n',
     )
-    client = await start_client(file_env(config_home), [workspace])
-    try:
+    async with agent_session(file_env(config_home), [workspace]) as client:
         model.reply("from the file's endpoint")
         result = await ask(client, prompt="hello")
         assert result["answer"] == "from the file's endpoint"
@@ -74,8 +61,6 @@ async def test_the_server_reads_the_user_file_from_xdg_config_home(
         await ask(client, prompt="again")
         assert model.requests[-1]["body"]["model"] == "editor-model"
         assert authorization(model) == f"Bearer {FILE_KEY}"
-    finally:
-        await stop(client)
 
 
 async def test_the_environment_beats_the_user_file(
@@ -84,14 +69,11 @@ async def test_the_environment_beats_the_user_file(
     config_home = tmp_path / "xdg"
     user_file(config_home, f'api_key = "{FILE_KEY}"\nbase_url = "http://file.invalid/v1"\n')
     env = file_env(config_home, MODEL_API_KEY=ENV_KEY, BASE_URL=model.base_url, MODEL="env-model")
-    client = await start_client(env, [workspace])
-    try:
+    async with agent_session(env, [workspace]) as client:
         model.reply("ok")
         await ask(client, prompt="hello")
         assert authorization(model) == f"Bearer {ENV_KEY}"
         assert model.requests[-1]["body"]["model"] == "env-model"
-    finally:
-        await stop(client)
 
 
 async def test_a_shared_key_file_is_reported_once(
@@ -101,8 +83,7 @@ async def test_a_shared_key_file_is_reported_once(
     path = user_file(
         config_home, f'api_key = "{FILE_KEY}"\nbase_url = "{model.base_url}"\n', mode=0o644
     )
-    client = await start_client(file_env(config_home), [workspace])
-    try:
+    async with agent_session(file_env(config_home), [workspace]) as client:
         if not client.messages:  # shown after initialized; wait for it if not yet here
             await asyncio.wait_for(client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 10)
         model.reply("ok")
@@ -110,8 +91,6 @@ async def test_a_shared_key_file_is_reported_once(
         warnings = [m.message for m in client.messages if "chmod 600" in m.message]
         assert len(warnings) == 1
         assert str(path) in warnings[0] and FILE_KEY not in warnings[0]
-    finally:
-        await stop(client)
 
 
 # --- agent/listModels -------------------------------------------------------------------
@@ -126,8 +105,7 @@ async def test_list_models_returns_the_endpoint_list_and_the_current_model(
             config_home,
             f'api_key = "{FILE_KEY}"\nbase_url = "{model.base_url}"\nmodel = "zeta"\n',
         )
-        client = await start_client(file_env(config_home), [workspace])
-        try:
+        async with agent_session(file_env(config_home), [workspace]) as client:
             result = await client.protocol.send_request_async(
                 "agent/listModels", {"workspaceFolder": workspace.as_uri()}
             )
@@ -139,32 +117,24 @@ async def test_list_models_returns_the_endpoint_list_and_the_current_model(
             assert listing[-1]["path"] == "/v1/models"
             assert listing[-1]["headers"]["authorization"] == f"Bearer {FILE_KEY}"
             assert FILE_KEY not in repr(result)
-        finally:
-            await stop(client)
 
 
 async def test_list_models_says_what_is_missing(workspace: Path, tmp_path: Path) -> None:
-    client = await start_client(file_env(tmp_path / "empty"), [workspace])
-    try:
+    async with agent_session(file_env(tmp_path / "empty"), [workspace]) as client:
         with pytest.raises(JsonRpcException) as caught:
             await client.protocol.send_request_async("agent/listModels", None)
         assert caught.value.code == -32001
         assert "No model API key" in caught.value.message
-    finally:
-        await stop(client)
 
 
 async def test_list_models_reports_a_refused_key(workspace: Path) -> None:
     with ScriptedModel(api_key="the-right-key") as model:
-        client = await start_client(server_env(model.base_url), [workspace])
-        try:
+        async with agent_session(server_env(model.base_url), [workspace]) as client:
             with pytest.raises(JsonRpcException) as caught:
                 await client.protocol.send_request_async("agent/listModels", {})
             assert caught.value.code == -32002
             assert "HTTP 401" in caught.value.message
             assert "test-key-123" not in caught.value.message
-        finally:
-            await stop(client)
 
 
 # --- agent/checkConnection ---------------------------------------------------------------
@@ -177,11 +147,8 @@ def free_port() -> int:
 
 
 async def check(env: dict[str, str], workspace: Path) -> dict[str, Any]:
-    client = await start_client(env, [workspace])
-    try:
+    async with agent_session(env, [workspace]) as client:
         return await client.protocol.send_request_async("agent/checkConnection", {})
-    finally:
-        await stop(client)
 
 
 def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -262,12 +229,9 @@ async def test_check_without_a_key(tmp_path: Path, workspace: Path) -> None:
 
 
 async def test_both_requests_are_advertised(workspace: Path, model: ScriptedModel) -> None:
-    client = await start_client(server_env(model.base_url), [workspace])
-    try:
+    async with agent_session(server_env(model.base_url), [workspace]) as client:
         agent = client.initialize_result.capabilities.experimental["agent"]  # type: ignore[attr-defined]
         assert {"agent/listModels", "agent/checkConnection"} <= set(agent["requests"])
-    finally:
-        await stop(client)
 
 
 async def test_check_an_endpoint_that_does_not_answer_in_time() -> None:

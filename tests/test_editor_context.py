@@ -10,32 +10,28 @@ from pygls.exceptions import JsonRpcException
 
 from server.engine.editor_context import SELECTION_CHARS
 from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_client
-from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import AgentTestClient, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel
 
 SOURCE = "import os\n\n\ndef main():\n    return 1  # 😀 wide\n\n\nprint(main())\n"
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text(SOURCE)
-    (root / "other.py").write_text("x = 1\n")
-    return root
+def workspace(workspace: Path) -> Path:
+    (workspace / "app.py").write_text(SOURCE)
+    (workspace / "other.py").write_text("x = 1\n")
+    return workspace
 
 
 @pytest.fixture
 async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[AgentTestClient]:
-    client = await start_client(
+    async with agent_session(
         server_env(model.base_url),
         [workspace],
         capabilities=EDITOR_CAPABILITIES,
         client_factory=make_editor_client,
-    )
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    ) as client:
+        yield client
 
 
 def selection(start: tuple[int, int], end: tuple[int, int]) -> dict[str, object]:

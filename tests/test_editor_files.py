@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +18,25 @@ from lsprotocol import types
 
 from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_client
 from tests.support.framing import StrictReader, send
-from tests.support.lsp_client import REPO, AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import REPO, AgentTestClient, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text("import os\n\ndef main():\n    return 1\n")
-    return root
+def workspace(workspace: Path) -> Path:
+    (workspace / "app.py").write_text("import os\n\ndef main():\n    return 1\n")
+    return workspace
 
 
-async def open_editor(
+def open_editor(
     model: ScriptedModel,
     workspace: Path,
     *,
     accept: bool = True,
     settings: dict[str, Any] | None = None,
     capabilities: types.ClientCapabilities = EDITOR_CAPABILITIES,
-) -> AgentTestClient:
-    return await start_client(
+) -> AbstractAsyncContextManager[AgentTestClient]:
+    return agent_session(
         server_env(model.base_url),
         [workspace],
         settings=settings,
@@ -48,10 +47,8 @@ async def open_editor(
 
 @pytest.fixture
 async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[AgentTestClient]:
-    client = await open_editor(model, workspace)
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    async with open_editor(model, workspace) as client:
+        yield client
 
 
 def editor_of(client: AgentTestClient) -> TestEditor:
@@ -135,8 +132,9 @@ async def test_write_file_to_an_open_document(
 async def test_a_refused_edit_is_reported_to_the_model(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await open_editor(model, workspace, accept=False, settings={"confirmEdits": True})
-    try:
+    async with open_editor(
+        model, workspace, accept=False, settings={"confirmEdits": True}
+    ) as client:
         editor = editor_of(client)
         buffer = editor.open(workspace / "app.py")
         model.reply(tool_calls=[tool_call("read_file", {"path": "app.py"})])
@@ -157,9 +155,6 @@ async def test_a_refused_edit_is_reported_to_the_model(
         annotation = next(iter(request.edit.change_annotations.values()))
         assert annotation.needs_confirmation is True
         assert "return 1" in buffer.text
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_a_file_changed_on_disk_after_the_read_is_refused_until_reread(
@@ -240,8 +235,7 @@ async def test_multibyte_text_edits_the_right_characters(
 async def test_client_without_apply_edit_writes_disk_but_never_over_unsaved_text(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await open_editor(model, workspace, capabilities=types.ClientCapabilities())
-    try:
+    async with open_editor(model, workspace, capabilities=types.ClientCapabilities()) as client:
         editor = editor_of(client)
         other = workspace / "clean.py"
         other.write_text("a = 1\n")
@@ -273,9 +267,6 @@ async def test_client_without_apply_edit_writes_disk_but_never_over_unsaved_text
         assert "unsaved changes in the editor" in dirty["output"]
         assert "def main" in (workspace / "app.py").read_text()
         assert editor.apply_requests == []
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_closing_a_document_returns_to_the_disk(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,10 @@ from pygls.exceptions import JsonRpcException
 from tests.support.lsp_client import (
     AgentTestClient,
     RunningAsk,
+    agent_session,
     ask,
     run_cli,
     server_env,
-    start_client,
 )
 from tests.support.model_server import ScriptedModel, tool_call
 
@@ -29,25 +30,21 @@ NOT_SERVED = "does not list the configured model"
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
+def workspace(workspace: Path) -> Path:
+    (workspace / "app.py").write_text("def main():\n    return 1\n")
+    return workspace
 
 
-async def started(
+def running(
     model: ScriptedModel, workspace: Path, *, settings: dict[str, Any] | None = None, **env: str
-) -> AgentTestClient:
-    return await start_client(server_env(model.base_url, **env), [workspace], settings=settings)
+) -> AbstractAsyncContextManager[AgentTestClient]:
+    return agent_session(server_env(model.base_url, **env), [workspace], settings=settings)
 
 
 @pytest.fixture
 async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[AgentTestClient]:
-    client = await started(model, workspace, settings={"maxRetries": 0})
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    async with running(model, workspace, settings={"maxRetries": 0}) as client:
+        yield client
 
 
 async def failed(request: Any) -> JsonRpcException:
@@ -109,13 +106,9 @@ async def test_reasoning_is_not_sent_back(client: AgentTestClient, model: Script
 async def test_a_failure_reports_attempts_and_time_in_message_and_data(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await started(model, workspace, settings={"maxRetries": 1})
-    try:
+    async with running(model, workspace, settings={"maxRetries": 1}) as client:
         model.reply(status=503, error_message="overloaded", times=2)
         error = await failed(ask(client, prompt="hi"))
-    finally:
-        await client.shutdown_session()
-        await client.stop()
     assert error.code == -32002
     assert set(error.data) == {"status", "kind", "attempts", "elapsedMs"}
     assert (error.data["status"], error.data["kind"], error.data["attempts"]) == (503, "status", 2)
@@ -126,17 +119,13 @@ async def test_a_failure_reports_attempts_and_time_in_message_and_data(
 async def test_request_timeout_bounds_the_ask_with_its_retries(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await started(model, workspace, settings={"requestTimeout": 1, "maxRetries": 2})
-    try:
+    async with running(model, workspace, settings={"requestTimeout": 1, "maxRetries": 2}) as client:
         model.reply("warm")
         await ask(client, prompt="warm up")  # the first ask also pays for importing the SDK
         model.reply("too late", delay=30, times=3)
         begun = time.monotonic()
         error = await failed(ask(client, prompt="hi"))
         took = time.monotonic() - begun
-    finally:
-        await client.shutdown_session()
-        await client.stop()
     assert took < 3  # before: 3 attempts of 1 s, plus backoff, reported as "timed out"
     assert (error.data["kind"], error.data["attempts"]) == ("timeout", 1)
     assert error.data["status"] is None
@@ -198,8 +187,7 @@ async def test_a_cancel_before_the_model_answered_leaves_no_trace(
 
 async def test_a_model_the_endpoint_does_not_list_is_reported_once(workspace: Path) -> None:
     with ScriptedModel(models=["qwen2.5-coder:7b", "llama3.2:latest"]) as model:
-        client = await started(model, workspace, MODEL="qwen2.5-coder")
-        try:
+        async with running(model, workspace, MODEL="qwen2.5-coder") as client:
             for answer in ("one", "two", "three"):
                 model.reply(answer)
             first = await ask(client, prompt="hi")
@@ -211,9 +199,6 @@ async def test_a_model_the_endpoint_does_not_list_is_reported_once(workspace: Pa
             assert "llama3.2:latest, qwen2.5-coder:7b" in warnings[0]  # sorted
             assert model.base_url in warnings[0]
             assert model.model_listings == 1  # checked once per endpoint and model
-        finally:
-            await client.shutdown_session()
-            await client.stop()
 
 
 @pytest.mark.parametrize(
@@ -228,16 +213,12 @@ async def test_no_warning_when_the_model_is_listed_or_nothing_is(
     workspace: Path, models: list[str] | None, configured: str
 ) -> None:
     with ScriptedModel(models=models) as model:
-        client = await started(model, workspace, MODEL=configured)
-        try:
+        async with running(model, workspace, MODEL=configured) as client:
             model.reply("fine")
             assert (await ask(client, prompt="hi"))["answer"] == "fine"
             # The check is done once the ask is (within its short grace).
             assert model.model_listings == 1
             assert await shown(client, NOT_SERVED, within=0.5) == []
-        finally:
-            await client.shutdown_session()
-            await client.stop()
 
 
 # --- the terminal client ------------------------------------------------------------------

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.lsp_client import REPO, AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import REPO, AgentTestClient, agent_session, ask, server_env
 from tests.support.sampling_proxy import SamplingProxy
 
 INSTALL_SCRIPT = REPO / "tests" / "llama_cpp" / "install.sh"
@@ -160,10 +160,8 @@ async def client(proxy: SamplingProxy, tmp_path: Path) -> AsyncIterator[AgentTes
         "maxRetries": 0,
     }
     # MODEL stays "scripted": a name this server does not list.
-    client = await start_client(server_env(proxy.base_url), [workspace], settings=settings)
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    async with agent_session(server_env(proxy.base_url), [workspace], settings=settings) as client:
+        yield client
 
 
 async def _shown(client: AgentTestClient, text: str, within: float = 30) -> list[str]:

@@ -10,6 +10,7 @@ import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,10 @@ from tests.support.lsp_client import (
     SERVER_WITHOUT_LANDLOCK,
     AgentTestClient,
     RunningAsk,
+    agent_session,
     ask,
     make_client,
     server_env,
-    start_client,
 )
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.net import pending_connections
@@ -63,39 +64,31 @@ def permission_client() -> PermissionClient:
     return client
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-async def start(
+@asynccontextmanager
+async def permission_session(
     model: ScriptedModel,
     workspace: Path,
     *,
     settings: dict[str, Any] | None = None,
     capabilities: types.ClientCapabilities | None = CAN_ASK,
     server_command: list[str] | None = None,
-) -> PermissionClient:
-    client = await start_client(
+) -> AsyncIterator[PermissionClient]:
+    async with agent_session(
         server_env(model.base_url),
         [workspace],
         settings=settings,
         capabilities=capabilities,
         client_factory=permission_client,
         command=server_command,
-    )
-    assert isinstance(client, PermissionClient)
-    return client
+    ) as client:
+        assert isinstance(client, PermissionClient)
+        yield client
 
 
 @pytest.fixture
 async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[PermissionClient]:
-    client = await start(model, workspace)
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    async with permission_session(model, workspace) as client:
+        yield client
 
 
 def escalated(command: str, escalation: str = "unsandboxed", **extra: Any) -> dict[str, Any]:
@@ -295,24 +288,21 @@ async def test_allow_always_for_named_hosts_covers_those_hosts_for_any_command(
 async def test_without_the_capability_the_call_is_refused_and_the_model_told(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await start(model, workspace, capabilities=types.ClientCapabilities())
-    try:
+    async with permission_session(
+        model, workspace, capabilities=types.ClientCapabilities()
+    ) as client:
         model.reply(tool_calls=[tool_call("bash", escalated("touch ../x"), id="c")])
         model.reply("ok")
         await ask(client, prompt="x")
         assert client.requests == []
         assert "the editor cannot ask the user" in tool_results(model)["c"]
         assert not (workspace.parent / "x").exists()
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_an_unanswered_request_times_out_as_declined(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await start(model, workspace, settings={"permissionTimeout": 0.5})
-    try:
+    async with permission_session(model, workspace, settings={"permissionTimeout": 0.5}) as client:
         model.reply(tool_calls=[tool_call("bash", escalated("touch ../x"), id="t")])
         model.reply("moving on")
         client.answers = [NEVER]
@@ -320,9 +310,6 @@ async def test_an_unanswered_request_times_out_as_declined(
         assert result["answer"] == "moving on"
         assert "no answer within 0.5 s counts as declined" in tool_results(model)["t"]
         assert await asyncio.to_thread(wait_until, lambda: client.withdrawn == ["t"], 5)
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_cancelling_the_ask_withdraws_the_request_at_once(
@@ -347,8 +334,7 @@ async def test_approval_always_asks_before_every_change(
     model: ScriptedModel, workspace: Path
 ) -> None:
     settings = {"approval": "always", "allowedCommands": ["git status"]}
-    client = await start(model, workspace, settings=settings)
-    try:
+    async with permission_session(model, workspace, settings=settings) as client:
         model.reply(
             tool_calls=[
                 tool_call("write_file", {"path": "a.txt", "content": "x"}, id="w"),
@@ -367,9 +353,6 @@ async def test_approval_always_asks_before_every_change(
             ("g2", "Run: git status; rm -rf ."),
         ]
         assert (workspace / "a.txt").read_text() == "x"
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_an_allowed_command_that_asks_to_leave_the_sandbox_is_still_asked_about(
@@ -377,8 +360,9 @@ async def test_an_allowed_command_that_asks_to_leave_the_sandbox_is_still_asked_
 ) -> None:
     # A sandboxed call may have planted what git runs (core.fsmonitor in .git/config):
     # the allow-list must not carry `git status` out of the sandbox unasked.
-    client = await start(model, workspace, settings={"allowedCommands": ["git status"]})
-    try:
+    async with permission_session(
+        model, workspace, settings={"allowedCommands": ["git status"]}
+    ) as client:
         model.reply(
             tool_calls=[
                 tool_call("bash", {"command": "git status"}, id="in"),
@@ -393,16 +377,12 @@ async def test_an_allowed_command_that_asks_to_leave_the_sandbox_is_still_asked_
         results = tool_results(model)
         assert "declined" in results["out"] and "declined" in results["net"]
         assert "declined" not in results["in"]
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_approval_never_refuses_escalations_without_asking(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await start(model, workspace, settings={"approval": "never"})
-    try:
+    async with permission_session(model, workspace, settings={"approval": "never"}) as client:
         model.reply(
             tool_calls=[
                 tool_call("bash", escalated("touch ../x"), id="e"),
@@ -415,14 +395,12 @@ async def test_approval_never_refuses_escalations_without_asking(
         results = tool_results(model)
         assert 'approval: "never"' in results["e"]
         assert results["p"] == "fine\n"
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_without_landlock_every_bash_call_asks(model: ScriptedModel, workspace: Path) -> None:
-    client = await start(model, workspace, server_command=SERVER_WITHOUT_LANDLOCK)
-    try:
+    async with permission_session(
+        model, workspace, server_command=SERVER_WITHOUT_LANDLOCK
+    ) as client:
         model.reply(tool_calls=[tool_call("bash", {"command": "echo hi"}, id="u")])
         model.reply("ok")
         client.answers = ["allow_once"]
@@ -431,6 +409,3 @@ async def test_without_landlock_every_bash_call_asks(model: ScriptedModel, works
         assert request["title"] == "Run without a sandbox: echo hi"
         assert "no Landlock" in request["reason"]
         assert tool_results(model)["u"] == "hi\n"
-    finally:
-        await client.shutdown_session()
-        await client.stop()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from tests.support.lsp_client import ask, run_cli, server_env, start_client
+from tests.support.lsp_client import agent_session, ask, run_cli, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.net import pending_connections
 from tests.support.procs import wait_until
@@ -118,8 +118,7 @@ async def test_the_user_is_told_once_and_every_client_can_ask(
     env = server_env(model.base_url, AGENT_LSP_BWRAP=str(fake_bwrap(tmp_path, {"*": NO_USERNS})))
     model.reply(tool_calls=[tool_call("bash", {"command": "echo x > ../outside"})])
     model.reply("done")
-    client = await start_client(env, [workspace])
-    try:
+    async with agent_session(env, [workspace]) as client:
         await asyncio.to_thread(wait_until, lambda: client.messages, 10)
         warning = client.messages[0]
         assert warning.type == types.MessageType.Warning
@@ -133,22 +132,15 @@ async def test_the_user_is_told_once_and_every_client_can_ask(
         assert [call["ok"] for call in result["toolCalls"]] == [False]
         assert not (tmp_path / "outside").exists()
         assert len(client.messages) == 1  # once
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_the_full_sandbox_status(model: ScriptedModel, tmp_path: Path) -> None:
-    client = await start_client(server_env(model.base_url), [tmp_path])
-    try:
+    async with agent_session(server_env(model.base_url), [tmp_path]) as client:
         status = await client.protocol.send_request_async("agent/sandboxStatus", {})
         assert status["layers"]["namespaces"] and status["layers"]["networkNamespace"]
         assert status["fallback"] is None and status["weakened"] == []
         assert status["bwrap"] == BWRAP
         assert client.messages == []
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 def test_config_check_names_the_layers(tmp_path: Path, model: ScriptedModel) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from server.config.own_secrets import hidden_paths
-from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import until
 from tests.test_server_process import run_cli
@@ -195,14 +195,10 @@ async def test_opening_a_folder_that_holds_them_warns_the_user(
     workspace = tmp_path / "agent-lsp"
     env_file = write(workspace / ".env", f"MODEL_API_KEY={new_key()}\n")
     env = server_env(model.base_url, AGENT_LSP_ENV_FILE=str(env_file))
-    client = await start_client(env, [workspace])
-    try:
+    async with agent_session(env, [workspace]) as client:
         await until(lambda: client.messages)
         warning = client.messages[0].message
         assert str(env_file) in warning and "API key" in warning and "narrower" in warning
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 def test_the_rules_stay_bounded(home: Home) -> None:
@@ -274,12 +270,8 @@ async def test_no_process_environment_shows_the_key_to_a_sandboxed_command(
     model.reply(tool_calls=[tool_call("bash", {"command": ENVIRON_ATTACK}, id="attack")])
     model.reply("done")
     env = server_env(model.base_url, MODEL_API_KEY=key, **namespaces_env)
-    client = await start_client(env, [tmp_path])
-    try:
+    async with agent_session(env, [tmp_path]) as client:
         await ask(client, prompt="look around")
-    finally:
-        await client.shutdown_session()
-        await client.stop()
     output = tool_output(model, "attack")
     if namespaces_env:  # no namespaces: the server is an ancestor, and its /proc readable
         assert "-m server" in output.splitlines()[0]
@@ -332,15 +324,11 @@ async def test_the_key_file_and_saved_conversations_are_hidden_from_the_agent(
     model.reply("done")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    client: AgentTestClient = await start_client(env, [workspace])
-    try:
+    async with agent_session(env, [workspace]) as client:
         await ask(client, prompt=f"remember {marker}")
         await until(lambda: len(list((state / "agent-lsp" / "sessions").glob("*.json"))) >= 2)
         await ask(client, prompt="look around")
         tools = await client.protocol.send_request_async("agent/listTools", {})
-    finally:
-        await client.shutdown_session()
-        await client.stop()
     output = tool_output(model, "look")
     assert output.startswith("Error: exit code")
     assert "other program's settings" in output

@@ -6,30 +6,17 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lsprotocol import types
 
 from tests.support.lsp_client import (
     SERVER_WITHOUT_LANDLOCK,
     AgentTestClient,
+    agent_session,
     ask,
     server_env,
-    start_client,
 )
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import wait_until
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-async def stop(client: AgentTestClient) -> None:
-    await client.shutdown_session()
-    await client.stop()
 
 
 async def bash_annotations(client: AgentTestClient) -> dict[str, Any]:
@@ -47,8 +34,7 @@ async def test_an_asks_bash_is_confined_and_told_why(
         ]
     )
     model.reply("done")
-    client = await start_client(server_env(model.base_url), [workspace])
-    try:
+    async with agent_session(server_env(model.base_url), [workspace]) as client:
         result = await ask(client, prompt="write two files")
         assert [call["ok"] for call in result["toolCalls"]] == [True, False]
         refused = [m for m in model.bodies[1]["messages"] if m.get("tool_call_id") == "out"]
@@ -58,8 +44,6 @@ async def test_an_asks_bash_is_confined_and_told_why(
         sandbox = (await bash_annotations(client))["sandbox"]
         assert sandbox["enforced"] is True and sandbox["mode"] == "workspace-write"
         assert client.messages == []  # nothing to warn about
-    finally:
-        await stop(client)
 
 
 async def test_settings_choose_the_sandbox(
@@ -68,8 +52,7 @@ async def test_settings_choose_the_sandbox(
     cache = tmp_path / "cache"
     cache.mkdir()
     settings = {"writableRoots": [str(cache)], "network": True}
-    client = await start_client(server_env(model.base_url), [workspace], settings=settings)
-    try:
+    async with agent_session(server_env(model.base_url), [workspace], settings=settings) as client:
         sandbox = (await bash_annotations(client))["sandbox"]
         assert sandbox["writableRoots"] == [str(workspace.resolve()), str(cache)]
         assert sandbox["network"] is True
@@ -82,17 +65,14 @@ async def test_settings_choose_the_sandbox(
         result = await ask(client, prompt="write outside")
         assert result["toolCalls"][0]["ok"] is True
         assert (tmp_path / "outside.txt").exists()
-    finally:
-        await stop(client)
 
 
 async def test_without_landlock_the_user_is_told_once(
     model: ScriptedModel, workspace: Path
 ) -> None:
-    client = await start_client(
+    async with agent_session(
         server_env(model.base_url), [workspace], command=SERVER_WITHOUT_LANDLOCK
-    )
-    try:
+    ) as client:
         await asyncio.to_thread(wait_until, lambda: client.messages, 10)
         assert len(client.messages) == 1
         warning = client.messages[0]
@@ -107,5 +87,3 @@ async def test_without_landlock_the_user_is_told_once(
         )
         await client.protocol.send_request_async("agent/listTools", {})  # a round trip
         assert len(client.messages) == 1
-    finally:
-        await stop(client)

@@ -13,25 +13,21 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.support.lsp_client import AgentTestClient, RunningAsk, ask, server_env, start_client
+from tests.support.lsp_client import AgentTestClient, RunningAsk, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, unique_tag, until, wait_until
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
+def workspace(workspace: Path) -> Path:
+    (workspace / "app.py").write_text("def main():\n    return 1\n")
+    return workspace
 
 
 @pytest.fixture
 async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[AgentTestClient]:
-    client = await start_client(server_env(model.base_url), [workspace])
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    async with agent_session(server_env(model.base_url), [workspace]) as client:
+        yield client
 
 
 async def expect_error(code: int, request: Any) -> JsonRpcException:
@@ -96,10 +92,9 @@ async def test_the_server_answers_while_its_first_ask_waits_for_the_warm_up(
 
 
 async def test_settings_narrow_the_tools(model: ScriptedModel, workspace: Path) -> None:
-    client = await start_client(
+    async with agent_session(
         server_env(model.base_url), [workspace], settings={"enabledTools": ["read_file", "glob"]}
-    )
-    try:
+    ) as client:
         result = await client.protocol.send_request_async("agent/listTools", None)
         assert [t["name"] for t in result["tools"]] == ["read_file", "glob"]
         client.workspace_did_change_configuration(
@@ -107,9 +102,6 @@ async def test_settings_narrow_the_tools(model: ScriptedModel, workspace: Path) 
         )
         result = await client.protocol.send_request_async("agent/listTools", None)
         assert [t["name"] for t in result["tools"]] == ["bash"]
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 # -- asks ------------------------------------------------------------------------------
@@ -248,8 +240,7 @@ async def test_a_new_session_pins_its_folder_and_lists_with_its_history(
     for folder in (first, second):
         folder.mkdir()
     (second / "b.txt").write_text("bravo\n")
-    client = await start_client(server_env(model.base_url), [first, second])
-    try:
+    async with agent_session(server_env(model.base_url), [first, second]) as client:
         created = await client.protocol.send_request_async(
             "agent/newSession", {"workspaceFolder": second.as_uri()}
         )
@@ -295,9 +286,6 @@ async def test_a_new_session_pins_its_folder_and_lists_with_its_history(
             "output": "bravo",
             "truncated": False,
         }
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_progress_is_structured(client: AgentTestClient, model: ScriptedModel) -> None:
@@ -387,53 +375,41 @@ async def test_cancel_keeps_the_session_usable(
 
 
 async def test_model_http_error(model: ScriptedModel, workspace: Path) -> None:
-    client = await start_client(server_env(model.base_url), [workspace], settings={"maxRetries": 0})
-    model.reply(status=500, error_message="upstream exploded")
-    try:
+    async with agent_session(
+        server_env(model.base_url), [workspace], settings={"maxRetries": 0}
+    ) as client:
+        model.reply(status=500, error_message="upstream exploded")
         error = await expect_error(-32002, ask(client, prompt="hi"))
-    finally:
-        await client.shutdown_session()
-        await client.stop()
     assert "500" in error.message
     assert "upstream exploded" in error.message
     assert "test-key-123" not in error.message
 
 
 async def test_unconfigured_model(workspace: Path) -> None:
-    client = await start_client(server_env(None), [workspace])
-    try:
+    async with agent_session(server_env(None), [workspace]) as client:
         error = await expect_error(-32001, ask(client, prompt="hi"))
         assert "MODEL_API_KEY" in error.message
         # listTools works without a model.
         result = await client.protocol.send_request_async("agent/listTools", {})
         assert len(result["tools"]) == 5
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_no_workspace_folder(model: ScriptedModel) -> None:
-    client = await start_client(server_env(model.base_url), [])
-    try:
+    async with agent_session(server_env(model.base_url), []) as client:
         error = await expect_error(-32003, ask(client, prompt="hi"))
         assert "folder" in error.message
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_max_turns(model: ScriptedModel, workspace: Path) -> None:
-    client = await start_client(server_env(model.base_url), [workspace], settings={"maxTurns": 2})
-    try:
+    async with agent_session(
+        server_env(model.base_url), [workspace], settings={"maxTurns": 2}
+    ) as client:
         for _ in range(2):
             model.reply("thinking...", tool_calls=[tool_call("glob", {"pattern": "*.py"})])
         result = await ask(client, prompt="loop forever")
         assert result["stopReason"] == "max_turns"
         assert len(model.bodies) == 2
         assert len(result["toolCalls"]) == 2
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_concurrent_asks_overlap_and_list_tools_stays_responsive(
@@ -475,17 +451,15 @@ async def test_server_created_progress(model: ScriptedModel, workspace: Path) ->
     capabilities = types.ClientCapabilities(
         window=types.WindowClientCapabilities(work_done_progress=True)
     )
-    client = await start_client(server_env(model.base_url), [workspace], capabilities=capabilities)
-    try:
+    async with agent_session(
+        server_env(model.base_url), [workspace], capabilities=capabilities
+    ) as client:
         model.reply("hi")
         await ask(client, prompt="hello")
         (_token, reports), *rest = client.progress_reports.items()
         assert not rest
         assert type(reports[0]).__name__ == "WorkDoneProgressBegin"
         assert type(reports[-1]).__name__ == "WorkDoneProgressEnd"
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_workspace_folder_changes(
@@ -528,17 +502,15 @@ async def test_a_cancelled_first_ask_leaves_a_usable_session(
 
 
 async def test_a_failed_first_ask_leaves_no_session(model: ScriptedModel, workspace: Path) -> None:
-    client = await start_client(server_env(model.base_url), [workspace], settings={"maxRetries": 0})
-    try:
+    async with agent_session(
+        server_env(model.base_url), [workspace], settings={"maxRetries": 0}
+    ) as client:
         model.reply(status=503, error_message="overloaded")
         await expect_error(-32002, ask(client, prompt="hi"))
         model.reply("fine now")
         result = await ask(client, prompt="hi again")
         assert [m["role"] for m in model.bodies[-1]["messages"]] == ["system", "user"]
         assert result["answer"] == "fine now"
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_bad_settings_are_reported_and_leave_the_tools_alone(
@@ -563,8 +535,9 @@ async def test_settings_are_pulled_when_the_client_sends_none(
     capabilities = types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(configuration=True)
     )
-    client = await start_client(server_env(model.base_url), [workspace], capabilities=capabilities)
-    try:
+    async with agent_session(
+        server_env(model.base_url), [workspace], capabilities=capabilities
+    ) as client:
         client.set_configuration({"enabledTools": ["glob"]}, section="agentLsp")
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
         deadline = time.monotonic() + 10
@@ -573,9 +546,6 @@ async def test_settings_are_pulled_when_the_client_sends_none(
             result = await client.protocol.send_request_async("agent/listTools", {})
             names = [t["name"] for t in result["tools"]]
         assert names == ["glob"]
-    finally:
-        await client.shutdown_session()
-        await client.stop()
 
 
 async def test_a_conversation_survives_a_server_restart(
@@ -585,17 +555,12 @@ async def test_a_conversation_survives_a_server_restart(
     env = server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
     model.reply(tool_calls=[tool_call("read_file", {"path": "app.py"}, id="call_app")])
     model.reply("main returns 1.")
-    first = await start_client(env, [workspace])
-    try:
+    async with agent_session(env, [workspace]) as first:
         result = await ask(first, prompt="what does main return?")
-    finally:
-        await first.shutdown_session()
-        await first.stop()
     saved = list((tmp_path / "state" / "agent-lsp" / "sessions").iterdir())
     assert saved and all(f.stat().st_mode & 0o077 == 0 for f in saved)
 
-    second = await start_client(env, [workspace])
-    try:
+    async with agent_session(env, [workspace]) as second:
         listed = await second.protocol.send_request_async("agent/sessions", {})
         assert [s["sessionId"] for s in listed["sessions"]] == [result["sessionId"]]
         history = await second.protocol.send_request_async(
@@ -612,6 +577,3 @@ async def test_a_conversation_survives_a_server_restart(
         )
         assert ended == {"ended": True}
         assert not list((tmp_path / "state" / "agent-lsp" / "sessions").glob("*.json"))
-    finally:
-        await second.shutdown_session()
-        await second.stop()

@@ -14,25 +14,21 @@ from pathlib import Path
 import pytest
 
 from server.lsp.delta_coalescing import WINDOW_S
-from tests.support.lsp_client import AgentTestClient, RunningAsk, ask, server_env, start_client
+from tests.support.lsp_client import AgentTestClient, RunningAsk, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import until
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
+def workspace(workspace: Path) -> Path:
+    (workspace / "app.py").write_text("def main():\n    return 1\n")
+    return workspace
 
 
 @pytest.fixture
 async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[AgentTestClient]:
-    client = await start_client(server_env(model.base_url), [workspace])
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    async with agent_session(server_env(model.base_url), [workspace]) as client:
+        yield client
 
 
 def streamed(client: AgentTestClient, channel: str = "answer", turn: int | None = None) -> str:
@@ -159,15 +155,11 @@ async def test_an_endpoint_that_refuses_streaming_still_answers(
     workspace: Path, refusal: str
 ) -> None:
     with ScriptedModel(stream=refusal) as model:
-        client = await start_client(server_env(model.base_url), [workspace])
-        try:
+        async with agent_session(server_env(model.base_url), [workspace]) as client:
             model.reply("whole answer")
             model.reply("second answer")
             first = await ask(client, prompt="hi")
             second = await ask(client, prompt="again", sessionId=first["sessionId"])
-        finally:
-            await client.shutdown_session()
-            await client.stop()
     assert (first["answer"], second["answer"]) == ("whole answer", "second answer")
     # The answer still arrives as a delta (whole), so clients render one way.
     assert [d["delta"] for d in client.deltas] == ["whole answer", "second answer"]

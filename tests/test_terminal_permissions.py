@@ -81,13 +81,6 @@ class Terminal:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def terminal_env(model: ScriptedModel, tmp_path: Path) -> dict[str, str]:
     return server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
 

@@ -23,13 +23,6 @@ from tools import sandbox
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def env(model: ScriptedModel, tmp_path: Path) -> dict[str, str]:
     return server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"))
 

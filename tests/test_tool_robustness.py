@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.lsp_client import SERVER_COMMAND, AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import SERVER_COMMAND, AgentTestClient, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 
 IS_ROOT = os.geteuid() == 0
@@ -73,12 +73,10 @@ async def client(
     model: ScriptedModel, workspace: Path, hanging_git: Path
 ) -> AsyncIterator[AgentTestClient]:
     env = server_env(model.base_url, PATH=f"{hanging_git}{os.pathsep}{os.environ['PATH']}")
-    client = await start_client(
+    async with agent_session(
         env, [workspace], command=unprivileged(SERVER_COMMAND, workspace / "mem.txt")
-    )
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+    ) as client:
+        yield client
 
 
 def outputs(result: dict[str, object]) -> dict[str, tuple[bool, str]]:
@@ -162,12 +160,11 @@ async def test_git_names_the_folders_it_could_not_read(
     model: ScriptedModel, repository: Path
 ) -> None:
     workspace = repository
-    client = await start_client(
+    async with agent_session(
         server_env(model.base_url),
         [workspace],
         command=unprivileged(SERVER_COMMAND, workspace / "mem.txt"),
-    )
-    try:
+    ) as client:
         model.reply(
             tool_calls=[
                 tool_call("glob", {"pattern": "**/*.py"}, id="top"),
@@ -177,9 +174,6 @@ async def test_git_names_the_folders_it_could_not_read(
         )
         model.reply("listed")
         result = await ask(client, prompt="list")
-    finally:
-        await client.shutdown_session()
-        await client.stop()
     out = outputs(result)
     ok, text = out["top"]
     assert ok and text.splitlines() == [

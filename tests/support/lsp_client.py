@@ -11,7 +11,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,29 @@ async def start_client(
         )
     )
     return client
+
+
+@asynccontextmanager
+async def agent_session(
+    env: dict[str, str], folders: list[Path], **options: Any
+) -> AsyncIterator[AgentTestClient]:
+    """``start_client(env, folders, **options)`` for the length of an ``async with`` block.
+
+    On the way out, also when the block raises, the session is shut down and the server
+    stopped: a test that fails must not leave a server process behind for the next one.
+    """
+    client = await start_client(env, folders, **options)
+    try:
+        yield client
+    finally:
+        await end_session(client)
+
+
+async def end_session(client: LanguageClient) -> None:
+    """Shut the session down the way an editor does (``shutdown``, ``exit``), then wait for
+    the server process to end."""
+    await client.shutdown_session()
+    await client.stop()
 
 
 async def ask(client: LanguageClient, **params: Any) -> Any:
