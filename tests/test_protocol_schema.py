@@ -18,7 +18,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from server import protocol as p
-from tests.support.lsp_client import AgentTestClient, ask, server_env, start_client
+from tests.support.lsp_client import AgentTestClient, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,13 +134,9 @@ def test_types_and_constraints_match_what_parse_accepts() -> None:
 
 
 @pytest.fixture
-async def client(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[AgentTestClient]:
-    root = tmp_path / "project"
-    root.mkdir()
-    client = await start_client(server_env(model.base_url), [root])
-    yield client
-    await client.shutdown_session()
-    await client.stop()
+async def client(model: ScriptedModel, workspace: Path) -> AsyncIterator[AgentTestClient]:
+    async with agent_session(server_env(model.base_url), [workspace]) as client:
+        yield client
 
 
 async def test_the_real_servers_results_and_notifications_fit_the_schema(
