@@ -4,7 +4,7 @@
 // The types the server declares (server/protocol.py) come from protocol.generated.ts,
 // generated from docs/protocol.schema.json; this file gives them the names the extension
 // uses. What is still written by hand: what the server builds as a plain dict (tools,
-// tool activity, the sandbox's status), the initialize capabilities, and the types richer
+// tool activity, checked below, the sandbox's status), the initialize capabilities, and the types richer
 // than the server's (AskResult: its usage keys and stop reasons) or more lenient (fields the
 // extension does without: ToolCallRecord, CompactResult, CompactionNotice), each checked
 // below against the generated one so that a changed server type fails `npm run typecheck`.
@@ -155,6 +155,8 @@ export interface ToolActivity {
   output?: string;
   durationMs?: number;
   turn?: number;
+  /** The argument a one-line summary leads with (the tool's definition says; absent for an unknown tool). */
+  summaryKey?: string;
 }
 
 /** `agent/compact`'s result: the conversation's estimated size before and after. */
@@ -229,7 +231,10 @@ export interface SandboxStatus {
 // What the server sends must fit each hand-written type the extension reads it as: a field
 // the server drops or retypes fails here, at `npm run typecheck`.
 type Fits<Sent extends Read, Read> = [Sent, Read];
+// Optional fields the server builds as a dict it leaves out, never sends as null.
+type LeftOut<T> = { [K in keyof T]: Exclude<T[K], null> };
 export type WireChecks = [
+  Fits<LeftOut<Wire.ToolActivity>, ToolActivity>,
   Fits<Wire.AskResult, AskResult>,
   Fits<Wire.ToolCallResult, ToolCallRecord>,
   Fits<Wire.CompactResult, CompactResult>,

@@ -1,6 +1,8 @@
 // `agentLsp.*` settings -> the server's initializationOptions / didChangeConfiguration payload,
 // and `agentLsp.server.command` -> the process to start. Pure: tests feed a plain reader.
 
+import type { Settings } from "./protocol.generated";
+
 /** The subset of vscode.WorkspaceConfiguration this module needs. */
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
@@ -71,7 +73,7 @@ export const SERVER_SETTINGS = [
   "confirmEdits",
   "editThroughEditor",
   ...SAFETY_SETTINGS,
-] as const;
+] as const satisfies readonly (keyof Settings)[]; // the server's (docs/protocol.schema.json)
 
 const MACHINE = new Set<string>(MACHINE_SETTINGS);
 

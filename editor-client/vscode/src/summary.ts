@@ -57,6 +57,7 @@ function sizeOf(value: unknown): string {
 export function summarizeArguments(
   argumentsJson: string,
   maxLength: number = DEFAULT_SUMMARY_LENGTH,
+  summaryKey?: string,
 ): string {
   let parsed: unknown;
   try {
@@ -69,12 +70,15 @@ export function summarizeArguments(
   }
   const entries = Object.entries(parsed as Record<string, unknown>);
   const parts: string[] = [];
-  for (const key of PRIMARY_KEYS) {
+  // The tool's own summary argument (agent/toolActivity's summaryKey) leads: a tool this
+  // client has never heard of (an MCP server's) is shown by what its definition names.
+  const primary = summaryKey ? [summaryKey, ...PRIMARY_KEYS.filter((k) => k !== summaryKey)] : PRIMARY_KEYS;
+  for (const key of primary) {
     const found = entries.find(([k]) => k === key);
     if (found !== undefined) parts.push(markedLines(describeValue(found[1])));
   }
   for (const [key, value] of entries) {
-    if (PRIMARY_KEYS.includes(key)) continue;
+    if (primary.includes(key)) continue;
     const name = escapeControl(key);
     parts.push(BULK_KEYS.has(key) ? `${name}=${sizeOf(value)}` : `${name}=${oneLine(describeValue(value))}`);
   }

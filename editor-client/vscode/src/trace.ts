@@ -31,7 +31,7 @@ export function formatActivityLine(activity: ToolActivity, now: Date): string {
   const head = `${formatTime(now)} [${shortSession(activity.sessionId)}]`;
   const turn = typeof activity.turn === "number" ? ` turn ${activity.turn}` : "";
   const mark = MARKS[activity.status] ?? "•";
-  const summary = summarizeArguments(activity.arguments ?? "");
+  const summary = summarizeArguments(activity.arguments ?? "", undefined, activity.summaryKey);
   const name = escapeControl(activity.name); // the model's: it may call a tool that does not exist
   const call = summary === "" ? name : `${name} ${summary}`;
   if (activity.status === "started") return `${head}${turn} ${mark} ${call}`;

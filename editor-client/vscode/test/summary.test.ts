@@ -21,6 +21,15 @@ describe("summarizeArguments", () => {
     assert.equal(summarizeArguments(edit), "a.py old_text=3 chars new_text=2 lines replace_all=true");
   });
 
+  it("leads with the tool's own summary argument when the server names it", () => {
+    const args = '{"path": "docs", "query": "sandbox limits", "limit": 3}';
+    assert.equal(summarizeArguments(args), "docs sandbox limits limit=3");
+    assert.equal(summarizeArguments(args, 100, "query"), "sandbox limits docs limit=3");
+    assert.equal(summarizeArguments('{"symbol": "x"}', 100, "symbol"), "x");
+    // A key the model left out changes nothing.
+    assert.equal(summarizeArguments('{"path": "a.txt"}', 100, "symbol"), "a.txt");
+  });
+
   it("keeps the glob pattern before the folder", () => {
     assert.equal(summarizeArguments('{"path": "src", "pattern": "**/*.py"}'), "src **/*.py");
   });

@@ -31,6 +31,8 @@ export interface ToolItem {
   name: string;
   /** The arguments as the model wrote them (JSON text, possibly invalid). */
   arguments: string;
+  /** The argument its one-line summary leads with (agent/toolActivity's summaryKey). */
+  summaryKey?: string;
   state: CallState;
   turn?: number;
   durationMs?: number;
@@ -167,6 +169,7 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
   if (item === undefined) {
     item = { kind: "tool", id: activity.callId, name: activity.name, arguments: activity.arguments ?? "", state: "running" };
     if (typeof activity.turn === "number") item.turn = activity.turn;
+    if (typeof activity.summaryKey === "string") item.summaryKey = activity.summaryKey;
     entry.items.push(item);
   }
   switch (activity.status) {

@@ -100,7 +100,7 @@ function firstErrorLine(output: string | undefined): string {
 }
 
 export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOptions): string {
-  const summary = summarizeArguments(item.arguments, 160);
+  const summary = summarizeArguments(item.arguments, 160, item.summaryKey);
   const duration = formatDuration(item.durationMs);
   const status = `${CALL_WORD[item.state]}${duration ? ` · ${duration}` : ""}`;
   const error =
