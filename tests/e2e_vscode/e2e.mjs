@@ -974,8 +974,8 @@ scenario("Stop during a long bash cancels it", async ({ page, userData }) => {
   log(`cancel: the entry said cancelled ${Date.now() - clicked}ms after the click`);
   await until("the bash process to be gone", () => pgrep(CANCEL_MARK).length === 0, 10_000);
   log(`cancel: the process was gone ${Date.now() - clicked}ms after the click`);
-  const lines = traceFileLines(userData);
-  assert(lines.some((l) => l.includes("ask cancelled by user")), `trace:\n${lines.join("\n")}`);
+  // The trace file is the Output channel's log, which VS Code flushes on its own schedule.
+  await until("the cancel line in the trace", () => traceFileLines(userData).some((l) => l.includes("ask cancelled by user")), 10_000);
   await until("Send again", async () => (await stop.innerText()) === "Send", 10_000);
   const status = await page.locator(".statusbar-item", { hasText: "Agent:" }).first().innerText();
   assert(/idle/.test(status), `status bar after cancel: ${status}`);
