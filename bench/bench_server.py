@@ -375,7 +375,7 @@ async def bench_round_trips(ours: Session, bare: Session) -> dict[str, list[floa
     return samples
 
 
-def list_tools_in_process(folder: Path) -> dict[str, list[float]]:
+async def list_tools_in_process(folder: Path) -> dict[str, list[float]]:
     """Where a listTools answer's server-side time goes: the engine building the
     result, then the encoding pygls applies to any response (cattrs ``unstructure``
     of the response message, ``json.dumps``), timed in-process."""
@@ -386,16 +386,14 @@ def list_tools_in_process(folder: Path) -> dict[str, list[float]]:
     converter = get_converter()
     build: list[float] = []
     encode: list[float] = []
-    loop = asyncio.new_event_loop()  # list_tools is a coroutine (a folder's first use builds)
     for i in range(ROUND_TRIPS):
         started = time.perf_counter()
-        tools = {"tools": loop.run_until_complete(engine.list_tools())}
+        tools = {"tools": await engine.list_tools()}
         built = time.perf_counter()
         message = JsonRPCResponseMessage(id=i, result=tools, jsonrpc="2.0")
         json.dumps(converter.unstructure(message))
         encode.append(time.perf_counter() - built)
         build.append(built - started)
-    loop.close()
     return {"build": build, "encode": encode}
 
 
@@ -710,7 +708,7 @@ async def main() -> None:
         finally:
             await ours.close()
             await bare.close()
-        handler = list_tools_in_process(folder)
+        handler = await list_tools_in_process(folder)
         print(f"round trips done ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
         overhead = await bench_ask_overhead(folder)
         print(f"ask overhead done ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
