@@ -7,7 +7,8 @@ sends. It lives beside the schema, outside ``server/``: the server never needs i
     uv run python docs/protocol_schema.py          # rewrite the schema
     uv run python docs/protocol_schema.py --check  # exit 1 when it is stale
 
-The settings come from ``server.engine.settings.SCHEMA`` (``$defs/Settings``). The VS Code client's types are generated from the schema in turn
+The settings come from ``server.engine.settings.SCHEMA`` (``$defs/Settings``). The VS
+Code client's types are generated from the schema in turn
 (``editor-client/vscode/scripts/generate-protocol.mjs``).
 """
 
