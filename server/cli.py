@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .terminal.config_command import add_parser as add_config_parser
 
     add_config_parser(commands)
+    from .terminal.mcp_command import add_parser as add_mcp_parser
+
+    add_mcp_parser(commands)
     _add_checkpoint_commands(commands)
     compact = commands.add_parser(
         "compact",
@@ -250,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         from .terminal.config_command import run_config
 
         return run_config(args)
+    if args.command == "mcp":
+        from .terminal.mcp_command import run_mcp
+
+        return run_mcp(args)
     if args.command == "compact":
         from .terminal.client import run_compact
 

@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 FILE_NAME: Final = "config.toml"
 ENDPOINT_VARIABLE: Final = "AGENT_LSP_ENDPOINT"
 VALUE_KEYS: Final = ("api_key", "base_url", "model")
-_TOP_LEVEL_KEYS: Final = {*VALUE_KEYS, "default_endpoint", "endpoints"}
+# mcp_servers: the MCP server definitions, read by mcp_config.
+_TOP_LEVEL_KEYS: Final = {*VALUE_KEYS, "default_endpoint", "endpoints", "mcp_servers"}
 
 # Paths whose permissions were reported in this process: the warning is said once.
 _warned: set[Path] = set()
@@ -192,7 +193,7 @@ def set_value(path: Path, key: str, value: str, *, endpoint: str | None = None) 
             f"could not update {key} in {target} safely (it is written in a form this "
             f"command does not edit); change it by hand"
         )
-    _write_private(target, new)
+    write_private(target, new)
     return target
 
 
@@ -279,7 +280,7 @@ def _with_value(text: str, key: str, value: str, endpoint: str | None) -> str:
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    assignment = f"{key} = {_toml_string(value)}\n"
+    assignment = f"{key} = {toml_string(value)}\n"
     header = None if endpoint is None else f"endpoints.{endpoint}"
 
     start, end = _table_span(lines, header)
@@ -295,7 +296,7 @@ def _with_value(text: str, key: str, value: str, endpoint: str | None) -> str:
     # Add it after the table's last assignment, before trailing blanks and the
     # comments that introduce the next table.
     insert = end
-    while insert > start and (not lines[insert - 1].strip() or _is_comment(lines[insert - 1])):
+    while insert > start and (not lines[insert - 1].strip() or is_comment(lines[insert - 1])):
         insert -= 1
     lines.insert(insert, assignment)
     return "".join(lines)
@@ -305,7 +306,7 @@ def _table_span(lines: list[str], header: str | None) -> tuple[int | None, int]:
     """Line range ``[start, end)`` of a table's body (``header=None``: the top level)."""
     start: int | None = 0 if header is None else None
     for index, line in enumerate(lines):
-        name = _header_name(line)
+        name = header_name(line)
         if name is None:
             continue
         if start is not None:
@@ -315,7 +316,7 @@ def _table_span(lines: list[str], header: str | None) -> tuple[int | None, int]:
     return start, len(lines)
 
 
-def _header_name(line: str) -> str | None:
+def header_name(line: str) -> str | None:
     stripped = line.strip()
     if not stripped.startswith("["):
         return None
@@ -329,7 +330,7 @@ def _assigns(line: str, key: str) -> bool:
     return bool(sep) and name.strip().strip('"') == key
 
 
-def _is_comment(line: str) -> bool:
+def is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
@@ -337,7 +338,7 @@ def _is_bare_key(name: str) -> bool:
     return bool(name) and all(c.isascii() and (c.isalnum() or c in "-_") for c in name)
 
 
-def _toml_string(value: str) -> str:
+def toml_string(value: str) -> str:
     """A TOML basic string: quotes, backslashes and control characters escaped."""
     escaped = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n"}
     escaped |= {"\f": "\\f", "\r": "\\r"}
@@ -352,7 +353,7 @@ def _toml_string(value: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically, mode 0600, creating its folder 0700."""
     folder = path.parent
     try:

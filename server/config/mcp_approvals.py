@@ -1,0 +1,134 @@
+"""Which workspace MCP definitions the user approved, per folder, on disk.
+
+A workspace's ``.vscode/mcp.json`` or ``.mcp.json`` can name any command, so its servers start
+only once the user approved that exact definition. An approval is bound to
+:meth:`McpServerSpec.digest` (what would run: command line, environment, folder / URL, headers):
+a definition changed since, by a commit or a pull, has another digest and is asked about again.
+
+One JSON file under the state folder, ``$XDG_STATE_HOME/agent-lsp/mcp/approvals.json``::
+
+    {"version": 1, "folders": {"/home/me/project": {"fs": "<sha256>"}}}
+
+keyed by the folder's real path. Private (0600 in a 0700 folder), written atomically under a
+lock (two servers of one user may approve at once). A file that cannot be read or parsed counts
+as no approvals, with a warning in the log: the worst it costs is a question asked again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from tools.mcp.spec import McpServerSpec
+
+from .paths import state_dir
+
+log = logging.getLogger(__name__)
+
+FILE_NAME: Final = "approvals.json"
+VERSION: Final = 1
+
+
+class McpApprovals:
+    """The approvals file in ``directory`` (see :meth:`in_state_dir` for the usual one)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.path = directory / FILE_NAME
+
+    @classmethod
+    def in_state_dir(cls, environ: Mapping[str, str]) -> McpApprovals:
+        return cls(state_dir(environ) / "mcp")
+
+    def is_approved(self, folder: Path | str, spec: McpServerSpec) -> bool:
+        """Whether this folder's server ``spec.name`` was approved as it is defined now."""
+        return self.approved(folder).get(spec.name) == spec.digest()
+
+    def approved(self, folder: Path | str) -> dict[str, str]:
+        """The folder's approvals: server name -> the digest approved."""
+        return dict(self._read().get(_key(folder), {}))
+
+    def approve(self, folder: Path | str, spec: McpServerSpec) -> None:
+        """Remember ``spec`` as approved for ``folder`` (replacing an older approval)."""
+        with self._locked():
+            folders = self._read()
+            folders.setdefault(_key(folder), {})[spec.name] = spec.digest()
+            self._write(folders)
+
+    def revoke(self, folder: Path | str, name: str) -> bool:
+        """Forget the approval of the folder's server ``name``; False when there was none."""
+        with self._locked():
+            folders = self._read()
+            servers = folders.get(_key(folder), {})
+            if name not in servers:
+                return False
+            del servers[name]
+            if not servers:
+                del folders[_key(folder)]
+            self._write(folders)
+            return True
+
+    # --- the file ----------------------------------------------------------------------
+
+    def _read(self) -> dict[str, dict[str, str]]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("%s: cannot read the MCP approvals (%s): none are used", self.path, exc)
+            return {}
+        try:
+            data: Any = json.loads(text)
+        except ValueError as exc:
+            log.warning("%s: not valid JSON (%s): no MCP approvals are used", self.path, exc)
+            return {}
+        folders = data.get("folders") if isinstance(data, dict) else None
+        if not isinstance(folders, dict) or data.get("version") != VERSION:
+            log.warning("%s: not an approvals file of this version: none are used", self.path)
+            return {}
+        # Keep only well-formed entries: a hand-edited or damaged part approves nothing.
+        return {
+            folder: {name: digest for name, digest in servers.items() if isinstance(digest, str)}
+            for folder, servers in folders.items()
+            if isinstance(folder, str) and isinstance(servers, dict)
+        }
+
+    def _write(self, folders: dict[str, dict[str, str]]) -> None:
+        text = json.dumps({"version": VERSION, "folders": folders}, indent=1, sort_keys=True)
+        fd, name = tempfile.mkstemp(dir=self.directory, prefix=f".{FILE_NAME}.", suffix=".tmp")
+        temp = Path(name)
+        try:  # mkstemp's file is 0600; replacing is atomic, so a reader sees old or new
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, self.path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Read-modify-write under an exclusive lock, so two approvals never lose one."""
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # mkdir's mode is masked by the umask and skipped when the folder exists.
+        os.chmod(self.directory, 0o700)
+        fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+def _key(folder: Path | str) -> str:
+    """The folder as the file names it: its real path, so a symlinked checkout is one folder."""
+    return os.path.realpath(folder)

@@ -1,0 +1,1 @@
+"""MCP servers written with the SDK for the MCP client tests."""
