@@ -12,13 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from .mcp_config import SERVER_NAME, TABLE
-from .user_config import UserConfigError, header_name, is_comment, toml_string, write_private
+from .user_config import (
+    UserConfigError,
+    header_name,
+    is_comment,
+    read_for_edit,
+    toml_string,
+    write_private,
+)
 
 
 def add_server(path: Path, name: str, table: Mapping[str, Any], *, replace: bool = False) -> Path:
     """Write ``[mcp_servers.NAME]`` with ``table``'s values at the end of the file (or, with
     ``replace``, where the old definition was); every other line stays. Returns the file written."""
-    target, old, data = _read_for_edit(path)
+    target, old, data = read_for_edit(path)
     servers = data.get(TABLE, {})
     if not isinstance(servers, dict):
         raise UserConfigError(f"{target}: {TABLE} is not a table; fix it first")
@@ -42,7 +49,7 @@ def add_server(path: Path, name: str, table: Mapping[str, Any], *, replace: bool
 
 def remove_server(path: Path, name: str) -> Path:
     """Remove ``[mcp_servers.NAME]`` (and its sub-tables); every other line stays."""
-    target, old, data = _read_for_edit(path)
+    target, old, data = read_for_edit(path)
     servers = data.get(TABLE, {})
     if not isinstance(servers, dict) or name not in servers:
         raise UserConfigError(f"no MCP server {name!r} in {target}")
@@ -56,20 +63,6 @@ def remove_server(path: Path, name: str) -> Path:
         del lines[start:end]
     rest = {key: value for key, value in servers.items() if key != name}
     return _write_checked(target, "".join(lines), {**data, TABLE: rest}, f"{TABLE}.{name}")
-
-
-def _read_for_edit(path: Path) -> tuple[Path, str, dict[str, Any]]:
-    target = path.resolve() if path.is_symlink() else path
-    try:
-        old = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        old = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserConfigError(f"cannot read {target}: {exc}") from None
-    try:
-        return target, old, tomllib.loads(old)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserConfigError(f"{target} is not valid TOML ({exc}); fix it first") from None
 
 
 def _lines(text: str) -> list[str]:

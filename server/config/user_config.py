@@ -170,18 +170,7 @@ def set_value(path: Path, key: str, value: str, *, endpoint: str | None = None) 
         raise UserConfigError(f"unknown key {key!r}: one of {', '.join(VALUE_KEYS)}")
     if endpoint is not None and not _is_bare_key(endpoint):
         raise UserConfigError(f"endpoint name {endpoint!r}: use letters, digits, '-' and '_' only")
-    target = path.resolve() if path.is_symlink() else path
-    try:
-        old = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        old = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserConfigError(f"cannot read {target}: {_reason(exc)}") from None
-    try:
-        tomllib.loads(old)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserConfigError(f"{target} is not valid TOML ({exc}); fix it first") from None
-
+    target, old, _ = read_for_edit(path)
     new = _with_value(old, key, value, endpoint)
     try:
         written = tomllib.loads(new)
@@ -195,6 +184,22 @@ def set_value(path: Path, key: str, value: str, *, endpoint: str | None = None) 
         )
     write_private(target, new)
     return target
+
+
+def read_for_edit(path: Path) -> tuple[Path, str, dict[str, Any]]:
+    """The file a command edits (a symlink's target), its text ("" when absent) and its
+    parsed content; a file that is not valid TOML is left for the user to fix first."""
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        old = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserConfigError(f"cannot read {target}: {_reason(exc)}") from None
+    try:
+        return target, old, tomllib.loads(old)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserConfigError(f"{target} is not valid TOML ({exc}); fix it first") from None
 
 
 # --- reading --------------------------------------------------------------------------
