@@ -70,7 +70,13 @@ class Terminal:
         os.killpg(self.process.pid, signal.SIGINT)
 
     def finish(self) -> tuple[int, str]:
-        stdout, _ = self.process.communicate(timeout=60)
+        try:
+            stdout, _ = self.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # What the client had printed says where it stopped (the prompt, the cancel...).
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"agent-lsp ask did not end within 60 s:\n{self.screen}") from None
         return self.process.returncode, stdout
 
     def close(self) -> None:
