@@ -21,6 +21,10 @@ from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import wait_until
 
 
+def _foreground_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Terminal:
     """The terminal client on a pty: stdin and stderr are the terminal, stdout a pipe."""
 
@@ -38,6 +42,10 @@ class Terminal:
             # Its own process group, as a shell gives a job: Ctrl-C (interrupt) reaches
             # the client and the server it started, and nothing else.
             start_new_session=True,
+            # As a shell starts a foreground job: Ctrl-C's default disposition, whatever this
+            # process inherited (started in the background, CI runners ignore SIGINT, and an
+            # ignored signal stays ignored across exec: the client would never see Ctrl-C).
+            preexec_fn=_foreground_signals,
         )
         os.close(slave)
         self.screen = ""
