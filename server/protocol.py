@@ -38,6 +38,8 @@ AGENT_GRANTS: Final = "agent/grants"
 AGENT_SANDBOX_STATUS: Final = "agent/sandboxStatus"
 AGENT_REVOKE_GRANT: Final = "agent/revokeGrant"
 AGENT_COMPACT: Final = "agent/compact"
+AGENT_MCP_SERVERS: Final = "agent/mcpServers"
+AGENT_APPROVE_MCP_SERVER: Final = "agent/approveMcpServer"
 # Server -> client notifications.
 AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
 AGENT_ASK_PROGRESS: Final = "agent/askProgress"
@@ -65,6 +67,8 @@ REQUESTS: Final = (
     AGENT_REVOKE_GRANT,
     AGENT_COMPACT,
     AGENT_SANDBOX_STATUS,
+    AGENT_MCP_SERVERS,
+    AGENT_APPROVE_MCP_SERVER,
 )
 NOTIFICATIONS: Final = (
     AGENT_TOOL_ACTIVITY,
@@ -172,6 +176,12 @@ class RewindParams:
     session_id: str = attrs.field(validator=_non_empty)
     checkpoint_id: str = attrs.field(validator=_non_empty)
     dry_run: bool = False
+
+
+@attrs.define
+class ApproveMcpServerParams:
+    name: str = attrs.field(validator=_non_empty)
+    workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
 
 
 # -- results and notifications ---------------------------------------------------------------
@@ -450,6 +460,34 @@ class AnswerDelta:
     channel: str  # ANSWER_CHANNEL or REASONING_CHANNEL
 
 
+@attrs.define
+class McpServerInfo:
+    """One MCP server of a folder, as ``agent/mcpServers`` lists it."""
+
+    name: str
+    origin: str  # "user" (the configuration file), "editor" (mcpServers), "workspace"
+    transport: str  # "stdio" | "http"; "" when the definition names neither
+    target: str  # the command line or URL as written (variables not replaced)
+    state: str  # starting | ready | failed | disabled | awaiting-approval
+    tools: list[str]  # the registry names of its tools (while ready)
+    error: str | None = None  # why it failed (a stdio server's stderr tail included)
+    trusted: bool = False  # trust = true: its tools run without asking
+    warnings: list[str] = attrs.field(factory=list)  # problems of its definition
+
+
+@attrs.define
+class McpServersResult:
+    servers: list[McpServerInfo]
+
+
+@attrs.define
+class ApproveMcpServerResult:
+    """``approved``: the user allowed it (it is starting); else ``state`` says where it is."""
+
+    approved: bool
+    state: str
+
+
 # -- what each method carries ----------------------------------------------------------------
 
 # (params, result) of every method. ``Any``: JSON this module does not declare as a class yet
@@ -473,6 +511,8 @@ SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
     AGENT_REVOKE_GRANT: (RevokeGrantParams, RevokeGrantResult),
     AGENT_COMPACT: (SessionParams, CompactResult),
     AGENT_SANDBOX_STATUS: (FolderParams, Any),  # tools/sandbox.py: describe
+    AGENT_MCP_SERVERS: (FolderParams, McpServersResult),
+    AGENT_APPROVE_MCP_SERVER: (ApproveMcpServerParams, ApproveMcpServerResult),
     AGENT_TOOL_ACTIVITY: (ToolActivity, None),
     AGENT_ASK_PROGRESS: (AskProgress, None),
     AGENT_COMPACTION: (CompactionNotice, None),

@@ -3,7 +3,8 @@
 The tools of a folder are built with the editor settings of the time (enabled tools,
 bash timeout, sandbox policy) and agent-lsp's own files hidden from every sandboxed
 command; when those settings change, the folders' tools are rebuilt (an ask already
-running keeps the runtime it started with).
+running keeps the runtime it started with). Each folder also has its MCP servers
+(``mcp_servers``), which outlive such a rebuild and are closed with the folder.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
@@ -24,7 +25,11 @@ from tools import sandbox
 from ..config.own_secrets import exposure_warning
 from ..errors import InvalidParamsError, NoWorkspaceFolderError
 from .bootstrap import build_tools, check_enabled, sandbox_unavailable
+from .mcp_servers import McpServers
 from .settings import AgentSettings, ToolSettings
+
+if TYPE_CHECKING:
+    from tooling.contract import ToolDefinition
 
 log = logging.getLogger(__name__)
 
@@ -35,69 +40,136 @@ class Folder:
     Describing the tools needs only the registry (the tools' modules); running them
     needs the runtime, which compiles every schema with jsonschema (slower to load):
     so an early listTools does not wait for jsonschema.
+
+    The built-in tools are built once per :class:`ToolSettings` (a new ``Folder``);
+    the folder's MCP servers' tools (``mcp.tools``, a new tuple at each change) join
+    them, and the registry and runtime are cached for the tuple they were built with:
+    a change of MCP tools makes the next ask's runtime anew, and an ask already
+    running keeps its own.
     """
 
     def __init__(
-        self, workspace: Workspace, build: Callable[[], ToolRegistry], key: ToolSettings
+        self,
+        workspace: Workspace,
+        build: Callable[[], ToolRegistry],
+        key: ToolSettings,
+        mcp: McpServers | None = None,
     ) -> None:
         self.workspace = workspace
         self.runtime_key = key
+        self.mcp = mcp
         self._build = build
-        self._registry: ToolRegistry | None = None
-        self._runtime: ToolRuntime | None = None
+        self._builtins: ToolRegistry | None = None
+        self._registry: tuple[tuple[ToolDefinition, ...], ToolRegistry] | None = None
+        self._runtime: tuple[tuple[ToolDefinition, ...], ToolRuntime] | None = None
         self._lock = threading.RLock()  # the warm-up thread and a request may both build
+
+    def _extra(self) -> tuple[ToolDefinition, ...]:
+        return self.mcp.tools if self.mcp is not None else ()
 
     def registry_now(self) -> ToolRegistry:
         """The registry, built here if needed (call from a worker thread)."""
         with self._lock:
-            if self._registry is None:
-                self._registry = self._build()
-            return self._registry
+            extra = self._extra()
+            cached = self._registry
+            if cached is not None and cached[0] is extra:
+                return cached[1]
+            if self._builtins is None:
+                self._builtins = self._build()
+            registry = self._builtins if not extra else ToolRegistry([*self._builtins, *extra])
+            self._registry = (extra, registry)
+            return registry
 
     def runtime_now(self) -> ToolRuntime:
         """The runtime, built here if needed (call from a worker thread)."""
         with self._lock:
-            if self._runtime is None:
-                self._runtime = ToolRuntime(self.registry_now())
-            return self._runtime
+            extra = self._extra()
+            cached = self._runtime
+            if cached is not None and cached[0] is extra:
+                return cached[1]
+            runtime = ToolRuntime(self.registry_now())
+            self._runtime = (extra, runtime)
+            return runtime
 
     async def registry(self) -> ToolRegistry:
-        if self._registry is not None:
-            return self._registry
+        cached = self._registry
+        if cached is not None and cached[0] is self._extra():
+            return cached[1]
         return await asyncio.to_thread(self.registry_now)
 
     async def runtime(self) -> ToolRuntime:
-        if self._runtime is not None:
-            return self._runtime
+        cached = self._runtime
+        if cached is not None and cached[0] is self._extra():
+            return cached[1]
         return await asyncio.to_thread(self.runtime_now)
 
 
 class Folders:
     """The open folders by resolved root, in the order they were opened."""
 
-    def __init__(self, settings: Callable[[], AgentSettings], hidden_paths: Iterable[Path]) -> None:
+    def __init__(
+        self,
+        settings: Callable[[], AgentSettings],
+        hidden_paths: Iterable[Path],
+        mcp_servers: Callable[[Path], McpServers] | None = None,
+    ) -> None:
         self._settings = settings  # the editor settings now (the engine holds them)
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
         self._hidden_paths = tuple(hidden_paths)
+        self._mcp_servers = mcp_servers  # a folder's MCP servers (None: it has none)
         self._folders: dict[Path, Folder] = {}
         self._sandbox_warned = False
+        self._closing: set[asyncio.Task[None]] = set()  # MCP servers of removed folders
 
     def set(self, paths: list[Path]) -> list[str]:
         """Replace the open folders; returns warnings for folders that cannot be used (or
         that hold agent-lsp's own files)."""
-        self._folders.clear()
-        return [w for path in paths if (w := self.add(path))]
+        old, self._folders = self._folders, {}
+        warnings = [w for path in paths if (w := self.add(path, old))]
+        for root, folder in old.items():
+            if root not in self._folders:
+                self._close_mcp(folder)
+        return warnings
 
-    def add(self, path: Path) -> str | None:
+    def add(self, path: Path, reuse: dict[Path, Folder] | None = None) -> str | None:
         try:
             workspace = Workspace(path)
         except WorkspaceError as exc:
             return str(exc)
-        self._folders.setdefault(workspace.root, self._make_folder(workspace))
+        if workspace.root not in self._folders:
+            kept = (reuse or {}).get(workspace.root)
+            self._folders[workspace.root] = kept or self._make_folder(workspace)
         return exposure_warning(workspace.root, self._hidden_paths)
 
     def remove(self, path: Path) -> None:
-        self._folders.pop(Path(path).resolve(), None)
+        folder = self._folders.pop(Path(path).resolve(), None)
+        if folder is not None:
+            self._close_mcp(folder)
+
+    def _close_mcp(self, folder: Folder) -> None:
+        if folder.mcp is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a script): nothing was started either
+            return
+        task = loop.create_task(folder.mcp.aclose(), name=f"close MCP of {folder.workspace.root}")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def refresh_mcp(self, folder: Folder | None = None, *, used_only: bool = False) -> None:
+        """Read the MCP definitions of ``folder`` (default: every folder) again and start
+        what should run; ``used_only``: only folders whose servers were started already."""
+        for one in [folder] if folder is not None else list(self):
+            if one.mcp is not None and (one.mcp.in_use or not used_only):
+                one.mcp.refresh()
+
+    async def aclose(self) -> None:
+        """Close every folder's MCP servers (shutdown)."""
+        for folder in self:
+            self._close_mcp(folder)
+        while self._closing:
+            await asyncio.gather(*list(self._closing), return_exceptions=True)
 
     @property
     def roots(self) -> list[Path]:
@@ -134,7 +206,7 @@ class Folders:
         key = self._settings().tools()
         for root, folder in list(self._folders.items()):
             if folder.runtime_key != key:
-                self._folders[root] = self._make_folder(folder.workspace)
+                self._folders[root] = self._make_folder(folder.workspace, folder.mcp)
 
     async def warm_up(self) -> None:
         """Build every folder's tools and runtime, off the event loop."""
@@ -162,13 +234,15 @@ class Folders:
         )
         return sandbox.describe(policy, workspace.root)
 
-    def _make_folder(self, workspace: Workspace) -> Folder:
+    def _make_folder(self, workspace: Workspace, mcp: McpServers | None = None) -> Folder:
         settings = self._settings().tools()
 
         def build() -> ToolRegistry:
             return build_tools(workspace, settings, hidden_paths=self._hidden_paths)
 
-        return Folder(workspace, build, settings)
+        if mcp is None and self._mcp_servers is not None:
+            mcp = self._mcp_servers(workspace.root)
+        return Folder(workspace, build, settings, mcp)
 
 
 def known_tools_only(

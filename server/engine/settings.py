@@ -143,6 +143,13 @@ SCHEMA: Final[dict[str, dict[str, Any]]] = {
         scope="machine",
         description="Seconds a permission request waits before it counts as rejected.",
     ),
+    # Raw: server.config.mcp_config parses it (VS Code's mcp.json "servers" shape), with a
+    # warning per server; machine-scoped, as a repository must not name commands to run.
+    "mcpServers": {
+        "type": ["object", "null"],
+        "scope": "machine",
+        "description": "MCP servers by name, in the shape of VS Code's mcp.json servers.",
+    },
 }
 
 
@@ -181,6 +188,8 @@ class AgentSettings:
     # and the share of it past which the history is compacted (server.agent.compaction).
     context_window: int | None = None
     compact_threshold: float = DEFAULT_THRESHOLD
+    # The editor's MCP server definitions, as sent (server.config.mcp_config parses them).
+    mcp_servers: Mapping[str, Any] | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def model_overrides(self) -> dict[str, Any]:
@@ -333,6 +342,10 @@ def parse_settings(raw: Any) -> AgentSettings:
             f"{MAX_THRESHOLD}; ignored"
         )
         threshold = None
+    mcp_servers = raw.get("mcpServers")
+    if mcp_servers is not None and not isinstance(mcp_servers, Mapping):
+        warnings.append(f"{SECTION}.mcpServers must be an object of servers by name; ignored")
+        mcp_servers = None
     return AgentSettings(
         model=text("model"),
         base_url=text("baseUrl"),
@@ -348,5 +361,6 @@ def parse_settings(raw: Any) -> AgentSettings:
         approval=approval_policy,
         context_window=number("contextWindow", integer=True, maximum=MAX_CONTEXT_WINDOW),
         compact_threshold=float(threshold) if threshold is not None else DEFAULT_THRESHOLD,
+        mcp_servers=mcp_servers,
         warnings=tuple(warnings),
     )

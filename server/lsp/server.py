@@ -156,6 +156,7 @@ class AgentLanguageServer(LanguageServer):
                 raise
         finally:
             await self.cancel_all_asks()
+            await self.engine.close_mcp_servers()  # no MCP server outlives us
         if received:
             return 128 + received[0]
         return 0 if self.shutdown_requested else 1
@@ -336,6 +337,7 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     async def shutdown(ls: AgentLanguageServer, params: None) -> None:
         ls.shutdown_requested = True
         await ls.cancel_all_asks()
+        await ls.engine.close_mcp_servers()
 
     @server.feature(p.AGENT_LIST_TOOLS)
     @_rpc
@@ -348,6 +350,21 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     def sandbox_status(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
         q = p.parse(params, p.FolderParams)
         return ls.engine.sandbox_status(_folder(q.workspace_folder))
+
+    @server.feature(p.AGENT_MCP_SERVERS)
+    @_rpc
+    def mcp_servers(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.FolderParams)
+        return p.to_wire(ls.engine.mcp_servers(_folder(q.workspace_folder)))
+
+    @server.feature(p.AGENT_APPROVE_MCP_SERVER)
+    @_rpc
+    async def approve_mcp_server(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ApproveMcpServerParams)
+        result = await ls.engine.approve_mcp_server(
+            q.name, _folder(q.workspace_folder), asker=ls.asker
+        )
+        return p.to_wire(result)
 
     @server.feature(p.AGENT_NEW_SESSION)
     @_rpc

@@ -118,6 +118,20 @@ export interface AgentMethods {
     result: unknown;
   };
   /**
+   * request, clientToServer
+   */
+  "agent/mcpServers": {
+    params: FolderParams;
+    result: McpServersResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/approveMcpServer": {
+    params: ApproveMcpServerParams;
+    result: ApproveMcpServerResult;
+  };
+  /**
    * notification, serverToClient
    */
   "agent/toolActivity": {
@@ -444,6 +458,58 @@ export interface CompactResult {
    */
   summarizedMessages: number;
 }
+export interface McpServersResult {
+  servers: McpServerInfo[];
+}
+/**
+ * One MCP server of a folder, as ``agent/mcpServers`` lists it.
+ */
+export interface McpServerInfo {
+  name: string;
+  /**
+   * "user" (the configuration file), "editor" (mcpServers), "workspace"
+   */
+  origin: string;
+  /**
+   * "stdio" | "http"; "" when the definition names neither
+   */
+  transport: string;
+  /**
+   * the command line or URL as written (variables not replaced)
+   */
+  target: string;
+  /**
+   * starting | ready | failed | disabled | awaiting-approval
+   */
+  state: string;
+  /**
+   * the registry names of its tools (while ready)
+   */
+  tools: string[];
+  /**
+   * why it failed (a stdio server's stderr tail included)
+   */
+  error?: string | null;
+  /**
+   * trust = true: its tools run without asking
+   */
+  trusted?: boolean;
+  /**
+   * problems of its definition
+   */
+  warnings?: string[];
+}
+export interface ApproveMcpServerParams {
+  name: string;
+  workspaceFolder?: string | null;
+}
+/**
+ * ``approved``: the user allowed it (it is starting); else ``state`` says where it is.
+ */
+export interface ApproveMcpServerResult {
+  approved: boolean;
+  state: string;
+}
 /**
  * ``agent/toolActivity``: a tool call's state, sent as it changes (built as a dict in
  * server/agent/activity.py and server/lsp/ask_reporting.py; the test holds them to this).
@@ -631,4 +697,8 @@ export interface Settings {
    * Seconds a permission request waits before it counts as rejected.
    */
   permissionTimeout?: number | null;
+  /**
+   * MCP servers by name, in the shape of VS Code's mcp.json servers.
+   */
+  mcpServers?: {} | null;
 }
