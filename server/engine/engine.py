@@ -320,7 +320,7 @@ class AgentEngine:
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
         conversation, target = self._ask_target(session_id, folder)
-        self._folders.refresh_mcp(target)  # retries failed servers; never waits for one
+        self._folders.refresh_mcp(target, retry=True)  # never waits for a server
         content = await with_context(prompt, context, target.workspace, self._documents)
         # Fail before touching the conversation when the model is not configured.
         model = self.model_settings()

@@ -157,12 +157,15 @@ class Folders:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    def refresh_mcp(self, folder: Folder | None = None, *, used_only: bool = False) -> None:
+    def refresh_mcp(
+        self, folder: Folder | None = None, *, used_only: bool = False, retry: bool = False
+    ) -> None:
         """Read the MCP definitions of ``folder`` (default: every folder) again and start
-        what should run; ``used_only``: only folders whose servers were started already."""
+        what should run; ``used_only``: only folders whose servers were started already;
+        ``retry``: failed servers too, once their backoff has passed (an ask)."""
         for one in [folder] if folder is not None else list(self):
             if one.mcp is not None and (one.mcp.in_use or not used_only):
-                one.mcp.refresh()
+                one.mcp.refresh(retry=retry)
 
     async def aclose(self) -> None:
         """Close every folder's MCP servers (shutdown)."""

@@ -6,9 +6,10 @@ file, the editor setting ``mcpServers``, the folder's own ``.vscode/mcp.json`` /
 digest (``McpApprovals``); until then it is ``awaiting-approval``.
 
 Nothing here waits for a server: :meth:`McpServers.refresh` (the folder's first use, each
-ask) reads the definitions again and starts, in the background, what should run and does
-not: a new or changed definition (only that one is restarted; one that is gone is
-closed), a failed server whose backoff has passed. A server's tools join the folder's
+ask, each listing) reads the definitions again and starts, in the background, what should
+run and does not: a new or changed definition (only that one is restarted; one that is
+gone is closed), and at an ask a failed server whose backoff has passed (a listing shows
+the failure rather than hiding it behind a restart). A server's tools join the folder's
 registry when it is ready and leave it when it stops; each change makes a new tuple of
 tools (:attr:`McpServers.tools`), which is what the folder's cached runtime is keyed by.
 
@@ -112,9 +113,9 @@ class McpServers:
 
     # -- definitions ----------------------------------------------------------------
 
-    def refresh(self) -> None:
-        """Read the definitions again; start what should run, close what is gone or changed,
-        retry failed servers whose backoff has passed. Returns at once."""
+    def refresh(self, *, retry: bool = False) -> None:
+        """Read the definitions again; start what should run, close what is gone or changed;
+        ``retry`` (an ask): also failed servers whose backoff has passed. Returns at once."""
         if self._closed:
             return
         self.in_use = True
@@ -133,7 +134,7 @@ class McpServers:
             server = self._servers.get(entry.name)
             if server is not None and server.spec == entry.spec:
                 server.entry = entry
-                self._retry_if_due(server)
+                self._retry_if_due(server, retry)
                 continue
             if server is not None:
                 self._stop(server)
@@ -155,11 +156,11 @@ class McpServers:
         else:
             self._start(server, spec)
 
-    def _retry_if_due(self, server: _Server) -> None:
+    def _retry_if_due(self, server: _Server, retry: bool) -> None:
         spec = server.spec
         if server.state == AWAITING_APPROVAL and spec is not None:
             self._begin(server)  # approved since (by this server or another one of the user's)
-        elif server.state == FAILED and spec is not None and self._clock() >= server.retry_at:
+        elif retry and server.state == FAILED and spec and self._clock() >= server.retry_at:
             self._start(server, spec)
 
     # -- one server's connection -------------------------------------------------------

@@ -1,0 +1,224 @@
+"""MCP servers in the real server process: listed, called through agent/ask, approved.
+
+The server runs over stdio (pytest-lsp), the model is the scripted one, and the MCP
+server is the SDK's test toolbox (tests/support/mcp_servers/toolbox.py) over real stdio.
+Each toolbox gets a unique ``--tag`` so its process can be found in /proc.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from tests.support.lsp_client import AgentTestClient, agent_session, ask, make_client, server_env
+from tests.support.mcp_servers import toolbox
+from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.procs import pids_with, wait_until
+
+TOOLBOX = str(Path(toolbox.__file__))
+CAN_ASK = types.ClientCapabilities(experimental={"agent": {"requestPermission": True}})
+
+
+class McpClient(AgentTestClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.requests: list[dict[str, Any]] = []
+        self.answers: list[str] = []  # option ids; none left: reject_once
+
+
+def mcp_client() -> McpClient:
+    client = make_client(McpClient)
+    assert isinstance(client, McpClient)
+
+    @client.feature("agent/requestPermission")
+    async def on_request(params: dict[str, Any]) -> dict[str, Any]:
+        client.requests.append(params)
+        answer = client.answers.pop(0) if client.answers else "reject_once"
+        return {"outcome": {"outcome": "selected", "optionId": answer}}
+
+    return client
+
+
+def toolbox_server(tag: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "stdio", "command": sys.executable, "args": [TOOLBOX, "--tag", tag], **extra}
+
+
+@asynccontextmanager
+async def mcp_session(
+    model: ScriptedModel, workspace: Path, servers: dict[str, Any] | None = None
+) -> AsyncIterator[McpClient]:
+    settings = {"mcpServers": servers} if servers is not None else None
+    async with agent_session(
+        server_env(model.base_url),
+        [workspace],
+        settings=settings,
+        capabilities=CAN_ASK,
+        client_factory=mcp_client,
+    ) as client:
+        assert isinstance(client, McpClient)
+        yield client
+
+
+async def mcp_servers(client: McpClient) -> dict[str, dict[str, Any]]:
+    result = await client.protocol.send_request_async("agent/mcpServers", {})
+    return {server["name"]: server for server in result["servers"]}
+
+
+async def until_state(
+    client: McpClient,
+    name: str,
+    state: str,
+    within: float = 30.0,
+    also: Callable[[dict[str, Any]], bool] = lambda _: True,
+) -> dict[str, Any]:
+    """Poll agent/mcpServers until ``name`` is in ``state``; its entry."""
+    deadline = time.monotonic() + within
+    while True:
+        server = (await mcp_servers(client)).get(name)
+        if server is not None and server["state"] == state and also(server):
+            return server
+        assert time.monotonic() < deadline, f"{name} never became {state}: {server}"
+        await asyncio.sleep(0.05)
+
+
+def tool_results(model: ScriptedModel) -> dict[str, str]:
+    return {
+        m["tool_call_id"]: m["content"]
+        for m in model.bodies[-1]["messages"]
+        if m.get("role") == "tool"
+    }
+
+
+def new_tag() -> str:
+    return f"mcp-test-{uuid.uuid4().hex[:10]}"
+
+
+async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    tag = new_tag()
+    async with mcp_session(model, workspace, {"tb": toolbox_server(tag)}) as client:
+        ready = await until_state(client, "tb", "ready")
+        assert ready["origin"] == "editor" and ready["transport"] == "stdio"
+        assert TOOLBOX in ready["target"] and "error" not in ready  # absent: none
+        assert "mcp__tb__echo" in ready["tools"]
+
+        listed = await client.protocol.send_request_async("agent/listTools", {})
+        tools = {tool["name"]: tool for tool in listed["tools"]}
+        assert tools["bash"]["source"] == {"kind": "builtin"}
+        assert tools["mcp__tb__echo"]["source"] == {"kind": "mcp", "server": "tb"}
+        assert tools["mcp__tb__echo"]["annotations"]["readOnlyHint"] is True
+
+        # A read-only tool runs without asking; one that is not asks first.
+        model.reply(
+            tool_calls=[
+                tool_call("mcp__tb__echo", {"text": "hello"}, id="echo"),
+                tool_call("mcp__tb__write_note", {"text": "n1"}, id="note"),
+            ]
+        )
+        model.reply("done")
+        client.answers = ["allow_once"]
+        result = await ask(client, prompt="use the toolbox")
+
+        assert result["answer"] == "done"
+        assert tool_results(model) == {"echo": "hello", "note": "noted: n1"}
+        [request] = client.requests
+        assert request["toolName"] == "mcp__tb__write_note"
+        assert request["arguments"] == {"text": "n1"}
+        assert "on MCP server tb" in request["title"]
+
+        # A refused one is declined, and the server never sees the call.
+        model.reply(tool_calls=[tool_call("mcp__tb__write_note", {"text": "n2"}, id="no")])
+        model.reply("ok")
+        client.answers = ["reject_once"]
+        await ask(client, prompt="again")
+        assert tool_results(model)["no"].startswith("Error: the user declined this call")
+        assert pids_with(tag)
+    assert wait_until(lambda: not pids_with(tag), 5), "the MCP server outlived the session"
+
+
+async def test_a_crashed_server_is_failed_and_restarts_at_the_next_ask(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    tag = new_tag()
+    servers = {"tb": toolbox_server(tag, trust=True)}
+    async with mcp_session(model, workspace, servers) as client:
+        await until_state(client, "tb", "ready")
+        model.reply(tool_calls=[tool_call("mcp__tb__crash", {}, id="crash")])
+        model.reply("it crashed")
+        await ask(client, prompt="crash it")
+        assert tool_results(model)["crash"].startswith("Error: MCP server tb")
+        assert client.requests == []  # trust = true: no question
+
+        failed = await until_state(client, "tb", "failed")
+        assert "crashed on purpose" in failed["error"] and failed["tools"] == []
+        listed = await client.protocol.send_request_async("agent/listTools", {})
+        assert not [t for t in listed["tools"] if t["name"].startswith("mcp__")]
+
+        model.reply("no tools needed")
+        await ask(client, prompt="anything")  # the next ask starts it again
+        await until_state(client, "tb", "ready")
+        model.reply(tool_calls=[tool_call("mcp__tb__echo", {"text": "back"}, id="again")])
+        model.reply("ok")
+        await ask(client, prompt="echo")
+        assert tool_results(model)["again"] == "back"
+    assert wait_until(lambda: not pids_with(tag), 5)
+
+
+async def test_a_workspace_server_starts_only_once_approved_and_asks_again_when_changed(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    tag = new_tag()
+    definitions = workspace / ".vscode" / "mcp.json"
+    definitions.parent.mkdir()
+    definitions.write_text(json.dumps({"servers": {"repo": toolbox_server(tag)}}))
+    async with mcp_session(model, workspace) as client:
+        waiting = await until_state(client, "repo", "awaiting-approval")
+        assert waiting["origin"] == "workspace" and waiting["tools"] == []
+        model.reply("nothing")
+        await ask(client, prompt="hello")  # an ask does not start it either
+        assert (await mcp_servers(client))["repo"]["state"] == "awaiting-approval"
+        assert not pids_with(tag)
+
+        client.answers = ["reject_once"]
+        refused = await client.protocol.send_request_async(
+            "agent/approveMcpServer", {"name": "repo"}
+        )
+        assert refused == {"approved": False, "state": "awaiting-approval"}
+        [request] = client.requests
+        assert f"{sys.executable} {TOOLBOX} --tag {tag}" in request["title"]
+        assert request["arguments"]["command"] == sys.executable
+
+        client.answers = ["allow_once"]
+        approved = await client.protocol.send_request_async(
+            "agent/approveMcpServer", {"name": "repo"}
+        )
+        assert approved["approved"] is True
+        await until_state(client, "repo", "ready")
+        assert pids_with(tag)
+
+        # A changed definition (another command line) is not the approved one.
+        other = new_tag()
+        definitions.write_text(json.dumps({"servers": {"repo": toolbox_server(other)}}))
+        await until_state(client, "repo", "awaiting-approval")
+        assert wait_until(lambda: not pids_with(tag), 5), "the old definition's server runs on"
+        assert not pids_with(other)
+
+
+async def test_an_unapproved_name_is_refused(model: ScriptedModel, workspace: Path) -> None:
+    async with mcp_session(model, workspace) as client:
+        try:
+            await client.protocol.send_request_async("agent/approveMcpServer", {"name": "nope"})
+        except Exception as exc:  # pygls's JsonRpcException
+            assert "nope is not defined here" in str(exc)
+        else:
+            raise AssertionError("approving an undefined server succeeded")
