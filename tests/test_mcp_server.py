@@ -2,14 +2,17 @@
 
 The server runs over stdio (pytest-lsp), the model is the scripted one, and the MCP
 server is the SDK's test toolbox (tests/support/mcp_servers/toolbox.py) over real stdio.
-Each toolbox gets a unique ``--tag`` so its process can be found in /proc.
+Each toolbox gets a unique ``--tag`` so its process can be found in /proc. The last tests
+drive a folder's definitions in process: read off the loop, once per change, errors seen.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -17,12 +20,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 
+from server.engine.mcp_definitions import FolderDefinitions, Loaded
+from server.engine.mcp_servers import McpServers
 from tests.support.lsp_client import AgentTestClient, agent_session, ask, make_client, server_env
 from tests.support.mcp_servers import toolbox
 from tests.support.model_server import ScriptedModel, tool_call
-from tests.support.procs import pids_with, wait_until
+from tests.support.procs import pids_with, until, wait_until
 
 TOOLBOX = str(Path(toolbox.__file__))
 CAN_ASK = types.ClientCapabilities(experimental={"agent": {"requestPermission": True}})
@@ -222,3 +228,115 @@ async def test_an_unapproved_name_is_refused(model: ScriptedModel, workspace: Pa
             assert "nope is not defined here" in str(exc)
         else:
             raise AssertionError("approving an undefined server succeeded")
+
+
+# -- a folder's definitions, in process ---------------------------------------------------
+
+
+def own_environ(tmp_path: Path) -> dict[str, str]:
+    """A user file and state folder of the test's own (none of them exist yet)."""
+    return {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+
+
+def dated_back(path: Path, seconds: float) -> None:
+    """Past the reader's window for coarse timestamps, so what it parsed may be kept."""
+    when = time.time() - seconds
+    os.utime(path, (when, when))
+
+
+def names(loaded: Loaded) -> set[str]:
+    return {entry.name for entry in loaded.definitions.entries}
+
+
+def test_unchanged_definitions_are_not_parsed_again(workspace: Path, tmp_path: Path) -> None:
+    reader = FolderDefinitions(workspace, own_environ(tmp_path))
+    nothing = reader.read(None)
+    assert names(nothing) == set() and reader.read(None) is nothing  # no files: kept
+
+    own = workspace / ".mcp.json"
+    own.write_text(json.dumps({"mcpServers": {"aa": {"command": "true"}}}))
+    fresh = reader.read(None)
+    assert names(fresh) == {"aa"}
+    assert reader.read(None) is not fresh  # written just now: it may change unseen, read again
+    dated_back(own, 60)
+    kept = reader.read(None)
+    assert reader.read(None) is kept
+
+    setting = {"ed": {"type": "stdio", "command": "true"}}
+    with_setting = reader.read(setting)
+    assert names(with_setting) == {"aa", "ed"}
+    assert reader.read(json.loads(json.dumps(setting))) is with_setting  # an equal value
+
+    own.write_text(json.dumps({"mcpServers": {"bb": {"command": "true"}}}))  # same size
+    dated_back(own, 120)
+    assert names(reader.read(setting)) == {"bb", "ed"}
+
+
+class HeldDefinitions(FolderDefinitions):
+    """Counts its reads and holds each until ``go`` is set (a slow disk)."""
+
+    def __init__(self, root: Path, environ: dict[str, str]) -> None:
+        super().__init__(root, environ)
+        self.go = threading.Event()
+        self.reads = 0
+
+    def read(self, setting: Any) -> Loaded:
+        self.reads += 1
+        assert self.go.wait(30), "never let go"
+        return super().read(setting)
+
+
+async def test_refresh_returns_at_once_and_overlapping_ones_share_one_more_read(
+    workspace: Path, tmp_path: Path
+) -> None:
+    definitions = HeldDefinitions(workspace, own_environ(tmp_path))
+    servers = McpServers(workspace, definitions, lambda: None)
+    began = time.monotonic()
+    for _ in range(5):
+        servers.refresh(retry=True)  # each would wait for `go` if it read on the loop
+    await until(lambda: definitions.reads == 1)
+    for _ in range(5):
+        servers.refresh()
+    assert time.monotonic() - began < 10
+    definitions.go.set()
+    await until(lambda: definitions.reads == 2)
+    await servers.aclose()  # waits for the reads under way
+    assert definitions.reads == 2
+
+
+class BrokenDefinitions(FolderDefinitions):
+    def __init__(self, root: Path, environ: dict[str, str], error: Exception) -> None:
+        super().__init__(root, environ)
+        self.error = error
+
+    def read(self, setting: Any) -> Loaded:
+        raise self.error
+
+
+async def test_an_unreadable_definition_is_a_warning_and_a_bug_of_ours_is_seen(
+    workspace: Path, tmp_path: Path
+) -> None:
+    loop = asyncio.get_running_loop()
+    bugs: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: bugs.append(context))
+    try:
+        warnings: list[str] = []
+        definitions = BrokenDefinitions(
+            workspace, own_environ(tmp_path), PermissionError("denied here")
+        )
+        servers = McpServers(workspace, definitions, lambda: None, warn=warnings.append)
+        await servers.current()
+        assert warnings == [f"MCP: the definitions of {workspace} cannot be read: denied here"]
+
+        definitions.error = KeyError("a bug")
+        with pytest.raises(KeyError):
+            await servers.current()
+        await until(lambda: bugs)
+        assert isinstance(bugs[0]["exception"], KeyError) and len(warnings) == 1
+        await servers.aclose()
+    finally:
+        loop.set_exception_handler(None)

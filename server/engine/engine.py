@@ -39,7 +39,7 @@ from .editor_context import with_context
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
-from .mcp_servers import McpServers, approve_with_user
+from .mcp_servers import approve_with_user, folder_servers, listing
 from .prompts import system_prompt
 from .settings import AgentSettings
 from .undo import Undo
@@ -51,12 +51,8 @@ if TYPE_CHECKING:
 
     from ..checkpoints.rewind import RewindEditor
     from ..checkpoints.service import CheckpointService
-    from ..config.mcp_approvals import McpApprovals
-    from ..config.mcp_config import McpDefinitions
 
 log = logging.getLogger(__name__)
-
-BUILTIN_SOURCE: dict[str, Any] = {"kind": "builtin"}  # agent/listTools's source of our own tools
 
 
 class AgentEngine:
@@ -70,9 +66,11 @@ class AgentEngine:
     ) -> None:
         self._environ = environ
         self._settings = AgentSettings()
+        env = os.environ if environ is None else environ
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
-        hidden = hidden_paths(os.environ if environ is None else environ, state=(session_dir,))
-        self._folders = Folders(lambda: self._settings, hidden, self._mcp_servers)
+        hidden = hidden_paths(env, state=(session_dir,))
+        mcp = folder_servers(env, lambda: self._settings, lambda m: self._warn("mcp", m))
+        self._folders = Folders(lambda: self._settings, hidden, mcp)
         self._sessions = Sessions(max_conversations=max_conversations, session_dir=session_dir)
         self._endpoints = Endpoints(environ, lambda m: self._warn("model_not_served", m))
         self._undo = Undo(
@@ -95,28 +93,6 @@ class AgentEngine:
         """Where warnings that belong to no ask go (the language server shows them)."""
         self._on_warning = sink
 
-    def _mcp_servers(self, root: Path) -> McpServers:
-        """A folder's MCP servers: the user file's, the editor's, the folder's own (approved)."""
-        environ = os.environ if self._environ is None else self._environ
-
-        def load() -> McpDefinitions:
-            # Imported at a folder's first use, not at start-up (~20 ms of parsers).
-            from ..config.mcp_config import load_definitions
-
-            return load_definitions(
-                user_file=config_path(environ),
-                editor_setting=self._settings.mcp_servers,
-                folder=root,
-                environ=environ,
-            )
-
-        def approvals() -> McpApprovals:
-            from ..config.mcp_approvals import McpApprovals
-
-            return McpApprovals.in_state_dir(environ)
-
-        return McpServers(root, load, approvals, warn=lambda m: self._warn("mcp", m))
-
     def _warn(self, kind: str, message: str) -> None:
         if self._on_warning is None:
             log.warning("%s", message)
@@ -132,8 +108,6 @@ class AgentEngine:
         return self._warm
 
     async def _warm_up(self) -> None:
-        # The MCP servers start in the background (nothing here waits for them).
-        self._folders.refresh_mcp()
         # Cheapest first: what listTools needs, then what running tools needs, then
         # the SDK (most of the time).
         await self._folders.warm_up()
@@ -163,8 +137,6 @@ class AgentEngine:
         settings, problems = known_tools_only(settings, self._settings)
         self._settings = settings
         self._folders.rebuild()
-        # mcpServers may have changed: only the servers whose definition did restart.
-        self._folders.refresh_mcp(used_only=True)
         if notice := self.sandbox_notice():
             problems.append(notice)
         return problems
@@ -213,34 +185,17 @@ class AgentEngine:
         return self._folders.folder(path)
 
     async def list_tools(self, folder: Path | None = None) -> list[dict[str, Any]]:
-        """The folder's tools, each with its ``source`` (built-in, or an MCP server)."""
-        target = self.folder(folder)
-        self._folders.refresh_mcp(target)
-        # Only the registry is needed, built in a thread (not the whole warm-up: the
-        # SDK import would make an early listTools wait a second).
-        described = (await target.registry()).describe()
-        return [
-            {**tool, "source": tool["annotations"].get("source") or dict(BUILTIN_SOURCE)}
-            for tool in described
-        ]
+        return await self._folders.list_tools(folder)
 
-    def mcp_servers(self, folder: Path | None = None) -> p.McpServersResult:
+    async def mcp_servers(self, folder: Path | None = None) -> p.McpServersResult:
         """``agent/mcpServers``: the folder's MCP servers, their states, tools and errors."""
-        target = self.folder(folder)
-        self._folders.refresh_mcp(target)
-        return p.McpServersResult(target.mcp.describe() if target.mcp is not None else [])
+        return await listing(self.folder(folder).mcp)
 
     async def approve_mcp_server(
         self, name: str, folder: Path | None = None, *, asker: Asker | None = None
     ) -> p.ApproveMcpServerResult:
-        """``agent/approveMcpServer``: ask the user whether the folder's own server ``name``
-        may start (the exact command line or URL); a yes is remembered for that definition."""
-        target = self.folder(folder)
-        self._folders.refresh_mcp(target)
-        if target.mcp is None:
-            raise InvalidParamsError("name", f"the MCP server {name} is not defined here")
-        state = await approve_with_user(target.mcp, name, asker)
-        return p.ApproveMcpServerResult(approved=state != "awaiting-approval", state=state)
+        """``agent/approveMcpServer``: may the folder's own server ``name`` start?"""
+        return await approve_with_user(self.folder(folder).mcp, name, asker)
 
     async def close_mcp_servers(self) -> None:
         """End every MCP server (shutdown): their process groups too."""

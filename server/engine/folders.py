@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+BUILTIN_SOURCE: dict[str, Any] = {"kind": "builtin"}  # agent/listTools's source of our own tools
+
 
 class Folder:
     """One open workspace folder, its tools and their runtime, built on first use.
@@ -103,6 +105,17 @@ class Folder:
             return cached[1]
         return await asyncio.to_thread(self.runtime_now)
 
+    async def describe_tools(self) -> list[dict[str, Any]]:
+        """The tools as ``agent/listTools`` lists them, each with its ``source`` (built-in,
+        or ``{"kind": "mcp", "server": NAME}`` from the MCP tool's annotations)."""
+        # Only the registry is needed, built in a thread (not the whole warm-up: the
+        # SDK import would make an early listTools wait a second).
+        described = (await self.registry()).describe()
+        return [
+            {**tool, "source": tool["annotations"].get("source") or dict(BUILTIN_SOURCE)}
+            for tool in described
+        ]
+
 
 class Folders:
     """The open folders by resolved root, in the order they were opened."""
@@ -167,6 +180,13 @@ class Folders:
             if one.mcp is not None and (one.mcp.in_use or not used_only):
                 one.mcp.refresh(retry=retry)
 
+    async def list_tools(self, path: Path | None) -> list[dict[str, Any]]:
+        """``agent/listTools`` of a folder; its MCP definitions are read again meanwhile
+        (in the background: a change shows in a later listing)."""
+        folder = self.folder(path)
+        self.refresh_mcp(folder)
+        return await folder.describe_tools()
+
     async def aclose(self) -> None:
         """Close every folder's MCP servers (shutdown)."""
         for folder in self:
@@ -205,14 +225,19 @@ class Folders:
         return found
 
     def rebuild(self) -> None:
-        """After new editor settings: the folders whose tools they change get new ones."""
+        """After new editor settings: the folders whose tools they change get new ones, and
+        the used folders' MCP definitions are read again (``mcpServers`` may have changed:
+        only the servers whose definition did are restarted)."""
         key = self._settings().tools()
         for root, folder in list(self._folders.items()):
             if folder.runtime_key != key:
                 self._folders[root] = self._make_folder(folder.workspace, folder.mcp)
+        self.refresh_mcp(used_only=True)
 
     async def warm_up(self) -> None:
-        """Build every folder's tools and runtime, off the event loop."""
+        """Start every folder's MCP servers (in the background: nothing here waits for
+        them), then build its tools and runtime, off the event loop."""
+        self.refresh_mcp()
         for folder in self:
             try:
                 await folder.registry()

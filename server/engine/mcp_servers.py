@@ -5,17 +5,19 @@ file, the editor setting ``mcpServers``, the folder's own ``.vscode/mcp.json`` /
 ``.mcp.json``). A workspace definition starts only once the user approved that exact
 digest (``McpApprovals``); until then it is ``awaiting-approval``.
 
-Nothing here waits for a server: :meth:`McpServers.refresh` (the folder's first use, each
-ask, each listing) reads the definitions again and starts, in the background, what should
-run and does not: a new or changed definition (only that one is restarted; one that is
-gone is closed), and at an ask a failed server whose backoff has passed (a listing shows
-the failure rather than hiding it behind a restart). A server's tools join the folder's
-registry when it is ready and leave it when it stops; each change makes a new tuple of
-tools (:attr:`McpServers.tools`), which is what the folder's cached runtime is keyed by.
+Nothing here waits for a server, nor for a file: :meth:`McpServers.refresh` (the folder's
+first use, each ask, each listing) returns at once; in a background task the definitions
+are read again in a worker thread (:class:`FolderDefinitions`: re-parsed only when a file
+or the setting changed) and, back on the loop, what should run and does not is started:
+a new or changed definition (only that one is restarted; one that is gone is closed), and
+at an ask a failed server whose backoff has passed (a listing shows the failure rather
+than hiding it behind a restart). A server's tools join the folder's registry when it is
+ready and leave it when it stops; each change makes a new tuple of tools
+(:attr:`McpServers.tools`), which is what the folder's cached runtime is keyed by.
 
-The SDK is a heavy import (seconds on a busy machine), so it is imported in a worker
-thread before the first connection, never on the event loop nor at start-up; the
-definitions' parsers come with the first refresh (the engine's ``load``).
+The SDK is a heavy import (seconds on a busy machine) and the definitions' parsers cost
+~20 ms, so both are imported in worker threads when first needed, never on the event
+loop nor at start-up.
 """
 
 from __future__ import annotations
@@ -25,23 +27,25 @@ import importlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tooling.display import escape_control
 
 from .. import protocol as p
 from ..agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, Asker, PermissionPrompt
+from ..config.user_config import UserConfigError
 from ..errors import InvalidParamsError
+from .mcp_definitions import WORKSPACE, FolderDefinitions, Loaded
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
     from tools.mcp.connection import McpConnection
     from tools.mcp.spec import McpServerSpec
 
-    from ..config.mcp_approvals import McpApprovals
-    from ..config.mcp_config import McpDefinitions, McpServerEntry
+    from ..config.mcp_config import McpServerEntry
+    from .settings import AgentSettings
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +58,26 @@ AWAITING_APPROVAL: Final = "awaiting-approval"
 # is at once, then the wait doubles up to a minute.
 FIRST_BACKOFF: Final = 1.0
 MAX_BACKOFF: Final = 60.0
-WORKSPACE: Final = "workspace"  # mcp_config's ORIGIN_WORKSPACE (not imported at start-up)
 
 
 def backoff(failures: int) -> float:
     """Seconds to wait, after the ``failures``-th failure in a row, before the next start."""
     return 0.0 if failures <= 1 else min(FIRST_BACKOFF * 2 ** (failures - 2), MAX_BACKOFF)
+
+
+def folder_servers(
+    environ: Mapping[str, str],
+    settings: Callable[[], AgentSettings],
+    warn: Callable[[str], None],
+) -> Callable[[Path], McpServers]:
+    """The factory of a folder's MCP servers: the user file's, the editor's (``settings``:
+    the editor settings now), the folder's own (approved); ``warn`` shows a problem."""
+
+    def servers(root: Path) -> McpServers:
+        definitions = FolderDefinitions(root, environ)
+        return McpServers(root, definitions, lambda: settings().mcp_servers, warn=warn)
+
+    return servers
 
 
 class _Server:
@@ -80,56 +98,80 @@ class _Server:
 
 
 class McpServers:
-    """The servers of the folder ``root``; ``load`` reads their definitions now."""
+    """The servers of the folder ``root``; ``definitions`` reads them, with ``setting()``
+    (the editor's ``mcpServers`` now) as the editor's."""
 
     def __init__(
         self,
         root: Path,
-        load: Callable[[], McpDefinitions],
-        approvals: Callable[[], McpApprovals],
+        definitions: FolderDefinitions,
+        setting: Callable[[], Any],
         *,
         warn: Callable[[str], None] = log.warning,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.root = root
-        self._load = load
-        self._approvals_factory = approvals
-        self._approvals_file: McpApprovals | None = None
+        self._definitions = definitions
+        self._setting = setting
         self._warn = warn
         self._clock = clock
         self._servers: dict[str, _Server] = {}
+        self._loaded: Loaded | None = None  # the definitions applied last
+        self._loading: asyncio.Task[None] | None = None  # the one read in flight
+        self._again = False  # refreshed while reading: one more read after it
+        self._retry = False  # an ask's refresh is among those the next read serves
         self._warned: set[str] = set()  # each definition problem is shown once
-        self._tasks: set[asyncio.Task[None]] = set()  # starts and closes under way
+        self._tasks: set[asyncio.Task[None]] = set()  # reads, starts and closes under way
         self._closed = False
         self.in_use = False  # refreshed once: the folder was used
         # The tools of the ready servers, a new tuple at each change (the runtime's key).
         self.tools: tuple[ToolDefinition, ...] = ()
 
-    @property
-    def _approvals(self) -> McpApprovals:
-        if self._approvals_file is None:
-            self._approvals_file = self._approvals_factory()
-        return self._approvals_file
-
     # -- definitions ----------------------------------------------------------------
 
     def refresh(self, *, retry: bool = False) -> None:
         """Read the definitions again; start what should run, close what is gone or changed;
-        ``retry`` (an ask): also failed servers whose backoff has passed. Returns at once."""
+        ``retry`` (an ask): also failed servers whose backoff has passed. Returns at once:
+        the reading is a background task, and refreshes while it runs share one more."""
         if self._closed:
             return
         self.in_use = True
+        self._retry = self._retry or retry
+        if self._loading is None:
+            self._loading = self._spawn(self._refreshing(), f"read MCP definitions {self.root}")
+        else:
+            self._again = True
+
+    async def current(self) -> None:
+        """Refresh and wait until the definitions as they are now are applied."""
+        self.refresh()
+        if self._loading is not None:
+            await asyncio.shield(self._loading)  # a cancelled request leaves the read be
+
+    async def _refreshing(self) -> None:
         try:
-            definitions = self._load()
-        except Exception:  # a bug of ours must not stop the ask; the servers stay as they are
-            log.exception("reading the MCP definitions of %s failed", self.root)
-            return
-        for warning in definitions.all_warnings():
-            if warning not in self._warned:
-                self._warned.add(warning)
-                self._warn(f"MCP: {warning}")
+            while not self._closed:
+                retry, self._retry, self._again = self._retry, False, False
+                try:
+                    loaded = await asyncio.to_thread(self._definitions.read, self._setting())
+                except (OSError, UserConfigError) as exc:  # the servers stay as they are
+                    self._warn_once(f"MCP: the definitions of {self.root} cannot be read: {exc}")
+                else:
+                    if not self._closed:
+                        self._apply(loaded, retry)
+                if not self._again:
+                    return
+        finally:
+            self._loading = None
+
+    def _apply(self, loaded: Loaded, retry: bool) -> None:
+        if loaded is self._loaded and not retry:
+            return  # nothing changed (approvals included: their file is part of the key)
+        self._loaded = loaded
+        for warning in loaded.definitions.all_warnings():
+            self._warn_once(f"MCP: {warning}")
         names = set()
-        for entry in definitions.entries:
+        for entry in loaded.definitions.entries:
             names.add(entry.name)
             server = self._servers.get(entry.name)
             if server is not None and server.spec == entry.spec:
@@ -146,12 +188,13 @@ class McpServers:
 
     def _begin(self, server: _Server) -> None:
         spec = server.spec
+        approved = self._loaded.approved if self._loaded is not None else frozenset()
         if spec is None:
             server.state = FAILED
             server.error = "; ".join(server.entry.warnings) or "its definition cannot be used"
         elif not spec.enabled:
             server.state = DISABLED
-        elif spec.origin == WORKSPACE and not self._approvals.is_approved(self.root, spec):
+        elif spec.origin == WORKSPACE and spec.name not in approved:
             server.state = AWAITING_APPROVAL
         else:
             self._start(server, spec)
@@ -162,6 +205,11 @@ class McpServers:
             self._begin(server)  # approved since (by this server or another one of the user's)
         elif retry and server.state == FAILED and spec and self._clock() >= server.retry_at:
             self._start(server, spec)
+
+    def _warn_once(self, warning: str) -> None:
+        if warning not in self._warned:
+            self._warned.add(warning)
+            self._warn(warning)
 
     # -- one server's connection -------------------------------------------------------
 
@@ -215,10 +263,20 @@ class McpServers:
         if connection is not None:
             self._spawn(connection.close(), f"close MCP server {server.entry.name}")
 
-    def _spawn(self, work: object, name: str) -> None:
-        task = asyncio.get_running_loop().create_task(work, name=name)  # type: ignore[arg-type]
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(work, name=name)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            # Only a bug of ours gets here (the environment's problems are warnings or a
+            # server's state where they happen): shown as one, not left to the collector.
+            task.get_loop().call_exception_handler(
+                {"message": f"{task.get_name()}: a bug", "exception": exc, "task": task}
+            )
 
     def _tools_changed(self) -> None:
         """The ready servers' tools as one tuple; a name taken already is refused."""
@@ -228,13 +286,10 @@ class McpServers:
             for tool in server.tools:
                 owner = owners.setdefault(tool.name, server.entry.name)
                 if len(owners) == len(tools):  # not added: the name was taken
-                    warning = (
+                    self._warn_once(
                         f"MCP server {server.entry.name}: its tool {tool.name} is refused, "
                         f"a tool of that name comes from {owner}"
                     )
-                    if warning not in self._warned:
-                        self._warned.add(warning)
-                        self._warn(warning)
                     continue
                 tools.append(tool)
         if len(tools) != len(self.tools) or any(
@@ -251,11 +306,13 @@ class McpServers:
             return None
         return server.spec
 
-    def approve(self, spec: McpServerSpec) -> None:
+    async def approve(self, spec: McpServerSpec) -> None:
         """Record the user's approval of ``spec`` and start it (if it is still defined so)."""
-        self._approvals.approve(self.root, spec)
+        await asyncio.to_thread(self._definitions.approve, spec)  # a file written under a lock
         server = self._servers.get(spec.name)
-        if server is not None and server.spec == spec and server.state == AWAITING_APPROVAL:
+        if self._closed or server is None or server.spec != spec:
+            return
+        if server.state == AWAITING_APPROVAL:
             self._start(server, spec)
 
     def state(self, name: str) -> str | None:
@@ -294,13 +351,25 @@ def _info(server: _Server) -> p.McpServerInfo:
     )
 
 
-async def approve_with_user(servers: McpServers, name: str, asker: Asker | None) -> str:
-    """Ask the user (``agent/requestPermission``, naming the command line or URL exactly)
-    whether the workspace server ``name`` may start; records a yes. Returns the state now.
-    Raises :class:`InvalidParamsError` when ``name`` awaits no approval."""
-    spec = servers.awaiting(name)
-    if spec is None:
-        state = servers.state(name)
+async def listing(servers: McpServers | None) -> p.McpServersResult:
+    """``agent/mcpServers``: the folder's servers (None: it has none), as defined now."""
+    if servers is None:
+        return p.McpServersResult([])
+    await servers.current()
+    return p.McpServersResult(servers.describe())
+
+
+async def approve_with_user(
+    servers: McpServers | None, name: str, asker: Asker | None
+) -> p.ApproveMcpServerResult:
+    """``agent/approveMcpServer``: ask the user (``agent/requestPermission``, naming the
+    command line or URL exactly) whether the workspace server ``name`` may start; records a
+    yes. Raises :class:`InvalidParamsError` when ``name`` awaits no approval."""
+    if servers is not None:
+        await servers.current()
+    spec = servers.awaiting(name) if servers is not None else None
+    if servers is None or spec is None:
+        state = servers.state(name) if servers is not None else None
         why = "is not defined here" if state is None else f"awaits no approval ({state})"
         raise InvalidParamsError("name", f"the MCP server {name} {why}")
     if asker is None or not asker.can_ask():
@@ -321,5 +390,6 @@ async def approve_with_user(servers: McpServers, name: str, asker: Asker | None)
         ),
     )
     if await asker.ask(prompt) in (ALLOW_ONCE, ALLOW_ALWAYS):
-        servers.approve(spec)
-    return servers.state(name) or AWAITING_APPROVAL
+        await servers.approve(spec)
+    state = servers.state(name) or AWAITING_APPROVAL
+    return p.ApproveMcpServerResult(approved=state != AWAITING_APPROVAL, state=state)

@@ -353,9 +353,9 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
 
     @server.feature(p.AGENT_MCP_SERVERS)
     @_rpc
-    def mcp_servers(ls: AgentLanguageServer, params: Any) -> Any:
+    async def mcp_servers(ls: AgentLanguageServer, params: Any) -> Any:
         q = p.parse(params, p.FolderParams)
-        return p.to_wire(ls.engine.mcp_servers(_folder(q.workspace_folder)))
+        return p.to_wire(await ls.engine.mcp_servers(_folder(q.workspace_folder)))
 
     @server.feature(p.AGENT_APPROVE_MCP_SERVER)
     @_rpc
