@@ -349,12 +349,18 @@ class RewindResult:
 @attrs.define
 class AskProgress:
     """``agent/askProgress``: what an ask is doing, for clients to show (never parse
-    the human ``message``). ``phase``: model, tools, permission, compacting, done."""
+    the human ``message``). ``phase``: model, writing, tools, permission, compacting,
+    starting (MCP servers whose tools are not in this ask yet: ``servers``), done."""
 
     session_id: str
     turn: int
     phase: str
     message: str
+    # A running call's progress (phase tools; an MCP server's notifications/progress).
+    call_id: str | None = None
+    progress: float | None = None
+    total: float | None = None
+    servers: list[str] | None = None  # phase starting: the servers still starting
 
 
 @attrs.define

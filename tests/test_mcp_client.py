@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import select
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -15,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.mcp_servers import toolbox
+from tests.support.mcp_servers import toolbox, toolbox_over_http
 from tests.support.procs import pids_with, unique_tag, until
 from tooling.context import ToolContext
 from tooling.registry import ToolRegistry
@@ -52,23 +50,8 @@ async def connected(spec: McpServerSpec, **options: Any) -> AsyncIterator[McpCon
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     """The toolbox over Streamable HTTP on 127.0.0.1, for this module's tests."""
-    server = subprocess.Popen(
-        [sys.executable, str(TOOLBOX), "--http"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        ready, _, _ = select.select([server.stdout], [], [], 30)
-        line = server.stdout.readline() if ready else ""
-        assert line.startswith("listening on "), f"the HTTP toolbox did not start: {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[-1])}/mcp"
-    finally:
-        server.kill()
-        server.wait()
-        assert server.stdout is not None
-        server.stdout.close()
+    with toolbox_over_http() as url:
+        yield url
 
 
 # -- names, definitions, results ---------------------------------------------------------

@@ -14,98 +14,25 @@ import os
 import sys
 import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lsprotocol import types
 
 from server.engine.mcp_definitions import FolderDefinitions, Loaded
 from server.engine.mcp_servers import McpServers
-from tests.support.lsp_client import AgentTestClient, agent_session, ask, make_client, server_env
-from tests.support.mcp_servers import toolbox
+from tests.support.lsp_client import ask
+from tests.support.mcp_sessions import (
+    TOOLBOX,
+    mcp_servers,
+    mcp_session,
+    new_tag,
+    tool_results,
+    toolbox_server,
+    until_state,
+)
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, until, wait_until
-
-TOOLBOX = str(Path(toolbox.__file__))
-CAN_ASK = types.ClientCapabilities(experimental={"agent": {"requestPermission": True}})
-
-
-class McpClient(AgentTestClient):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.requests: list[dict[str, Any]] = []
-        self.answers: list[str] = []  # option ids; none left: reject_once
-
-
-def mcp_client() -> McpClient:
-    client = make_client(McpClient)
-    assert isinstance(client, McpClient)
-
-    @client.feature("agent/requestPermission")
-    async def on_request(params: dict[str, Any]) -> dict[str, Any]:
-        client.requests.append(params)
-        answer = client.answers.pop(0) if client.answers else "reject_once"
-        return {"outcome": {"outcome": "selected", "optionId": answer}}
-
-    return client
-
-
-def toolbox_server(tag: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "stdio", "command": sys.executable, "args": [TOOLBOX, "--tag", tag], **extra}
-
-
-@asynccontextmanager
-async def mcp_session(
-    model: ScriptedModel, workspace: Path, servers: dict[str, Any] | None = None
-) -> AsyncIterator[McpClient]:
-    settings = {"mcpServers": servers} if servers is not None else None
-    async with agent_session(
-        server_env(model.base_url),
-        [workspace],
-        settings=settings,
-        capabilities=CAN_ASK,
-        client_factory=mcp_client,
-    ) as client:
-        assert isinstance(client, McpClient)
-        yield client
-
-
-async def mcp_servers(client: McpClient) -> dict[str, dict[str, Any]]:
-    result = await client.protocol.send_request_async("agent/mcpServers", {})
-    return {server["name"]: server for server in result["servers"]}
-
-
-async def until_state(
-    client: McpClient,
-    name: str,
-    state: str,
-    within: float = 30.0,
-    also: Callable[[dict[str, Any]], bool] = lambda _: True,
-) -> dict[str, Any]:
-    """Poll agent/mcpServers until ``name`` is in ``state``; its entry."""
-    deadline = time.monotonic() + within
-    while True:
-        server = (await mcp_servers(client)).get(name)
-        if server is not None and server["state"] == state and also(server):
-            return server
-        assert time.monotonic() < deadline, f"{name} never became {state}: {server}"
-        await asyncio.sleep(0.05)
-
-
-def tool_results(model: ScriptedModel) -> dict[str, str]:
-    return {
-        m["tool_call_id"]: m["content"]
-        for m in model.bodies[-1]["messages"]
-        if m.get("role") == "tool"
-    }
-
-
-def new_tag() -> str:
-    return f"mcp-test-{uuid.uuid4().hex[:10]}"
 
 
 async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .documents import EditorDocuments
 from .journal import ChangeJournal
 from .ledger import FileLedger
 from .permissions import Permissions
+
+# A running call's progress: (progress, total or None, message or None), as MCP's
+# notifications/progress carry it. Cheap to call often: the sink throttles.
+ProgressSink = Callable[[float, float | None, str | None], None]
+# Keeps a call's whole output (call id, text) where agent/toolOutput serves it, when the
+# model gets a cut one.
+OutputKeeper = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,14 @@ class ToolContext:
     cancelled: threading.Event = field(default_factory=threading.Event)
     # The user's say over calls that need it (None: nobody to ask; such calls are refused).
     permissions: Permissions | None = None
+    # Where this call reports its progress (None: nobody listens). Set per call.
+    progress: ProgressSink | None = None
+    # The conversation's keeper of whole outputs (None: only the model's text is kept).
+    keep_whole_output: OutputKeeper | None = None
 
-    def for_call(self, call_id: str) -> ToolContext:
-        """This context for one tool call: same conversation state, own cancel flag."""
-        return dataclasses.replace(self, call_id=call_id, cancelled=threading.Event())
+    def for_call(self, call_id: str, progress: ProgressSink | None = None) -> ToolContext:
+        """This context for one tool call: same conversation state, own cancel flag and
+        progress sink."""
+        return dataclasses.replace(
+            self, call_id=call_id, cancelled=threading.Event(), progress=progress
+        )

@@ -7,7 +7,7 @@ from typing import Any
 
 from tooling.display import NEWLINE_MARK, escape_control
 
-from .events import ToolCallFinished, ToolCallStarted
+from .events import ToolCallFinished, ToolCallProgress, ToolCallStarted
 
 SUMMARY_CHARS = 80
 
@@ -64,3 +64,19 @@ def activity_params(session_id: str, event: ToolCallStarted | ToolCallFinished) 
         params["output"] = event.output  # already a preview (agent_loop.preview)
         params["durationMs"] = round(event.duration_ms, 1)
     return params
+
+
+def progress_text(event: ToolCallProgress) -> str:
+    """``3/10 indexing`` (``40%`` when the total is 100), safe to show: the tool's words."""
+
+    def number(value: float) -> str:
+        return f"{value:g}"
+
+    if event.total == 100:
+        done = f"{number(event.progress)}%"
+    elif event.total:
+        done = f"{number(event.progress)}/{number(event.total)}"
+    else:
+        done = number(event.progress)
+    message = _one_line(event.message) if event.message else ""
+    return f"{done} {message}".rstrip()

@@ -58,6 +58,19 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
+class ToolCallProgress:
+    """A running call's progress (an MCP server's ``notifications/progress``), between
+    its start and its end; at most a few per second per call (the loop throttles)."""
+
+    turn: int
+    call_id: str
+    name: str
+    progress: float
+    total: float | None
+    message: str | None  # the tool's words: escape them to show them
+
+
+@dataclass(frozen=True)
 class PermissionRequested:
     """A call waits for the user's permission (between its start and its end)."""
 
@@ -105,16 +118,26 @@ class CompactionFinished:
     duration_ms: float  # the summary's model requests included
 
 
+@dataclass(frozen=True)
+class ToolSourcesStarting:
+    """Sent by the engine before an ask's loop: tool sources (MCP servers) still starting,
+    whose tools this ask does not have."""
+
+    servers: tuple[str, ...]
+
+
 AgentEvent = (
     ModelRequestStarted
     | TextDelta
     | ToolCallStarted
     | ToolCallFinished
+    | ToolCallProgress
     | PermissionRequested
     | PermissionAnswered
     | FinalAnswer
     | CompactionStarted
     | CompactionFinished
+    | ToolSourcesStarting
 )
 EventSink = Callable[[AgentEvent], None]
 

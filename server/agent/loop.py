@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tooling.context import ToolContext
+from tooling.context import ProgressSink, ToolContext
 from tooling.contract import is_error
 
 from ..model.request import complete
@@ -52,6 +52,7 @@ from .events import (
     ModelRequestStarted,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 
@@ -229,6 +230,26 @@ def _text_delta(emit: EventSink, turn: int, channel: str, text: str) -> None:
     emit(TextDelta(turn, channel, text))
 
 
+# A tool may report progress at any rate; clients need a few updates a second at most.
+PROGRESS_INTERVAL = 0.2
+
+
+def _progress_sink(emit: EventSink, turn: int, call_id: str, name: str) -> ProgressSink:
+    """A call's progress as events: the first and the last (progress == total) always,
+    others at most one per :data:`PROGRESS_INTERVAL`."""
+    last = -PROGRESS_INTERVAL
+
+    def report(progress: float, total: float | None, message: str | None) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < PROGRESS_INTERVAL and (total is None or progress < total):
+            return
+        last = now
+        emit(ToolCallProgress(turn, call_id, name, progress, total, message))
+
+    return report
+
+
 async def _run_tool_calls(
     calls: Sequence[dict[str, Any]],
     runtime: ToolRuntime,
@@ -253,7 +274,8 @@ async def _run_tool_calls(
         if call.get("type", "function") != "function":
             output = f"Error: unsupported tool call type {call['type']}"
         else:
-            output = await runtime.execute(name, arguments, context.for_call(call["id"]))
+            sink = _progress_sink(emit, turn, call["id"], name)
+            output = await runtime.execute(name, arguments, context.for_call(call["id"], sink))
         outputs[index] = output
         _finish(index, output, ok=not is_error(output))
 

@@ -32,8 +32,9 @@ def tool_context(
 ) -> ToolContext:
     """What the tool calls of one ask in ``conversation`` may use: its ledger (what the
     model has read), the editor's open documents, the permission gate (``approval``,
-    the session's grants, the user through ``asker``; its requests are events) and the
-    ask's checkpoint ``journal``."""
+    the session's grants, the user through ``asker``; its requests are events), the
+    ask's checkpoint ``journal``, and the conversation's archive for whole outputs that
+    reach the model cut."""
     permissions = PermissionGate(
         approval,
         conversation.grants,
@@ -47,6 +48,7 @@ def tool_context(
         session_id=conversation.id,
         permissions=permissions,
         journal=journal,
+        keep_whole_output=conversation.archive.keep_output,
     )
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import protocol as p
-from ..agent.events import EngineWarning, EventSink, WarningSink
+from ..agent.events import EngineWarning, EventSink, ToolSourcesStarting, WarningSink
 from ..agent.loop import agent_loop
 from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
@@ -294,6 +294,9 @@ class AgentEngine:
             )
         if on_session is not None:
             on_session(conversation.id)
+        starting = target.mcp.starting() if target.mcp is not None else ()
+        if starting and on_event is not None:
+            on_event(ToolSourcesStarting(starting))
         check = self._endpoints.check_model(model, client)
         async with conversation.lock:
             window = context_window(conversation, settings, model.model, runtime)

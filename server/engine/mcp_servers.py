@@ -315,6 +315,10 @@ class McpServers:
         if server.state == AWAITING_APPROVAL:
             self._start(server, spec)
 
+    def starting(self) -> tuple[str, ...]:
+        """The servers being started: their tools are not in the registry yet."""
+        return tuple(name for name, server in self._servers.items() if server.state == STARTING)
+
     def state(self, name: str) -> str | None:
         server = self._servers.get(name)
         return server.state if server is not None else None

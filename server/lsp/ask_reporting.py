@@ -22,7 +22,7 @@ from pygls.exceptions import JsonRpcException
 from tooling.display import escape_control
 
 from .. import protocol as p
-from ..agent.activity import activity_params, summarize_arguments
+from ..agent.activity import activity_params, progress_text, summarize_arguments
 from ..agent.events import (
     AgentEvent,
     CompactionFinished,
@@ -33,7 +33,9 @@ from ..agent.events import (
     PermissionRequested,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
+    ToolSourcesStarting,
 )
 from .delta_coalescing import DeltaCoalescer
 
@@ -121,6 +123,22 @@ class AskReporter:
             self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
         elif isinstance(event, ToolCallFinished):
             self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
+        elif isinstance(event, ToolCallProgress):
+            text = f"turn {event.turn}: {escape_control(event.name)} {progress_text(event)}"
+            self._phase(
+                "tools",
+                text.rstrip(),
+                call_id=event.call_id,
+                progress=event.progress,
+                total=event.total,
+            )
+        elif isinstance(event, ToolSourcesStarting):
+            names = ", ".join(escape_control(name) for name in event.servers)
+            self._phase(
+                "starting",
+                f"MCP servers still starting, their tools join a later ask: {names}",
+                servers=list(event.servers),
+            )
         elif isinstance(event, PermissionRequested | PermissionAnswered):
             # "waiting" while the user is asked; "started" again once allowed to run.
             waiting = isinstance(event, PermissionRequested)
@@ -160,9 +178,9 @@ class AskReporter:
             )
             self._ls.protocol.notify(p.AGENT_COMPACTION, p.to_wire(notice))
 
-    def _phase(self, phase: str, message: str) -> None:
+    def _phase(self, phase: str, message: str, **fields: Any) -> None:
         self._progress.report(message)
-        progress = p.AskProgress(self.session_id, self._turn, phase, message)
+        progress = p.AskProgress(self.session_id, self._turn, phase, message, **fields)
         self._ls.protocol.notify(p.AGENT_ASK_PROGRESS, p.to_wire(progress))
 
     def _send_delta(self, turn: int, channel: str, text: str) -> None:

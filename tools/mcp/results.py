@@ -19,6 +19,9 @@ from mcp import types
 from tooling.contract import ERROR_PREFIX
 
 NO_OUTPUT = "(no output)"
+# What the model gets of one result at most, as of a bash call (tools/shell.py): the first
+# and the last half. The whole text is kept for agent/toolOutput (ToolContext.keep_whole_output).
+OUTPUT_LIMIT = 50_000
 
 
 def tool_output(result: types.CallToolResult) -> str:
@@ -33,6 +36,20 @@ def tool_output(result: types.CallToolResult) -> str:
         message = text.removeprefix(ERROR_PREFIX).strip() or "the tool failed without a message"
         return f"{ERROR_PREFIX} {message}"
     return text if text else NO_OUTPUT
+
+
+def capped(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    """``text`` itself when it fits in ``limit`` characters, else its first and last halves
+    around a line saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    left_out = len(text) - 2 * half
+    return (
+        text[:half]
+        + f"\n\n[... {left_out:,} characters of the MCP tool's output omitted; the user can "
+        "see all of it ...]\n\n" + text[-half:]
+    )
 
 
 def _is_text(block: types.ContentBlock) -> bool:

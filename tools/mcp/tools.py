@@ -25,9 +25,9 @@ from tooling.contract import ToolDefinition
 from tooling.display import escape_control
 from tooling.permissions import CallPermission
 
-from .connection import McpCallError, McpConnection
+from .connection import McpCallError, McpConnection, ProgressFn
 from .naming import tool_name
-from .results import tool_output
+from .results import capped, tool_output
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object"}
 
@@ -51,11 +51,22 @@ def definition(connection: McpConnection, tool: types.Tool) -> ToolDefinition:
     }
 
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        sink = context.progress
+        reported: ProgressFn | None = None
+        if sink is not None:
+
+            async def reported(progress: float, total: float | None, message: str | None) -> None:
+                sink(progress, total, message)
+
         try:
-            result = await connection.call(tool.name, arguments)
+            result = await connection.call(tool.name, arguments, progress=reported)
         except McpCallError as exc:
             return str(exc)
-        return tool_output(result)
+        whole = tool_output(result)
+        shown = capped(whole)
+        if shown is not whole and context.keep_whole_output is not None:
+            context.keep_whole_output(context.call_id, whole)
+        return shown
 
     def permission(arguments: dict[str, Any]) -> CallPermission:
         shown_arguments = json.dumps(arguments, ensure_ascii=False)
