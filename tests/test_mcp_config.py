@@ -25,7 +25,8 @@ from server.config.mcp_config import (
     parse_user_file,
     parse_workspace_folder,
 )
-from server.config.user_config import read_user_config
+from server.config.mcp_edit import add_server
+from server.config.user_config import UserConfigError, read_user_config
 from tests.support.lsp_client import REPO, server_env
 from tools.mcp.spec import McpServerSpec
 
@@ -754,3 +755,12 @@ def test_list_without_servers_says_how_to_add_one(tmp_path: Path) -> None:
     assert "No MCP servers. Add one: agent-lsp mcp add NAME -- COMMAND" in shown.stdout
     bare = run_mcp(tmp_path, cwd=tmp_path)  # no action: list, of the current folder
     assert bare.returncode == 0 and "No MCP servers" in bare.stdout
+
+
+@pytest.mark.parametrize("name", ["a.b", "x]\n[evil", "", "ünï"])
+def test_add_server_refuses_a_name_that_is_not_a_bare_key(tmp_path: Path, name: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('model = "m"\n')
+    with pytest.raises(UserConfigError, match="letters, digits"):
+        add_server(config, name, {"command": "true"})
+    assert config.read_text() == 'model = "m"\n'

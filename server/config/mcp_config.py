@@ -50,9 +50,7 @@ from typing import Any, Final
 from tools.mcp.spec import DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerSpec
 
 from .untrusted_files import read_untrusted, strip_jsonc
-from .user_config import (
-    display_path,
-)
+from .user_config import display_path, is_bare_key
 
 TABLE: Final = "mcp_servers"
 EDITOR_SETTING: Final = "agentLsp.mcpServers"
@@ -66,7 +64,6 @@ ORIGIN_USER: Final = "user"
 ORIGIN_EDITOR: Final = "editor"
 ORIGIN_WORKSPACE: Final = "workspace"
 
-SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _VARIABLE = re.compile(r"(?:env:)?([A-Za-z_][A-Za-z0-9_]*)")
 _REFERENCE = re.compile(r"\$(\$|\{([^{}]*)\})")
 _COMMON_KEYS: Final = frozenset(
@@ -238,7 +235,7 @@ def _parse_servers(
     """``base``: the folder a relative ``cwd`` is in (a workspace's); else it must be absolute."""
     entries, warnings = [], []
     for name, definition in raw.items():
-        if not isinstance(name, str) or not SERVER_NAME.fullmatch(name):
+        if not isinstance(name, str) or not is_bare_key(name):
             warnings.append(
                 f"{where(str(name))}: ignored: a server name is letters, digits, '-' and '_'"
             )

@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .mcp_config import SERVER_NAME, TABLE
+from .mcp_config import TABLE
 from .user_config import (
     UserConfigError,
     header_name,
+    is_bare_key,
     is_comment,
     read_for_edit,
     toml_string,
@@ -25,6 +26,8 @@ from .user_config import (
 def add_server(path: Path, name: str, table: Mapping[str, Any], *, replace: bool = False) -> Path:
     """Write ``[mcp_servers.NAME]`` with ``table``'s values at the end of the file (or, with
     ``replace``, where the old definition was); every other line stays. Returns the file written."""
+    if not is_bare_key(name):
+        raise UserConfigError(f"server name {name!r}: use letters, digits, '-' and '_' only")
     target, old, data = read_for_edit(path)
     servers = data.get(TABLE, {})
     if not isinstance(servers, dict):
@@ -125,4 +128,4 @@ def _toml_value(value: Any) -> str:
 
 
 def _toml_key(key: str) -> str:
-    return key if SERVER_NAME.fullmatch(key) else toml_string(key)
+    return key if is_bare_key(key) else toml_string(key)

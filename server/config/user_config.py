@@ -168,7 +168,7 @@ def set_value(path: Path, key: str, value: str, *, endpoint: str | None = None) 
     """
     if key not in VALUE_KEYS:
         raise UserConfigError(f"unknown key {key!r}: one of {', '.join(VALUE_KEYS)}")
-    if endpoint is not None and not _is_bare_key(endpoint):
+    if endpoint is not None and not is_bare_key(endpoint):
         raise UserConfigError(f"endpoint name {endpoint!r}: use letters, digits, '-' and '_' only")
     target, old, _ = read_for_edit(path)
     new = _with_value(old, key, value, endpoint)
@@ -339,7 +339,9 @@ def is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
-def _is_bare_key(name: str) -> bool:
+def is_bare_key(name: str) -> bool:
+    """A TOML bare key: ASCII letters, digits, '-' and '_' (what an endpoint or an MCP
+    server may be named, so its table header needs no quoting)."""
     return bool(name) and all(c.isascii() and (c.isalnum() or c in "-_") for c in name)
 
 
