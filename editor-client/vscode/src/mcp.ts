@@ -221,8 +221,12 @@ const realTimers: Timers = {
   clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
-/** While a server is starting, how long until the next look (doubling, at most the last). */
-export const STARTING_RECHECKS_MS = [500, 1000, 2000, 4000, 8000, 15_000, 30_000] as const;
+/**
+ * While a server is starting, how long until the next look (then the last, again): a start
+ * ends within its `startup_timeout` (30 s by default), so a dozen looks at most, and the item
+ * is at most 5 s behind.
+ */
+export const STARTING_RECHECKS_MS = [500, 1000, 2000, 3000, 5000] as const;
 
 /**
  * Keeps the status bar's list current without polling: a refresh is asked for at the events
@@ -289,7 +293,7 @@ export class McpRefresher {
     this.cancelTimer();
     this.show(servers);
     if (this.disposed || !servers?.some((s) => s.state === "starting")) return;
-    const wait = STARTING_RECHECKS_MS[Math.min(this.recheck, STARTING_RECHECKS_MS.length - 1)] ?? 30_000;
+    const wait = STARTING_RECHECKS_MS[Math.min(this.recheck, STARTING_RECHECKS_MS.length - 1)] ?? 5000;
     this.recheck++;
     this.timer = this.timers.set(() => {
       this.timer = undefined;
