@@ -151,7 +151,7 @@ function userSettings() {
 let extensionsInstalled = false;
 
 /** A code-server of its own (user data, settings) whose processes inherit `agentEnv`. */
-async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHON, "-I", "-m", "server"], extraSettings = {}) {
+async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHON, "-I", "-m", "server"], extraSettings = {}, machineSettings = {}) {
   const userData = join(tmp, name, "user-data");
   const extensions = join(tmp, "extensions");
   const config = join(tmp, "code-server.yaml");
@@ -162,7 +162,7 @@ async function startCodeServer(name, workspace, agentEnv, serverCommand = [PYTHO
   // takes such settings from the remote ("Machine") settings and ignores the browser-side user
   // settings' value (as in Remote-SSH), so it goes where a user of a remote window puts it.
   mkdirSync(join(userData, "Machine"), { recursive: true });
-  writeFileSync(join(userData, "Machine", "settings.json"), JSON.stringify({ "agentLsp.server.command": serverCommand }, null, 2));
+  writeFileSync(join(userData, "Machine", "settings.json"), JSON.stringify({ "agentLsp.server.command": serverCommand, ...machineSettings }, null, 2));
   const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--config", config];
   if (!extensionsInstalled) {
     const install = spawnSync(CODE_SERVER, [...common, "--install-extension", VSIX], { encoding: "utf8" });
@@ -579,6 +579,14 @@ const SCRIPT = [
   // Streamed slowly (6 characters every 50 ms: about 4 s), so the test sees it half written.
   { match: "E2E-STREAM", replies: [{ content: STREAM_TEXT, chunk_size: 6, chunk_delay: 0.05 }] },
   { match: "E2E-SELECTION", replies: [{ content: "It defines `main`, which prints a greeting (SELECTION-OK)." }] },
+  {
+    match: "E2E-MCP",
+    replies: [
+      { tool_calls: [{ name: "mcp__tb__echo", arguments: { text: "hello-from-mcp" } }] }, // read-only: runs
+      { tool_calls: [{ name: "mcp__tb__write_note", arguments: { text: "note-1" } }] }, // asks first
+      { content: "MCP-DONE" },
+    ],
+  },
   { match: "*", replies: [{ content: "fallback answer" }] },
 ];
 
@@ -1456,6 +1464,62 @@ scenario("a server command that cannot start is reported with a way to fix it", 
   await page.screenshot({ path: join(OUTPUT, "settings.png") });
 }, { noServer: true });
 
+// -- MCP servers (a group of its own: its own folder, with a .vscode/mcp.json) ------------------
+
+const TOOLBOX = join(ROOT, "tests", "support", "mcp_servers", "toolbox.py");
+/** The status bar's MCP item (hidden while the folder has no server). */
+const mcpItem = (page) => page.locator(".statusbar-item", { hasText: /MCP \d+\/\d+/ }).first();
+const mcpStatus = async (page) => ((await mcpItem(page).count()) ? /MCP \d+\/\d+/.exec(await mcpItem(page).innerText())?.[0] ?? "" : "");
+// A server's start imports the MCP SDK and runs a Python process: slow on a busy machine.
+const MCP_START_MS = 90_000;
+
+scenario("an MCP server of the user's settings: its tools listed under it, a call shown in the chat, a write asked about", async ({ page, model }) => {
+  // tb (agentLsp.mcpServers, machine settings) ready; repo (the folder's) awaits approval.
+  await until("tb ready in the status bar", async () => (await mcpStatus(page)) === "MCP 1/2", MCP_START_MS);
+  await runCommand(page, "Agent: List Tools");
+  const picker = page.locator(".quick-input-widget:visible");
+  await until("tb's tools under their server", async () => /tb \(MCP\)/.test(await picker.innerText()) && /mcp__tb__echo/.test(await picker.innerText()), 15_000);
+  await page.keyboard.press("Escape");
+  const dialog = page.locator(".monaco-dialog-box");
+  const count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-MCP use the toolbox");
+  await until("the permission dialog of write_note", async () => (await dialog.count()) > 0 && /on MCP server tb/.test(await dialog.first().innerText()), 30_000);
+  const text = await dialog.first().innerText();
+  for (const expected of ["write_note", "Arguments:", '"text": "note-1"', "Always Allow This Tool"]) {
+    assert(text.includes(expected), `the dialog lacks ${JSON.stringify(expected)}:\n${text}`);
+  }
+  await page.screenshot({ path: join(OUTPUT, "mcp-permission.png") });
+  await dialog.getByRole("button", { name: "Allow Once" }).click();
+  const frame = await panelFrame(page);
+  const entry = await finishedEntry(frame, "MCP-DONE", 30_000);
+  const rows = await entry.locator(".call").allInnerTexts();
+  assert(rows.length === 2 && rows[0].includes("mcp__tb__echo") && rows[0].includes("hello-from-mcp"), `tool rows:\n${rows.join("\n")}`);
+  assert(rows[1].includes("mcp__tb__write_note") && rows[1].includes("note-1"), `tool rows:\n${rows.join("\n")}`);
+  const requests = modelRequests(model.recordFile).slice(count);
+  assert(toolResult(requests[1], "mcp__tb__echo") === "hello-from-mcp", `echo's result: ${toolResult(requests[1], "mcp__tb__echo")}`);
+  assert(toolResult(requests[2], "mcp__tb__write_note") === "noted: note-1", `write_note's result: ${toolResult(requests[2], "mcp__tb__write_note")}`);
+}, { mcp: true });
+
+scenario("a folder's own MCP server awaits approval; approved through Agent: MCP Servers, it becomes ready", async ({ page }) => {
+  await until("repo awaiting approval", async () => (await mcpStatus(page)) === "MCP 1/2", MCP_START_MS);
+  const picker = page.locator(".quick-input-widget:visible");
+  const row = picker.locator(".quick-input-list .monaco-list-row", { hasText: "repo" }).first();
+  await runCommand(page, "Agent: MCP Servers");
+  await until("repo in the quick pick", async () => (await row.count()) > 0 && /awaiting your approval/.test(await row.innerText()), 15_000);
+  await row.click();
+  const dialog = page.locator(".monaco-dialog-box");
+  await until("the approval dialog", async () => (await dialog.count()) > 0 && /Start MCP server repo/.test(await dialog.first().innerText()), 15_000);
+  const text = await dialog.first().innerText();
+  assert(text.includes(`Command: ${PYTHON}`) && text.includes("e2e-repo"), `the approval dialog:\n${text}`);
+  await page.screenshot({ path: join(OUTPUT, "mcp-approval.png") });
+  await dialog.getByRole("button", { name: "Approve and Start" }).click();
+  await waitForNotification(page, /MCP server repo approved/);
+  await until("both ready in the status bar", async () => (await mcpStatus(page)) === "MCP 2/2", MCP_START_MS);
+  await runCommand(page, "Agent: MCP Servers");
+  await until("repo ready in the quick pick", async () => (await row.count()) > 0 && /ready, \d+ tools/.test(await row.innerText()), 15_000);
+  await page.keyboard.press("Escape");
+}, { mcp: true });
+
 // -- main ------------------------------------------------------------------------------------
 
 /**
@@ -1494,11 +1558,26 @@ try {
   await plantHostileWorkspaceSettings(workspace);
   const model = await startModelServer(SCRIPT);
   const keyModel = await startModelServer(KEY_SCRIPT, "key-model", ["--api-key", E2E_KEY, "--models", "scripted,e2e-big-model"]);
+  // The MCP group's folder: its own server, which waits for the user's approval.
+  const mcpWorkspace = join(tmp, "mcp-workspace");
+  mkdirSync(join(mcpWorkspace, ".vscode"), { recursive: true });
+  writeFileSync(
+    join(mcpWorkspace, ".vscode", "mcp.json"),
+    JSON.stringify({ servers: { repo: { type: "stdio", command: PYTHON, args: [TOOLBOX, "--tag", "e2e-repo"] } } }, null, 2),
+  );
   const withoutKey = Object.fromEntries(["MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"].map((k) => [k, undefined]));
   const groups = [
     // The agent server inherits the model endpoint from code-server's environment.
     { name: "configured", env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted", AGENT_LSP_LOG_LEVEL: process.env.AGENT_LSP_LOG_LEVEL }, unconfigured: false },
     { name: "unconfigured", env: withoutKey, unconfigured: true },
+    // An MCP server in the user's (machine) settings, and one of the folder's own.
+    {
+      name: "mcp",
+      env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted" },
+      mcp: true,
+      workspace: mcpWorkspace,
+      machineSettings: { "agentLsp.mcpServers": { tb: { type: "stdio", command: PYTHON, args: [TOOLBOX, "--tag", "e2e-tb"] } } },
+    },
     { name: "no-server", env: withoutKey, noServer: true, serverCommand: [join(tmp, "missing", "agent-lsp")] },
     // No key in the environment: the user sets it with "Agent: Set API Key". The LSP traffic and
     // the server's debug log are recorded, to show the key is in neither.
@@ -1515,11 +1594,13 @@ try {
         Boolean(sc.unconfigured) === Boolean(group.unconfigured) &&
         Boolean(sc.noServer) === Boolean(group.noServer) &&
         Boolean(sc.keyed) === Boolean(group.keyed) &&
+        Boolean(sc.mcp) === Boolean(group.mcp) &&
         (!only.length || only.some((o) => sc.name.includes(o))),
     );
     if (selected.length === 0) continue;
     const groupStart = Date.now();
-    const { url, userData, child } = await startCodeServer(group.name, workspace, group.env, group.serverCommand, group.settings);
+    const folder = group.workspace ?? workspace;
+    const { url, userData, child } = await startCodeServer(group.name, folder, group.env, group.serverCommand, group.settings, group.machineSettings);
     log(`${group.name}: code-server at ${url}, model at ${model.url}, tmp ${tmp}`);
     const context = await chromium.launchPersistentContext(join(tmp, group.name, "chromium-profile"), {
       executablePath: CHROMIUM,
@@ -1529,13 +1610,13 @@ try {
     });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: url });
     const page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`);
+    await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
     log(`${group.name}: workbench loaded after ${((Date.now() - groupStart) / 1000).toFixed(1)}s`);
     for (const { name, fn } of selected) {
       const started = Date.now();
       try {
-        await fn({ page, model, keyModel, userData, workspace, codeServerPid: child.pid });
+        await fn({ page, model, keyModel, userData, workspace: folder, codeServerPid: child.pid });
         passed++;
         console.log(`PASS ${name} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
       } catch (error) {

@@ -27,6 +27,7 @@ import {
   type SandboxStatus,
   type ToolActivity,
 } from "./protocol";
+import { McpStatus } from "./mcp-status";
 import { userValue } from "./settings";
 import { describeSandbox, type SandboxView, showSandboxStatus } from "./sandbox";
 import { config, ServerProcess } from "./server-process";
@@ -46,6 +47,8 @@ export class AgentClient implements vscode.Disposable, SetupHost {
   private readonly traceWriter: TraceWriter;
   readonly chat: ChatController;
   readonly checkpoints: Checkpoints;
+  /** The folder's MCP servers: the status bar item, Agent: MCP Servers, their configuration. */
+  readonly mcp: McpStatus;
   private traceRevealed = false;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly apiKey: ApiKeyStore;
@@ -61,7 +64,10 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       attach: (client) => this.attach(client),
       setState: (state) => this.setState(state),
       runningChanged: (running) => this.onRunningChanged(running),
-      settingsSent: () => this.refreshSandbox(),
+      settingsSent: () => {
+        this.mcp.refresh(); // the mcpServers setting may have changed them
+        return this.refreshSandbox();
+      },
       lost: () => this.onServerLost(),
       stopAsk: () => {
         this.chat.stop();
@@ -115,6 +121,13 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       },
       this.chat,
     );
+    this.mcp = new McpStatus({
+      request: (method, params) => this.request(method, params),
+      supports: (method) => this.supports(method),
+      folderParams: () => this.folderParams(),
+      showLog: () => this.showLog(),
+      openSettings: (query) => openSettings(this.context, this.log, query),
+    });
     this.statusItem.name = "Agent";
     this.statusItem.command = "agentLsp.showPanel";
     this.statusItem.show();
@@ -166,6 +179,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
   private onRunningChanged(running: boolean): void {
     if (!running) {
       this.sandbox = undefined; // the next server says its own
+      this.mcp.serverStopped();
       return;
     }
     if (!this.chat.session.busy) this.setState({ kind: "idle" });
@@ -241,6 +255,8 @@ export class AgentClient implements vscode.Disposable, SetupHost {
   }
 
   private onAskEnded(outcome: SendOutcome, elapsedMs: number): void {
+    // An ask reads the definitions again and restarts a failed server: their states may differ.
+    this.mcp.refresh();
     const now = new Date();
     const sessionId = this.chat.session.sessionId;
     if (outcome.kind === "answered") {
@@ -386,6 +402,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
 
   async dispose(): Promise<void> {
     this.checkpoints.dispose();
+    this.mcp.dispose();
     this.chat.dispose();
     this.traceWriter.dispose();
     await this.server.dispose();

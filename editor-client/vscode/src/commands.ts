@@ -7,7 +7,7 @@ import type { AgentClient } from "./agent-client";
 import { manageGrants } from "./grants";
 import { type ListToolsResult, Methods } from "./protocol";
 import type { CheckAction } from "./setup";
-import { toolPickItems } from "./tools-view";
+import { toolPickItems, toolsTitle } from "./tools-view";
 
 export function registerCommands(context: vscode.ExtensionContext, agent: AgentClient): vscode.Disposable[] {
   return [
@@ -23,6 +23,8 @@ export function registerCommands(context: vscode.ExtensionContext, agent: AgentC
     vscode.commands.registerCommand("agentLsp.listTools", () => listTools(agent)),
     vscode.commands.registerCommand("agentLsp.manageGrants", () => manageGrantsCommand(agent)),
     vscode.commands.registerCommand("agentLsp.sandboxStatus", () => agent.sandboxStatus()),
+    vscode.commands.registerCommand("agentLsp.mcpServers", () => agent.mcp.showServers()),
+    vscode.commands.registerCommand("agentLsp.openMcpConfiguration", () => agent.mcp.openConfiguration()),
     vscode.commands.registerCommand("agentLsp.showPanel", () => agent.showPanel()),
     vscode.commands.registerCommand("agentLsp.showToolTrace", () => agent.showTrace()),
     vscode.commands.registerCommand("agentLsp.showServerLog", () => agent.showLog()),
@@ -93,8 +95,11 @@ async function listTools(agent: AgentClient): Promise<void> {
     return;
   }
   const tools = result.tools ?? [];
-  await vscode.window.showQuickPick(toolPickItems(tools), {
-    title: `Agent tools (${tools.length})`,
+  const items = toolPickItems(tools).map((entry): vscode.QuickPickItem =>
+    "separator" in entry ? { label: entry.separator, kind: vscode.QuickPickItemKind.Separator } : entry,
+  );
+  await vscode.window.showQuickPick(items, {
+    title: toolsTitle(tools),
     placeHolder: "The tools the agent can call in this workspace",
     matchOnDescription: true,
     matchOnDetail: true,
@@ -174,12 +179,15 @@ export async function routeCheckAction(
 }
 
 /**
- * This extension's settings. In a remote window (Remote-SSH, WSL, code-server) the
- * machine-scoped ones (server command, endpoint) are set in the remote's settings, and the
- * User tab hides them, so open the Remote tab there.
+ * This extension's settings (or those `query` finds). In a remote window (Remote-SSH, WSL,
+ * code-server) the machine-scoped ones (server command, endpoint, MCP servers) are set in the
+ * remote's settings, and the User tab hides them, so open the Remote tab there.
  */
-export async function openSettings(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<void> {
-  const query = `@ext:${context.extension.id}`;
+export async function openSettings(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  query = `@ext:${context.extension.id}`,
+): Promise<void> {
   if (vscode.env.remoteName) {
     try {
       await vscode.commands.executeCommand("workbench.action.openRemoteSettings", { query });

@@ -54,6 +54,20 @@ const LABELS: Record<string, string> = {
   reject_always: "Always Reject This Call",
 };
 
+// An MCP server's tool (docs/mcp.md: registry names `mcp__SERVER__TOOL`, never a built-in's):
+// its "always" answers cover the tool with any arguments, not one exact call.
+const LABELS_MCP_TOOL: Record<string, string> = {
+  ...LABELS,
+  allow_always: "Always Allow This Tool",
+  reject_always: "Always Reject This Tool",
+};
+// agent/approveMcpServer's question: either allow records the approval of that definition for
+// the folder (and either reject leaves it waiting), so two buttons say all there is.
+const MCP_SERVER_APPROVAL = "mcp_server";
+const LABELS_MCP_SERVER: Record<string, string> = { allow_once: "Approve and Start", reject_once: "Reject" };
+
+export const isMcpTool = (toolName: string): boolean => toolName.startsWith("mcp__");
+
 export interface PermissionDialog {
   message: string;
   detail: string;
@@ -92,11 +106,39 @@ export function shownCommand(toolName: string, args: Record<string, unknown> | u
 }
 
 /**
+ * What a workspace's MCP server would run (agent/approveMcpServer's arguments): the program,
+ * its arguments exactly (JSON, so where one ends is seen), the environment it adds and its
+ * folder, or the URL and headers. The approval is bound to all of it, so all of it is shown:
+ * an `LD_PRELOAD` in `env` runs as much as the command does.
+ */
+export function serverSubject(args: Record<string, unknown> | undefined): string[] {
+  const lines: string[] = [];
+  const text = (value: unknown) => (typeof value === "string" ? escapeControl(value) : escapeControl(JSON.stringify(value) ?? ""));
+  const pairs = (label: string, value: unknown) => {
+    if (typeof value !== "object" || value === null) return;
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length) lines.push(`${label}:`, ...entries.map(([k, v]) => `  ${escapeControl(k)}=${text(v)}`));
+  };
+  if (args?.["transport"] === "http") {
+    lines.push(`URL: ${text(args["url"])}`);
+    pairs("Headers", args["headers"]);
+    return lines;
+  }
+  lines.push(`Command: ${text(args?.["command"])}`);
+  const argv = args?.["args"];
+  if (Array.isArray(argv) && argv.length) lines.push(`Arguments: ${text(argv)}`);
+  pairs("Environment", args?.["env"]);
+  if (typeof args?.["cwd"] === "string") lines.push(`Working folder: ${text(args["cwd"])}`);
+  return lines;
+}
+
+/**
  * What the call will do, in lines: a command in full; for write_file the file, the content's
  * size and its first lines; for edit_file the file and the text replaced → its replacement.
  * A path alone would not tell the user what they allow.
  */
 export function callSubject(toolName: string, args: Record<string, unknown> | undefined): string[] {
+  if (toolName === MCP_SERVER_APPROVAL) return serverSubject(args);
   const command = shownCommand(toolName, args);
   if (command !== undefined) return ["Command:", command];
   const lines: string[] = [];
@@ -107,6 +149,10 @@ export function callSubject(toolName: string, args: Record<string, unknown> | un
     const count = content === "" ? 0 : content.split("\n").length - (content.endsWith("\n") ? 1 : 0);
     const bytes = new TextEncoder().encode(content).length;
     lines.push(`Writes ${plural(count, "line")} (${plural(bytes, "byte")}):`, ...quote(shown(content)));
+  }
+  if (isMcpTool(toolName) && args && Object.keys(args).length > 0) {
+    // The server's title has them on one line; here they are in full, one field a line.
+    lines.push("Arguments:", ...quote(shown(JSON.stringify(args, null, 2))));
   }
   const oldText = args?.["old_text"];
   const newText = args?.["new_text"];
@@ -124,13 +170,21 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
   if (typeof request.reason === "string" && request.reason.trim() !== "") {
     lines.push("", `Reason: ${escapeControl(request.reason)}`);
   }
-  lines.push(
-    "",
-    "“Always” answers hold for this conversation and only for this exact call; a changed command asks again.",
-  );
+  const approval = request.toolName === MCP_SERVER_APPROVAL;
+  const mcpTool = isMcpTool(request.toolName);
+  if (!approval) {
+    lines.push(
+      "",
+      mcpTool
+        ? "“Always” answers hold for this conversation and for every call of this tool."
+        : "“Always” answers hold for this conversation and only for this exact call; a changed command asks again.",
+    );
+  }
+  const labels = approval ? LABELS_MCP_SERVER : mcpTool ? LABELS_MCP_TOOL : LABELS;
   const buttons = (Array.isArray(request.options) ? request.options : [])
     .filter((option) => typeof option?.optionId === "string")
-    .map((option) => ({ label: LABELS[option.kind] ?? option.name, optionId: option.optionId }));
+    .filter((option) => !approval || option.kind in LABELS_MCP_SERVER)
+    .map((option) => ({ label: labels[option.kind] ?? option.name, optionId: option.optionId }));
   return { message: `The agent asks: ${escapeControl(String(what))}`, detail: lines.join("\n"), buttons };
 }
 

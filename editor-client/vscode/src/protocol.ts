@@ -34,6 +34,8 @@ export const Methods = {
   grants: "agent/grants",
   revokeGrant: "agent/revokeGrant",
   sandboxStatus: "agent/sandboxStatus",
+  mcpServers: "agent/mcpServers",
+  approveMcpServer: "agent/approveMcpServer",
 } as const satisfies Record<string, keyof Wire.AgentMethods>;
 
 export const ErrorCodes = {
@@ -75,10 +77,20 @@ export type GrantsResult = Wire.GrantsResult;
 export type RevokeGrantResult = Wire.RevokeGrantResult;
 /** `agent/sandboxStatus`'s params: the folder whose sandbox (default: the first). */
 export type SandboxStatusParams = Wire.FolderParams;
+/** `agent/mcpServers`' params: the folder whose MCP servers (default: the first). */
+export type McpServersParams = Wire.FolderParams;
+export type McpServersResult = Wire.McpServersResult;
+export type McpServerInfo = Wire.McpServerInfo;
+export type ApproveMcpServerParams = Wire.ApproveMcpServerParams;
+export type ApproveMcpServerResult = Wire.ApproveMcpServerResult;
 
 /** Values of string fields the server declares as plain strings (protocol.py's comments). */
 export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
 export type FileStatus = "added" | "modified" | "deleted";
+/** `McpServerInfo.state` (docs/protocol.md, agent/mcpServers). */
+export type McpState = "starting" | "ready" | "failed" | "disabled" | "awaiting-approval";
+/** `McpServerInfo.origin`: the user file, the `mcpServers` setting, the folder's own files. */
+export type McpOrigin = "user" | "editor" | "workspace";
 
 // -- written by hand -------------------------------------------------------------------
 
@@ -100,12 +112,17 @@ export interface ToolAnnotations {
   sandbox?: SandboxStatus;
 }
 
+/** Where a tool comes from: the server's own, or an MCP server's (by its name). */
+export type ToolSource = { kind: "builtin" } | { kind: "mcp"; server: string };
+
 export interface ToolInfo {
   name: string;
   title?: string;
   description: string;
   inputSchema?: unknown;
   annotations?: ToolAnnotations;
+  /** Absent from a server older than MCP support: a built-in tool. */
+  source?: ToolSource;
 }
 
 export interface ListToolsResult {

@@ -38,6 +38,9 @@ export const SAFETY_SETTINGS = [
   "approval",
   "allowedCommands",
   "permissionTimeout",
+  // The MCP servers whose tools the agent may call: a repository must not name a command here
+  // (its own .vscode/mcp.json servers start only once the user approves them, in the server).
+  "mcpServers",
 ] as const;
 
 /**

@@ -1,5 +1,9 @@
-// Agent: List Tools -> quick pick items with read-only / destructive marks.
+// Agent: List Tools -> quick pick items with read-only / destructive marks, the built-in tools
+// first, then each MCP server's under a separator naming it ("NAME (MCP)"), as the server's
+// `source` says (nothing is derived from the tool's name). No vscode import: a separator is
+// `{ separator: label }`, which the command turns into a QuickPickItemKind.Separator.
 
+import { escapeControl } from "./display";
 import type { ToolInfo } from "./protocol";
 
 export interface ToolPickItem {
@@ -7,6 +11,8 @@ export interface ToolPickItem {
   description: string;
   detail: string;
 }
+
+export type ToolPickEntry = ToolPickItem | { separator: string };
 
 export function toolMarks(tool: ToolInfo): string {
   const marks: string[] = [];
@@ -16,18 +22,52 @@ export function toolMarks(tool: ToolInfo): string {
   return marks.join(", ");
 }
 
-export function toolPickItems(tools: readonly ToolInfo[]): ToolPickItem[] {
-  return tools.map((tool) => {
-    const icon = tool.annotations?.destructiveHint
-      ? "$(warning)"
-      : tool.annotations?.readOnlyHint
-        ? "$(eye)"
-        : "$(edit)";
-    const title = tool.title && tool.title !== tool.name ? ` ${tool.title}` : "";
-    return {
-      label: `${icon} ${tool.name}`,
-      description: [toolMarks(tool), title.trim()].filter((p) => p !== "").join(" · "),
-      detail: tool.description.replace(/\s+/g, " ").trim(),
-    };
-  });
+/** The MCP server a tool comes from, or undefined for a built-in one. */
+export function toolServer(tool: ToolInfo): string | undefined {
+  return tool.source?.kind === "mcp" ? tool.source.server : undefined;
+}
+
+function toolItem(tool: ToolInfo): ToolPickItem {
+  const icon = tool.annotations?.destructiveHint
+    ? "$(warning)"
+    : tool.annotations?.readOnlyHint
+      ? "$(eye)"
+      : "$(edit)";
+  // An MCP server's names, titles and descriptions are its own text: escaped.
+  const title = tool.title && tool.title !== tool.name ? escapeControl(tool.title) : "";
+  const server = toolServer(tool);
+  return {
+    label: `${icon} ${escapeControl(tool.name)}`,
+    description: [toolMarks(tool), title, server === undefined ? "" : `${escapeControl(server)} (MCP)`]
+      .filter((p) => p !== "")
+      .join(" · "),
+    detail: escapeControl(tool.description.replace(/\s+/g, " ").trim()),
+  };
+}
+
+/**
+ * The built-in tools as they were (no separator when there is nothing else), then one group
+ * per MCP server, in the order the server lists them.
+ */
+export function toolPickItems(tools: readonly ToolInfo[]): ToolPickEntry[] {
+  const builtin = tools.filter((tool) => toolServer(tool) === undefined);
+  const byServer = new Map<string, ToolInfo[]>();
+  for (const tool of tools) {
+    const server = toolServer(tool);
+    if (server !== undefined) byServer.set(server, [...(byServer.get(server) ?? []), tool]);
+  }
+  if (byServer.size === 0) return builtin.map(toolItem);
+  const entries: ToolPickEntry[] = [{ separator: "built-in" }, ...builtin.map(toolItem)];
+  for (const [server, own] of byServer) {
+    entries.push({ separator: `${escapeControl(server)} (MCP)` }, ...own.map(toolItem));
+  }
+  return entries;
+}
+
+/** The quick pick's title: how many tools, and how many of them are MCP servers'. */
+export function toolsTitle(tools: readonly ToolInfo[]): string {
+  const mcp = tools.filter((tool) => toolServer(tool) !== undefined).length;
+  return mcp === 0
+    ? `Agent tools (${tools.length})`
+    : `Agent tools (${tools.length}: ${tools.length - mcp} built-in, ${mcp} from MCP servers)`;
 }

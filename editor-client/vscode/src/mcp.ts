@@ -1,0 +1,308 @@
+// The folder's MCP servers as the server reports them (agent/mcpServers): the status bar item's
+// text, Agent: MCP Servers (a quick pick; an awaiting-approval server is approved through
+// agent/approveMcpServer, whose question arrives as the usual permission dialog), and when to
+// ask the server again. Every field shown is the server's or a definition's text (a name, a
+// command line, a server's stderr): escaped first. No vscode import: the extension passes
+// its quick pick and dialogs as `McpServersUi`, its timers as `Timers`.
+
+import { escapeControl } from "./display";
+import {
+  type ApproveMcpServerResult,
+  type McpServerInfo,
+  type McpServersParams,
+  type McpServersResult,
+  Methods,
+} from "./protocol";
+
+const shown = (text: string): string => escapeControl(text);
+/** A multi-line text (a stderr tail) for a dialog's detail: its lines kept, nothing hidden. */
+const shownLines = (text: string): string => escapeControl(text, { keepNewlines: true });
+
+function firstLine(text: string | null | undefined): string {
+  return shown((text ?? "").split("\n").find((line) => line.trim() !== "")?.trim() ?? "");
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+const ORIGINS: Record<string, string> = {
+  user: "user file",
+  editor: "agentLsp.mcpServers",
+  workspace: "this folder's own",
+};
+const origin = (server: McpServerInfo): string => ORIGINS[server.origin] ?? shown(server.origin);
+
+const ICONS: Record<string, string> = {
+  ready: "$(check)",
+  starting: "$(loading~spin)",
+  failed: "$(error)",
+  disabled: "$(circle-slash)",
+  "awaiting-approval": "$(shield)",
+};
+
+/** The state in words, with what the user can do about it. */
+function stateText(server: McpServerInfo): string {
+  switch (server.state) {
+    case "ready":
+      return `ready, ${plural(server.tools.length, "tool")}`;
+    case "awaiting-approval":
+      return "awaiting your approval";
+    case "failed":
+      return "failed";
+    default:
+      return shown(server.state);
+  }
+}
+
+// -- the status bar item ---------------------------------------------------------------------
+
+export interface McpStatusView {
+  text: string;
+  tooltip: string;
+  /** error: a server failed; warning: one awaits approval. */
+  attention: "none" | "warning" | "error";
+}
+
+/** The item for the folder's servers; undefined (hidden) when it has none. */
+export function describeMcpStatus(servers: readonly McpServerInfo[]): McpStatusView | undefined {
+  if (servers.length === 0) return undefined;
+  const count = (state: string) => servers.filter((s) => s.state === state).length;
+  const failed = count("failed");
+  const awaiting = count("awaiting-approval");
+  const active = servers.length - count("disabled");
+  const icon = failed
+    ? "$(error)"
+    : awaiting
+      ? "$(shield)"
+      : count("starting")
+        ? "$(loading~spin)"
+        : "$(plug)";
+  const lines = servers.map((server) => {
+    const error = server.state === "failed" && server.error ? `: ${firstLine(server.error)}` : "";
+    return `${shown(server.name)}: ${stateText(server)}${error}`;
+  });
+  return {
+    text: `${icon} MCP ${count("ready")}/${active}`,
+    tooltip: ["MCP servers of this folder (click: Agent: MCP Servers)", ...lines].join("\n"),
+    attention: failed ? "error" : awaiting ? "warning" : "none",
+  };
+}
+
+// -- Agent: MCP Servers --------------------------------------------------------------------
+
+export interface McpServerItem {
+  label: string;
+  description: string;
+  detail: string;
+  server: McpServerInfo;
+}
+
+export function mcpServerItems(servers: readonly McpServerInfo[]): McpServerItem[] {
+  return servers.map((server) => {
+    const warnings = server.warnings?.length ? ` · ${plural(server.warnings.length, "warning")}` : "";
+    const trusted = server.trusted ? " · trusted" : "";
+    const detail =
+      server.state === "failed" && server.error
+        ? firstLine(server.error)
+        : server.state === "awaiting-approval"
+          ? `choose to approve: ${shown(server.target)}`
+          : shown(server.target);
+    return {
+      label: `${ICONS[server.state] ?? "$(question)"} ${shown(server.name)}`,
+      description: `${stateText(server)} · ${origin(server)}${trusted}${warnings}`,
+      detail,
+      server,
+    };
+  });
+}
+
+/** Everything about one server, line by line, for its dialog. */
+export function serverDetail(server: McpServerInfo): string {
+  const lines = [
+    `${server.transport === "http" ? "URL" : "Command"}: ${shown(server.target)}`,
+    `Defined in: ${origin(server)}${server.trusted ? " (trusted: its tools run without asking)" : ""}`,
+  ];
+  if (server.state === "failed" && server.error) lines.push("", shownLines(server.error));
+  if (server.tools.length) lines.push("", `Tools: ${server.tools.map(shown).join(", ")}`);
+  for (const warning of server.warnings ?? []) lines.push(`Warning: ${shown(warning)}`);
+  return lines.join("\n");
+}
+
+export interface McpServersUi {
+  pick(items: McpServerItem[], title: string, placeHolder: string): PromiseLike<McpServerItem | undefined>;
+  /** A server's details (a modal with its detail). */
+  details(message: string, detail: string): PromiseLike<void> | void;
+  /** A failed server's error, with Show Log. */
+  failed(message: string, detail: string): PromiseLike<void> | void;
+  /** No server is defined: say where they are defined (Open MCP Configuration). */
+  none(message: string): PromiseLike<void> | void;
+  info(message: string): void;
+  error(message: string): void;
+}
+
+/** The slice of the connection this needs. */
+export interface McpConnection {
+  request<R>(method: string, params: unknown): Promise<R>;
+}
+
+function reason(error: unknown): string {
+  const message = (error as { message?: unknown })?.message;
+  return typeof message === "string" ? message : String(error);
+}
+
+/**
+ * Agent: MCP Servers: list the folder's servers (`listed` gets each fresh list, for the status
+ * bar); choosing an awaiting-approval one approves it, a failed one shows its error, another
+ * its details.
+ */
+export async function showMcpServers(
+  connection: McpConnection,
+  folder: McpServersParams,
+  ui: McpServersUi,
+  listed: (servers: McpServerInfo[]) => void,
+): Promise<void> {
+  const list = async (): Promise<McpServerInfo[] | undefined> => {
+    try {
+      const { servers } = await connection.request<McpServersResult>(Methods.mcpServers, folder);
+      listed(servers);
+      return servers;
+    } catch (error) {
+      ui.error(`Agent: could not list the MCP servers: ${reason(error)}`);
+      return undefined;
+    }
+  };
+  const servers = await list();
+  if (!servers) return;
+  if (servers.length === 0) {
+    await ui.none("Agent: no MCP server is defined for this folder.");
+    return;
+  }
+  const awaiting = servers.filter((s) => s.state === "awaiting-approval").length;
+  const picked = await ui.pick(
+    mcpServerItems(servers),
+    `Agent: MCP servers (${servers.length})`,
+    awaiting ? "Choose a server awaiting approval to approve it, another for its details" : "Choose a server for its details",
+  );
+  if (!picked) return;
+  const { server } = picked;
+  const name = shown(server.name);
+  if (server.state === "awaiting-approval") {
+    let result: ApproveMcpServerResult;
+    try {
+      // The server asks the user itself (agent/requestPermission: the permission dialog).
+      result = await connection.request<ApproveMcpServerResult>(Methods.approveMcpServer, { ...folder, name: server.name });
+    } catch (error) {
+      ui.error(`Agent: could not approve the MCP server ${name}: ${reason(error)}`);
+      return;
+    }
+    ui.info(
+      result.approved
+        ? `Agent: MCP server ${name} approved: ${shown(result.state)}.`
+        : `Agent: MCP server ${name} not approved; it is not started.`,
+    );
+    await list();
+    return;
+  }
+  if (server.state === "failed") {
+    await ui.failed(`Agent: MCP server ${name} failed: ${firstLine(server.error) || "no reason given"}`, serverDetail(server));
+    return;
+  }
+  await ui.details(`Agent: MCP server ${name} is ${stateText(server)}`, serverDetail(server));
+}
+
+// -- when to ask again ---------------------------------------------------------------------
+
+export interface Timers {
+  set(callback: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+const realTimers: Timers = {
+  set: (callback, ms) => setTimeout(callback, ms),
+  clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/**
+ * While a server is starting, how long until the next look (then the last, again): a start
+ * ends within its `startup_timeout` (30 s by default), so a dozen looks at most, and the item
+ * is at most 5 s behind.
+ */
+export const STARTING_RECHECKS_MS = [500, 1000, 2000, 3000, 5000] as const;
+
+/**
+ * Keeps the status bar's list current without polling: a refresh is asked for at the events
+ * that change it (the server's start, a settings change, an ask's end, a definition file
+ * changed, an approval); refreshes asked for while one runs share one more after it. Only
+ * while a server is `starting` does it look again by itself, less and less often, until none
+ * is (a start ends within its `startup_timeout`).
+ */
+export class McpRefresher {
+  private running: Promise<void> | undefined;
+  private again = false;
+  private timer: unknown;
+  private recheck = 0;
+  private disposed = false;
+
+  constructor(
+    private readonly load: () => Promise<McpServerInfo[] | undefined>,
+    private readonly show: (servers: McpServerInfo[] | undefined) => void,
+    private readonly timers: Timers = realTimers,
+  ) {}
+
+  /** Ask the server now (an event: the re-checks start over from the shortest wait). */
+  refresh(): Promise<void> {
+    this.recheck = 0;
+    return this.run();
+  }
+
+  /** A list got some other way (Agent: MCP Servers): shown as if refreshed. */
+  listed(servers: McpServerInfo[]): void {
+    this.recheck = 0;
+    this.apply(servers);
+  }
+
+  /** The server is gone: nothing to show, nothing to look at. */
+  clear(): void {
+    this.cancelTimer();
+    this.show(undefined);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.cancelTimer();
+  }
+
+  private run(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        const servers = await this.load().catch(() => undefined);
+        if (this.disposed) return;
+        this.apply(servers);
+      } while (this.again);
+    })().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private apply(servers: McpServerInfo[] | undefined): void {
+    this.cancelTimer();
+    this.show(servers);
+    if (this.disposed || !servers?.some((s) => s.state === "starting")) return;
+    const wait = STARTING_RECHECKS_MS[Math.min(this.recheck, STARTING_RECHECKS_MS.length - 1)] ?? 5000;
+    this.recheck++;
+    this.timer = this.timers.set(() => {
+      this.timer = undefined;
+      void this.run();
+    }, wait);
+  }
+
+  private cancelTimer(): void {
+    if (this.timer !== undefined) this.timers.clear(this.timer);
+    this.timer = undefined;
+  }
+}
