@@ -598,7 +598,9 @@ def test_add_list_remove_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
     }
     assert mode_of(path) == 0o600
 
-    listing = run_mcp(tmp_path, "list", "--json", "--workspace", str(tmp_path), WEB_TOKEN="t")
+    listing = run_mcp(
+        tmp_path, "list", "--no-start", "--json", "--workspace", str(tmp_path), WEB_TOKEN="t"
+    )
     assert listing.returncode == 0, listing.stderr
     rows = {row["name"]: row for row in json.loads(listing.stdout)["servers"]}
     assert list(rows) == ["keep", "time", "web"]
@@ -621,7 +623,7 @@ def test_add_list_remove_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
         False,
     )
 
-    shown = run_mcp(tmp_path, "list", "--workspace", str(tmp_path))
+    shown = run_mcp(tmp_path, "list", "--no-start", "--workspace", str(tmp_path))
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0].split() == [
@@ -730,7 +732,7 @@ def test_list_shows_workspace_servers_escaped_and_their_approval(tmp_path: Path)
     assert ok is not None and ok.spec is not None
     approvals.approve(folder, ok.spec)
 
-    shown = run_mcp(tmp_path, "list", "--workspace", str(folder))
+    shown = run_mcp(tmp_path, "list", "--no-start", "--workspace", str(folder))
     assert shown.returncode == 0, shown.stderr
     assert "\x1b" not in shown.stdout and "\r" not in shown.stdout
     assert "\u202e" not in shown.stdout
@@ -738,14 +740,18 @@ def test_list_shows_workspace_servers_escaped_and_their_approval(tmp_path: Path)
     assert "not approved: agent-lsp asks before it starts this server" in shown.stdout
     assert "approved for this folder" in shown.stdout
 
-    as_json = json.loads(run_mcp(tmp_path, "list", "--json", "--workspace", str(folder)).stdout)
+    as_json = json.loads(
+        run_mcp(tmp_path, "list", "--no-start", "--json", "--workspace", str(folder)).stdout
+    )
     rows = {row["name"]: row for row in as_json["servers"]}
     assert (rows["evil"]["approval"], rows["ok"]["approval"]) == ("not approved", "approved")
     assert rows["evil"]["trust"] is False and rows["evil"]["origin"] == "workspace"
 
     # The definition changes (a pull): asked again.
     (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"ok": {"command": "ok-mcp2"}}}))
-    as_json = json.loads(run_mcp(tmp_path, "list", "--json", "--workspace", str(folder)).stdout)
+    as_json = json.loads(
+        run_mcp(tmp_path, "list", "--no-start", "--json", "--workspace", str(folder)).stdout
+    )
     assert as_json["servers"][0]["approval"] == "changed since approved"
 
 

@@ -1,17 +1,18 @@
-"""``agent-lsp mcp``: list, add and remove the MCP servers of the user configuration file.
+"""``agent-lsp mcp``: list, approve, add and remove MCP servers (tool sources).
 
 ``add NAME [options] -- COMMAND ARGS...`` (a stdio server) or ``add NAME --url URL`` (Streamable
 HTTP) writes a ``[mcp_servers.NAME]`` table and keeps every other line of the file;
-``remove NAME`` takes it out; ``list`` shows the servers of the user file and of the current
-folder's ``.vscode/mcp.json`` / ``.mcp.json`` with their warnings. Nothing is started here.
-Names, commands and URLs are data from a file (a workspace's, possibly a cloned repository's):
-everything printed is escaped. Problems are one line on stderr and exit status 1.
+``remove NAME`` takes it out. ``list`` starts the server for the folder, as the editor would,
+and shows each MCP server's state, tools and last error (``mcp_live``; with ``--no-start``, or
+when no server can be asked, the definitions as written, nothing started); ``approve NAME``
+asks the user on the terminal whether the folder's own server may start. Names, commands and
+URLs are data from a file (a workspace's, possibly a cloned repository's): everything printed
+is escaped. Problems are one line on stderr and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -20,25 +21,14 @@ from typing import Any, TextIO
 
 from tooling.display import escape_control
 
-from ..config.mcp_approvals import McpApprovals
-from ..config.mcp_config import (
-    ORIGIN_WORKSPACE,
-    TABLE,
-    WORKSPACE_FILES,
-    McpDefinitions,
-    McpServerEntry,
-    load_definitions,
-    parse_user_table,
-)
+from ..config.mcp_config import parse_user_table
 from ..config.mcp_edit import add_server, remove_server
 from ..config.user_config import UserConfigError, config_path, display_path
+from .mcp_listing import approve_option, print_live, print_offline
 
-# TODO(issue 22, engine integration): once the engine runs servers, `list` can ask a server for
-# agent/mcpServers and show each one's state, tools and last error instead of this footer.
-STATE_FOOTER = (
-    "Nothing was started: each server's state, tools and last error are shown by the editor "
-    "(its MCP view, agent/mcpServers) once an ask uses the folder."
-)
+# How long ``list`` and ``approve`` wait for servers still starting (the default
+# ``startup_timeout``: a server not ready by then has failed); they stop waiting as soon as none is.
+DEFAULT_WAIT_S = 30.0
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,12 +43,45 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION")
-    listing = actions.add_parser("list", help="the configured servers and their warnings")
+    listing = actions.add_parser(
+        "list",
+        help="the servers' states, tools and last errors (starts them for the folder, then stops)",
+        description=(
+            "Start agent-lsp for the folder as an editor would, wait until no MCP server is "
+            "starting, show each one's state, tools and last error, and stop them all again."
+        ),
+    )
     listing.add_argument("--json", action="store_true", help="as JSON")
+    _add_folder_option(listing, "whose .vscode/mcp.json and .mcp.json are listed too")
     listing.add_argument(
-        "--workspace",
-        default=".",
-        help="the folder whose .vscode/mcp.json and .mcp.json are listed too (default: .)",
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for servers still starting (default {DEFAULT_WAIT_S:g})",
+    )
+    listing.add_argument(
+        "--no-start",
+        action="store_true",
+        help="start nothing: the definitions as written, with their warnings",
+    )
+    approve = actions.add_parser(
+        "approve",
+        help="let the folder's own server NAME (.vscode/mcp.json, .mcp.json) start: asks you",
+        description=(
+            "Show the definition of a server of the folder's own files and ask whether it may "
+            "start (on this terminal). A yes is kept for that exact definition and folder: the "
+            "editor and agent-lsp ask start it from then on, until the definition changes."
+        ),
+    )
+    approve.add_argument("name")
+    _add_folder_option(approve, "whose server it is")
+    approve.add_argument(
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for it to start once approved (default {DEFAULT_WAIT_S:g})",
     )
     add = actions.add_parser(
         "add",
@@ -81,6 +104,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     remove = actions.add_parser("remove", help="remove a server from the user configuration file")
     remove.add_argument("name")
+
+
+def _add_folder_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--workspace", default=".", help=f"the folder {what} (default: .)")
 
 
 def _add_add_options(parser: argparse.ArgumentParser) -> None:
@@ -120,8 +147,9 @@ def run_mcp(
     action = args.mcp_command or "list"
     try:
         if action == "list":
-            workspace = Path(getattr(args, "workspace", "."))
-            return _list(env, workspace, getattr(args, "json", False), out)
+            return _list(env, args, out, err)
+        if action == "approve":
+            return _approve(args, out, err)
         if action == "add":
             return _add(env, _rest_parser().parse_args(args.words, namespace=args), out, err)
         if action == "remove":
@@ -131,6 +159,9 @@ def run_mcp(
     except UserConfigError as exc:
         print(_line(f"agent-lsp mcp {action}: {exc}"), file=err)
         return 1
+    except KeyboardInterrupt:
+        print("agent-lsp: interrupted", file=err)
+        return 130
     raise AssertionError(f"unhandled mcp action {action!r}")
 
 
@@ -182,98 +213,37 @@ def _add(env: Mapping[str, str], args: argparse.Namespace, out: TextIO, err: Tex
     return 0
 
 
-def _list(env: Mapping[str, str], workspace: Path, as_json: bool, out: TextIO) -> int:
-    path = config_path(env)
-    folder = workspace.resolve()
-    definitions = load_definitions(user_file=path, editor_setting=None, folder=folder, environ=env)
-    approvals = McpApprovals.in_state_dir(env)
-    approved = approvals.approved(folder) if _has_workspace_entries(definitions) else {}
-    rows = [_row(entry, approved) for entry in definitions.entries]
-    if as_json:
-        document = {
-            "configFile": str(path) if path is not None else None,
-            "workspace": str(folder),
-            "servers": rows,
-            "warnings": list(definitions.warnings),
-        }
-        print(json.dumps(document, indent=2), file=out)
-        return 0
-    for line in _table(rows):
-        print(line, file=out)
-    for warning in definitions.warnings:
-        print(_line(f"warning: {warning}"), file=out)
-    files = ", ".join(name for name, _ in WORKSPACE_FILES)
-    source = display_path(path) if path is not None else "no user file (no HOME)"
-    print(_line(f"From {source} and {display_path(folder)}'s {files}."), file=out)
-    print(STATE_FOOTER, file=out)
+def _list(env: Mapping[str, str], args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    # `mcp` with no action is `list` of the current folder, with its defaults.
+    folder = Path(getattr(args, "workspace", ".")).expanduser().resolve()
+    as_json = getattr(args, "json", False)
+    if not getattr(args, "no_start", False):
+        if not folder.is_dir():
+            raise UserConfigError(f"the workspace is not a directory: {display_path(folder)}")
+        # Imported here: the client's LSP stack (pygls, lsprotocol) took 3.6 s to import on a
+        # loaded two-core machine (this module: 0.1 s); the parser, the other actions and
+        # --no-start need none of it.
+        from .mcp_live import list_servers
+
+        wait = getattr(args, "wait", DEFAULT_WAIT_S)
+        servers = list_servers(folder, wait, err)
+        if servers is not None:
+            hint = approve_option(folder)
+            print_live(
+                servers, env, folder, waited=wait, approve_hint=hint, as_json=as_json, out=out
+            )
+            return 0
+    print_offline(env, folder, as_json, out)
     return 0
 
 
-def _row(entry: McpServerEntry, approved: Mapping[str, str]) -> dict[str, Any]:
-    spec = entry.spec
-    approval = None
-    if entry.origin == ORIGIN_WORKSPACE and spec is not None:
-        digest = approved.get(entry.name)
-        if digest == spec.digest():
-            approval = "approved"
-        else:
-            approval = "changed since approved" if digest else "not approved"
-    return {
-        "name": entry.name,
-        "origin": entry.origin,
-        "where": entry.where,
-        "transport": entry.transport,
-        "command": entry.target if entry.transport == "stdio" else None,
-        "url": entry.target if entry.transport == "http" else None,
-        "usable": spec is not None,
-        "enabled": entry.enabled,
-        "trust": spec.trust if spec is not None else False,
-        "approval": approval,
-        "warnings": list(entry.warnings),
-    }
+def _approve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    folder = Path(args.workspace).expanduser().resolve()
+    if not folder.is_dir():
+        raise UserConfigError(f"the workspace is not a directory: {display_path(folder)}")
+    from .mcp_live import approve  # imported here: see _list
 
-
-def _table(rows: list[dict[str, Any]]) -> Iterator[str]:
-    if not rows:
-        yield f"No MCP servers. Add one: agent-lsp mcp add NAME -- COMMAND ARGS... ([{TABLE}])"
-        return
-    header = ["NAME", "ORIGIN", "TRANSPORT", "ENABLED", "TRUST", "COMMAND OR URL"]
-    lines = [header]
-    for row in rows:
-        enabled = ("yes" if row["enabled"] else "no") if row["usable"] else "invalid"
-        target = row["command"] or row["url"] or ""
-        lines.append(
-            [
-                row["name"],
-                row["origin"],
-                row["transport"] or "?",
-                enabled,
-                "yes" if row["trust"] else "no",
-                target,
-            ]
-        )
-    lines = [[escape_control(cell) for cell in line] for line in lines]
-    widths = [max(len(line[column]) for line in lines) for column in range(len(header) - 1)]
-
-    def joined(line: list[str]) -> str:
-        padded = (cell.ljust(width) for cell, width in zip(line, widths, strict=False))
-        return "  ".join([*padded, line[-1]])
-
-    yield joined(header)
-    for row, line in zip(rows, lines[1:], strict=True):
-        yield joined(line).rstrip()
-        if row["approval"] is not None:
-            yield _line(f"    approval: {_approval_text(row['approval'])}")
-        for warning in row["warnings"]:
-            yield _line(f"    warning: {warning}")
-
-
-def _approval_text(approval: str) -> str:
-    return {
-        "approved": "approved for this folder",
-        "not approved": "not approved: agent-lsp asks before it starts this server",
-        "changed since approved": "changed since it was approved: agent-lsp asks again",
-    }[approval]
+    return approve(folder, args.name, args.wait, out, err)
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -300,10 +270,6 @@ def _pairs(option: str, values: list[str]) -> dict[str, str]:
             raise UserConfigError(f"{option} takes KEY=VALUE, got {value!r}")
         pairs[key.strip()] = text
     return pairs
-
-
-def _has_workspace_entries(definitions: McpDefinitions) -> bool:
-    return any(entry.origin == ORIGIN_WORKSPACE for entry in definitions.entries)
 
 
 def _require_path(env: Mapping[str, str]) -> Path:

@@ -41,7 +41,7 @@ class TerminalPermissions:
         self._stdin = stdin
         self._err = err
         self._approve_all = approve_all
-        self._interactive = _is_tty(stdin)
+        self._interactive = is_terminal(stdin)
 
     async def answer(self, params: dict[str, Any]) -> dict[str, Any]:
         title = escape_control(str(params.get("title") or params.get("toolName", "?")))
@@ -70,7 +70,7 @@ class TerminalPermissions:
             raise
 
 
-def _is_tty(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
     try:
         return os.isatty(stream.fileno())
     except (OSError, ValueError, AttributeError):
