@@ -270,3 +270,20 @@ def test_the_terminal_chat_calls_an_mcp_tool_once_the_user_allows_it(
     assert "MCP server repo of this folder is not approved" in terminal.screen
     assert not pids_with(repo)
     assert wait_until(lambda: not pids_with(tag), 5), "the MCP server outlived the ask"
+
+
+def test_the_terminal_shows_a_calls_progress(model: ScriptedModel, tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    tag = new_tag()
+    user_servers(tmp_path, {"tb": ["--tag", tag]})
+    model.reply(tool_calls=[tool_call("mcp__tb__progress", {"steps": 30}, id="p")])
+    model.reply("Done.")
+    env = own_env(tmp_path, model.base_url)
+    done = agent_lsp(env, "ask", "count", "--workspace", str(workspace), "--approve")
+    assert (done.returncode, done.stdout) == (0, "Done.\n"), done.stderr
+    lines = [line for line in done.stderr.splitlines() if " ⋯ " in line]
+    # At most one a second, and the last: 30 updates sent at once make two lines or so.
+    assert lines and len(lines) < 30, done.stderr
+    assert lines[-1].endswith("⋯ mcp__tb__progress 30/30 step 30"), lines
+    assert wait_until(lambda: not pids_with(tag), 5)

@@ -44,6 +44,7 @@ from ..protocol import (
 )
 from .mcp_states import ASK_WAIT_S, ask_notes, settled
 from .output import (
+    ProgressLines,
     StreamedOutput,
     compaction_summary,
     format_activity,
@@ -258,6 +259,7 @@ async def connected(
     err = shown.err
     client = LanguageClient("agent-lsp-terminal", __version__, converter_factory=get_converter)
     permissions = TerminalPermissions(sys.stdin, err, approve_all=approve_all)
+    progress_lines = ProgressLines()
 
     @client.feature(AGENT_REQUEST_PERMISSION)
     async def on_permission(params: Any) -> dict[str, Any]:
@@ -266,7 +268,10 @@ async def connected(
 
     @client.feature(AGENT_ASK_PROGRESS)
     def on_progress(params: Any) -> None:
-        pass  # the trace lines say it; without a handler pygls warns on stderr for each one
+        # Most of it the trace lines say; without a handler pygls warns on stderr for each.
+        line = progress_lines.line(params) if isinstance(params, dict) else None
+        if line is not None:
+            shown.line(line)
 
     @client.feature(AGENT_TOOL_ACTIVITY)
     def on_activity(params: Any) -> None:

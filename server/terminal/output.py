@@ -56,6 +56,31 @@ def format_activity(params: dict[str, Any]) -> str:
     return line
 
 
+class ProgressLines:
+    """``agent/askProgress`` lines worth a terminal line: a running call's progress (at most
+    one a second per call, and its last) and MCP servers the ask goes without."""
+
+    INTERVAL_S = 1.0
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+
+    def line(self, params: dict[str, Any]) -> str | None:
+        message = escape_control(str(params.get("message") or ""))
+        if params.get("phase") == "starting":
+            return f"{time.strftime('%H:%M:%S')} … {message}"
+        call = params.get("callId")
+        if not isinstance(call, str) or "progress" not in params:
+            return None  # the trace lines say the rest
+        now = time.monotonic()
+        total, progress = params.get("total"), params.get("progress")
+        last = total is not None and progress == total
+        if not last and now - self._last.get(call, -self.INTERVAL_S) < self.INTERVAL_S:
+            return None
+        self._last[call] = now
+        return f"{time.strftime('%H:%M:%S')} ⋯ {re.sub(r'^turn [0-9]+: ', '', message)}"
+
+
 def format_compaction(params: dict[str, Any]) -> str:
     """One trace line for an ``agent/compaction`` notification, e.g.
     ``12:00:01 ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)``."""
