@@ -340,7 +340,8 @@ def mcp_approval(run: Run, records: Records) -> None:
     assert "agent-lsp: approved MCP server repo: " in records["messages"]
 
 
-# The user answers every permission prompt "allow once"; each prompt's text is kept.
+# The user answers every permission prompt "allow once"; each prompt's text is kept. A
+# Python MCP server may take a while to start on a loaded machine: 45 s for those waits.
 ALLOW_ONCE = """
         (defvar test-prompts nil)
         (advice-add 'read-multiple-choice :override
@@ -669,7 +670,7 @@ STEPS: dict[str, Steps] = {
         ALLOW_ONCE
         + """
         (agent-lsp-mcp-servers)
-        (test-wait "tb to be ready" (lambda () (test-mcp-has "tb: ready (user, stdio)")))
+        (test-wait "tb to be ready" (lambda () (test-mcp-has "tb: ready (user, stdio)")) 45)
         (setq servers (test-lines "*agent-lsp-mcp*"))
         (agent-lsp-list-tools)
         (setq tools (test-text "*agent-lsp-tools*"))
@@ -688,7 +689,8 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-mcp-servers)
         (test-wait "the servers"
                    (lambda () (and (test-mcp-has "gone: failed (user, stdio)")
-                                   (test-mcp-has "repo: awaiting-approval (workspace, stdio)"))))
+                                   (test-mcp-has "repo: awaiting-approval (workspace, stdio)")))
+                   45)
         (setq before (test-lines "*agent-lsp-mcp*"))
         (agent-lsp-mcp-approve "nope")
         (test-wait "the refusal"
@@ -699,7 +701,8 @@ STEPS: dict[str, Steps] = {
           (re-search-forward "^repo:")
           (forward-line 1)
           (call-interactively (key-binding "a")))
-        (test-wait "repo to be ready" (lambda () (test-mcp-has "repo: ready (workspace, stdio)")))
+        (test-wait "repo to be ready"
+                   (lambda () (test-mcp-has "repo: ready (workspace, stdio)")) 45)
         (setq after (test-lines "*agent-lsp-mcp*"))
         (test-sync "edited")
         (with-current-buffer "*agent-lsp-mcp*" (call-interactively (key-binding "g")))

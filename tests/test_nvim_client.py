@@ -307,8 +307,10 @@ def mcp_approval(run: Run, records: Records) -> None:
     assert any(note.startswith("agent-lsp: approved MCP server repo: ") for note in notes)
 
 
-# The user answers every permission prompt "allow once"; each prompt's text is kept.
+# The user answers every permission prompt "allow once"; each prompt's text is kept. A
+# Python MCP server may take a while to start on a loaded machine: MCP_MS for those waits.
 ALLOW_ONCE = """
+        local MCP_MS = 45000
         local prompts = {}
         vim.ui.select = function(items, opts, on_choice)
           table.insert(prompts, opts.prompt)
@@ -691,7 +693,7 @@ STEPS: dict[str, Steps] = {
         ALLOW_ONCE
         + """
         vim.cmd('AgentMcp')
-        T.wait('tb to be ready', function() return mcp_has('tb: ready (user, stdio)') end)
+        T.wait('tb to be ready', function() return mcp_has('tb: ready (user, stdio)') end, MCP_MS)
         local servers = mcp_lines()
         vim.cmd('AgentTools')
         T.wait('the tool list', function()
@@ -715,7 +717,7 @@ STEPS: dict[str, Steps] = {
         T.wait('the servers', function()
           return mcp_has('gone: failed (user, stdio)')
             and mcp_has('repo: awaiting-approval (workspace, stdio)')
-        end)
+        end, MCP_MS)
         local before = mcp_lines()
         vim.cmd('AgentMcp approve nope')
         T.wait('the refusal', function() return #notes > 0 end)
@@ -724,7 +726,9 @@ STEPS: dict[str, Steps] = {
           if line:find('^repo:') then vim.api.nvim_win_set_cursor(0, { i + 1, 0 }) end
         end
         vim.cmd('normal a')
-        T.wait('repo to be ready', function() return mcp_has('repo: ready (workspace, stdio)') end)
+        T.wait('repo to be ready', function()
+          return mcp_has('repo: ready (workspace, stdio)')
+        end, MCP_MS)
         local after = mcp_lines()
         T.sync('edited')
         vim.cmd('normal r')
