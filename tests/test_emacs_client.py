@@ -327,6 +327,29 @@ MANAGED_NOTES = """
         (text-mode)
 """
 
+
+def mcp_tool_views(run: Run, records: Records) -> None:
+    """read-multiple-choice's prompt for the MCP call: the server's title."""
+    assert records["prompts"][0].startswith("agent-lsp asks: Run ")
+    assert records["key"] == "agent-lsp-mcp-servers"
+
+
+def mcp_approval(run: Run, records: Records) -> None:
+    """Approving a name that awaits nothing says the server's error."""
+    assert "nope is not defined here" in records["messages"]
+    assert "agent-lsp: approved MCP server repo: " in records["messages"]
+
+
+# The user answers every permission prompt "allow once"; each prompt's text is kept. A
+# Python MCP server may take a while to start on a loaded machine: 45 s for those waits.
+ALLOW_ONCE = """
+        (defvar test-prompts nil)
+        (advice-add 'read-multiple-choice :override
+                    (lambda (prompt choices &rest _) (push prompt test-prompts)
+                      (assq ?y choices)))
+        (defun test-mcp-has (line) (member line (append (test-lines "*agent-lsp-mcp*") nil)))
+"""
+
 STEPS: dict[str, Steps] = {
     "escape_control_follows_the_rules_of_the_server": Steps(
         """
@@ -631,6 +654,63 @@ STEPS: dict[str, Steps] = {
     ),
     "the_sandbox_command_warns_what_a_fallback_weakens": Steps(
         SANDBOX_BODY, check=sandbox_fallback
+    ),
+    "mcp_server_lines_are_those_of_every_client": Steps(
+        """
+        ;; Parsed as jsonrpc parses the server's answers: null is nil, false :json-false.
+        (let ((cases (json-parse-string (plist-get test-config :data) :object-type 'plist
+                                        :null-object nil :false-object :json-false)))
+          (test-emit :views (vconcat (mapcar (lambda (servers)
+                                               (vconcat (agent-lsp-mcp-lines servers)))
+                                             cases))))
+        """,
+        data=json.dumps,
+    ),
+    "an_mcp_tool_is_listed_with_its_server_and_asked_about_in_an_ask": Steps(
+        ALLOW_ONCE
+        + """
+        (agent-lsp-mcp-servers)
+        (test-wait "tb to be ready" (lambda () (test-mcp-has "tb: ready (user, stdio)")) 45)
+        (setq servers (test-lines "*agent-lsp-mcp*"))
+        (agent-lsp-list-tools)
+        (setq tools (test-text "*agent-lsp-tools*"))
+        (agent-lsp-ask "use the toolbox")
+        (test-idle)
+        (test-emit :servers servers :tools tools :prompts (vconcat (reverse test-prompts))
+                   :trace (test-lines "*agent-lsp-trace*")
+                   :conversation (test-text "*agent-lsp*")
+                   :key (symbol-name (lookup-key agent-lsp-command-map "M")))
+        """,
+        check=mcp_tool_views,
+    ),
+    "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
+        ALLOW_ONCE
+        + """
+        (agent-lsp-mcp-servers)
+        (test-wait "the servers"
+                   (lambda () (and (test-mcp-has "gone: failed (user, stdio)")
+                                   (test-mcp-has "repo: awaiting-approval (workspace, stdio)")))
+                   45)
+        (setq before (test-lines "*agent-lsp-mcp*"))
+        (agent-lsp-mcp-approve "nope")
+        (test-wait "the refusal"
+                   (lambda () (string-match-p "not defined here" (test-text "*Messages*"))))
+        ;; Point on repo's second line; its `a' approves the server there.
+        (with-current-buffer "*agent-lsp-mcp*"
+          (goto-char (point-min))
+          (re-search-forward "^repo:")
+          (forward-line 1)
+          (call-interactively (key-binding "a")))
+        (test-wait "repo to be ready"
+                   (lambda () (test-mcp-has "repo: ready (workspace, stdio)")) 45)
+        (setq after (test-lines "*agent-lsp-mcp*"))
+        (test-sync "edited")
+        (with-current-buffer "*agent-lsp-mcp*" (call-interactively (key-binding "g")))
+        (test-emit :before before :after after :refreshed (test-lines "*agent-lsp-mcp*")
+                   :prompts (vconcat (reverse test-prompts))
+                   :messages (test-text "*Messages*"))
+        """,
+        check=mcp_approval,
     ),
 }
 

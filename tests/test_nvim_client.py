@@ -294,6 +294,37 @@ T.emit({ lines = T.lines(agent.status().sandbox_buf), notes = notes,
          info = vim.log.levels.INFO })
 """
 
+
+def mcp_tool_views(run: Run, records: Records) -> None:
+    """vim.ui.select's prompt for the MCP call: the server's title."""
+    assert records["prompts"][0].startswith("agent-lsp asks: Run ")
+
+
+def mcp_approval(run: Run, records: Records) -> None:
+    """:AgentMcp approve NAME of a name that awaits nothing is the server's error, said."""
+    notes = records["notes"]
+    assert any("nope is not defined here" in note for note in notes), notes
+    assert any(note.startswith("agent-lsp: approved MCP server repo: ") for note in notes)
+
+
+# The user answers every permission prompt "allow once"; each prompt's text is kept. A
+# Python MCP server may take a while to start on a loaded machine: MCP_MS for those waits.
+ALLOW_ONCE = """
+        local MCP_MS = 45000
+        local prompts = {}
+        vim.ui.select = function(items, opts, on_choice)
+          table.insert(prompts, opts.prompt)
+          vim.defer_fn(function()
+            for _, item in ipairs(items) do
+              if item.optionId == 'allow_once' then return on_choice(item) end
+            end
+          end, 20)
+        end
+        local buffers = require('agent_lsp.buffers')
+        local function mcp_lines() return T.lines(buffers.get('agent-lsp://mcp')) end
+        local function mcp_has(line) return vim.tbl_contains(mcp_lines(), line) end
+"""
+
 STEPS: dict[str, Steps] = {
     "escape_control_follows_the_rules_of_the_server": Steps(
         """
@@ -648,6 +679,66 @@ STEPS: dict[str, Steps] = {
     ),
     "the_sandbox_command_warns_what_a_fallback_weakens": Steps(
         SANDBOX_BODY, check=sandbox_fallback
+    ),
+    "mcp_server_lines_are_those_of_every_client": Steps(
+        """
+        local views = {}
+        for _, case in ipairs(config.data) do
+          table.insert(views, (require('agent_lsp.mcp').lines(case)))
+        end
+        T.emit({ views = views })
+        """
+    ),
+    "an_mcp_tool_is_listed_with_its_server_and_asked_about_in_an_ask": Steps(
+        ALLOW_ONCE
+        + """
+        vim.cmd('AgentMcp')
+        T.wait('tb to be ready', function() return mcp_has('tb: ready (user, stdio)') end, MCP_MS)
+        local servers = mcp_lines()
+        vim.cmd('AgentTools')
+        T.wait('the tool list', function()
+          return T.has_line(agent.status().tools_buf, 'mcp__tb__echo')
+        end)
+        local tools = T.text(agent.status().tools_buf)
+        vim.cmd('AgentAsk use the toolbox')
+        T.idle()
+        T.emit({ servers = servers, tools = tools, prompts = prompts,
+                 trace = T.lines(agent.status().trace_buf),
+                 conversation = T.text(agent.status().conversation_buf) })
+        """,
+        check=mcp_tool_views,
+    ),
+    "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
+        ALLOW_ONCE
+        + """
+        local notes = {}
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.cmd('AgentMcp')
+        T.wait('the servers', function()
+          return mcp_has('gone: failed (user, stdio)')
+            and mcp_has('repo: awaiting-approval (workspace, stdio)')
+        end, MCP_MS)
+        local before = mcp_lines()
+        vim.cmd('AgentMcp approve nope')
+        T.wait('the refusal', function() return #notes > 0 end)
+        -- The cursor on repo's second line; the `a` key approves the server there.
+        for i, line in ipairs(before) do
+          if line:find('^repo:') then vim.api.nvim_win_set_cursor(0, { i + 1, 0 }) end
+        end
+        vim.cmd('normal a')
+        T.wait('repo to be ready', function()
+          return mcp_has('repo: ready (workspace, stdio)')
+        end, MCP_MS)
+        local after = mcp_lines()
+        T.sync('edited')
+        vim.cmd('normal r')
+        T.wait('gone to be gone', function()
+          return not T.has_line(buffers.get('agent-lsp://mcp'), '^gone:')
+        end)
+        T.emit({ before = before, after = after, refreshed = mcp_lines(), prompts = prompts,
+                 notes = notes })
+        """,
+        check=mcp_approval,
     ),
 }
 

@@ -240,12 +240,22 @@ result is a line in the conversation and the trace."
         (erase-buffer)
         (insert "# agent-lsp tools: " (agent-lsp--server-root server) "\n\n")
         (seq-doseq (tool tools)
+          ;; An MCP server's tool: its name and description are that server's text.
           (let* ((hints (plist-get tool :annotations))
-                 (kind (cond ((eq (plist-get hints :readOnlyHint) t) " (read-only)")
-                             ((eq (plist-get hints :destructiveHint) t) " (destructive)")
-                             (t "")))
+                 (source (plist-get tool :source))
+                 (notes (delq nil
+                              (list (cond ((eq (plist-get hints :readOnlyHint) t) "read-only")
+                                          ((eq (plist-get hints :destructiveHint) t) "destructive"))
+                                    (when (and (equal (plist-get source :kind) "mcp")
+                                               (stringp (plist-get source :server)))
+                                      (concat "MCP server "
+                                              (agent-lsp-escape-control
+                                               (plist-get source :server)))))))
                  (description (car (split-string (or (plist-get tool :description) "") "\n"))))
-            (insert (format "- **%s**%s: %s\n" (plist-get tool :name) kind description)))))
+            (insert (format "- **%s**%s: %s\n"
+                            (agent-lsp-escape-control (format "%s" (plist-get tool :name)))
+                            (if notes (concat " (" (string-join notes ", ") ")") "")
+                            (agent-lsp-escape-control description))))))
       (goto-char (point-min)))
     (pop-to-buffer agent-lsp--tools-buffer)))
 

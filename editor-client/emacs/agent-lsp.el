@@ -27,7 +27,8 @@
 ;; `agent-lsp-checkpoints', `agent-lsp-diff', `agent-lsp-rewind' (see what each
 ;; ask changed and undo it), `agent-lsp-grants' (revoke "always" answers),
 ;; `agent-lsp-sandbox' (what confines the agent's commands here, and what is
-;; weaker), `agent-lsp-apply-settings', `agent-lsp-shutdown';
+;; weaker), `agent-lsp-mcp-servers' (the folder's MCP servers; approve a
+;; folder's own), `agent-lsp-apply-settings', `agent-lsp-shutdown';
 ;; all of them (but the last two) are on `agent-lsp-command-map'.
 ;;
 ;; The server reads the API key, endpoint and model from the user configuration
@@ -41,7 +42,7 @@
 ;; class, the project's server, requests), agent-lsp-trace (trace lines,
 ;; escaping), agent-lsp-transcript (the conversation and trace buffers),
 ;; agent-lsp-permissions, agent-lsp-ask, agent-lsp-model, agent-lsp-checkpoints,
-;; agent-lsp-sandbox.  This file loads them all and holds the command map.
+;; agent-lsp-sandbox, agent-lsp-mcp.  This file loads them all and holds the command map.
 
 ;;; Code:
 
@@ -58,6 +59,7 @@
 (require 'agent-lsp-model)
 (require 'agent-lsp-checkpoints)
 (require 'agent-lsp-sandbox)
+(require 'agent-lsp-mcp)
 
 ;; The commands autoload this file, not the part that defines each, so the
 ;; first of them loads every part: a server is told when it starts that this
@@ -76,6 +78,7 @@
 ;;;###autoload (autoload 'agent-lsp-rewind "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-grants "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-sandbox "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-mcp-servers "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-apply-settings "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-shutdown "agent-lsp" nil t)
 
@@ -96,6 +99,7 @@
     (define-key map "m" #'agent-lsp-select-model)
     (define-key map "p" #'agent-lsp-grants)
     (define-key map "s" #'agent-lsp-sandbox)
+    (define-key map "M" #'agent-lsp-mcp-servers)
     map)
   "Keymap of agent-lsp commands.
 Bind it to a prefix, e.g. (global-set-key (kbd \"C-c a\") agent-lsp-command-map).")

@@ -53,3 +53,12 @@ end, { nargs = 0, desc = 'agent-lsp: list the conversation\'s "always" permissio
 command('AgentSandbox', function()
   require('agent_lsp').sandbox()
 end, { nargs = 0, desc = "agent-lsp: show what confines the agent's bash commands here, and what is weaker" })
+command('AgentMcp', function(opts)
+  require('agent_lsp').mcp(opts.args)
+end, {
+  nargs = '*',
+  complete = function(_, line)
+    return line:match('^%S+%s+%S*$') and { 'approve' } or {}
+  end,
+  desc = "agent-lsp: list the folder's MCP servers (a approves one); :AgentMcp approve NAME",
+})

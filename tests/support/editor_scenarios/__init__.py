@@ -22,6 +22,7 @@ from .asks import (
 from .base import Records, Run, Scenario, Steps, paired, play, workspace_fixture
 from .checkpoints_and_sandbox import Checkpoints, SandboxFallback, SandboxInForce
 from .formatting import EscapeControl, SandboxViews, StopNotes, TraceLines
+from .mcp import McpServersListingAndApproval, McpServerViews, McpToolThroughAnAsk
 from .permissions import (
     CancelDuringPrompt,
     EscapeSequencePrompt,
@@ -50,6 +51,9 @@ SCENARIOS: list[Scenario] = [
     SandboxViews(),
     SandboxInForce(),
     SandboxFallback(),
+    McpServerViews(),
+    McpToolThroughAnAsk(),
+    McpServersListingAndApproval(),
 ]
 
 __all__ = [

@@ -17,6 +17,7 @@
 --   grants.lua       the "always" permission answers
 --   model.lua        checking the endpoint, choosing the model
 --   tools.lua        the tool list, the bash sandbox
+--   mcp.lua          the folder's MCP servers, approving a folder's own
 --   permissions.lua  answering the server's permission requests
 --   format.lua       the text shown: trace lines, checkpoint lists, diffs, the sandbox view
 local ask = require('agent_lsp.ask')
@@ -51,6 +52,7 @@ M.checkpoints = checkpoints.checkpoints
 M.diff = checkpoints.diff
 M.rewind = checkpoints.rewind
 M.grants = grants.grants
+M.mcp = require('agent_lsp.mcp').mcp
 
 --- The conversation state (for statuslines and tests).
 function M.status()

@@ -21,14 +21,23 @@ function M.tools()
       local lines = { '# agent-lsp tools: ' .. root, '' }
       for _, tool in ipairs(result.tools or {}) do
         local hints = type(tool.annotations) == 'table' and tool.annotations or {}
+        -- An MCP server's tool: its name and description are that server's text.
         local description = buffers.text_lines(type(tool.description) == 'string' and tool.description or '')[1]
-        local line = '- **' .. tool.name .. '**'
+        local notes = {}
         if hints.readOnlyHint == true then
-          line = line .. ' (read-only)'
+          table.insert(notes, 'read-only')
         elseif hints.destructiveHint == true then
-          line = line .. ' (destructive)'
+          table.insert(notes, 'destructive')
         end
-        table.insert(lines, line .. ': ' .. description)
+        local source = type(tool.source) == 'table' and tool.source or {}
+        if source.kind == 'mcp' and type(source.server) == 'string' then
+          table.insert(notes, 'MCP server ' .. format.escape_control(source.server))
+        end
+        local line = '- **' .. format.escape_control(tostring(tool.name)) .. '**'
+        if #notes > 0 then
+          line = line .. ' (' .. table.concat(notes, ', ') .. ')'
+        end
+        table.insert(lines, line .. ': ' .. format.escape_control(description))
       end
       buffers.view(buffers.TOOLS, 'markdown', lines)
     end)
