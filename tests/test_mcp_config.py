@@ -770,3 +770,21 @@ def test_add_server_refuses_a_name_that_is_not_a_bare_key(tmp_path: Path, name: 
     with pytest.raises(UserConfigError, match="letters, digits"):
         add_server(config, name, {"command": "true"})
     assert config.read_text() == 'model = "m"\n'
+
+
+def test_the_command_line_shown_names_env_and_cwd_quoted() -> None:
+    spec = McpServerSpec(
+        name="repo",
+        transport="stdio",
+        command="node",
+        args=("tools/my server.js", "--x"),
+        env={"LD_PRELOAD": "/tmp/evil.so"},
+        cwd="/p/tools dir",
+    )
+    assert spec.command_line() == (
+        "env LD_PRELOAD=/tmp/evil.so node 'tools/my server.js' --x (in '/p/tools dir')"
+    )
+    web = McpServerSpec(
+        name="w", transport="http", url="https://x/mcp", headers={"B": "2", "A": "1"}
+    )
+    assert web.command_line() == "https://x/mcp (headers: A, B)"

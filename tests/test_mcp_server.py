@@ -68,6 +68,11 @@ async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(
         assert request["toolName"] == "mcp__tb__write_note"
         assert request["arguments"] == {"text": "n1"}
         assert "on MCP server tb" in request["title"]
+        # "Always" covers the tool, and its label says so (not "this exact call").
+        labels = {option["kind"]: option["name"] for option in request["options"]}
+        assert labels["allow_always"] == (
+            "Allow always (this conversation: any call of write_note on MCP server tb)"
+        )
 
         # A refused one is declined, and the server never sees the call.
         model.reply(tool_calls=[tool_call("mcp__tb__write_note", {"text": "n2"}, id="no")])
@@ -130,6 +135,8 @@ async def test_a_workspace_server_starts_only_once_approved_and_asks_again_when_
         [request] = client.requests
         assert f"{sys.executable} {TOOLBOX} --tag {tag}" in request["title"]
         assert request["arguments"]["command"] == sys.executable
+        # Once or always would record the same approval: a yes and a no.
+        assert [o["kind"] for o in request["options"]] == ["allow_once", "reject_once"]
 
         client.answers = ["allow_once"]
         approved = await client.protocol.send_request_async(

@@ -132,7 +132,8 @@ class ApprovalPolicy:
 @dataclass(frozen=True)
 class PermissionPrompt:
     """What the user is shown (the ``agent/requestPermission`` params, minus the wire):
-    ``title`` and ``reason`` escaped (``tooling.display``), ``arguments`` the call's data."""
+    ``title`` and ``reason`` escaped (``tooling.display``), ``arguments`` the call's data,
+    ``options`` the answers offered as (kind, label)."""
 
     session_id: str
     call_id: str
@@ -140,6 +141,18 @@ class PermissionPrompt:
     arguments: Mapping[str, Any]
     title: str
     reason: str
+    options: tuple[tuple[str, str], ...] = OPTIONS
+
+
+def scoped_options(covers: str) -> tuple[tuple[str, str], ...]:
+    """The answers for a call whose "always" covers more than itself (``covers``, escaped:
+    e.g. any call of one MCP tool), so the label does not promise "this exact call"."""
+    return (
+        (ALLOW_ONCE, "Allow once"),
+        (ALLOW_ALWAYS, f"Allow always (this conversation: {covers})"),
+        (REJECT_ONCE, "Reject"),
+        (REJECT_ALWAYS, f"Reject always (this conversation: {covers})"),
+    )
 
 
 class Asker(Protocol):
@@ -213,16 +226,31 @@ class PermissionGate:
                 "without that, or tell the user what is needed.",
             )
         reason = escape_control(permission.reason) if permission else ""
+        options = OPTIONS
         if permission is not None and permission.grant_title:
-            covers = f'"Always" covers: {escape_control(permission.grant_title)}.'
+            scope = escape_control(permission.grant_title)
+            covers = f'"Always" covers: {scope}.'
             reason = f"{reason} {covers}" if reason else covers
-        return await self._ask(self._asker, request, title, reason)
+            if permission.grant_scope is not None:
+                options = scoped_options(scope[:1].lower() + scope[1:])
+        return await self._ask(self._asker, request, title, reason, options)
 
     async def _ask(
-        self, asker: Asker, request: PermissionRequest, title: str, reason: str
+        self,
+        asker: Asker,
+        request: PermissionRequest,
+        title: str,
+        reason: str,
+        options: tuple[tuple[str, str], ...] = OPTIONS,
     ) -> PermissionDecision:
         prompt = PermissionPrompt(
-            self._session_id, request.call_id, request.tool_name, request.arguments, title, reason
+            self._session_id,
+            request.call_id,
+            request.tool_name,
+            request.arguments,
+            title,
+            reason,
+            options,
         )
         self._emit(
             PermissionRequested(

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 from tooling.display import escape_control
 
 from .. import protocol as p
-from ..agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, Asker, PermissionPrompt
+from ..agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, REJECT_ONCE, Asker, PermissionPrompt
 from ..config.user_config import UserConfigError
 from ..errors import InvalidParamsError
 from .mcp_definitions import WORKSPACE, FolderDefinitions, Loaded
@@ -392,6 +392,8 @@ async def approve_with_user(
             "outside the sandbox with your rights. Approving remembers this exact definition "
             "for this folder (a changed one asks again)."
         ),
+        # Once or always would both record it: one yes, one no.
+        options=((ALLOW_ONCE, "Approve and start"), (REJECT_ONCE, "Reject")),
     )
     if await asker.ask(prompt) in (ALLOW_ONCE, ALLOW_ALWAYS):
         await servers.approve(spec)

@@ -43,7 +43,7 @@ class LspAsker:
             arguments=dict(prompt.arguments),
             title=prompt.title,
             reason=prompt.reason,
-            options=[p.PermissionOption(kind, name, kind) for kind, name in OPTIONS],
+            options=[p.PermissionOption(kind, name, kind) for kind, name in prompt.options],
         )
         protocol = self._ls.protocol
         msg_id = f"permission-{uuid.uuid4().hex}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -65,10 +66,16 @@ class McpServerSpec:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def command_line(self) -> str:
-        """One line for the user: the command line or the URL."""
+        """What runs, on one line for the user, quoted as a shell would need it:
+        ``env K=V COMMAND ARGS (in CWD)``, or the URL and its headers' names. Everything
+        an approval is bound to that could change what runs is named (a repository's
+        ``LD_PRELOAD`` as much as its command)."""
         if self.transport == "stdio":
-            return " ".join([self.command or "", *self.args]).strip()
-        return self.url or ""
+            env = [f"{key}={value}" for key, value in sorted(self.env.items())]
+            line = shlex.join([*(["env", *env] if env else []), self.command or "", *self.args])
+            return f"{line} (in {shlex.quote(self.cwd)})" if self.cwd else line
+        headers = ", ".join(sorted(self.headers))
+        return f"{self.url or ''} (headers: {headers})" if headers else self.url or ""
 
     def allows(self, tool: str) -> bool:
         """Whether the server's tool ``tool`` is offered to the model."""
