@@ -212,7 +212,8 @@ class McpServersListingAndApproval(Scenario):
         # The server asked before it started the folder's own server, naming what runs.
         [prompt] = records["prompts"]
         assert "Start MCP server repo of " in prompt
-        assert f"{TOOLBOX} --tag {tag}\\e[8m" in prompt and "\x1b" not in prompt, repr(prompt)
+        # Quoted as a shell would need it (the escape sequence is data, shown escaped).
+        assert f"{TOOLBOX} --tag '{tag}\\e[8m'" in prompt and "\x1b" not in prompt, repr(prompt)
 
         after = records["after"]
         ready = after.index("repo: ready (workspace, stdio)")
