@@ -499,3 +499,38 @@ async def test_the_cli_streams_paced_and_logs_each_stream(tmp_path: Path) -> Non
     finally:
         process.kill()
         process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("streaming", [StreamSupport(), None], ids=["streamed", "plain"])
+async def test_the_body_carries_messages_and_tools_as_given(
+    model: ScriptedModel, client: Any, streaming: StreamSupport | None
+) -> None:
+    # Passed around the SDK's transform (server.model.stream.as_sent): the same JSON.
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "mcp__db__query",
+                "description": "Run a query",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"sql": {"type": "string", "maxLength": 10}},
+                    "required": ["sql"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    ]
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "hi ✓"}]},
+    ]
+    model.reply("ok")
+    options = {"tools": tools, "tool_choice": "auto"}
+    reply = await complete(
+        client, model="m", messages=messages, options=options, streaming=streaming
+    )
+    assert reply.text == "ok"
+    [body] = model.bodies
+    assert body["messages"] == messages and body["tools"] == tools
+    assert body["model"] == "m" and body["tool_choice"] == "auto"

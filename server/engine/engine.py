@@ -109,9 +109,13 @@ class AgentEngine:
 
     async def _warm_up(self) -> None:
         # Cheapest first: what listTools needs, then what running tools needs, then
-        # the SDK (most of the time).
+        # the SDK (most of the time); the MCP servers after it: their SDK's import (as
+        # long as openai's) would share the one GIL with it, and a first ask waits for
+        # openai, while it never waits for an MCP server (bench/results/mcp.md).
         await self._folders.warm_up()
-        if not await self._endpoints.warm_up(self._settings.model_overrides()):
+        usable = await self._endpoints.warm_up(self._settings.model_overrides())
+        self._folders.refresh_mcp()
+        if not usable:
             return  # the SDK cannot be imported: an ask will report the broken install
         await self._sessions.prune()
         # Last: the checkpoint stores (a shadow repository created or checked per folder),
@@ -275,11 +279,11 @@ class AgentEngine:
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
         conversation, target = self._ask_target(session_id, folder)
-        self._folders.refresh_mcp(target, retry=True)  # never waits for a server
         content = await with_context(prompt, context, target.workspace, self._documents)
         # Fail before touching the conversation when the model is not configured.
         model = self.model_settings()
         await self._ready()
+        self._folders.refresh_mcp(target, retry=True)  # never waits for a server
         client = await self._endpoints.client(model)
         runtime = await target.runtime()
         settings = self._settings

@@ -235,9 +235,8 @@ class Folders:
         self.refresh_mcp(used_only=True)
 
     async def warm_up(self) -> None:
-        """Start every folder's MCP servers (in the background: nothing here waits for
-        them), then build its tools and runtime, off the event loop."""
-        self.refresh_mcp()
+        """Build every folder's tools and runtime, off the event loop (its MCP servers
+        are started by the engine's warm-up, after the model SDK's import)."""
         for folder in self:
             try:
                 await folder.registry()
