@@ -542,13 +542,21 @@ export interface ToolActivity {
 }
 /**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
- * the human ``message``). ``phase``: model, tools, permission, compacting, done.
+ * the human ``message``). ``phase``: model, writing, tools, permission, compacting,
+ * starting (MCP servers whose tools are not in this ask yet: ``servers``), done.
  */
 export interface AskProgress {
   sessionId: string;
   turn: number;
   phase: string;
   message: string;
+  callId?: string | null;
+  progress?: number | null;
+  total?: number | null;
+  /**
+   * phase starting: the servers still starting
+   */
+  servers?: string[] | null;
 }
 /**
  * ``agent/compaction``: an ask compacted its conversation before a model request.

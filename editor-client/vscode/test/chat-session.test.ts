@@ -4,6 +4,7 @@ import {
   applyActivity,
   applyCard,
   applyDelta,
+  applyProgress,
   applyResult,
   applyTurnTexts,
   type Change,
@@ -14,6 +15,7 @@ import {
   missingEntries,
   newEntry,
   phaseText,
+  progressText,
 } from "../src/chat/model";
 import { ChatSession, type ChatSink, type Connection } from "../src/chat/session";
 import { ChatStore, type Memento } from "../src/chat/store";
@@ -229,6 +231,25 @@ describe("the model's pieces", () => {
     assert.equal(phaseText({ phase: "tools", turn: 3 }), "turn 3: running tools");
     assert.equal(phaseText({ phase: "permission", turn: 1 }), "turn 1: waiting for your permission");
     assert.equal(phaseText({ phase: "new-phase", turn: 0 }), "working");
+    // A phase this client does not know shows the server's message (escaped).
+    const starting = { phase: "starting", turn: 0, message: "MCP servers still starting: db\u001b[2J" };
+    assert.equal(phaseText(starting), "MCP servers still starting: db\\e[2J");
+  });
+
+  it("a running call's progress shows on its row, from the numbers", () => {
+    const entry = newEntry("p");
+    applyActivity(entry, { sessionId: "s", callId: "c", name: "mcp__idx__reindex", arguments: "{}", status: "started" });
+    const message = "turn 1: mcp__idx__reindex 3/10 src/";
+    const changes = applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, callId: "c", progress: 3, total: 10 });
+    const item = entry.items[0];
+    assert.ok(item?.kind === "tool");
+    assert.equal(item.progress, "3/10");
+    assert.deepEqual(changes.map((c) => c.part), ["item", "tail"]);
+    assert.equal(progressText(40, 100), "40%");
+    assert.equal(progressText(2.5, null), "2.5");
+    applyActivity(entry, { sessionId: "s", callId: "c", name: "mcp__idx__reindex", arguments: "{}", status: "completed", durationMs: 5 });
+    applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, callId: "c", progress: 4, total: 10 });
+    assert.equal(item.progress, "3/10"); // a finished call takes no more
   });
 
   it("a result adds calls the client missed and the answer once", () => {

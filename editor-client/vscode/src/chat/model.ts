@@ -2,6 +2,7 @@
 // Each change names the parts it touched (an entry, one of its items, its tail), so the view
 // re-renders only those: a selection elsewhere survives and the cost per update stays flat.
 
+import { escapeControl } from "../display";
 import type {
   AnswerDelta,
   AskContext,
@@ -37,6 +38,8 @@ export interface ToolItem {
   turn?: number;
   durationMs?: number;
   output?: string;
+  /** How far a running call is, from agent/askProgress's numbers: "3/10", "40%". */
+  progress?: string;
 }
 
 export interface TextItem {
@@ -146,17 +149,39 @@ const PHASE_TEXT: Record<string, string> = {
   done: "finishing",
 };
 
-/** The status line for a progress notification: from its structured phase, not its text. */
-export function phaseText(progress: Pick<AskProgress, "phase" | "turn">): string {
-  const what = PHASE_TEXT[progress.phase] ?? "working";
+/** The status line for a progress notification: from its structured phase, not its text;
+ * a phase this client does not know (phases may be added) shows the server's message. */
+export function phaseText(progress: Pick<AskProgress, "phase" | "turn" | "message">): string {
+  const known = PHASE_TEXT[progress.phase];
+  if (known === undefined && typeof progress.message === "string" && progress.message) {
+    return escapeControl(progress.message);
+  }
+  const what = known ?? "working";
   return progress.turn > 0 ? `turn ${progress.turn}: ${what}` : what;
 }
 
+/** "3/10", "40%" (a total of 100) or "3": a running call's progress. */
+export function progressText(progress: number, total?: number | null): string {
+  const n = (value: number): string => String(Math.round(value * 100) / 100);
+  if (total === 100) return `${n(progress)}%`;
+  return typeof total === "number" && total > 0 ? `${n(progress)}/${n(total)}` : n(progress);
+}
+
 export function applyProgress(entry: Entry, progress: AskProgress): Change[] {
+  const changes: Change[] = [];
+  if (typeof progress.callId === "string" && typeof progress.progress === "number") {
+    const item = toolItem(entry, progress.callId);
+    if (item !== undefined && item.state === "running") {
+      item.progress = progressText(progress.progress, progress.total);
+      changes.push({ part: "item", entry, item });
+    }
+  }
   const status = phaseText(progress);
-  if (entry.status === status) return [];
-  entry.status = status;
-  return [{ part: "tail", entry }];
+  if (entry.status !== status) {
+    entry.status = status;
+    changes.push({ part: "tail", entry });
+  }
+  return changes;
 }
 
 function toolItem(entry: Entry, callId: string): ToolItem | undefined {

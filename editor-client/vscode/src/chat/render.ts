@@ -102,7 +102,8 @@ function firstErrorLine(output: string | undefined): string {
 export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOptions): string {
   const summary = summarizeArguments(item.arguments, 160, item.summaryKey);
   const duration = formatDuration(item.durationMs);
-  const status = `${CALL_WORD[item.state]}${duration ? ` · ${duration}` : ""}`;
+  const done = item.state === "running" && item.progress ? ` · ${item.progress}` : "";
+  const status = `${CALL_WORD[item.state]}${done}${duration ? ` · ${duration}` : ""}`;
   const error =
     item.state === "failed" && item.output
       ? `<div class="call-error">${renderPlainText(firstErrorLine(item.output))}</div>`
