@@ -627,11 +627,14 @@ def render(
     lines += [
         "## Where the time goes: one model request's encoding",
         "",
-        "Profiled first (`AGENT_LSP_PROFILE`, a cProfile of the server's event loop, over "
-        "asks of both kinds): with the servers' tools in the list the extra time of an ask "
-        "is almost all in the openai SDK's `_async_transform_recursive`, which "
-        "`chat.completions.create` runs over its arguments, every tool's JSON schema "
-        "included, before each request. Timed here in-process on the tools the server listed "
+        "Profiled (`AGENT_LSP_PROFILE`, a cProfile of the server's event loop, over asks of "
+        "both kinds) before the server passed messages and tools around it: with the "
+        "servers' tools in the list the extra time of an ask was almost all in the openai "
+        "SDK's `_async_transform_recursive`, which `chat.completions.create` runs over its "
+        "declared arguments, every tool's JSON schema included, before each request. The "
+        "server now hands messages and tools to the SDK in `extra_body` (the same body; "
+        "`server/model/stream.py`'s `as_sent`), so it pays only the copy and the JSON "
+        "encoding. Timed here in-process on the tools the server listed "
         f"(median of {TRANSFORMS} each, interleaved; a request of a short conversation: system "
         "prompt, prompt, one tool call and its result):",
         "",
@@ -644,10 +647,11 @@ def render(
             for name, v in (("built-in only", builtin), ("with the MCP servers'", every))
         ),
         "",
-        f"The SDK's transform costs {per_tool * 1e6:.0f} µs per extra tool per model request "
-        f"({(every['transform'] - builtin['transform']) * 1000:.1f} ms for {extra_tools} "
-        "tools), paid on every request of every ask, whichever tools it calls; the "
-        "registry's copy and the JSON encoding are a small part.",
+        f"The SDK's transform would cost {per_tool * 1e6:.0f} µs per extra tool per model "
+        f"request ({(every['transform'] - builtin['transform']) * 1000:.1f} ms for "
+        f"{extra_tools} tools), on every request of every ask, whichever tools it calls; "
+        "what is left (the registry's copy, the JSON encoding, and the endpoint reading a "
+        "larger request) is the later ask's difference in the table above.",
         "",
     ]
     cpu_three = [v.first_call_cpu for v in three if v.first_call_cpu is not None]
@@ -656,11 +660,11 @@ def render(
         lines += [
             "**The first ask.** An ask sent right after `initialized` waits for the warm-up, "
             f"whose longest part is the openai SDK's import ({imports[0] * 1000:.0f} ms of CPU "
-            "in a fresh interpreter, median of 3). With MCP servers configured the warm-up "
-            "first starts them, and their start imports the MCP client and the `mcp` SDK in "
-            f"a worker thread ({imports[1] * 1000:.0f} ms of CPU after openai's), while the "
-            "openai import runs in another: both hold the one GIL, so the model SDK the ask "
-            "waits for is ready later. The server's CPU time at the first tool call grew by "
+            "in a fresh interpreter, median of 3). The MCP servers start once the warm-up is "
+            "done: their start imports the MCP client and the `mcp` SDK in a worker thread "
+            f"({imports[1] * 1000:.0f} ms of CPU after openai's), and begun beside the "
+            "warm-up it shared the one GIL with what the ask waits for (1.30x on a quiet "
+            "machine, before the change). The server's CPU time at the first tool call grew by "
             f"{(med(cpu_three) - med(cpu_none)) * 1000:.0f} ms (table above; the import, the "
             f"{STARTUP_SERVERS} connections' start and listing), and the {STARTUP_SERVERS} "
             "servers' own start-up (each a Python process importing the SDK) competes for "
@@ -684,8 +688,8 @@ def render(
             if all(ok for _, ok in startup_verdicts)
             else "**not met**: "
             + "; ".join(label for label, ok in startup_verdicts if not ok)
-            + " (the first ask: the warm-up's MCP import; a later one: every request "
-            "carries the servers' tools through the SDK's transform; see above)."
+            + " (a later ask's request carries the servers' tool schemas too: copied, "
+            "encoded and read by the endpoint; see above)."
         ),
         "",
     ]

@@ -109,18 +109,18 @@ class AgentEngine:
 
     async def _warm_up(self) -> None:
         # Cheapest first: what listTools needs, then what running tools needs, then
-        # the SDK (most of the time); the MCP servers after it: their SDK's import (as
-        # long as openai's) would share the one GIL with it, and a first ask waits for
-        # openai, while it never waits for an MCP server (bench/results/mcp.md).
+        # the SDK (most of the time). The MCP servers once it is all done: their SDK's
+        # import (1.4 s of CPU, as long as openai's) would share the one GIL with what a
+        # first ask waits for, while an ask never waits for an MCP server
+        # (bench/results/mcp.md).
         await self._folders.warm_up()
-        usable = await self._endpoints.warm_up(self._settings.model_overrides())
+        # False: the SDK cannot be imported, and an ask will report the broken install.
+        if await self._endpoints.warm_up(self._settings.model_overrides()):
+            await self._sessions.prune()
+            # The checkpoint stores (a shadow repository created or checked per folder),
+            # so the first ask's checkpoint is only its snapshot.
+            await self._undo.prepare()
         self._folders.refresh_mcp()
-        if not usable:
-            return  # the SDK cannot be imported: an ask will report the broken install
-        await self._sessions.prune()
-        # Last: the checkpoint stores (a shadow repository created or checked per folder),
-        # so the first ask's checkpoint is only its snapshot.
-        await self._undo.prepare()
 
     async def _ready(self) -> None:
         await asyncio.shield(self.warm_up())
