@@ -151,7 +151,7 @@ const PHASE_TEXT: Record<string, string> = {
 
 /** The status line for a progress notification: from its structured phase, not its text;
  * a phase this client does not know (phases may be added) shows the server's message. */
-export function phaseText(progress: Pick<AskProgress, "phase" | "turn" | "message">): string {
+export function phaseText(progress: Pick<AskProgress, "phase" | "turn"> & { message?: string }): string {
   const known = PHASE_TEXT[progress.phase];
   if (known === undefined && typeof progress.message === "string" && progress.message) {
     return escapeControl(progress.message);
