@@ -1503,7 +1503,9 @@ scenario("an MCP server of the user's settings: its tools listed under it, a cal
 scenario("a folder's own MCP server awaits approval; approved through Agent: MCP Servers, it becomes ready", async ({ page }) => {
   await until("repo awaiting approval", async () => (await mcpStatus(page)) === "MCP 1/2", MCP_START_MS);
   const picker = page.locator(".quick-input-widget:visible");
-  const row = picker.locator(".quick-input-list .monaco-list-row", { hasText: "repo" }).first();
+  // The row whose label is repo: another row's command line may hold "repo" too (a CI
+  // clone lives in .../repo/), so match the label at the start of the row's text.
+  const row = picker.locator(".quick-input-list .monaco-list-row", { hasText: /^\W*repo\b/ }).first();
   await runCommand(page, "Agent: MCP Servers");
   await until("repo in the quick pick", async () => (await row.count()) > 0 && /awaiting your approval/.test(await row.innerText()), 15_000);
   await row.click();
