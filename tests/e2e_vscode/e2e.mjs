@@ -1504,8 +1504,9 @@ scenario("a folder's own MCP server awaits approval; approved through Agent: MCP
   await until("repo awaiting approval", async () => (await mcpStatus(page)) === "MCP 1/2", MCP_START_MS);
   const picker = page.locator(".quick-input-widget:visible");
   // The row whose label is repo: another row's command line may hold "repo" too (a CI
-  // clone lives in .../repo/), so match the label at the start of the row's text.
-  const row = picker.locator(".quick-input-list .monaco-list-row", { hasText: /^\W*repo\b/ }).first();
+  // clone lives in .../repo/), so the row's text must start with it (the label comes first,
+  // its description right after it: " repoawaiting your approval · ...").
+  const row = picker.locator(".quick-input-list .monaco-list-row", { hasText: /^\s*repo/ }).first();
   await runCommand(page, "Agent: MCP Servers");
   await until("repo in the quick pick", async () => (await row.count()) > 0 && /awaiting your approval/.test(await row.innerText()), 15_000);
   await row.click();
