@@ -46,13 +46,7 @@ def print_live(
     """``agent/mcpServers``'s entries, as a table or as JSON (the entries verbatim)."""
     path = config_path(env)
     if as_json:
-        document = {
-            "configFile": str(path) if path is not None else None,
-            "workspace": str(folder),
-            "started": True,
-            "servers": servers,
-        }
-        print(json.dumps(document, indent=2), file=out)
+        print(json.dumps(_document(path, folder, True, servers), indent=2), file=out)
         return
     if not servers:
         print(NO_SERVERS, file=out)
@@ -116,10 +110,7 @@ def print_offline(env: Mapping[str, str], folder: Path, as_json: bool, out: Text
     rows = [_row(entry, approved) for entry in definitions.entries]
     if as_json:
         document = {
-            "configFile": str(path) if path is not None else None,
-            "workspace": str(folder),
-            "started": False,
-            "servers": rows,
+            **_document(path, folder, False, rows),
             "warnings": list(definitions.warnings),
         }
         print(json.dumps(document, indent=2), file=out)
@@ -222,3 +213,15 @@ def _has_workspace_entries(definitions: McpDefinitions) -> bool:
 
 def _line(text: str) -> str:
     return escape_control(text)
+
+
+def _document(
+    path: Path | None, folder: Path, started: bool, servers: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """``--json``'s document, live (``started``) or from the files."""
+    return {
+        "configFile": str(path) if path is not None else None,
+        "workspace": str(folder),
+        "started": started,
+        "servers": servers,
+    }
