@@ -9,11 +9,8 @@ stdio, each with a unique ``--tag`` so its process can be found in /proc.
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ from tests.support.lsp_client import REPO, server_env
 from tests.support.mcp_servers import toolbox
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import pids_with, wait_until
+from tests.support.pty_terminal import PtyTerminal
 
 TOOLBOX = str(Path(toolbox.__file__))
 # Under load a toolbox takes seconds to import the SDK: the commands wait up to 30 s for it.
@@ -76,35 +74,11 @@ def agent_lsp(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
     )
 
 
-class OnTerminal:
-    """``agent-lsp ARGS`` with stdin and stderr on a pty (what the user sees), stdout a pipe."""
+class OnTerminal(PtyTerminal):
+    """``agent-lsp ARGS`` on a pty (what the user sees), stdout a pipe."""
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
-        master, slave = pty.openpty()
-        self._master = master
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "server", *args],
-            stdin=slave,
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            env=env,
-            cwd=REPO,
-            text=True,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.screen = ""
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self._master, 4096)
-            except OSError:  # the pty closed
-                return
-            if not data:
-                return
-            self.screen += data.decode(errors="replace")
+        super().__init__(list(args), env, COMMAND_TIMEOUT_S)
 
     def wait_for_prompt(self) -> str:
         """The permission prompt, once it waits for an answer."""
@@ -115,30 +89,13 @@ class OnTerminal:
         assert asked, self.screen
         return self.screen.rsplit("permission needed:", 1)[1]
 
-    def type(self, text: str) -> None:
-        os.write(self._master, text.encode())
-
-    def finish(self) -> tuple[int, str]:
-        try:
-            stdout, _ = self.process.communicate(timeout=COMMAND_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.close()
-            raise AssertionError(f"did not end:\n{self.screen}") from None
-        return self.process.returncode, stdout
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
 
 @pytest.fixture
 def terminals() -> Iterator[list[OnTerminal]]:
     opened: list[OnTerminal] = []
     yield opened
     for terminal in opened:
-        terminal.close()
-        os.close(terminal._master)
+        terminal.close()  # the pty too
 
 
 def test_list_shows_each_servers_state_tools_and_error_and_stops_them(

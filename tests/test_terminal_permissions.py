@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-import pty
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,48 +16,14 @@ from server.terminal.permissions import TerminalPermissions
 from tests.support.lsp_client import REPO, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import wait_until
+from tests.support.pty_terminal import PtyTerminal
 
 
-def _foreground_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-class Terminal:
-    """The terminal client on a pty: stdin and stderr are the terminal, stdout a pipe."""
+class Terminal(PtyTerminal):
+    """``agent-lsp ask ARGS`` on a pty."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        master, slave = pty.openpty()
-        self._master = master
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "server", "ask", *args],
-            stdin=slave,
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            env=env,
-            cwd=REPO,
-            text=True,
-            # Its own process group, as a shell gives a job: Ctrl-C (interrupt) reaches
-            # the client and the server it started, and nothing else.
-            start_new_session=True,
-            # As a shell starts a foreground job: Ctrl-C's default disposition, whatever this
-            # process inherited (started in the background, CI runners ignore SIGINT, and an
-            # ignored signal stays ignored across exec: the client would never see Ctrl-C).
-            preexec_fn=_foreground_signals,
-        )
-        os.close(slave)
-        self.screen = ""
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self._master, 4096)
-            except OSError:  # the pty closed
-                return
-            if not data:
-                return
-            self.screen += data.decode(errors="replace")
+        super().__init__(["ask", *args], env)
 
     def prompts(self) -> int:
         return self.screen.count("permission needed:")
@@ -69,29 +32,6 @@ class Terminal:
         assert wait_until(lambda: self.prompts() >= count and self.screen.endswith("> "), 30), (
             self.screen
         )
-
-    def type(self, text: str) -> None:
-        os.write(self._master, text.encode())
-
-    def interrupt(self) -> None:
-        """Ctrl-C: the terminal sends SIGINT to the whole foreground process group."""
-        os.killpg(self.process.pid, signal.SIGINT)
-
-    def finish(self) -> tuple[int, str]:
-        try:
-            stdout, _ = self.process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            # What the client had printed says where it stopped (the prompt, the cancel...).
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"agent-lsp ask did not end within 60 s:\n{self.screen}") from None
-        return self.process.returncode, stdout
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        os.close(self._master)
 
 
 @pytest.fixture
