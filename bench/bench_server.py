@@ -276,7 +276,7 @@ t0 = time.perf_counter()
 import pygls.lsp.server, lsprotocol.converters
 t1 = time.perf_counter()
 sys.stderr.write("--agent-lsp-bench--\\n"); sys.stderr.flush()
-import server.cli, server.lsp.server, server.lsp.stdio
+import server.cli, server.lsp.server, server.stdio
 t2 = time.perf_counter()
 sys.stderr.write("--agent-lsp-bench-end--\\n"); sys.stderr.flush()
 from server.engine.bootstrap import build_runtime

@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from openai import AsyncOpenAI  # noqa: E402
 
-from server.lsp.delta_coalescing import WINDOW_S  # noqa: E402
+from server.agent.delta_coalescing import WINDOW_S  # noqa: E402
 from tests.support.lsp_client import server_env  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "streaming.md"

@@ -59,6 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep conversations in memory only (they end with the process)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser(
+        "acp",
+        help="serve the Agent Client Protocol over stdio (Zed, JetBrains, CodeCompanion, ...)",
+        description=(
+            "Run agent-lsp as an Agent Client Protocol agent over stdio: the editor starts "
+            "it and gives each session's folder (cwd). The options before `acp` apply "
+            "(--session-dir, --memory-only, --log-level)."
+        ),
+    )
     ask = commands.add_parser(
         "ask",
         help="ask the agent once from the terminal (starts the server as an LSP child process)",
@@ -202,8 +211,9 @@ def _drop_reported_request_errors(record: logging.LogRecord) -> bool:
     return True
 
 
-def serve(args: argparse.Namespace) -> int:
-    from .lsp.stdio import claim_stdout
+def serve(args: argparse.Namespace, *, acp: bool = False) -> int:
+    """The language server (default) or the ACP agent (``acp``) over stdio."""
+    from .stdio import claim_stdout
 
     # First, before anything heavy is imported: from here on a stray print (ours, a
     # library's, a child's) lands on stderr, never in the protocol stream.
@@ -211,13 +221,21 @@ def serve(args: argparse.Namespace) -> int:
     from .config.own_secrets import take_key_from_environment
     from .config.paths import default_session_dir
     from .engine.engine import AgentEngine
-    from .lsp.server import create_server, serve_stdio
 
     # Before any command runs: the key leaves os.environ and /proc/self/environ, and
     # lives on in the engine's copy of the environment only.
     environ = take_key_from_environment()
     session_dir = None if args.memory_only else (args.session_dir or default_session_dir())
-    server = create_server(AgentEngine(environ=environ, session_dir=session_dir))
+    engine = AgentEngine(environ=environ, session_dir=session_dir)
+    if acp:
+        from .acp.serve import serve_stdio as serve_acp
+
+        code = serve_acp(engine, sys.stdin.buffer, protocol_out)
+        sys.stderr.flush()
+        os._exit(code)  # as below: worker threads (the warm-up's) must not hold the exit
+    from .lsp.server import create_server, serve_stdio
+
+    server = create_server(engine)
     if args.tcp:
         server.start_tcp(args.host, args.port)
         return 0
@@ -257,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         from .terminal.mcp_command import run_mcp
 
         return run_mcp(args)
+    if args.command == "acp":
+        return serve(args, acp=True)
     if args.command == "compact":
         from .terminal.client import run_compact
 

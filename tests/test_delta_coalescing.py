@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from server.lsp.delta_coalescing import DeltaCoalescer
+from server.agent.delta_coalescing import DeltaCoalescer
 from tests.support.procs import until
 
 

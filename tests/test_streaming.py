@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from server.lsp.delta_coalescing import WINDOW_S
+from server.agent.delta_coalescing import WINDOW_S
 from tests.support.lsp_client import AgentTestClient, RunningAsk, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.procs import until

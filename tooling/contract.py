@@ -49,6 +49,9 @@ class ToolDefinition:
     # summarizer's instructions (``"commands run and their results"``). None: the tool
     # is named there, nothing more.
     compaction_keeps: str | None = None
+    # What a call does, in the Agent Client Protocol's words (a client picks its icon and
+    # treatment by it): read, edit, delete, move, search, execute, fetch, think, other.
+    kind: str = "other"
 
     def summary_argument(self) -> str | None:
         """The argument a one-line summary of a call shows: ``summary_key``, else the

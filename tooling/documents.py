@@ -3,8 +3,9 @@
 A language server knows the text of every document open in the editor, unsaved
 changes included, and can ask the editor to change a buffer
 (``workspace/applyEdit``) so the change is visible and undoable there. Tools depend
-only on this small interface; ``server.lsp.documents`` implements it over LSP, and
-without it (``None`` in the tool context) tools work on disk alone.
+only on this small interface; ``server.lsp.documents`` implements it over LSP,
+``server.acp.documents`` over ACP's ``fs/*`` requests, and without it (``None`` in the
+tool context) tools work on disk alone.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class EditOutcome:
 class EditorDocuments(Protocol):
     def buffer_text(self, path: Path) -> str | None:
         """The text of ``path`` if it is open in the editor (unsaved changes included)."""
+        ...
+
+    async def read_text(self, path: Path) -> str | None:
+        """What the file tools read of ``path``: the editor's text of it (an open buffer,
+        unsaved changes included), None to read the disk. An editor whose files are
+        reached by request (ACP's ``fs/read_text_file``) answers for any file it can."""
         ...
 
     def can_edit(self) -> bool:

@@ -48,6 +48,11 @@ class ToolRuntime:
         tool = self._registry.get(name)
         return tool.summary_argument() if tool is not None else None
 
+    def kind(self, name: str) -> str:
+        """What a call to ``name`` does (``ToolDefinition.kind``; "other": unknown tool)."""
+        tool = self._registry.get(name)
+        return tool.kind if tool is not None else "other"
+
     def is_read_only(self, name: str) -> bool:
         tool = self._registry.get(name)
         return tool is not None and tool.read_only

@@ -102,5 +102,6 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
         destructive=True,
         title="Edit file",
         summary_key="path",
+        kind="edit",
         compaction_keeps="files changed (with paths)",
     )

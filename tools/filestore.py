@@ -98,7 +98,7 @@ class FileStore:
     async def read(self, target: Path, offset: int, max_lines: int, max_chars: int) -> Shown:
         """A window of ``target``; records its fingerprint. Raises ``BinaryFileError``,
         ``OffsetPastEndError`` or :class:`ToolError`."""
-        buffer = self._buffer(target)
+        buffer = await self._buffer(target)
         if buffer is not None:
             data = buffer.encode("utf-8", "surrogatepass")
             window, note = await asyncio.to_thread(
@@ -155,7 +155,7 @@ class FileStore:
     async def current(self, target: Path, *, max_bytes: int) -> Current:
         """``target``'s whole text, if the conversation may change it (the precondition
         holds); otherwise :class:`ToolError` saying why and what to do."""
-        buffer = self._buffer(target)
+        buffer = await self._buffer(target)
         if buffer is not None and self._editable():
             self._check_buffer(target, buffer)
             return Current(target, buffer, in_buffer=True)
@@ -204,7 +204,7 @@ class FileStore:
     async def write(self, target: Path, content: str, *, label: str) -> bool:
         """Create ``target`` or replace all of it; whether it went to the editor."""
         data = utf8(content, "content")
-        buffer = self._buffer(target)
+        buffer = await self._buffer(target)
         if buffer is not None and self._editable():
             self._check_buffer(target, buffer)
             await self._edit_buffer(target, buffer, content, label)
@@ -293,7 +293,7 @@ class FileStore:
         # The editor reports its new text with didChange, usually just before or after
         # answering; wait briefly so the next read sees the agent's own edit.
         for _ in range(100):
-            if documents.buffer_text(target) == new:
+            if await documents.read_text(target) == new:
                 break
             await asyncio.sleep(0.01)
         self._ledger.record(target, _whole("buffer", new.encode("utf-8", "surrogatepass")))
@@ -349,8 +349,8 @@ class FileStore:
 
     # -- the editor ------------------------------------------------------------------
 
-    def _buffer(self, target: Path) -> str | None:
-        return None if self._documents is None else self._documents.buffer_text(target)
+    async def _buffer(self, target: Path) -> str | None:
+        return None if self._documents is None else await self._documents.read_text(target)
 
     def _editable(self) -> bool:
         return self._documents is not None and self._documents.can_edit()

@@ -109,6 +109,7 @@ def glob_tool(
         read_only=True,
         title="Find files",
         summary_key="pattern",
+        kind="search",
     )
 
 

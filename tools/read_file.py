@@ -99,6 +99,7 @@ def read_file_tool(workspace: Workspace) -> ToolDefinition:
         read_only=True,
         title="Read file",
         summary_key="path",
+        kind="read",
         compaction_keeps="files read (with paths) and what was learned from them",
     )
 

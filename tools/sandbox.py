@@ -80,6 +80,9 @@ class SandboxPolicy:
     # Hosts every call may reach through the domain proxy (``pypi.org``, ``*.npmjs.org``).
     allowed_domains: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    # With mode "off": ask the user before each command all the same (a session in ACP's
+    # "full-access" mode: unconfined, yet every command is a deliberate yes).
+    ask_unconfined: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -525,6 +528,11 @@ def call_permission(
         )
         return CallPermission(f"Run without a sandbox: {shown}", required=True, reason=reason)
     if policy.mode == "off":
+        if policy.ask_unconfined:
+            reason = "The command would run outside the sandbox, with your full rights." + (
+                f" The agent says: {why}" if why else ""
+            )
+            return CallPermission(f"Run without a sandbox: {shown}", required=True, reason=reason)
         return CallPermission(f"Run: {shown}", reason=why)
     if escalation == "unsandboxed":
         return CallPermission(

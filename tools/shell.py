@@ -226,6 +226,7 @@ def bash_tool(
         destructive=True,
         title="Run shell command",
         summary_key="command",
+        kind="execute",
         compaction_keeps="commands run and their results",
         annotations={
             "openWorldHint": not confined or policy.network,

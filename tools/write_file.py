@@ -71,5 +71,6 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
         destructive=True,
         title="Write file",
         summary_key="path",
+        kind="edit",
         compaction_keeps="files changed (with paths)",
     )

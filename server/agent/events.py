@@ -43,6 +43,7 @@ class ToolCallStarted:
     arguments: str  # raw JSON text as the model sent it
     # The argument a one-line summary shows (ToolDefinition.summary_argument; None: unknown).
     summary_key: str | None = None
+    kind: str = "other"  # the tool's kind (tooling.contract.ToolDefinition.kind)
 
 
 @dataclass(frozen=True)

@@ -270,7 +270,8 @@ async def _run_tool_calls(
         name, arguments = _describe(call)
         started[index] = time.perf_counter()
         key = runtime.summary_key(name)
-        emit(ToolCallStarted(turn, call["id"], name, arguments, summary_key=key))
+        kind = runtime.kind(name)
+        emit(ToolCallStarted(turn, call["id"], name, arguments, summary_key=key, kind=kind))
         if call.get("type", "function") != "function":
             output = f"Error: unsupported tool call type {call['type']}"
         else:

@@ -72,7 +72,12 @@ def build_tools(
     }
     names = list(DEFAULT_TOOLS if settings.enabled_tools is None else settings.enabled_tools)
     check_enabled(names)
-    return ToolRegistry(factories[name]() for name in dict.fromkeys(names))
+    tools = [factories[name]() for name in dict.fromkeys(names)]
+    if settings.read_only:
+        # A tool that executes is confined by the sandbox policy (read-only in this mode);
+        # any other tool that is not read-only would write around it.
+        tools = [tool for tool in tools if tool.read_only or tool.kind == "execute"]
+    return ToolRegistry(tools)
 
 
 class RegistryKeywords(TypedDict, total=False):

@@ -18,12 +18,15 @@ lock would block every other request).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tooling.documents import EditorDocuments
 
 from .. import protocol as p
 from ..agent.events import EngineWarning, EventSink, ToolSourcesStarting, WarningSink
@@ -40,6 +43,7 @@ from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
 from .mcp_servers import approve_with_user, folder_servers, listing
+from .modes import DEFAULT_MODE, apply_mode
 from .prompts import system_prompt
 from .settings import AgentSettings
 from .undo import Undo
@@ -47,8 +51,6 @@ from .undo import cut_before as _cut_before  # noqa: F401 (tests/test_checkpoint
 from .undo import digest as _digest  # noqa: F401 (tests/test_checkpoints.py)
 
 if TYPE_CHECKING:
-    from tooling.documents import EditorDocuments
-
     from ..checkpoints.rewind import RewindEditor
     from ..checkpoints.service import CheckpointService
 
@@ -269,24 +271,35 @@ class AgentEngine:
         on_session: Callable[[str], None] | None = None,
         context: p.EditorContext | None = None,
         asker: Asker | None = None,
+        documents: EditorDocuments | None = None,
+        mode: str = DEFAULT_MODE,
+        model_name: str | None = None,
     ) -> p.AskResult:
         """Run one ask; ``on_session`` learns the session id before any tool runs.
 
         ``context`` (what the user is looking at) becomes a note after the prompt.
         ``asker`` reaches the user for calls that need permission (none: such calls
-        are refused, and the model is told why).
+        are refused, and the model is told why). ``documents``: the editor's files as
+        this ask's tools see them (default: the attached ones); ``mode`` narrows what the
+        tools may do (``server.engine.modes``); ``model_name`` replaces the configured model.
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
+        try:
+            settings = apply_mode(self._settings, mode)
+        except ValueError as exc:
+            raise InvalidParamsError("mode", str(exc)) from None
+        documents = documents if documents is not None else self._documents
         conversation, target = self._ask_target(session_id, folder)
-        content = await with_context(prompt, context, target.workspace, self._documents)
+        content = await with_context(prompt, context, target.workspace, documents)
         # Fail before touching the conversation when the model is not configured.
         model = self.model_settings()
+        if model_name:
+            model = dataclasses.replace(model, model=model_name)
         await self._ready()
         self._folders.refresh_mcp(target, retry=True)  # never waits for a server
         client = await self._endpoints.client(model)
-        runtime = await target.runtime()
-        settings = self._settings
+        runtime = await self._folders.variant(target, settings.tools()).runtime()
 
         created = conversation is None
         if conversation is None:
@@ -323,7 +336,7 @@ class AgentEngine:
                         context=tool_context(
                             conversation,
                             settings.approval,
-                            documents=self._documents,
+                            documents=documents,
                             asker=asker,
                             on_event=on_event,
                             journal=recorder,

@@ -133,6 +133,8 @@ class Folders:
         self._folders: dict[Path, Folder] = {}
         self._sandbox_warned = False
         self._closing: set[asyncio.Task[None]] = set()  # MCP servers of removed folders
+        # A folder's tools built from other settings (a session's mode), by root and key.
+        self._variants: dict[tuple[Path, ToolSettings], Folder] = {}
 
     def set(self, paths: list[Path]) -> list[str]:
         """Replace the open folders; returns warnings for folders that cannot be used (or
@@ -224,10 +226,22 @@ class Folders:
             )
         return found
 
+    def variant(self, folder: Folder, key: ToolSettings) -> Folder:
+        """``folder`` with its tools built from ``key`` instead (a session's mode): the same
+        workspace and MCP servers, built once per key until the settings change."""
+        if key == folder.runtime_key:
+            return folder
+        found = self._variants.get((folder.workspace.root, key))
+        if found is None or found.mcp is not folder.mcp:
+            found = self._make_folder(folder.workspace, folder.mcp, key)
+            self._variants[(folder.workspace.root, key)] = found
+        return found
+
     def rebuild(self) -> None:
         """After new editor settings: the folders whose tools they change get new ones, and
         the used folders' MCP definitions are read again (``mcpServers`` may have changed:
         only the servers whose definition did are restarted)."""
+        self._variants.clear()
         key = self._settings().tools()
         for root, folder in list(self._folders.items()):
             if folder.runtime_key != key:
@@ -261,8 +275,10 @@ class Folders:
         )
         return sandbox.describe(policy, workspace.root)
 
-    def _make_folder(self, workspace: Workspace, mcp: McpServers | None = None) -> Folder:
-        settings = self._settings().tools()
+    def _make_folder(
+        self, workspace: Workspace, mcp: McpServers | None = None, key: ToolSettings | None = None
+    ) -> Folder:
+        settings = key if key is not None else self._settings().tools()
 
         def build() -> ToolRegistry:
             return build_tools(workspace, settings, hidden_paths=self._hidden_paths)

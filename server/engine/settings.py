@@ -164,6 +164,9 @@ class ToolSettings(NamedTuple):
     enabled_tools: tuple[str, ...] | None = None  # None: every tool bootstrap knows
     bash_timeout: float | None = None
     sandbox: SandboxPolicy = SandboxPolicy()
+    # Only the tools that change nothing, and the ones the sandbox confines (a session in
+    # the "read-only" mode: bash runs with the workspace read-only, no file tool writes).
+    read_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,8 @@ class AgentSettings:
     compact_threshold: float = DEFAULT_THRESHOLD
     # The editor's MCP server definitions, as sent (server.config.mcp_config parses them).
     mcp_servers: Mapping[str, Any] | None = None
+    # Not a setting: a session's mode sets it (server.engine.modes, "read-only").
+    read_only: bool = False
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def model_overrides(self) -> dict[str, Any]:

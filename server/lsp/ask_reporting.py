@@ -4,7 +4,7 @@ One :class:`AskReporter` per ask turns the loop's typed events into
 ``agent/toolActivity``, ``agent/askProgress``, ``agent/compaction`` and
 ``agent/answerDelta`` notifications (structured fields clients render) and
 work-done progress reports (text for humans only). Streamed text is coalesced
-(``server.lsp.delta_coalescing``) and what is waiting is sent before any other
+(``server.agent.delta_coalescing``) and what is waiting is sent before any other
 notification, so the editor sees everything in the order it happened, and all of
 it before the ask's response. Progress messages, made to be shown, are escaped
 (``tooling.display``); the data (arguments, output, deltas) is sent as it is.
@@ -23,6 +23,7 @@ from tooling.display import escape_control
 
 from .. import protocol as p
 from ..agent.activity import activity_params, progress_text, summarize_arguments
+from ..agent.delta_coalescing import DeltaCoalescer
 from ..agent.events import (
     AgentEvent,
     CompactionFinished,
@@ -37,7 +38,6 @@ from ..agent.events import (
     ToolCallStarted,
     ToolSourcesStarting,
 )
-from .delta_coalescing import DeltaCoalescer
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer

@@ -54,6 +54,9 @@ class LspDocuments:
         document = self._document(path)
         return None if document is None else document.source
 
+    async def read_text(self, path: Path) -> str | None:
+        return self.buffer_text(path)  # pygls keeps every open document's text
+
     def position_encoding(self) -> str:
         return _encoding(self._ls)
 

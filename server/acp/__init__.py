@@ -1,0 +1,1 @@
+"""The Agent Client Protocol face, ``agent-lsp acp``: Zed, JetBrains, CodeCompanion, agent-shell."""

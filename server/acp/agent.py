@@ -1,0 +1,423 @@
+"""The ACP agent: the Agent Client Protocol's methods mapped onto the engine.
+
+Thin, as the LSP face is: the SDK (``agent-client-protocol``) parses every request into
+its schema's classes (a malformed one is -32602 there), each method here makes one or two
+engine calls, and :func:`_errors` maps the engine's errors onto JSON-RPC errors in one
+place. An ACP session is one of the engine's conversations (the same id, the same store:
+a conversation started in VS Code can be loaded here and back). What only ACP has lives
+beside this module: the prompt's updates (``updates``), the client's files
+(``documents``), permission requests (``permissions``), the ``/`` commands
+(``commands``), prompt content and history replay (``content``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from acp import PROTOCOL_VERSION, helpers
+from acp.exceptions import RequestError
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    AuthMethodAgent,
+    ClientCapabilities,
+    CloseSessionResponse,
+    CurrentModeUpdate,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SessionResumeCapabilities,
+    SetSessionModeResponse,
+)
+
+from .. import __version__
+from .. import protocol as p
+from ..engine.engine import AgentEngine
+from ..engine.modes import DEFAULT_MODE, MODES, mode_ids
+from ..errors import AgentError, InvalidParamsError, SessionBusyError
+from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
+from .commands import available_commands, parse_command, run_command
+from .content import McpServers, prompt_parts, replay, session_servers
+from .documents import AcpDocuments
+from .permissions import AcpAsker
+from .updates import PromptReporter
+
+log = logging.getLogger(__name__)
+
+AUTH_METHOD = "agent-lsp-config"
+AUTH_REQUIRED = -32000  # ACP's auth_required
+SETUP = (
+    "agent-lsp has no model endpoint yet: run `agent-lsp config set-key` (the key, read "
+    "without echo), `agent-lsp config set base_url URL` and `agent-lsp config set model "
+    "NAME` in a terminal (`agent-lsp config check` tests them), then try again."
+)
+STOP_REASONS = {
+    "end_turn": "end_turn",
+    "empty": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turns": "max_turn_requests",
+}
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _errors(method: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """The engine's errors as JSON-RPC errors (messages never hold the key)."""
+
+    @functools.wraps(method)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(*args, **kwargs)
+        except p.ParamsError as exc:
+            raise RequestError(
+                p.INVALID_PARAMS, f"Invalid params: {exc}", {"field": exc.field}
+            ) from None
+        except AgentError as exc:
+            raise RequestError(exc.code, exc.message, exc.data) from None
+        except ModelNotConfiguredError as exc:
+            raise RequestError(
+                AUTH_REQUIRED, f"{exc} {SETUP}", {"authMethods": [AUTH_METHOD]}
+            ) from None
+        except ModelRequestError as exc:
+            data = {"status": exc.status, "kind": exc.kind, "attempts": exc.attempts}
+            raise RequestError(p.MODEL_REQUEST_FAILED, str(exc), data) from None
+
+    return run
+
+
+@dataclass
+class Session:
+    """One ACP session: a conversation of the engine and what this client chose for it."""
+
+    id: str
+    root: Path
+    documents: AcpDocuments | None
+    mode: str = DEFAULT_MODE
+    mcp: McpServers = field(default_factory=dict)
+    prompt: asyncio.Future[p.AskResult] | None = None  # the running ask
+    kinds: dict[str, str] = field(default_factory=dict)  # each announced call's kind
+
+
+class AcpAgent:
+    """Implements the SDK's ``acp.interfaces.Agent`` over one :class:`AgentEngine`."""
+
+    def __init__(self, engine: AgentEngine) -> None:
+        self._engine = engine
+        self._conn: Any = None  # the SDK's AgentSideConnection, set by on_connect
+        self._client = ClientCapabilities()
+        self._sessions: dict[str, Session] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    # -- set-up ------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self._client = client_capabilities or ClientCapabilities()
+        self._engine.warm_up()  # the SDK import and the tools, off the loop, before a prompt
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
+            ),
+            auth_methods=[
+                AuthMethodAgent(
+                    id=AUTH_METHOD,
+                    name="Configure the model endpoint",
+                    description=SETUP,
+                )
+            ],
+            agent_info=Implementation(name="agent-lsp", title="agent-lsp", version=__version__),
+        )
+
+    @_errors
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse | None:
+        self._engine.model_settings()  # configured since? (raises auth_required if not)
+        return AuthenticateResponse()
+
+    # -- sessions ----------------------------------------------------------------
+
+    @_errors
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        root = self._open_folder(cwd)
+        self._engine.model_settings()  # no endpoint: auth_required, before a session exists
+        conversation = self._engine.new_session(root)
+        session = self._add_session(conversation.id, root, mcp_servers)
+        self._after_response(session)
+        return NewSessionResponse(session_id=session.id, modes=_modes(session.mode))
+
+    @_errors
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse | None:
+        session = await self._reopen(cwd, session_id, mcp_servers)
+        history = self._engine.history(session.id)
+        runtime = await self._engine.folder(session.root).runtime()
+        for update in replay(history, runtime.kind):
+            await self._conn.session_update(session_id=session.id, update=update)
+        self._after_response(session)
+        return LoadSessionResponse(modes=_modes(session.mode))
+
+    @_errors
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        session = await self._reopen(cwd, session_id, mcp_servers)
+        self._after_response(session)
+        return ResumeSessionResponse(modes=_modes(session.mode))
+
+    @_errors
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        root = _absolute(cwd, "cwd") if cwd is not None else None
+        if root is not None and root not in self._engine.folders:
+            self._open_folder(cwd or "")
+        found = await self._engine.sessions(root)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=s.session_id,
+                    cwd=str(_path_of(s.workspace_folder)),
+                    title=s.title,
+                    updated_at=_iso(s.updated),
+                )
+                for s in found
+            ]
+        )
+
+    @_errors
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse | None:
+        session = self._session(session_id)
+        if session.prompt is not None:
+            session.prompt.cancel()
+        del self._sessions[session_id]
+        self._apply_mcp()  # servers only this session gave are stopped
+        # The conversation stays saved (session/list, session/load), its checkpoints too.
+        return CloseSessionResponse()
+
+    @_errors
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse | None:
+        session = self._session(session_id)
+        if mode_id not in mode_ids():
+            raise InvalidParamsError(
+                "modeId", f"unknown mode; the modes are {', '.join(mode_ids())}"
+            )
+        session.mode = mode_id
+        update = CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id)
+        await self._conn.session_update(session_id=session_id, update=update)
+        return SetSessionModeResponse()
+
+    # -- prompts -----------------------------------------------------------------
+
+    @_errors
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        session = self._session(session_id)
+        if session.prompt is not None and not session.prompt.done():
+            raise SessionBusyError(
+                f"Session {session_id} is already answering a prompt; wait for it or cancel it."
+            )
+        workspace = self._engine.folder(session.root).workspace
+        reporter = PromptReporter(
+            self._conn, session.id, workspace, session.documents, session.kinds
+        )
+        try:
+            text, context, notes = prompt_parts(prompt, workspace)
+            command = parse_command(text.strip())
+            if command is not None:
+                reporter.message(await run_command(self._engine, session.id, *command))
+                return PromptResponse(stop_reason="end_turn")
+            # Its own task, so session/cancel ends the ask and not the SDK's request task
+            # (which still answers: stopReason "cancelled").
+            ask = asyncio.ensure_future(
+                self._engine.ask(
+                    text + notes,
+                    session_id=session.id,
+                    on_event=reporter,
+                    context=context,
+                    asker=AcpAsker(self._conn, session.kinds),
+                    documents=session.documents,
+                    mode=session.mode,
+                )
+            )
+            session.prompt = ask
+            try:
+                result = await ask
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not ask.cancelled() or (current is not None and current.cancelling()):
+                    raise  # the connection is closing: not a session/cancel
+                # The loop has ended its tools and kept no half turn.
+                return PromptResponse(stop_reason="cancelled")
+            return PromptResponse(stop_reason=STOP_REASONS.get(result.stop_reason, "end_turn"))
+        finally:
+            await reporter.close()
+            session.prompt = None
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self._sessions.get(session_id)
+        if session is not None and session.prompt is not None:
+            session.prompt.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        """End every running prompt (the client is gone)."""
+        running = [s.prompt for s in self._sessions.values() if s.prompt is not None]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=5)
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _open_folder(self, cwd: str) -> Path:
+        root = _absolute(cwd, "cwd")
+        if not root.is_dir():
+            raise InvalidParamsError("cwd", f"{cwd} is not a folder")
+        if root not in self._engine.folders:
+            warning = self._engine.add_folder(root)
+            if root.resolve() not in self._engine.folders:
+                raise InvalidParamsError("cwd", warning or f"{cwd} cannot be used")
+            if warning:
+                log.warning("%s", warning)
+        return root.resolve()
+
+    def _add_session(self, session_id: str, root: Path, servers: list[Any] | None) -> Session:
+        fs = self._client.fs
+        read, write = bool(fs and fs.read_text_file), bool(fs and fs.write_text_file)
+        documents = (
+            AcpDocuments(self._conn, session_id, read=read, write=write) if read or write else None
+        )
+        session = Session(session_id, root, documents, mcp=session_servers(servers))
+        self._sessions[session_id] = session
+        self._apply_mcp()
+        return session
+
+    async def _reopen(self, cwd: str, session_id: str, servers: list[Any] | None) -> Session:
+        root = self._open_folder(cwd)
+        self._engine.model_settings()
+        conversation = self._engine.conversation(session_id)  # loaded from its file
+        if conversation.workspace_root != root:
+            raise InvalidParamsError("cwd", "the session belongs to another folder")
+        existing = self._sessions.get(session_id)
+        if existing is not None:
+            return existing
+        return self._add_session(session_id, root, servers)
+
+    def _session(self, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise InvalidParamsError("sessionId", f"unknown session {session_id!r}")
+        return session
+
+    def _apply_mcp(self) -> None:
+        """The MCP servers every open session gave, as the editor's ``mcpServers``."""
+        merged: McpServers = {}
+        for session in self._sessions.values():
+            merged.update(session.mcp)
+        settings = self._engine.settings
+        if (settings.mcp_servers or {}) != merged:
+            value = merged or None
+            for problem in self._engine.update_settings(
+                dataclasses.replace(settings, mcp_servers=value)
+            ):
+                log.warning("%s", problem)
+
+    def _after_response(self, session: Session) -> None:
+        """The commands, sent once the client knows the session (after the response)."""
+        update = helpers.update_available_commands(available_commands())
+
+        async def send() -> None:
+            await asyncio.sleep(0)
+            try:
+                await self._conn.session_update(session_id=session.id, update=update)
+            except Exception as exc:
+                log.info("available_commands_update not sent: %s", exc)
+
+        asyncio.get_running_loop().create_task(send())
+
+
+def _modes(current: str) -> SessionModeState:
+    return SessionModeState(
+        current_mode_id=current,
+        available_modes=[
+            SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES
+        ],
+    )
+
+
+def _absolute(cwd: str, field_name: str) -> Path:
+    path = Path(cwd)
+    if not cwd or not path.is_absolute():
+        raise InvalidParamsError(field_name, f"must be an absolute path, not {cwd!r}")
+    return path
+
+
+def _path_of(uri: str) -> Path:
+    from ..positions import fs_path
+
+    return Path(fs_path(uri) or uri)
+
+
+def _iso(seconds: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat().replace("+00:00", "Z")

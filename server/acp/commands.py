@@ -1,0 +1,82 @@
+"""The built-in commands an ACP client offers as ``/NAME``: compact, checkpoints, undo.
+
+A prompt that starts with ``/NAME`` (one of these) runs the command instead of asking the
+model; its answer is the agent's message. They are the LSP face's ``agent/compact``,
+``agent/checkpoints`` and ``agent/rewind`` in the form ACP has for them.
+"""
+
+from __future__ import annotations
+
+from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
+
+from tooling.display import escape_control
+
+from ..engine.engine import AgentEngine
+
+COMMANDS: tuple[tuple[str, str, str | None], ...] = (
+    (
+        "compact",
+        "Compact the conversation now (old tool outputs elided, older turns summarized)",
+        None,
+    ),
+    ("checkpoints", "List this conversation's checkpoints: what each prompt changed", None),
+    (
+        "undo",
+        "Undo the last prompt's changes and cut it from the conversation (or from ID on)",
+        "checkpoint id (default: the last one)",
+    ),
+)
+
+
+def available_commands() -> list[AvailableCommand]:
+    return [
+        AvailableCommand(
+            name=name,
+            description=description,
+            input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None,
+        )
+        for name, description, hint in COMMANDS
+    ]
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """``(name, arguments)`` when ``text`` is one of the commands, else None."""
+    if not text.startswith("/"):
+        return None
+    name, _, rest = text[1:].partition(" ")
+    known = {command for command, _, _ in COMMANDS}
+    return (name, rest.strip()) if name in known else None
+
+
+async def run_command(engine: AgentEngine, session_id: str, name: str, arguments: str) -> str:
+    """The command's answer, in words for the user (Markdown)."""
+    if name == "compact":
+        result = await engine.compact(session_id)
+        return (
+            f"Compacted: about {result.tokens_before:,} → {result.tokens_after:,} tokens of "
+            f"{result.context_window:,} ({result.elided_outputs} tool outputs elided, "
+            f"{result.summarized_messages} messages summarized)."
+        )
+    checkpoints = (await engine.list_checkpoints(session_id)).checkpoints
+    if name == "checkpoints":
+        if not checkpoints:
+            return "No checkpoints yet: no prompt of this conversation has changed a file."
+        lines = ["Checkpoints (undo one and everything after it with `/undo ID`):", ""]
+        for checkpoint in checkpoints:
+            files = ", ".join(f"{f.path} ({f.status})" for f in checkpoint.files) or "no files"
+            prompt = escape_control(checkpoint.prompt)
+            lines.append(
+                f"- `{checkpoint.id}` {checkpoint.time}: {prompt} — {escape_control(files)}"
+            )
+        return "\n".join(lines)
+    # undo
+    if not checkpoints:
+        return "Nothing to undo: this conversation has no checkpoint."
+    wanted = arguments or checkpoints[-1].id
+    result = await engine.rewind(session_id, wanted)
+    lines = [f"Undid checkpoint `{escape_control(wanted)}` and the prompts after it."]
+    if result.restored:
+        lines.append("Restored: " + ", ".join(escape_control(p) for p in result.restored))
+    for conflict in result.conflicts:
+        lines.append(f"Not restored: {escape_control(conflict.path)}: {conflict.reason}")
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""The editor's files over ACP (``fs/read_text_file``, ``fs/write_text_file``), for the tools.
+
+An ACP client that advertises ``fs.readTextFile`` answers for any file with the text the
+user sees (an unsaved buffer included), and with ``fs.writeTextFile`` writes through its
+own buffers (the user sees the change and can undo it there). Both keep the same rules as
+the LSP face's documents (``tooling.documents``): the workspace boundary is checked by the
+tools before a path gets here, and a write is compare-and-swap: the file's text is read
+again right before it is replaced, and a text that is no longer what the model read is not
+written. ACP has no versioned edit, so a keystroke between that read and the write is the
+one residual race (the client applies the write to its buffer, where the user can undo it).
+
+Files larger than :data:`MAX_CLIENT_BYTES` on disk are read from the disk: the whole text
+would cross the wire for a window of it. What the client returned last is kept per path,
+for the code that asks synchronously (the editor-context note, a rewind's plan).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from acp.exceptions import RequestError
+
+from tooling.documents import BufferEdit, EditOutcome
+
+log = logging.getLogger(__name__)
+
+MAX_CLIENT_BYTES = 4 * 1024 * 1024
+
+
+class AcpDocuments:
+    """The files of one ACP session as its client holds them."""
+
+    def __init__(self, conn: Any, session_id: str, *, read: bool, write: bool) -> None:
+        self._conn = conn  # the SDK's AgentSideConnection (the client's methods)
+        self._session_id = session_id
+        self._read = read
+        self._write = write
+        self._texts: dict[Path, str] = {}
+
+    def buffer_text(self, path: Path) -> str | None:
+        return self._texts.get(path)
+
+    def position_encoding(self) -> str:
+        return "utf-16"  # ACP gives lines, never characters: only the note's quoting uses it
+
+    async def read_text(self, path: Path) -> str | None:
+        if not self._read or _too_large(path):
+            return None
+        try:
+            response = await self._conn.read_text_file(session_id=self._session_id, path=str(path))
+        except RequestError as exc:
+            # Not a file the client can read (missing, binary, a folder): the disk answers,
+            # and says what is wrong in the tool's own words.
+            log.info("fs/read_text_file %s: %s", path, exc)
+            self._texts.pop(path, None)
+            return None
+        self._texts[path] = response.content
+        return response.content
+
+    def can_edit(self) -> bool:
+        return self._write
+
+    async def apply_edits(
+        self, path: Path, base_text: str, edits: list[BufferEdit], *, label: str
+    ) -> EditOutcome:
+        new = base_text
+        for edit in sorted(edits, key=lambda e: e.start, reverse=True):
+            new = new[: edit.start] + edit.text + new[edit.end :]
+        return await self.replace_text(path, new, base_text=base_text)
+
+    async def replace_text(
+        self, path: Path, text: str, *, label: str = "", base_text: str | None = None
+    ) -> EditOutcome:
+        """Write ``text`` through the client, on condition it still holds ``base_text``."""
+        if base_text is not None and self._read:
+            current = await self.read_text(path)
+            if current is not None and current != base_text:
+                return EditOutcome(False, "the file changed in the editor since it was read")
+        try:
+            await self._conn.write_text_file(
+                session_id=self._session_id, path=str(path), content=text
+            )
+        except RequestError as exc:
+            return EditOutcome(False, f"the editor refused the write ({exc})")
+        self._texts[path] = text
+        return EditOutcome(True)
+
+    async def delete_document(self, path: Path, *, label: str) -> EditOutcome | None:
+        return None  # ACP has no delete: a rewind deletes on disk
+
+
+def _too_large(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size > MAX_CLIENT_BYTES
+    except OSError:
+        return False  # not on disk: perhaps a buffer the client has not saved yet
