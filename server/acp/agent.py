@@ -29,6 +29,7 @@ from acp.schema import (
     AuthMethodAgent,
     ClientCapabilities,
     CloseSessionResponse,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     Implementation,
     InitializeResponse,
@@ -46,6 +47,7 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
@@ -58,6 +60,7 @@ from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
 from .commands import available_commands, parse_command, run_command
 from .content import McpServers, prompt_parts, replay, session_servers
 from .documents import AcpDocuments
+from .options import MODE, MODEL, config_options
 from .permissions import AcpAsker
 from .updates import PromptReporter
 
@@ -113,6 +116,7 @@ class Session:
     root: Path
     documents: AcpDocuments | None
     mode: str = DEFAULT_MODE
+    model: str | None = None  # None: the configured one
     mcp: McpServers = field(default_factory=dict)
     prompt: asyncio.Future[p.AskResult] | None = None  # the running ask
     kinds: dict[str, str] = field(default_factory=dict)  # each announced call's kind
@@ -126,6 +130,9 @@ class AcpAgent:
         self._conn: Any = None  # the SDK's AgentSideConnection, set by on_connect
         self._client = ClientCapabilities()
         self._sessions: dict[str, Session] = {}
+        self._served: list[str] = []  # the endpoint's models, once listed
+        self._listing: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()  # updates sent after a response
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -185,7 +192,9 @@ class AcpAgent:
         conversation = self._engine.new_session(root)
         session = self._add_session(conversation.id, root, mcp_servers)
         self._after_response(session)
-        return NewSessionResponse(session_id=session.id, modes=_modes(session.mode))
+        return NewSessionResponse(
+            session_id=session.id, modes=_modes(session.mode), config_options=self._options(session)
+        )
 
     @_errors
     async def load_session(
@@ -202,7 +211,9 @@ class AcpAgent:
         for update in replay(history, runtime.kind):
             await self._conn.session_update(session_id=session.id, update=update)
         self._after_response(session)
-        return LoadSessionResponse(modes=_modes(session.mode))
+        return LoadSessionResponse(
+            modes=_modes(session.mode), config_options=self._options(session)
+        )
 
     @_errors
     async def resume_session(
@@ -215,7 +226,9 @@ class AcpAgent:
     ) -> ResumeSessionResponse:
         session = await self._reopen(cwd, session_id, mcp_servers)
         self._after_response(session)
-        return ResumeSessionResponse(modes=_modes(session.mode))
+        return ResumeSessionResponse(
+            modes=_modes(session.mode), config_options=self._options(session)
+        )
 
     @_errors
     async def list_sessions(
@@ -259,7 +272,31 @@ class AcpAgent:
         session.mode = mode_id
         update = CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id)
         await self._conn.session_update(session_id=session_id, update=update)
+        await self._send_options(session)
         return SetSessionModeResponse()
+
+    @_errors
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse | None:
+        session = self._session(session_id)
+        if config_id == MODE:
+            if value not in mode_ids():
+                raise InvalidParamsError("value", f"the modes are {', '.join(mode_ids())}")
+            session.mode = str(value)
+            update = CurrentModeUpdate(
+                session_update="current_mode_update", current_mode_id=session.mode
+            )
+            await self._conn.session_update(session_id=session_id, update=update)
+        elif config_id == MODEL:
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidParamsError("value", "a model name")
+            session.model = value.strip()
+        else:
+            raise InvalidParamsError(
+                "configId", f"no option {config_id!r}; the options: mode, model"
+            )
+        return SetSessionConfigOptionResponse(config_options=self._options(session))
 
     # -- prompts -----------------------------------------------------------------
 
@@ -291,6 +328,7 @@ class AcpAgent:
                     asker=AcpAsker(self._conn, session.kinds),
                     documents=session.documents,
                     mode=session.mode,
+                    model_name=session.model,
                 )
             )
             session.prompt = ask
@@ -381,8 +419,19 @@ class AcpAgent:
             ):
                 log.warning("%s", problem)
 
+    def _options(self, session: Session) -> list[Any]:
+        model = session.model or self._engine.model_settings().model
+        return list(config_options(session.mode, model, self._served))
+
+    async def _send_options(self, session: Session) -> None:
+        update = ConfigOptionUpdate(
+            session_update="config_option_update", config_options=self._options(session)
+        )
+        await self._conn.session_update(session_id=session.id, update=update)
+
     def _after_response(self, session: Session) -> None:
-        """The commands, sent once the client knows the session (after the response)."""
+        """The commands, sent once the client knows the session (after the response); the
+        endpoint's models listed once, in the background."""
         update = helpers.update_available_commands(available_commands())
 
         async def send() -> None:
@@ -392,7 +441,28 @@ class AcpAgent:
             except Exception as exc:
                 log.info("available_commands_update not sent: %s", exc)
 
-        asyncio.get_running_loop().create_task(send())
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(send())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        if self._listing is None:
+            self._listing = loop.create_task(self._list_models())
+
+    async def _list_models(self) -> None:
+        try:
+            listed = await self._engine.list_models()
+        except Exception as exc:  # an endpoint that does not list: the configured model only
+            log.info("the endpoint's models are not listed: %s", exc)
+            return
+        served = [model.id for model in listed.models]
+        if not served:
+            return
+        self._served = served
+        for session in list(self._sessions.values()):
+            try:
+                await self._send_options(session)
+            except Exception as exc:
+                log.info("config_option_update not sent: %s", exc)
 
 
 def _modes(current: str) -> SessionModeState:

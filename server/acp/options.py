@@ -1,0 +1,41 @@
+"""A session's config options: its mode and its model, as ACP clients offer them.
+
+Both ways a client may choose a mode are served (``session/set_mode`` and the ``mode``
+option: clients with config options prefer those). The model list is the endpoint's
+(``GET /models``), fetched once in the background: a new session never waits for it,
+and its sessions are told when it arrives (``config_option_update``). An endpoint that
+does not list its models offers the configured one only.
+"""
+
+from __future__ import annotations
+
+from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
+
+from ..engine.modes import MODES
+
+MODE, MODEL = "mode", "model"
+
+
+def config_options(mode: str, model: str, served: list[str]) -> list[SessionConfigOptionSelect]:
+    models = list(dict.fromkeys([model, *served]))
+    return [
+        SessionConfigOptionSelect(
+            id=MODE,
+            name="Mode",
+            category="mode",
+            type="select",
+            current_value=mode,
+            options=[
+                SessionConfigSelectOption(value=m.id, name=m.name, description=m.description)
+                for m in MODES
+            ],
+        ),
+        SessionConfigOptionSelect(
+            id=MODEL,
+            name="Model",
+            category="model",
+            type="select",
+            current_value=model,
+            options=[SessionConfigSelectOption(value=name, name=name) for name in models],
+        ),
+    ]
