@@ -51,3 +51,8 @@ class EditorDocuments(Protocol):
     ) -> EditOutcome:
         """Ask the editor to apply ``edits`` (computed on ``base_text``) to the buffer."""
         ...
+
+    async def create_text(self, path: Path, text: str, *, label: str) -> EditOutcome | None:
+        """Create the file ``path`` (absent) with ``text`` through the editor; None when this
+        editor does not create files (the disk is written instead)."""
+        ...

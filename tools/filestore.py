@@ -209,8 +209,27 @@ class FileStore:
             self._check_buffer(target, buffer)
             await self._edit_buffer(target, buffer, content, label)
             return True
+        if buffer is None and self._editable() and not os.path.lexists(target):
+            if await self._create_in_editor(target, content, data, label):
+                return True
         await asyncio.to_thread(self._write_whole_on_disk, target, data, buffer)
         return False
+
+    async def _create_in_editor(self, target: Path, content: str, data: bytes, label: str) -> bool:
+        """A new file through the editor (ACP's fs/write_text_file); False: this editor
+        does not create files."""
+        documents = self._documents
+        assert documents is not None
+        await asyncio.to_thread(self._make_parents, target)
+        if self._journal is not None:
+            self._journal.will_write(target)  # absent before: a rewind removes it
+        outcome = await documents.create_text(target, content, label=label)
+        if outcome is None:
+            return False
+        if not outcome.applied:
+            raise ToolError(f"{self.shown(target)} was not created: {outcome.reason}")
+        self._ledger.record(target, _whole("buffer", data))
+        return True
 
     def _write_whole_on_disk(self, target: Path, data: bytes, buffer: str | None) -> None:
         shown = self.shown(target)

@@ -312,7 +312,7 @@ class AcpAgent:
             self._conn, session.id, workspace, session.documents, session.kinds
         )
         try:
-            text, context, notes = prompt_parts(prompt, workspace)
+            text, notes = await prompt_parts(prompt, workspace, session.documents)
             command = parse_command(text.strip())
             if command is not None:
                 reporter.message(await run_command(self._engine, session.id, *command))
@@ -324,8 +324,7 @@ class AcpAgent:
                     text + notes,
                     session_id=session.id,
                     on_event=reporter,
-                    context=context,
-                    asker=AcpAsker(self._conn, session.kinds),
+                    asker=AcpAsker(self._conn, session.kinds, reporter.sent),
                     documents=session.documents,
                     mode=session.mode,
                     model_name=session.model,

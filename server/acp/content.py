@@ -1,16 +1,19 @@
 """ACP's content in the engine's terms: a prompt's blocks, a session's MCP servers, and a
 saved conversation replayed as ``session/update``s.
 
-A prompt's text blocks are the prompt. A ``resource_link`` is a file the user points at:
-inside the workspace it joins the editor context (``context.documents``: the model is
-told of it and reads it with its tools, through the workspace boundary); outside, the
-model is told it was not attached. An embedded ``resource`` is text the client sent
-(often an unsaved selection): it follows the prompt, quoted, under its URI.
+A prompt's text blocks are the prompt. A ``resource_link`` is a file the user attached:
+inside the workspace (the boundary every tool keeps) its text follows the prompt, read as
+the tools read it (the client's buffer when it serves ``fs/read_text_file``, else the
+disk); outside, the model is told it was not attached. An embedded ``resource`` is text
+the client sent itself (often an unsaved selection): it follows the prompt the same way.
+Either is quoted under its URI and cut at :data:`MAX_ATTACHED_CHARS`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from acp import helpers
@@ -24,6 +27,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from tooling.documents import EditorDocuments
 from tooling.workspace import Workspace, WorkspaceError
 
 from .. import protocol as p
@@ -31,46 +35,63 @@ from ..positions import fs_path
 from .updates import call_title, raw_input
 
 McpServers = dict[str, dict[str, Any]]
-MAX_EMBEDDED_CHARS = 100_000  # one embedded resource's text, beyond which it is cut
+MAX_ATTACHED_CHARS = 100_000  # one attachment's text, beyond which it is cut
+_MAX_READ_BYTES = 4 * MAX_ATTACHED_CHARS
 
 
-def prompt_parts(
-    blocks: list[Any], workspace: Workspace
-) -> tuple[str, p.EditorContext | None, str]:
-    """``(prompt text, editor context, notes after the prompt)`` of a prompt's blocks."""
+async def prompt_parts(
+    blocks: list[Any], workspace: Workspace, documents: EditorDocuments | None
+) -> tuple[str, str]:
+    """``(prompt text, the attachments' notes that follow it)`` of a prompt's blocks."""
     texts: list[str] = []
-    documents: list[str] = []
     notes: list[str] = []
     for block in blocks:
         if isinstance(block, TextContentBlock):
             texts.append(block.text)
         elif isinstance(block, ResourceContentBlock):
-            path = fs_path(block.uri) if block.uri.startswith("file:") else None
-            try:
-                inside = path is not None and workspace.resolve(path) is not None
-            except WorkspaceError:
-                inside = False
-            if inside:
-                documents.append(block.uri)
-            else:
-                notes.append(
-                    f"[The user attached {block.uri}, which is outside the workspace: it is "
-                    "not available to you.]"
-                )
+            notes.append(await _linked(block.uri, workspace, documents))
         elif isinstance(block, EmbeddedResourceContentBlock):
             resource = block.resource
             if isinstance(resource, TextResourceContents):
-                text = resource.text
-                if len(text) > MAX_EMBEDDED_CHARS:
-                    text = text[:MAX_EMBEDDED_CHARS] + "\n[… cut: the attachment is longer]"
-                notes.append(f"[Attached by the user: {resource.uri}]\n```\n{text}\n```")
+                notes.append(_quoted(resource.uri, resource.text))
             else:
                 notes.append(f"[The user attached {resource.uri}: binary content, not shown.]")
         else:  # images and audio are not offered in promptCapabilities
             notes.append("[The user attached content this agent cannot read (image or audio).]")
-    context = p.EditorContext(documents=documents) if documents else None
-    note = "".join(f"\n\n{n}" for n in notes)
-    return "\n".join(texts), context, note
+    return "\n".join(texts), "".join(f"\n\n{note}" for note in notes)
+
+
+async def _linked(uri: str, workspace: Workspace, documents: EditorDocuments | None) -> str:
+    path = fs_path(uri) if uri.startswith("file:") else None
+    try:
+        target = workspace.resolve(path) if path else None
+    except WorkspaceError:
+        target = None
+    if target is None:
+        return f"[The user attached {uri}, which is outside the workspace: it is not available.]"
+    text = await documents.read_text(target) if documents is not None else None
+    if text is None:
+        text = await asyncio.to_thread(_read_disk, target)
+    if text is None:
+        return f"[The user attached {workspace.relative(target)}: not a readable text file.]"
+    return _quoted(workspace.relative(target), text)
+
+
+def _read_disk(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_MAX_READ_BYTES)
+    except OSError:
+        return None
+    if b"\0" in data:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _quoted(name: str, text: str) -> str:
+    if len(text) > MAX_ATTACHED_CHARS:
+        text = text[:MAX_ATTACHED_CHARS] + "\n[… cut: the attachment is longer]"
+    return f"[Attached by the user: {name}]\n```\n{text}\n```"
 
 
 def session_servers(servers: list[Any] | None) -> McpServers:

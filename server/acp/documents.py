@@ -88,6 +88,14 @@ class AcpDocuments:
         self._texts[path] = text
         return EditOutcome(True)
 
+    async def create_text(self, path: Path, text: str, *, label: str) -> EditOutcome | None:
+        if not self._write:
+            return None
+        # The file store has just asked the client (it holds no such buffer).
+        if os.path.lexists(path):
+            return EditOutcome(False, "the file was created by someone else meanwhile")
+        return await self.replace_text(path, text)
+
     async def delete_document(self, path: Path, *, label: str) -> EditOutcome | None:
         return None  # ACP has no delete: a rewind deletes on disk
 

@@ -10,6 +10,7 @@ sends ``session/cancel``, so there is nothing to withdraw.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acp.exceptions import RequestError
@@ -23,9 +24,12 @@ _KINDS = {kind for kind, _ in OPTIONS}
 
 
 class AcpAsker:
-    def __init__(self, conn: Any, kinds: dict[str, str]) -> None:
+    def __init__(
+        self, conn: Any, kinds: dict[str, str], shown: Callable[[], Awaitable[None]]
+    ) -> None:
         self._conn = conn  # the SDK's AgentSideConnection
         self._kinds = kinds  # the tool kind of each announced call, by call id
+        self._shown = shown  # returns once the call's tool_call update is out
 
     def can_ask(self) -> bool:
         return True  # every ACP client answers session/request_permission
@@ -42,6 +46,7 @@ class AcpAsker:
         options = [
             PermissionOption(option_id=kind, name=name, kind=kind) for kind, name in prompt.options
         ]  # type: ignore[arg-type]
+        await self._shown()
         try:
             response = await self._conn.request_permission(
                 session_id=prompt.session_id, tool_call=call, options=options

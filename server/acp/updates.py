@@ -80,6 +80,7 @@ class PromptReporter:
         self._sender = asyncio.get_running_loop().create_task(self._send_all())
         self._deltas = DeltaCoalescer(self._send_delta)
         self._asking: set[str] = set()  # calls waiting for the user's answer
+        self._done: set[str] = set()  # calls finished (an unknown tool's, before it "ran")
         self._before: dict[str, tuple[Path, str | None]] = {}  # an edit's file and old text
 
     def __call__(self, event: AgentEvent) -> None:
@@ -136,10 +137,11 @@ class PromptReporter:
         asyncio.get_running_loop().call_soon(self._running, event.call_id)
 
     def _running(self, call_id: str) -> None:
-        if call_id not in self._asking:
+        if call_id not in self._asking and call_id not in self._done:
             self._put(helpers.update_tool_call(call_id, status="in_progress"))
 
     def _finished(self, event: ToolCallFinished) -> None:
+        self._done.add(event.call_id)
         content: list[Any] = [_text(event.output)]
         before = self._before.pop(event.call_id, None)
         if before is not None and event.ok:
@@ -189,8 +191,20 @@ class PromptReporter:
     def _put(self, update: Any) -> None:
         self._queue.put_nowait(update)
 
+    async def sent(self) -> None:
+        """Return once every update so far is out (a permission request names a tool call
+        the client must have been shown)."""
+        self._deltas.flush()
+        marker: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(marker)
+        await asyncio.shield(marker)
+
     async def _send_all(self) -> None:
         while (update := await self._queue.get()) is not None:
+            if isinstance(update, asyncio.Future):
+                if not update.done():
+                    update.set_result(None)
+                continue
             try:
                 await self._conn.session_update(session_id=self._session_id, update=update)
             except Exception as exc:  # the client is gone: the prompt ends anyway

@@ -57,6 +57,9 @@ class LspDocuments:
     async def read_text(self, path: Path) -> str | None:
         return self.buffer_text(path)  # pygls keeps every open document's text
 
+    async def create_text(self, path: Path, text: str, *, label: str) -> EditOutcome | None:
+        return None  # a new file is written on disk; the editor sees it appear
+
     def position_encoding(self) -> str:
         return _encoding(self._ls)
 
