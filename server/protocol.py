@@ -40,6 +40,8 @@ AGENT_REVOKE_GRANT: Final = "agent/revokeGrant"
 AGENT_COMPACT: Final = "agent/compact"
 AGENT_MCP_SERVERS: Final = "agent/mcpServers"
 AGENT_APPROVE_MCP_SERVER: Final = "agent/approveMcpServer"
+AGENT_INSTRUCTIONS: Final = "agent/instructions"
+AGENT_LIST_COMMANDS: Final = "agent/listCommands"
 # Server -> client notifications.
 AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
 AGENT_ASK_PROGRESS: Final = "agent/askProgress"
@@ -69,6 +71,8 @@ REQUESTS: Final = (
     AGENT_SANDBOX_STATUS,
     AGENT_MCP_SERVERS,
     AGENT_APPROVE_MCP_SERVER,
+    AGENT_INSTRUCTIONS,
+    AGENT_LIST_COMMANDS,
 )
 NOTIFICATIONS: Final = (
     AGENT_TOOL_ACTIVITY,
@@ -127,6 +131,15 @@ class FolderParams:
 @attrs.define
 class SessionParams:
     session_id: str = attrs.field(validator=_non_empty)
+
+
+@attrs.define
+class ProjectParams:
+    """Params of requests about what an ask would be told: of a conversation (its folder,
+    and what it has been told since) or of a folder (default: the first)."""
+
+    session_id: str | None = attrs.field(default=None, validator=_non_empty)
+    workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
 
 
 @attrs.define
@@ -494,6 +507,51 @@ class ApproveMcpServerResult:
     state: str
 
 
+@attrs.define
+class InstructionInfo:
+    """One instruction file the model is given (``agent/instructions``)."""
+
+    path: str  # absolute
+    uri: str
+    name: str  # as the prompt's heading names it: "AGENTS.md", "sub/AGENTS.md", "~/…"
+    source: str  # "user" (agent-lsp's config folder), "workspace" (its root), "nested"
+    bytes: int  # the file's size
+    cut: bool  # only its first part is given (instructionsMaxBytes)
+
+
+@attrs.define
+class SkillInfo:
+    """One skill the system prompt lists (its SKILL.md is read by the model when it applies)."""
+
+    name: str
+    description: str
+    path: str  # the SKILL.md, absolute
+    source: str  # "user" | "workspace"
+
+
+@attrs.define
+class InstructionsResult:
+    instructions: list[InstructionInfo]
+    skills: list[SkillInfo]
+    warnings: list[str]  # a file refused (outside the workspace), cut, a malformed skill
+
+
+@attrs.define
+class CommandInfo:
+    """One ``/NAME`` a prompt may start with (``agent/listCommands``)."""
+
+    name: str
+    description: str
+    source: str  # "builtin" (a client action), "user", "workspace" (a prompt file)
+    argument_hint: str | None = None
+    path: str | None = None  # a prompt file's path
+
+
+@attrs.define
+class CommandsResult:
+    commands: list[CommandInfo]
+
+
 # -- what each method carries ----------------------------------------------------------------
 
 # (params, result) of every method. ``Any``: JSON this module does not declare as a class yet
@@ -519,6 +577,8 @@ SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
     AGENT_SANDBOX_STATUS: (FolderParams, Any),  # tools/sandbox.py: describe
     AGENT_MCP_SERVERS: (FolderParams, McpServersResult),
     AGENT_APPROVE_MCP_SERVER: (ApproveMcpServerParams, ApproveMcpServerResult),
+    AGENT_INSTRUCTIONS: (ProjectParams, InstructionsResult),
+    AGENT_LIST_COMMANDS: (ProjectParams, CommandsResult),
     AGENT_TOOL_ACTIVITY: (ToolActivity, None),
     AGENT_ASK_PROGRESS: (AskProgress, None),
     AGENT_COMPACTION: (CompactionNotice, None),

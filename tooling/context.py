@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from .documents import EditorDocuments
@@ -24,6 +24,9 @@ ProgressSink = Callable[[float, float | None, str | None], None]
 # Keeps a call's whole output (call id, text) where agent/toolOutput serves it, when the
 # model gets a cut one.
 OutputKeeper = Callable[[str, str], None]
+# What the model must be told once a call has read or changed the file at a path (as the
+# call gave it): a subfolder's own instructions, the first time; None: nothing.
+PathNotes = Callable[[str], Awaitable[str | None]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class ToolContext:
     progress: ProgressSink | None = None
     # The conversation's keeper of whole outputs (None: only the model's text is kept).
     keep_whole_output: OutputKeeper | None = None
+    # Notes for the paths calls read or change (the runtime appends them to the output).
+    path_notes: PathNotes | None = None
 
     def for_call(self, call_id: str, progress: ProgressSink | None = None) -> ToolContext:
         """This context for one tool call: same conversation state, own cancel flag and

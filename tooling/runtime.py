@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolContext
+from .contract import ToolDefinition, is_error
 from .permissions import PermissionRequest, refused_without_asker
 from .registry import ToolRegistry
 
@@ -100,7 +101,8 @@ class ToolRuntime:
                 # the permission, so the user's question never waits for the snapshot).
                 await context.journal.ready()
             # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
-            return await tool.handler(arguments, context)
+            output = await tool.handler(arguments, context)
+            return await _with_path_note(tool, arguments, context, output)
         except asyncio.CancelledError:
             context.cancelled.set()  # reaches work the handler runs in threads
             raise
@@ -111,6 +113,25 @@ class ToolRuntime:
             log.warning("%s: unhandled environment error %r", name, exc, exc_info=True)
             where = f" ({exc.filename})" if exc.filename else ""
             return f"Error: {name} failed: {exc.strerror or exc}{where}"
+
+
+# The kinds of call that act on one file, named by the tool's summary argument.
+_FILE_KINDS = frozenset({"read", "edit", "delete", "move"})
+
+
+async def _with_path_note(
+    tool: ToolDefinition, arguments: dict[str, Any], context: ToolContext, output: str
+) -> str:
+    """``output``, followed by what the model must be told of the file the call acted on
+    (``ToolContext.path_notes``: a subfolder's instructions, the first time)."""
+    if context.path_notes is None or tool.kind not in _FILE_KINDS or is_error(output):
+        return output
+    key = tool.summary_argument()
+    path = arguments.get(key) if key is not None else None
+    if not isinstance(path, str):
+        return output
+    note = await context.path_notes(path)
+    return f"{output}\n\n{note}" if note else output
 
 
 def _first_violation(validator: Validator, arguments: dict[str, Any]) -> str:

@@ -23,11 +23,12 @@ Policies (the parts a caller can observe):
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
-from tooling.workspace import Workspace
+from tooling.workspace import Workspace, WorkspaceError
 
 from .errors import ToolError, human_size, resolve
 from .filestore import FileStore
@@ -60,13 +61,18 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def read_file_tool(workspace: Workspace) -> ToolDefinition:
+def read_file_tool(workspace: Workspace, also_readable: tuple[Path, ...] = ()) -> ToolDefinition:
+    """``also_readable``: folders outside the workspace it may read too (absolute paths
+    into them only, never through a symlink out of them)."""
+    extra = [Workspace(folder) for folder in also_readable if folder.is_dir()]
+
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         offset = arguments.get("offset", 1)
         limit = arguments.get("limit", DEFAULT_LINES)
-        store = FileStore(workspace, context)
+        where = _readable_folder(arguments["path"], workspace, extra)
+        store = FileStore(where, context)
         try:
-            target = resolve(workspace, arguments["path"])
+            target = resolve(where, arguments["path"])
             shown = store.shown(target)
             try:
                 read = await store.read(target, offset, limit, OUTPUT_CHARS)
@@ -133,3 +139,17 @@ def render(shown: str, window: LineWindow, offset: int, notes: list[str]) -> str
         notes.append(f"[{span} of {window.last:,} shown; end of file]")
     text = "\n".join(window.lines)
     return text + "\n\n" + "\n".join(notes) if notes else text
+
+
+def _readable_folder(path: str, workspace: Workspace, extra: list[Workspace]) -> Workspace:
+    """The folder an absolute ``path`` is read from: one of ``extra`` it lies in, else the
+    workspace (whose boundary then refuses what lies outside it)."""
+    if not extra or not path.startswith("/"):
+        return workspace
+    for folder in extra:
+        try:
+            folder.resolve(path)
+        except WorkspaceError:
+            continue
+        return folder
+    return workspace

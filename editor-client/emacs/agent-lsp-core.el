@@ -31,7 +31,8 @@ Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
 :network, :allowedDomains (a vector of host names, \"*.example.com\" for
 subdomains), :maxProcesses, :maxFileSizeMB, :maxMemoryMB (positive integers),
 :approval, :allowedCommands, :permissionTimeout, :contextWindow
-\(tokens), :compactThreshold (0.1 to 0.95), :mcpServers (MCP servers by name).  Sent as
+\(tokens), :compactThreshold (0.1 to 0.95), :mcpServers (MCP servers by name),
+:instructionFiles (a vector of file names, e.g. [\"AGENTS.md\"]), :instructionsMaxBytes.  Sent as
 initializationOptions and answered to `workspace/configuration'.  Never the
 API key: the server reads it from the user configuration file
 ~/.config/agent-lsp/config.toml (`agent-lsp config set-key') or its environment."

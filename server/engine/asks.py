@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tooling.context import ToolContext
+from tooling.context import PathNotes, ToolContext
 
 from .. import protocol as p
 from ..agent.events import EventSink
@@ -29,12 +29,14 @@ def tool_context(
     asker: Asker | None,
     on_event: EventSink | None,
     journal: AskRecorder | None,
+    path_notes: PathNotes | None = None,
 ) -> ToolContext:
     """What the tool calls of one ask in ``conversation`` may use: its ledger (what the
     model has read), the editor's open documents, the permission gate (``approval``,
     the session's grants, the user through ``asker``; its requests are events), the
     ask's checkpoint ``journal``, and the conversation's archive for whole outputs that
-    reach the model cut."""
+    reach the model cut; ``path_notes``, what follows a call that touched a file (a
+    subfolder's instructions)."""
     permissions = PermissionGate(
         approval,
         conversation.grants,
@@ -49,6 +51,7 @@ def tool_context(
         permissions=permissions,
         journal=journal,
         keep_whole_output=conversation.archive.keep_output,
+        path_notes=path_notes,
     )
 
 

@@ -31,13 +31,15 @@ def build_tools(
     *,
     hidden_paths: Iterable[Path] = (),
     secret_env: Iterable[str] = (),
+    readable_paths: Iterable[Path] = (),
 ) -> ToolRegistry:
     """The enabled tools, bound to ``workspace`` only: the one place the editor's
     settings (:class:`ToolSettings`, ``AgentSettings.tools()``) reach the tools.
 
     ``hidden_paths`` (agent-lsp's own files, :func:`server.config.own_secrets.hidden_paths`) join
     the sandbox policy's: no confined ``bash`` command may read them; ``secret_env`` joins
-    the variables it never sees.
+    the variables it never sees; ``readable_paths`` are folders outside the workspace that
+    ``read_file`` may read too (the user's skills), never write.
 
     What a call may use beyond that (the editor's documents, the conversation's
     ledger) reaches it through its ``ToolContext``. ``enabled_tools`` narrows the default
@@ -65,7 +67,7 @@ def build_tools(
             hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
             policy=policy,
         ),
-        "read_file": lambda: read_file_tool(workspace),
+        "read_file": lambda: read_file_tool(workspace, also_readable=tuple(readable_paths)),
         "write_file": lambda: write_file_tool(workspace),
         "edit_file": lambda: edit_file_tool(workspace),
         "glob": lambda: glob_tool(workspace),

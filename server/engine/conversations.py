@@ -19,6 +19,7 @@ from tooling.ledger import FileLedger
 
 from ..agent.archive import Archive, ContextState, transcript
 from ..agent.permissions import GrantStore
+from ..project.instructions import Instruction
 from .editor_context import prompt_of
 
 TITLE_CHARS = 80
@@ -42,6 +43,10 @@ class Conversation:
     # (server.agent.compaction); saved with the conversation.
     archive: Archive = field(default_factory=Archive, repr=False)
     context: ContextState = field(default_factory=ContextState, repr=False)
+    # The subfolders whose instructions this conversation was given (or found to have
+    # none), and those given: in memory only (a reloaded conversation is told again).
+    instruction_folders: set[Path] = field(default_factory=set, repr=False)
+    nested_instructions: list[Instruction] = field(default_factory=list, repr=False)
 
     @property
     def title(self) -> str:

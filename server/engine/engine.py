@@ -36,6 +36,7 @@ from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.endpoint import ModelRequestError, ModelSettings
+from ..project.commands import expand as expand_command
 from .asks import ask_result, tool_context
 from .conversations import Conversation
 from .editor_context import with_context
@@ -44,6 +45,7 @@ from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
 from .mcp_servers import approve_with_user, folder_servers, listing
 from .modes import DEFAULT_MODE, apply_mode
+from .project import Project, commands_result, instructions_result
 from .prompts import system_prompt
 from .settings import AgentSettings
 from .undo import Undo
@@ -72,7 +74,10 @@ class AgentEngine:
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
         hidden = hidden_paths(env, state=(session_dir,))
         mcp = folder_servers(env, lambda: self._settings, lambda m: self._warn("mcp", m))
-        self._folders = Folders(lambda: self._settings, hidden, mcp)
+        user = config_path(env)
+        self._project = Project(user.parent if user else None, lambda m: self._warn("project", m))
+        readable = (self._project.skills_dir,) if self._project.skills_dir else ()
+        self._folders = Folders(lambda: self._settings, hidden, mcp, readable)
         self._sessions = Sessions(max_conversations=max_conversations, session_dir=session_dir)
         self._endpoints = Endpoints(environ, lambda m: self._warn("model_not_served", m))
         self._undo = Undo(
@@ -291,6 +296,8 @@ class AgentEngine:
             raise InvalidParamsError("mode", str(exc)) from None
         documents = documents if documents is not None else self._documents
         conversation, target = self._ask_target(session_id, folder)
+        commands = await asyncio.to_thread(self._project.commands, target.workspace)
+        prompt, _ = expand_command(prompt, commands)  # /NAME of a prompt file
         content = await with_context(prompt, context, target.workspace, documents)
         # Fail before touching the conversation when the model is not configured.
         model = self.model_settings()
@@ -316,6 +323,12 @@ class AgentEngine:
             on_event(ToolSourcesStarting(starting))
         check = self._endpoints.check_model(model, client)
         async with conversation.lock:
+            told = await self._project.prompt(target.workspace, settings, documents)
+            system = {"role": "system", "content": told.system}
+            if conversation.messages and conversation.messages[0].get("role") == "system":
+                conversation.messages[0] = system
+            else:
+                conversation.messages.insert(0, system)
             window = context_window(conversation, settings, model.model, runtime)
             request = {"role": "user", "content": content}
             settle = functools.partial(
@@ -340,6 +353,9 @@ class AgentEngine:
                             asker=asker,
                             on_event=on_event,
                             journal=recorder,
+                            path_notes=self._project.nested(
+                                conversation, target.workspace, settings, documents
+                            ),
                         ),
                         window=window,
                         streaming=self._endpoints.streaming(model),
@@ -353,6 +369,24 @@ class AgentEngine:
         await grace(check)
         checkpoint_id = recorder.checkpoint.id if recorder is not None else None
         return ask_result(conversation.id, result, usage, model.model, checkpoint_id)
+
+    # -- what an ask is told -----------------------------------------------------------
+
+    async def instructions(
+        self, session_id: str | None = None, folder: Path | None = None
+    ) -> p.InstructionsResult:
+        """``agent/instructions``: the instruction files and skills an ask would be given
+        (with a session: its folder's, and the subfolders' it has been given since)."""
+        conversation, target = self._ask_target(session_id, folder)
+        told = await self._project.prompt(target.workspace, self._settings, self._documents)
+        return instructions_result(told, conversation)
+
+    async def list_commands(
+        self, session_id: str | None = None, folder: Path | None = None
+    ) -> p.CommandsResult:
+        """``agent/listCommands``: the built-in commands and the user's prompt files."""
+        _, target = self._ask_target(session_id, folder)
+        return commands_result(await asyncio.to_thread(self._project.commands, target.workspace))
 
     def _ask_target(
         self, session_id: str | None, folder: Path | None

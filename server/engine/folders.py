@@ -125,10 +125,13 @@ class Folders:
         settings: Callable[[], AgentSettings],
         hidden_paths: Iterable[Path],
         mcp_servers: Callable[[Path], McpServers] | None = None,
+        readable_paths: Iterable[Path] = (),
     ) -> None:
         self._settings = settings  # the editor settings now (the engine holds them)
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
         self._hidden_paths = tuple(hidden_paths)
+        # Folders outside the workspace read_file may read (the user's skills).
+        self._readable_paths = tuple(readable_paths)
         self._mcp_servers = mcp_servers  # a folder's MCP servers (None: it has none)
         self._folders: dict[Path, Folder] = {}
         self._sandbox_warned = False
@@ -281,7 +284,12 @@ class Folders:
         settings = key if key is not None else self._settings().tools()
 
         def build() -> ToolRegistry:
-            return build_tools(workspace, settings, hidden_paths=self._hidden_paths)
+            return build_tools(
+                workspace,
+                settings,
+                hidden_paths=self._hidden_paths,
+                readable_paths=self._readable_paths,
+            )
 
         if mcp is None and self._mcp_servers is not None:
             mcp = self._mcp_servers(workspace.root)

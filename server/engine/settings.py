@@ -25,6 +25,9 @@ from ..agent.permissions import (
     MAX_PERMISSION_TIMEOUT,
     ApprovalPolicy,
 )
+from ..project.instructions import DEFAULT_MAX_BYTES as INSTRUCTIONS_DEFAULT
+from ..project.instructions import INSTRUCTION_FILES
+from ..project.instructions import MAX_BYTES as INSTRUCTIONS_MAX
 from ..protocol import SETTINGS_SECTION
 
 SECTION = SETTINGS_SECTION  # one name, declared with the protocol
@@ -143,6 +146,18 @@ SCHEMA: Final[dict[str, dict[str, Any]]] = {
         scope="machine",
         description="Seconds a permission request waits before it counts as rejected.",
     ),
+    "instructionFiles": _strings(
+        default=list(INSTRUCTION_FILES),
+        scope="machine",
+        description="Files whose text instructs the model: the first found at a folder's root.",
+    ),
+    "instructionsMaxBytes": _positive(
+        "integer",
+        INSTRUCTIONS_MAX,
+        default=INSTRUCTIONS_DEFAULT,
+        scope="machine",
+        description="At most this much of the instruction files reaches the model (bytes).",
+    ),
     # Raw: server.config.mcp_config parses it (VS Code's mcp.json "servers" shape), with a
     # warning per server; machine-scoped, as a repository must not name commands to run.
     "mcpServers": {
@@ -193,6 +208,9 @@ class AgentSettings:
     compact_threshold: float = DEFAULT_THRESHOLD
     # The editor's MCP server definitions, as sent (server.config.mcp_config parses them).
     mcp_servers: Mapping[str, Any] | None = None
+    # The project's instructions (server.project.instructions).
+    instruction_files: tuple[str, ...] = INSTRUCTION_FILES
+    instructions_max_bytes: int = INSTRUCTIONS_DEFAULT
     # Not a setting: a session's mode sets it (server.engine.modes, "read-only").
     read_only: bool = False
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -347,6 +365,16 @@ def parse_settings(raw: Any) -> AgentSettings:
             f"{MAX_THRESHOLD}; ignored"
         )
         threshold = None
+    instruction_files = INSTRUCTION_FILES
+    raw_files = raw.get("instructionFiles")
+    if raw_files is not None:
+        if isinstance(raw_files, list) and all(_relative_name(f) for f in raw_files):
+            instruction_files = tuple(raw_files)
+        else:
+            warnings.append(
+                f"{SECTION}.instructionFiles must be a list of paths relative to a folder; ignored"
+            )
+    max_bytes = number("instructionsMaxBytes", integer=True, maximum=INSTRUCTIONS_MAX)
     mcp_servers = raw.get("mcpServers")
     if mcp_servers is not None and not isinstance(mcp_servers, Mapping):
         warnings.append(f"{SECTION}.mcpServers must be an object of servers by name; ignored")
@@ -367,5 +395,15 @@ def parse_settings(raw: Any) -> AgentSettings:
         context_window=number("contextWindow", integer=True, maximum=MAX_CONTEXT_WINDOW),
         compact_threshold=float(threshold) if threshold is not None else DEFAULT_THRESHOLD,
         mcp_servers=mcp_servers,
+        instruction_files=instruction_files,
+        instructions_max_bytes=max_bytes if max_bytes is not None else INSTRUCTIONS_DEFAULT,
         warnings=tuple(warnings),
     )
+
+
+def _relative_name(value: object) -> bool:
+    """A path relative to a folder that stays in it (``AGENTS.md``, ``.github/x.md``)."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    path = Path(value)
+    return not path.is_absolute() and ".." not in path.parts

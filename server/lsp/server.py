@@ -366,6 +366,20 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         )
         return p.to_wire(result)
 
+    @server.feature(p.AGENT_INSTRUCTIONS)
+    @_rpc
+    async def instructions(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ProjectParams)
+        result = await ls.engine.instructions(q.session_id, _folder(q.workspace_folder))
+        return p.to_wire(result)
+
+    @server.feature(p.AGENT_LIST_COMMANDS)
+    @_rpc
+    async def list_commands(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ProjectParams)
+        result = await ls.engine.list_commands(q.session_id, _folder(q.workspace_folder))
+        return p.to_wire(result)
+
     @server.feature(p.AGENT_NEW_SESSION)
     @_rpc
     def new_session(ls: AgentLanguageServer, params: Any) -> Any:

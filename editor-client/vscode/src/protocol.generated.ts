@@ -132,6 +132,20 @@ export interface AgentMethods {
     result: ApproveMcpServerResult;
   };
   /**
+   * request, clientToServer
+   */
+  "agent/instructions": {
+    params: ProjectParams;
+    result: InstructionsResult;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/listCommands": {
+    params: ProjectParams;
+    result: CommandsResult;
+  };
+  /**
    * notification, serverToClient
    */
   "agent/toolActivity": {
@@ -511,6 +525,82 @@ export interface ApproveMcpServerResult {
   state: string;
 }
 /**
+ * Params of requests about what an ask would be told: of a conversation (its folder,
+ * and what it has been told since) or of a folder (default: the first).
+ */
+export interface ProjectParams {
+  sessionId?: string | null;
+  workspaceFolder?: string | null;
+}
+export interface InstructionsResult {
+  instructions: InstructionInfo[];
+  skills: SkillInfo[];
+  /**
+   * a file refused (outside the workspace), cut, a malformed skill
+   */
+  warnings: string[];
+}
+/**
+ * One instruction file the model is given (``agent/instructions``).
+ */
+export interface InstructionInfo {
+  /**
+   * absolute
+   */
+  path: string;
+  uri: string;
+  /**
+   * as the prompt's heading names it: "AGENTS.md", "sub/AGENTS.md", "~/…"
+   */
+  name: string;
+  /**
+   * "user" (agent-lsp's config folder), "workspace" (its root), "nested"
+   */
+  source: string;
+  /**
+   * the file's size
+   */
+  bytes: number;
+  /**
+   * only its first part is given (instructionsMaxBytes)
+   */
+  cut: boolean;
+}
+/**
+ * One skill the system prompt lists (its SKILL.md is read by the model when it applies).
+ */
+export interface SkillInfo {
+  name: string;
+  description: string;
+  /**
+   * the SKILL.md, absolute
+   */
+  path: string;
+  /**
+   * "user" | "workspace"
+   */
+  source: string;
+}
+export interface CommandsResult {
+  commands: CommandInfo[];
+}
+/**
+ * One ``/NAME`` a prompt may start with (``agent/listCommands``).
+ */
+export interface CommandInfo {
+  name: string;
+  description: string;
+  /**
+   * "builtin" (a client action), "user", "workspace" (a prompt file)
+   */
+  source: string;
+  argumentHint?: string | null;
+  /**
+   * a prompt file's path
+   */
+  path?: string | null;
+}
+/**
  * ``agent/toolActivity``: a tool call's state, sent as it changes (built as a dict in
  * server/agent/activity.py and server/lsp/ask_reporting.py; the test holds them to this).
  */
@@ -705,6 +795,14 @@ export interface Settings {
    * Seconds a permission request waits before it counts as rejected.
    */
   permissionTimeout?: number | null;
+  /**
+   * Files whose text instructs the model: the first found at a folder's root.
+   */
+  instructionFiles?: string[];
+  /**
+   * At most this much of the instruction files reaches the model (bytes).
+   */
+  instructionsMaxBytes?: number | null;
   /**
    * MCP servers by name, in the shape of VS Code's mcp.json servers.
    */

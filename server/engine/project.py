@@ -1,0 +1,166 @@
+"""What an ask is told of the project: its system prompt, built anew at every ask, the
+nested instructions its tools come upon, and the user's commands.
+
+The system prompt is, in this order: the environment block (``project.environment``), the
+base prompt (``prompts``: ours, or the user's ``systemPrompt``), the skills list and the
+instructions (``project.skills``, ``project.instructions``). It replaces the
+conversation's first message before each ask, so a changed ``AGENTS.md``, skill or setting
+is in the next ask, and compaction counts what the model is really sent. Problems (a cut
+file, a refused symlink, a malformed skill) are warned about once each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tooling.context import PathNotes
+from tooling.documents import EditorDocuments
+from tooling.workspace import Workspace, WorkspaceError
+
+from .. import protocol as p
+from ..project import commands as user_commands
+from ..project import instructions as files
+from ..project import skills as skill_files
+from ..project.environment import environment_block
+from .conversations import Conversation
+from .prompts import system_prompt
+from .settings import AgentSettings
+
+
+@dataclass(frozen=True)
+class ProjectPrompt:
+    system: str
+    instructions: files.Instructions
+    skills: skill_files.Skills
+
+
+class Project:
+    """The user's folders of instructions, skills and commands (``$XDG_CONFIG_HOME/agent-lsp``)
+    and what warnings were given already."""
+
+    def __init__(self, user_dir: Path | None, warn: Callable[[str], None]) -> None:
+        self.user_dir = user_dir
+        self._warn = warn
+        self._warned: set[str] = set()
+
+    @property
+    def skills_dir(self) -> Path | None:
+        return self.user_dir / "skills" if self.user_dir is not None else None
+
+    async def prompt(
+        self,
+        workspace: Workspace,
+        settings: AgentSettings,
+        documents: EditorDocuments | None,
+    ) -> ProjectPrompt:
+        environment = await asyncio.to_thread(
+            environment_block,
+            [workspace.root],
+            settings.sandbox,
+            settings.approval.approval,
+        )
+        instructions = await files.project_instructions(
+            self.user_dir,
+            workspace,
+            settings.instruction_files,
+            settings.instructions_max_bytes,
+            documents,
+        )
+        skills = await asyncio.to_thread(skill_files.discover, self.skills_dir, workspace)
+        self._warn_once([*instructions.warnings, *skills.warnings])
+        parts = [
+            environment,
+            system_prompt(workspace.root, settings.system_prompt),
+            skill_files.render(skills.skills),
+            files.render(instructions.files),
+        ]
+        return ProjectPrompt("\n\n".join(part for part in parts if part), instructions, skills)
+
+    def nested(
+        self,
+        conversation: Conversation,
+        workspace: Workspace,
+        settings: AgentSettings,
+        documents: EditorDocuments | None,
+    ) -> PathNotes | None:
+        """What a tool call that touched a path is followed by: the instructions of the
+        subfolders on its way the conversation has not been given yet (None: none apply)."""
+        names = settings.instruction_files
+        if not names:
+            return None
+
+        async def note(path: str) -> str | None:
+            try:
+                target = workspace.resolve(path)
+            except WorkspaceError:
+                return None
+            found = await files.nested_instructions(
+                target,
+                workspace,
+                names,
+                settings.instructions_max_bytes,
+                documents,
+                conversation.instruction_folders,
+            )
+            self._warn_once(found.warnings)
+            if not found.files:
+                return None
+            conversation.nested_instructions.extend(found.files)
+            folders = ", ".join(f"{Path(one.name).parent}/" for one in found.files)
+            return (
+                f"[Instructions for the files under {folders}: they apply there and take "
+                "precedence over the instructions above]\n\n" + files.render(found.files)
+            )
+
+        return note
+
+    def commands(self, workspace: Workspace | None) -> user_commands.Commands:
+        """The built-in commands and the prompt files (call it off the loop)."""
+        user = self.user_dir / "commands" if self.user_dir is not None else None
+        found = user_commands.discover(user, workspace)
+        self._warn_once(found.warnings)
+        return found
+
+    def _warn_once(self, warnings: list[str]) -> None:
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                self._warn(warning)
+
+
+def instructions_result(
+    prompt: ProjectPrompt, conversation: Conversation | None
+) -> p.InstructionsResult:
+    given = list(prompt.instructions.files)
+    if conversation is not None:
+        given += conversation.nested_instructions
+    return p.InstructionsResult(
+        instructions=[
+            p.InstructionInfo(
+                str(one.path), one.path.as_uri(), one.name, one.source, one.size, one.cut
+            )
+            for one in given
+        ],
+        skills=[
+            p.SkillInfo(s.name, s.description, str(s.path), s.source) for s in prompt.skills.skills
+        ],
+        warnings=[*prompt.instructions.warnings, *prompt.skills.warnings],
+    )
+
+
+def commands_result(found: user_commands.Commands) -> p.CommandsResult:
+    return p.CommandsResult(
+        [
+            p.CommandInfo(
+                c.name,
+                c.description,
+                c.source,
+                c.argument_hint,
+                str(c.path) if c.path is not None else None,
+            )
+            for c in found.listed()
+        ]
+    )

@@ -1,0 +1,243 @@
+"""The environment block: where the agent runs, told before it tries anything.
+
+A short, delimited block at the start of each ask's system prompt: the OS and kernel, the
+shell ``bash`` runs, today's date and time zone, the workspace folders (each with its git
+branch and a bounded status summary), and the sandbox and approval policy in force, so
+the model knows the network is off before a command fails on it.
+
+Git is asked carefully. The branch comes from reading ``HEAD`` (no process). The status
+runs ``git status`` with at most :data:`GIT_BUDGET_S` (a hung git is killed, and the block
+says the status was skipped), never writes the index (``GIT_OPTIONAL_LOCKS=0``), and is not
+run at all when the repository's own configuration names programs git would start for a
+status (an fsmonitor, a filter, an include): the server runs nothing a repository chooses.
+A summary is kept until ``HEAD`` or the index changes or :data:`STATUS_MAX_AGE_S` passes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tools.sandbox import SandboxPolicy, support
+
+GIT_BUDGET_S = 1.0
+STATUS_MAX_AGE_S = 10.0
+STATUS_CHARS = 300  # of the status summary per folder
+# What in a repository's config makes `git status` start a program of its choosing.
+_RISKY_CONFIG = re.compile(r"fsmonitor|^\s*\[\s*(filter|include|includeif)\b", re.I | re.M)
+APPROVALS = {
+    "on-request": "on-request (escalations, and commands where no sandbox applies, are asked "
+    "about first)",
+    "always": "always (every bash, write_file and edit_file call is asked about first)",
+    "never": "never (nothing is asked: a call that would need the user's permission is refused)",
+}
+
+
+@dataclass(frozen=True)
+class GitSummary:
+    text: str
+    at: float  # time.monotonic() it was made
+    key: tuple[object, ...]
+
+
+_cache: dict[Path, GitSummary] = {}
+_lock = threading.Lock()
+
+
+def environment_block(
+    roots: Sequence[Path],
+    sandbox: SandboxPolicy,
+    approval: str,
+    *,
+    git: str | None = None,
+    now: datetime.datetime | None = None,
+) -> str:
+    """The block for an ask acting in ``roots[0]`` (call it off the event loop: git)."""
+    moment = (now or datetime.datetime.now()).astimezone()
+    offset = moment.strftime("%z")
+    lines = [
+        "<environment>",
+        f"OS: {_os()}",
+        f"Shell: bash runs each command in a fresh {_bash()} (no state carries over between calls)",
+        f"Date: {moment:%A %Y-%m-%d}, time zone {moment.tzname() or offset} "
+        f"(UTC{offset[:3]}:{offset[3:]})",
+    ]
+    for root in roots:
+        lines.append(f"Workspace folder: {root} ({git_summary(root, git)})")
+    lines.append(f"Sandbox: {describe_sandbox(sandbox)}")
+    lines.append(f"Approval: {APPROVALS.get(approval, approval)}")
+    lines.append("</environment>")
+    return "\n".join(lines)
+
+
+def describe_sandbox(policy: SandboxPolicy) -> str:
+    if policy.mode == "off":
+        asked = "; every command is asked about first" if policy.ask_unconfined else ""
+        return f"none (sandbox off): bash commands run with the user's full rights{asked}"
+    if not support().available:
+        return "none on this system: every bash command is asked about first"
+    if policy.mode == "read-only":
+        writes = (
+            "bash may write only its own temporary folder ($TMPDIR); the workspace is read-only"
+        )
+    else:
+        extra = ", ".join(str(p) for p in policy.writable_roots)
+        writes = "bash may write the workspace" + (f", {extra}" if extra else "")
+        writes += " and its own temporary folder ($TMPDIR); everything else is read-only"
+    if policy.network:
+        network = "network: on"
+    elif policy.allowed_domains:
+        network = "network: off, except these hosts through a proxy: " + ", ".join(
+            policy.allowed_domains
+        )
+    else:
+        network = 'network: off (a command that needs it must ask: escalation "network")'
+    return f"{policy.mode}: {writes}; {network}; nothing outlives a call"
+
+
+def git_summary(root: Path, git: str | None = None) -> str:
+    git_dir = _git_dir(root)
+    if git_dir is None:
+        return "not a git repository"
+    branch = _branch(git_dir)
+    key = (_stat(git_dir / "HEAD"), _stat(git_dir / "index"), branch)
+    with _lock:
+        kept = _cache.get(root)
+    if kept is not None and kept.key == key and time.monotonic() - kept.at < STATUS_MAX_AGE_S:
+        return kept.text
+    text = f"git repository, {branch}; {_status(root, git_dir, git)}"
+    with _lock:
+        _cache[root] = GitSummary(text, time.monotonic(), key)
+    return text
+
+
+def _git_dir(root: Path) -> Path | None:
+    for folder in (root, *root.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return dot_git
+        if dot_git.is_file():  # a worktree or submodule: "gitdir: PATH"
+            try:
+                line = dot_git.read_text(errors="replace").strip()
+            except OSError:
+                return None
+            if line.startswith("gitdir:"):
+                target = Path(line[len("gitdir:") :].strip())
+                return target if target.is_absolute() else (folder / target).resolve()
+            return None
+    return None
+
+
+def _branch(git_dir: Path) -> str:
+    try:
+        head = (git_dir / "HEAD").read_text(errors="replace").strip()
+    except OSError:
+        return "branch unknown"
+    if head.startswith("ref: refs/heads/"):
+        return f"branch {head[len('ref: refs/heads/') :]}"
+    return f"detached HEAD at {head[:12]}"
+
+
+def _status(root: Path, git_dir: Path, git: str | None) -> str:
+    program = git or shutil.which("git")
+    if program is None:
+        return "status unknown (git is not installed)"
+    if _risky(git_dir):
+        return "status not read (the repository's git configuration names programs to run)"
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": os.environ.get("HOME", "/"),
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+    }
+    try:
+        done = subprocess.run(
+            [program, "-c", "core.fsmonitor=false", "status", "--porcelain=v1", "--no-renames"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            timeout=GIT_BUDGET_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return f"status skipped (git took longer than {GIT_BUDGET_S:g} s)"
+    except OSError as exc:
+        return f"status unknown ({exc.strerror})"
+    if done.returncode != 0:
+        return "status unknown (git status failed)"
+    entries = [line for line in done.stdout.decode(errors="replace").splitlines() if line]
+    if not entries:
+        return "clean working tree"
+    untracked = sum(1 for e in entries if e.startswith("??"))
+    changed = len(entries) - untracked
+    counts = ", ".join(
+        part
+        for part in (
+            f"{changed} changed" if changed else "",
+            f"{untracked} untracked" if untracked else "",
+        )
+        if part
+    )
+    shown = ""
+    for entry in entries:
+        if len(shown) + len(entry) + 2 > STATUS_CHARS:
+            shown += ", …"
+            break
+        shown += (", " if shown else "") + entry.strip()
+    return f"{counts}: {shown}"
+
+
+def _risky(git_dir: Path) -> bool:
+    common = git_dir
+    try:
+        pointer = (git_dir / "commondir").read_text().strip()
+        common = (git_dir / pointer).resolve()
+    except OSError:
+        pass
+    for config in {git_dir / "config", git_dir / "config.worktree", common / "config"}:
+        try:
+            text = config.read_text(errors="replace")
+        except OSError:
+            continue
+        if _RISKY_CONFIG.search(text):
+            return True
+    return False
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+@cache
+def _os() -> str:
+    uname = platform.uname()
+    pretty = ""
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                pretty = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    distro = f" ({pretty})" if pretty else ""
+    return f"{uname.system} {uname.release} {uname.machine}{distro}"
+
+
+@cache
+def _bash() -> str:
+    return f"bash ({shutil.which('bash') or 'bash'})"
