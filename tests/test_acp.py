@@ -727,6 +727,21 @@ async def test_checkpoints_and_undo_commands(
     assert len(model.requests) == asked  # commands, not prompts to the model
 
 
+async def test_a_workspace_prompt_file_is_offered_and_expanded(
+    agent: RunningAgent, model: ScriptedModel, workspace: Path
+) -> None:
+    commands = workspace / ".agents" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text(
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $1 for bugs.\n"
+    )
+    sid = (await agent.new_session(workspace)).session_id
+    assert {"compact", "checkpoints", "undo", "review"} <= set(agent.client.commands(sid))
+    model.reply("Reviewed.")
+    assert (await prompt(agent, sid, "/review app.py")).stop_reason == "end_turn"
+    assert model.bodies[-1]["messages"][-1]["content"] == "Review app.py for bugs."
+
+
 async def test_compact_command(agent: RunningAgent, model: ScriptedModel, workspace: Path) -> None:
     sid = (await agent.new_session(workspace)).session_id
     model.reply(tool_calls=[tool_call("read_file", {"path": "a.txt"})])

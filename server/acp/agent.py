@@ -431,11 +431,12 @@ class AcpAgent:
     def _after_response(self, session: Session) -> None:
         """The commands, sent once the client knows the session (after the response); the
         endpoint's models listed once, in the background."""
-        update = helpers.update_available_commands(available_commands())
 
         async def send() -> None:
             await asyncio.sleep(0)
             try:
+                files = (await self._engine.list_commands(session.id)).commands
+                update = helpers.update_available_commands(available_commands(files))
                 await self._conn.session_update(session_id=session.id, update=update)
             except Exception as exc:
                 log.info("available_commands_update not sent: %s", exc)

@@ -7,10 +7,13 @@ model; its answer is the agent's message. They are the LSP face's ``agent/compac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
 from tooling.display import escape_control
 
+from .. import protocol as p
 from ..engine.engine import AgentEngine
 
 COMMANDS: tuple[tuple[str, str, str | None], ...] = (
@@ -28,14 +31,23 @@ COMMANDS: tuple[tuple[str, str, str | None], ...] = (
 )
 
 
-def available_commands() -> list[AvailableCommand]:
+def available_commands(prompt_files: Sequence[p.CommandInfo] = ()) -> list[AvailableCommand]:
+    """Ours, then the user's and the workspace's prompt files (``agent/listCommands``: the
+    engine expands those when a prompt names one)."""
+    listed = [(name, description, hint) for name, description, hint in COMMANDS]
+    ours = {name for name, _, _ in COMMANDS}
+    listed += [
+        (c.name, c.description, c.argument_hint)
+        for c in prompt_files
+        if c.source != "builtin" and c.name not in ours
+    ]
     return [
         AvailableCommand(
             name=name,
             description=description,
             input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None,
         )
-        for name, description, hint in COMMANDS
+        for name, description, hint in listed
     ]
 
 

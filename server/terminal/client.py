@@ -39,6 +39,7 @@ from ..protocol import (
     AGENT_ASK_PROGRESS,
     AGENT_COMPACT,
     AGENT_COMPACTION,
+    AGENT_INSTRUCTIONS,
     AGENT_REQUEST_PERMISSION,
     AGENT_TOOL_ACTIVITY,
 )
@@ -83,6 +84,9 @@ def run_ask(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"agent-lsp: {exc}", file=sys.stderr)
         return 2
+    if hint := builtin_hint(args.prompt):
+        print(f"agent-lsp: {hint}", file=sys.stderr)
+        return 2
     return _run(
         ask_once(
             args.prompt,
@@ -93,6 +97,24 @@ def run_ask(args: argparse.Namespace) -> int:
             approve_all=args.approve,
         )
     )
+
+
+# The built-in commands an editor runs itself (agent/listCommands lists them), and the
+# terminal's way to do each; a prompt file's /NAME is expanded by the server.
+BUILTINS = {
+    "compact": "agent-lsp compact --session ID",
+    "new": "agent-lsp ask without --session",
+    "checkpoints": "agent-lsp checkpoints --session ID",
+    "undo": "agent-lsp rewind --session ID CHECKPOINT",
+}
+
+
+def builtin_hint(prompt: str) -> str | None:
+    """What to run instead, when ``prompt`` is one of the built-in commands."""
+    name = prompt.strip()[1:].split(" ", 1)[0] if prompt.strip().startswith("/") else ""
+    if name not in BUILTINS:
+        return None
+    return f"/{name} is a command, not a prompt; from the terminal: {BUILTINS[name]}"
 
 
 def sandbox_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -193,6 +215,8 @@ async def ask_once(
         params: dict[str, Any] = {"prompt": prompt}
         if session_id:
             params["sessionId"] = session_id
+        if line := await instructions_line(request, session_id):
+            shown.line(line)
         try:
             result = await request(AGENT_ASK, params)
         except JsonRpcException as exc:
@@ -215,6 +239,21 @@ async def ask_once(
             undo = f"agent-lsp rewind --session {result['sessionId']} {result['checkpointId']}"
             shown.line(f"checkpoint: {result['checkpointId']} (undo with: {undo})")
         return 0
+
+
+async def instructions_line(request: Any, session_id: str | None) -> str | None:
+    """``instructions: AGENTS.md, …`` for the files this ask is given (None: none)."""
+    params = {"sessionId": session_id} if session_id else {}
+    try:
+        found = await request(AGENT_INSTRUCTIONS, params)
+    except JsonRpcException:
+        return None  # an unknown session: the ask itself says so
+    names = [escape_control(one["name"]) for one in found.get("instructions", [])]
+    skills = [escape_control(one["name"]) for one in found.get("skills", [])]
+    parts = [f"instructions: {', '.join(names)}"] if names else []
+    if skills:
+        parts.append(f"skills: {', '.join(skills)}")
+    return "; ".join(parts) or None
 
 
 async def compact_once(
