@@ -36,7 +36,6 @@ from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.endpoint import ModelRequestError, ModelSettings
-from ..project.commands import expand as expand_command
 from .asks import ask_result, tool_context
 from .conversations import Conversation
 from .editor_context import with_context
@@ -296,9 +295,8 @@ class AgentEngine:
             raise InvalidParamsError("mode", str(exc)) from None
         documents = documents if documents is not None else self._documents
         conversation, target = self._ask_target(session_id, folder)
-        commands = await asyncio.to_thread(self._project.commands, target.workspace)
-        prompt, _ = expand_command(prompt, commands)  # /NAME of a prompt file
-        content = await with_context(prompt, context, target.workspace, documents)
+        expanded = await self._project.expand(prompt, target.workspace)  # /NAME of a file
+        content = await with_context(expanded, context, target.workspace, documents)
         # Fail before touching the conversation when the model is not configured.
         model = self.model_settings()
         if model_name:
@@ -323,12 +321,7 @@ class AgentEngine:
             on_event(ToolSourcesStarting(starting))
         check = self._endpoints.check_model(model, client)
         async with conversation.lock:
-            told = await self._project.prompt(target.workspace, settings, documents)
-            system = {"role": "system", "content": told.system}
-            if conversation.messages and conversation.messages[0].get("role") == "system":
-                conversation.messages[0] = system
-            else:
-                conversation.messages.insert(0, system)
+            await self._project.tell(conversation, target.workspace, settings, documents)
             window = context_window(conversation, settings, model.model, runtime)
             request = {"role": "user", "content": content}
             settle = functools.partial(

@@ -79,6 +79,26 @@ class Project:
         ]
         return ProjectPrompt("\n\n".join(part for part in parts if part), instructions, skills)
 
+    async def tell(
+        self,
+        conversation: Conversation,
+        workspace: Workspace,
+        settings: AgentSettings,
+        documents: EditorDocuments | None,
+    ) -> None:
+        """Give ``conversation`` this ask's system prompt (its first message)."""
+        told = await self.prompt(workspace, settings, documents)
+        system = {"role": "system", "content": told.system}
+        if conversation.messages and conversation.messages[0].get("role") == "system":
+            conversation.messages[0] = system
+        else:
+            conversation.messages.insert(0, system)
+
+    async def expand(self, prompt: str, workspace: Workspace) -> str:
+        """``prompt`` with a leading ``/NAME`` of a prompt file expanded."""
+        found = await asyncio.to_thread(self.commands, workspace)
+        return user_commands.expand(prompt, found)[0]
+
     def nested(
         self,
         conversation: Conversation,
