@@ -371,8 +371,8 @@ class AgentEngine:
         """``agent/instructions``: the instruction files and skills an ask would be given
         (with a session: its folder's, and the subfolders' it has been given since)."""
         conversation, target = self._ask_target(session_id, folder)
-        told = await self._project.prompt(target.workspace, self._settings, self._documents)
-        return instructions_result(told, conversation)
+        given = await self._project.files(target.workspace, self._settings, self._documents)
+        return instructions_result(*given, conversation)
 
     async def list_commands(
         self, session_id: str | None = None, folder: Path | None = None

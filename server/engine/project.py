@@ -62,6 +62,22 @@ class Project:
             settings.sandbox,
             settings.approval.approval,
         )
+        instructions, skills = await self.files(workspace, settings, documents)
+        parts = [
+            environment,
+            system_prompt(workspace.root, settings.system_prompt),
+            skill_files.render(skills.skills),
+            files.render(instructions.files),
+        ]
+        return ProjectPrompt("\n\n".join(part for part in parts if part), instructions, skills)
+
+    async def files(
+        self,
+        workspace: Workspace,
+        settings: AgentSettings,
+        documents: EditorDocuments | None,
+    ) -> tuple[files.Instructions, skill_files.Skills]:
+        """The instruction files and skills an ask is given (``agent/instructions``)."""
         instructions = await files.project_instructions(
             self.user_dir,
             workspace,
@@ -71,13 +87,7 @@ class Project:
         )
         skills = await asyncio.to_thread(skill_files.discover, self.skills_dir, workspace)
         self._warn_once([*instructions.warnings, *skills.warnings])
-        parts = [
-            environment,
-            system_prompt(workspace.root, settings.system_prompt),
-            skill_files.render(skills.skills),
-            files.render(instructions.files),
-        ]
-        return ProjectPrompt("\n\n".join(part for part in parts if part), instructions, skills)
+        return instructions, skills
 
     async def tell(
         self,
@@ -152,9 +162,9 @@ class Project:
 
 
 def instructions_result(
-    prompt: ProjectPrompt, conversation: Conversation | None
+    instructions: files.Instructions, skills: skill_files.Skills, conversation: Conversation | None
 ) -> p.InstructionsResult:
-    given = list(prompt.instructions.files)
+    given = list(instructions.files)
     if conversation is not None:
         given += conversation.nested_instructions
     return p.InstructionsResult(
@@ -164,10 +174,8 @@ def instructions_result(
             )
             for one in given
         ],
-        skills=[
-            p.SkillInfo(s.name, s.description, str(s.path), s.source) for s in prompt.skills.skills
-        ],
-        warnings=[*prompt.instructions.warnings, *prompt.skills.warnings],
+        skills=[p.SkillInfo(s.name, s.description, str(s.path), s.source) for s in skills.skills],
+        warnings=[*instructions.warnings, *skills.warnings],
     )
 
 

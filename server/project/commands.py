@@ -30,7 +30,7 @@ BUILTINS: tuple[tuple[str, str, str | None], ...] = (
     ("undo", "Undo the last ask's changes (or from checkpoint ID on)", "[checkpoint id]"),
 )
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_POSITIONAL = re.compile(r"\$([1-9])")
+_PLACEHOLDER = re.compile(r"\$ARGUMENTS|\$([1-9])")
 
 
 @dataclass(frozen=True)
@@ -129,12 +129,14 @@ def expand(prompt: str, commands: Commands) -> tuple[str, Command | None]:
     except ValueError:
         words = arguments.split()
 
-    def word(match: re.Match[str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        if match.group(0) == "$ARGUMENTS":
+            return arguments
         index = int(match.group(1))
         return words[index - 1] if index <= len(words) else ""
 
-    # Positional first, so a "$1" the user typed in the arguments stays as typed.
-    body = _POSITIONAL.sub(word, command.body).replace("$ARGUMENTS", arguments)
-    if "$ARGUMENTS" not in command.body and not _POSITIONAL.search(command.body) and arguments:
+    # One pass: what is put in is never read again (a "$1" typed as an argument stays).
+    body = _PLACEHOLDER.sub(value, command.body)
+    if not _PLACEHOLDER.search(command.body) and arguments:
         body = f"{body}\n\n{arguments}"  # a file that names no argument still gets them
     return body, command

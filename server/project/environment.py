@@ -10,7 +10,9 @@ runs ``git status`` with at most :data:`GIT_BUDGET_S` (a hung git is killed, and
 says the status was skipped), never writes the index (``GIT_OPTIONAL_LOCKS=0``), and is not
 run at all when the repository's own configuration names programs git would start for a
 status (an fsmonitor, a filter, an include): the server runs nothing a repository chooses.
-A summary is kept until ``HEAD`` or the index changes or :data:`STATUS_MAX_AGE_S` passes.
+A summary is kept until ``HEAD`` or the index changes; once older than
+:data:`STATUS_MAX_AGE_S` it is still given (with its age) while a fresh one is made in the
+background for the next ask, so an ask never waits for a status of an unchanged repository.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class GitSummary:
 
 
 _cache: dict[Path, GitSummary] = {}
+_refreshing: set[Path] = set()  # folders whose summary a background thread is making
 _lock = threading.Lock()
 
 
@@ -106,6 +109,13 @@ def describe_sandbox(policy: SandboxPolicy) -> str:
 
 
 def git_summary(root: Path, git: str | None = None) -> str:
+    try:
+        return _summary(root, git)
+    except OSError as exc:  # a folder that cannot be read: the ask goes on without it
+        return f"git state unknown ({exc.strerror or exc})"
+
+
+def _summary(root: Path, git: str | None) -> str:
     git_dir = _git_dir(root)
     if git_dir is None:
         return "not a git repository"
@@ -113,12 +123,29 @@ def git_summary(root: Path, git: str | None = None) -> str:
     key = (_stat(git_dir / "HEAD"), _stat(git_dir / "index"), branch)
     with _lock:
         kept = _cache.get(root)
-    if kept is not None and kept.key == key and time.monotonic() - kept.at < STATUS_MAX_AGE_S:
-        return kept.text
-    text = f"git repository, {branch}; {_status(root, git_dir, git)}"
-    with _lock:
-        _cache[root] = GitSummary(text, time.monotonic(), key)
-    return text
+        if kept is not None and kept.key == key:
+            age = time.monotonic() - kept.at
+            if age < STATUS_MAX_AGE_S:
+                return kept.text
+            if root not in _refreshing:  # the next ask gets a fresh one
+                _refreshing.add(root)
+                threading.Thread(
+                    target=_refresh, args=(root, git_dir, git, key), daemon=True
+                ).start()
+            return f"{kept.text} (as of {age:.0f} s ago)"
+    return _refresh(root, git_dir, git, key)
+
+
+def _refresh(root: Path, git_dir: Path, git: str | None, key: tuple[object, ...]) -> str:
+    branch = key[-1]
+    try:
+        text = f"git repository, {branch}; {_status(root, git_dir, git)}"
+        with _lock:
+            _cache[root] = GitSummary(text, time.monotonic(), key)
+        return text
+    finally:
+        with _lock:
+            _refreshing.discard(root)
 
 
 def _git_dir(root: Path) -> Path | None:
