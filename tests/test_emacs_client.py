@@ -350,6 +350,25 @@ ALLOW_ONCE = """
         (defun test-mcp-has (line) (member line (append (test-lines "*agent-lsp-mcp*") nil)))
 """
 
+
+def instructions_key(run: Run, records: Records) -> None:
+    assert records["key"] == "agent-lsp-instructions"
+
+
+def prompt_completion(run: Run, records: Records) -> None:
+    """TAB in the prompt completes the /word; the candidates carry their descriptions; only
+    a /word typed first is completed."""
+    assert records["completed"] == "/review"
+    assert records["annotation"] == " FILE  Review a file with care"
+    assert records["not_first"] is False
+
+
+def builtin_confirmed(run: Run, records: Records) -> None:
+    """/undo asked first with agent-lsp-rewind's question."""
+    assert "would restore: notes.txt" in records["asked"]
+    assert records["asked"].endswith("Undo ask 1 and later? ")
+
+
 STEPS: dict[str, Steps] = {
     "escape_control_follows_the_rules_of_the_server": Steps(
         """
@@ -711,6 +730,107 @@ STEPS: dict[str, Steps] = {
                    :messages (test-text "*Messages*"))
         """,
         check=mcp_approval,
+    ),
+    "instruction_lines_are_those_of_every_client": Steps(
+        """
+        ;; Parsed as jsonrpc parses the server's answers: null is nil, false :json-false.
+        (let ((cases (json-parse-string (plist-get test-config :data) :object-type 'plist
+                                        :null-object nil :false-object :json-false)))
+          (cl-flet ((lines (case) (agent-lsp-instructions-lines (plist-get case :result)
+                                                                (plist-get case :root))))
+            (test-emit
+             :views (vconcat (mapcar (lambda (case) (vconcat (lines case))) cases))
+             :targets (vconcat
+                       (mapcar (lambda (case)
+                                 (let ((table (make-hash-table :test #'equal)) (n 0))
+                                   (dolist (line (lines case) table)
+                                     (cl-incf n)
+                                     (when-let ((path (get-text-property 0 'agent-lsp-file line)))
+                                       (puthash (number-to-string n) path table)))))
+                               cases)))))
+        """,
+        data=json.dumps,
+    ),
+    "the_instructions_listing_shows_the_files_in_force_and_the_skills": Steps(
+        """
+        (agent-lsp-ask "read the sub notes")
+        (test-idle)
+        (call-interactively (lookup-key agent-lsp-command-map "i"))
+        (setq lines (test-lines "*agent-lsp-instructions*"))
+        (setq opened (with-current-buffer "*agent-lsp-instructions*"
+                       (goto-char (point-min))
+                       (re-search-forward "^- AGENTS\\.md ")
+                       (call-interactively (key-binding (kbd "RET")))
+                       (buffer-file-name)))
+        (test-emit :lines lines :opened opened
+                   :key (symbol-name (lookup-key agent-lsp-command-map "i")))
+        """,
+        check=instructions_key,
+    ),
+    "a_prompt_file_is_completed_and_the_server_expands_it": Steps(
+        """
+        (setq root (agent-lsp--ask-root))
+        (defun test-offered (typed)
+          (with-temp-buffer
+            (agent-lsp--prompt-setup root)
+            (insert typed)
+            (vconcat (all-completions typed (nth 2 (agent-lsp-command-capf))))))
+        (setq offered (test-offered "/")
+              review (test-offered "/re"))
+        (setq completed (with-temp-buffer
+                          (agent-lsp--prompt-setup root)
+                          (insert "/rev")
+                          (call-interactively (key-binding (kbd "TAB")))
+                          (buffer-string)))
+        (setq annotation (with-temp-buffer
+                           (agent-lsp--prompt-setup root)
+                           (insert "/")
+                           (funcall (plist-get (nthcdr 3 (agent-lsp-command-capf))
+                                               :annotation-function)
+                                    "/review")))
+        (setq not-first (with-temp-buffer
+                          (agent-lsp--prompt-setup root)
+                          (insert "fix /re")
+                          (if (agent-lsp-command-capf) t :false)))
+        (test-sync "added")
+        (setq agent-lsp--commands-stale-seconds 0)  ; stale: the next completion fetches
+        (setq again (test-offered "/"))
+        (setq agent-lsp--commands-stale-seconds 10)
+        (agent-lsp-ask "/review x")
+        (test-idle)
+        (test-emit :offered offered :review review :again again :completed completed
+                   :annotation annotation :not_first not-first
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+        check=prompt_completion,
+    ),
+    "built_in_commands_typed_as_a_prompt_run_the_client_s_actions": Steps(
+        """
+        (defvar test-asked nil)
+        (setq eglot-confirm-server-initiated-edits nil)  ; the edit applies unasked
+        (agent-lsp-ask "change the notes")
+        (test-idle)
+        (agent-lsp-ask "/checkpoints")
+        (setq checkpoints (test-lines "*agent-lsp-checkpoints*"))
+        (cl-letf (((symbol-function 'yes-or-no-p)
+                   (lambda (prompt) (setq test-asked prompt) t)))
+          (agent-lsp-ask "/undo 1"))
+        (agent-lsp-ask "hello")
+        (test-idle)
+        (agent-lsp-ask "and more")
+        (test-idle)
+        (agent-lsp-ask "/compact")
+        (test-wait "the compaction"
+                   (lambda () (string-match-p "^_(compacted: " (test-text "*agent-lsp*"))))
+        (setq first-session agent-lsp--session-id)
+        (agent-lsp-ask "/new")
+        (agent-lsp-ask "/frobnicate now")
+        (test-idle)
+        (test-emit :checkpoints checkpoints :first_session first-session
+                   :second_session agent-lsp--session-id :asked test-asked
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+        check=builtin_confirmed,
     ),
 }
 

@@ -325,6 +325,18 @@ ALLOW_ONCE = """
         local function mcp_has(line) return vim.tbl_contains(mcp_lines(), line) end
 """
 
+
+def prompt_completion(run: Run, records: Records) -> None:
+    """The prompt vim.ui.input reads completes a /word too."""
+    assert records["input_completion"] == ["/review"]
+    assert records["not_first"] == []  # only the first argument is a command
+
+
+def builtin_confirmed(run: Run, records: Records) -> None:
+    """/undo asked first with :AgentRewind's question."""
+    assert records["asked_items"] == ["Undo", "Cancel"]
+
+
 STEPS: dict[str, Steps] = {
     "escape_control_follows_the_rules_of_the_server": Steps(
         """
@@ -739,6 +751,88 @@ STEPS: dict[str, Steps] = {
                  notes = notes })
         """,
         check=mcp_approval,
+    ),
+    "instruction_lines_are_those_of_every_client": Steps(
+        """
+        local views, targets = {}, {}
+        local instructions = require('agent_lsp.instructions')
+        for _, case in ipairs(config.data) do
+          local lines, lines_targets = instructions.lines(case.result, case.root)
+          local keyed = vim.empty_dict()
+          for line, path in pairs(lines_targets) do keyed[tostring(line)] = path end
+          table.insert(views, lines)
+          table.insert(targets, keyed)
+        end
+        T.emit({ views = views, targets = targets })
+        """
+    ),
+    "the_instructions_listing_shows_the_files_in_force_and_the_skills": Steps(
+        r"""
+        vim.cmd('AgentAsk read the sub notes')
+        T.idle()
+        vim.cmd('AgentInstructions')
+        T.wait('the instructions', function()
+          return T.has_line(agent.status().instructions_buf, '^Skills')
+        end)
+        local lines = T.lines(agent.status().instructions_buf)
+        for i, line in ipairs(lines) do
+          if line:find('^%- AGENTS%.md ') then vim.api.nvim_win_set_cursor(0, { i, 0 }) end
+        end
+        vim.cmd('normal ' .. vim.api.nvim_replace_termcodes('<CR>', true, false, true))
+        T.emit({ lines = lines, opened = vim.api.nvim_buf_get_name(0) })
+        """
+    ),
+    "a_prompt_file_is_completed_and_the_server_expands_it": Steps(
+        """
+        local commands = require('agent_lsp.commands')
+        local offered = vim.fn.getcompletion('AgentAsk /', 'cmdline')
+        local review = vim.fn.getcompletion('AgentAsk /re', 'cmdline')
+        local not_first = vim.fn.getcompletion('AgentAsk fix /re', 'cmdline')
+        T.sync('added')
+        commands.STALE_MS = 0  -- the list is stale: the next completion fetches it again
+        local again = vim.fn.getcompletion('AgentAsk /', 'cmdline')
+        commands.STALE_MS = 10000
+        local input_completion = vim.fn.AgentLspCompletePrompt('/rev', '/rev', 4)
+        vim.cmd('AgentAsk /review x')
+        T.idle()
+        T.emit({ offered = offered, review = review, again = again, not_first = not_first,
+                 input_completion = input_completion,
+                 conversation = T.text(agent.status().conversation_buf) })
+        """,
+        check=prompt_completion,
+    ),
+    "built_in_commands_typed_as_a_prompt_run_the_client_s_actions": Steps(
+        """
+        local asked_items
+        vim.ui.select = function(items, opts, on_choice)
+          asked_items = items
+          on_choice('Undo')
+        end
+        vim.cmd('AgentAsk change the notes')
+        T.idle()
+        vim.cmd('AgentAsk /checkpoints')
+        T.wait('the checkpoints', function()
+          return T.has_line(agent.status().checkpoints_buf, 'change the notes')
+        end)
+        local checkpoints = T.lines(agent.status().checkpoints_buf)
+        local conv = agent.status().conversation_buf
+        vim.cmd('AgentAsk /undo 1')
+        T.wait('the undo', function() return T.has_line(conv, 'Undone: ask 1') end)
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        vim.cmd('AgentAsk and more')
+        T.idle()
+        vim.cmd('AgentAsk /compact')
+        T.wait('the compaction', function() return T.has_line(conv, '^_%(compacted: ') end)
+        local first = agent.status().session_id
+        vim.cmd('AgentAsk /new')
+        vim.cmd('AgentAsk /frobnicate now')
+        T.idle()
+        T.emit({ checkpoints = checkpoints, first_session = first,
+                 second_session = agent.status().session_id, asked_items = asked_items,
+                 conversation = T.text(conv) })
+        """,
+        check=builtin_confirmed,
     ),
 }
 

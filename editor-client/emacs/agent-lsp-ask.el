@@ -3,7 +3,8 @@
 ;;; Commentary:
 
 ;; The conversation's commands: `agent-lsp-ask' (an active region goes along as
-;; the ask's context), its answer or error, `agent-lsp-cancel',
+;; the ask's context; a built-in /command runs its action, see
+;; agent-lsp-commands), its answer or error, `agent-lsp-cancel',
 ;; `agent-lsp-new-conversation', `agent-lsp-compact', and `agent-lsp-list-tools'.
 
 ;;; Code:
@@ -13,11 +14,12 @@
 (require 'agent-lsp-core)
 (require 'agent-lsp-trace)
 (require 'agent-lsp-transcript)
+(require 'agent-lsp-checkpoints)
+(require 'agent-lsp-commands)
 
 (defconst agent-lsp--tools-buffer "*agent-lsp-tools*")
 
 (defvar agent-lsp--asks 0 "Counter for workDoneTokens.")
-(defvar agent-lsp--history nil "Prompt history.")
 
 (defun agent-lsp--on-answer (request result)
   "Show the RESULT of `agent/ask' REQUEST and keep its session."
@@ -125,19 +127,44 @@
 
 ;;; Commands
 
+(defun agent-lsp--run-builtin (name rest)
+  "Run the built-in command NAME (/NAME REST typed as a prompt)."
+  (cond
+   ((equal name "undo")
+    (agent-lsp-rewind (if (string-empty-p rest)
+                          (let ((latest (car (last (append (agent-lsp--list-checkpoints) nil)))))
+                            (or (plist-get latest :id)
+                                (user-error "No checkpoints in this conversation")))
+                        rest)))
+   ((not (string-empty-p rest)) (user-error "/%s takes no arguments" name))
+   ((equal name "compact") (agent-lsp-compact))
+   ((equal name "new") (agent-lsp-new-conversation))
+   ((equal name "checkpoints") (agent-lsp-checkpoints))))
+
 (defun agent-lsp-ask (prompt &optional region)
   "Ask the agent PROMPT in the current project; show the answer in `*agent-lsp*'.
 Interactively, an active region in a file buffer goes along as REGION: the
-model sees the file and the selected text (a list (BUFFER START END))."
+model sees the file and the selected text (a list (BUFFER START END)).
+In the minibuffer, TAB completes a /command typed first.  A built-in one runs
+its command instead of an ask: /compact `agent-lsp-compact', /new
+`agent-lsp-new-conversation', /checkpoints `agent-lsp-checkpoints', /undo [ID]
+`agent-lsp-rewind' (default: the latest ask).  A prompt file's /NAME args is
+sent as typed (the server expands it), as is an unknown /word."
   (interactive (let ((region (agent-lsp--region)))
-                 (list (read-string "Ask the agent: " nil 'agent-lsp--history) region)))
+                 (list (agent-lsp--read-prompt "Ask the agent: ") region)))
   (when (or (not (stringp prompt)) (string-blank-p prompt))
     (user-error "The prompt is empty"))
+  (let ((builtin (agent-lsp--builtin prompt)))
+    (if builtin
+        (agent-lsp--run-builtin (car builtin) (cdr builtin))
+      (agent-lsp--send prompt region))))
+
+(defun agent-lsp--send (prompt region)
+  "Send PROMPT (with REGION, see `agent-lsp-ask') as `agent/ask'.
+Return the request."
   (when agent-lsp--request
     (user-error "An ask is already running (M-x agent-lsp-cancel stops it)"))
-  (let* ((root (if (eq (current-buffer) (get-buffer agent-lsp--buffer))
-                   default-directory
-                 (agent-lsp--root)))
+  (let* ((root (agent-lsp--ask-root))
          (default-directory root)
          (server (agent-lsp--ensure-server)))
     (when agent-lsp-save-before-ask

@@ -32,7 +32,11 @@ Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
 subdomains), :maxProcesses, :maxFileSizeMB, :maxMemoryMB (positive integers),
 :approval, :allowedCommands, :permissionTimeout, :contextWindow
 \(tokens), :compactThreshold (0.1 to 0.95), :mcpServers (MCP servers by name),
-:instructionFiles (a vector of file names, e.g. [\"AGENTS.md\"]), :instructionsMaxBytes.  Sent as
+:instructionFiles (a vector of paths relative to the folder: the first that
+exists at its root, and a subfolder's own, are given to the model; default
+[\"AGENTS.md\" \"CLAUDE.md\" \".github/copilot-instructions.md\"]),
+:instructionsMaxBytes (at most this many bytes of them all, default 32768;
+a cut says so; see `agent-lsp-instructions').  Sent as
 initializationOptions and answered to `workspace/configuration'.  Never the
 API key: the server reads it from the user configuration file
 ~/.config/agent-lsp/config.toml (`agent-lsp config set-key') or its environment."

@@ -19,7 +19,10 @@
 ;; - progress ("turn 2: read_file src/app.py") in the mode line of `*agent-lsp*'.
 ;;
 ;; With an active region, `agent-lsp-ask' sends it along (the file and the
-;; selected text go to the model with the prompt).
+;; selected text go to the model with the prompt).  In its prompt, TAB
+;; completes a /command: the built-ins (/compact, /new, /checkpoints, /undo)
+;; run their command, the folder's and the user's prompt files are expanded by
+;; the server.
 ;;
 ;; Commands: `agent-lsp-ask', `agent-lsp-cancel', `agent-lsp-new-conversation',
 ;; `agent-lsp-compact', `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
@@ -28,7 +31,8 @@
 ;; ask changed and undo it), `agent-lsp-grants' (revoke "always" answers),
 ;; `agent-lsp-sandbox' (what confines the agent's commands here, and what is
 ;; weaker), `agent-lsp-mcp-servers' (the folder's MCP servers; approve a
-;; folder's own), `agent-lsp-apply-settings', `agent-lsp-shutdown';
+;; folder's own), `agent-lsp-instructions' (the instruction files and skills
+;; the model is given), `agent-lsp-apply-settings', `agent-lsp-shutdown';
 ;; all of them (but the last two) are on `agent-lsp-command-map'.
 ;;
 ;; The server reads the API key, endpoint and model from the user configuration
@@ -41,8 +45,10 @@
 ;; The parts, beside this file: agent-lsp-core (settings, the eglot server
 ;; class, the project's server, requests), agent-lsp-trace (trace lines,
 ;; escaping), agent-lsp-transcript (the conversation and trace buffers),
-;; agent-lsp-permissions, agent-lsp-ask, agent-lsp-model, agent-lsp-checkpoints,
-;; agent-lsp-sandbox, agent-lsp-mcp.  This file loads them all and holds the command map.
+;; agent-lsp-permissions, agent-lsp-commands (the /commands of a prompt),
+;; agent-lsp-ask, agent-lsp-model, agent-lsp-checkpoints, agent-lsp-sandbox,
+;; agent-lsp-mcp, agent-lsp-instructions.  This file loads them all and holds
+;; the command map.
 
 ;;; Code:
 
@@ -55,11 +61,13 @@
 (require 'agent-lsp-trace)
 (require 'agent-lsp-transcript)
 (require 'agent-lsp-permissions)
+(require 'agent-lsp-commands)
 (require 'agent-lsp-ask)
 (require 'agent-lsp-model)
 (require 'agent-lsp-checkpoints)
 (require 'agent-lsp-sandbox)
 (require 'agent-lsp-mcp)
+(require 'agent-lsp-instructions)
 
 ;; The commands autoload this file, not the part that defines each, so the
 ;; first of them loads every part: a server is told when it starts that this
@@ -79,6 +87,7 @@
 ;;;###autoload (autoload 'agent-lsp-grants "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-sandbox "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-mcp-servers "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-instructions "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-apply-settings "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-shutdown "agent-lsp" nil t)
 
@@ -100,6 +109,7 @@
     (define-key map "p" #'agent-lsp-grants)
     (define-key map "s" #'agent-lsp-sandbox)
     (define-key map "M" #'agent-lsp-mcp-servers)
+    (define-key map "i" #'agent-lsp-instructions)
     map)
   "Keymap of agent-lsp commands.
 Bind it to a prefix, e.g. (global-set-key (kbd \"C-c a\") agent-lsp-command-map).")

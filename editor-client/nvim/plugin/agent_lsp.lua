@@ -15,7 +15,10 @@ command('AgentAsk', function(opts)
 end, {
   nargs = '*',
   range = true,
-  desc = "agent-lsp: ask the agent (no argument: prompt for it; :'<,'> sends the selection)",
+  complete = function(arglead, line, pos)
+    return require('agent_lsp').complete_ask(arglead, line, pos)
+  end,
+  desc = "agent-lsp: ask the agent (no argument: prompt for it; :'<,'> sends the selection; /<Tab>: the commands)",
 })
 command('AgentCancel', function()
   require('agent_lsp').cancel()
@@ -53,6 +56,9 @@ end, { nargs = 0, desc = 'agent-lsp: list the conversation\'s "always" permissio
 command('AgentSandbox', function()
   require('agent_lsp').sandbox()
 end, { nargs = 0, desc = "agent-lsp: show what confines the agent's bash commands here, and what is weaker" })
+command('AgentInstructions', function()
+  require('agent_lsp').instructions()
+end, { nargs = 0, desc = 'agent-lsp: list the instruction files and skills the model is given (Enter opens one)' })
 command('AgentMcp', function(opts)
   require('agent_lsp').mcp(opts.args)
 end, {

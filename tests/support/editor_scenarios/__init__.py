@@ -29,6 +29,7 @@ from .permissions import (
     Grants,
     PermissionRequests,
 )
+from .project import BuiltinCommands, InstructionLines, InstructionsListing, PromptFiles
 
 SCENARIOS: list[Scenario] = [
     EscapeControl(),
@@ -54,6 +55,10 @@ SCENARIOS: list[Scenario] = [
     McpServerViews(),
     McpToolThroughAnAsk(),
     McpServersListingAndApproval(),
+    InstructionLines(),
+    InstructionsListing(),
+    PromptFiles(),
+    BuiltinCommands(),
 ]
 
 __all__ = [

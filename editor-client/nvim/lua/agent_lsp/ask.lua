@@ -1,7 +1,10 @@
 -- Asking the agent and steering the conversation: agent/ask (with the selection as
--- context), cancelling it, a new conversation (agent/endSession), compacting it (agent/compact).
+-- context), cancelling it, a new conversation (agent/endSession), compacting it (agent/compact),
+-- and the built-in /commands a prompt may be (commands.lua tells them apart).
 local buffers = require('agent_lsp.buffers')
+local checkpoints = require('agent_lsp.checkpoints')
 local client = require('agent_lsp.client')
+local commands = require('agent_lsp.commands')
 local context = require('agent_lsp.context')
 local format = require('agent_lsp.format')
 local transcript = require('agent_lsp.transcript')
@@ -62,19 +65,41 @@ local function ask_with(prompt, sel)
   end
 end
 
---- Send `prompt` as `agent/ask`; no prompt asks for one with vim.ui.input.
---- `range` ({ line1, line2 } of `:'<,'>AgentAsk`) sends that selection as context.
+-- A built-in command (`/compact`, `/new`, `/checkpoints`, `/undo [ID]`) runs its action;
+-- anything else is sent (a prompt file's `/NAME args` too: the server expands it).
+local function send(prompt, sel)
+  local name, args = commands.builtin(prompt)
+  if not name then
+    return ask_with(prompt, sel)
+  end
+  if name == 'undo' then
+    return checkpoints.rewind(args ~= '' and args or nil)
+  end
+  if args ~= '' then
+    return notify('/' .. name .. ' takes no arguments', vim.log.levels.WARN)
+  end
+  if name == 'compact' then
+    M.compact()
+  elseif name == 'new' then
+    M.new()
+  else
+    checkpoints.checkpoints()
+  end
+end
+
+--- Send `prompt` as `agent/ask`; no prompt asks for one with vim.ui.input (`/` completes
+--- the commands). `range` ({ line1, line2 } of `:'<,'>AgentAsk`) sends that selection.
 function M.ask(prompt, range)
   local sel = range and context.selection(range.line1, range.line2)
   if prompt == nil or prompt:match('^%s*$') then
-    vim.ui.input({ prompt = 'Ask the agent: ' }, function(input)
+    vim.ui.input({ prompt = 'Ask the agent: ', completion = commands.INPUT_COMPLETION }, function(input)
       if input and not input:match('^%s*$') then
-        ask_with(input, sel)
+        send(input, sel)
       end
     end)
     return
   end
-  ask_with(prompt, sel)
+  send(prompt, sel)
 end
 
 --- Cancel the running ask with $/cancelRequest.

@@ -12,12 +12,14 @@
 --   buffers.lua      the scratch buffers and their windows
 --   transcript.lua   the conversation: its state, streamed answers, status line, trace
 --   context.lua      the selection sent with an ask
---   ask.lua          ask, cancel, new conversation, compact
+--   ask.lua          ask (a built-in /command runs its action), cancel, new conversation, compact
+--   commands.lua     the /commands: completing them, telling the built-ins apart
 --   checkpoints.lua  the checkpoints, an ask's diff, rewinding
 --   grants.lua       the "always" permission answers
 --   model.lua        checking the endpoint, choosing the model
 --   tools.lua        the tool list, the bash sandbox
 --   mcp.lua          the folder's MCP servers, approving a folder's own
+--   instructions.lua the instruction files and skills the model is given
 --   permissions.lua  answering the server's permission requests
 --   format.lua       the text shown: trace lines, checkpoint lists, diffs, the sandbox view
 local ask = require('agent_lsp.ask')
@@ -53,6 +55,8 @@ M.diff = checkpoints.diff
 M.rewind = checkpoints.rewind
 M.grants = grants.grants
 M.mcp = require('agent_lsp.mcp').mcp
+M.instructions = require('agent_lsp.instructions').instructions
+M.complete_ask = require('agent_lsp.commands').complete
 
 --- The conversation state (for statuslines and tests).
 function M.status()
@@ -71,6 +75,7 @@ function M.status()
     diff_buf = buffers.get(buffers.DIFF),
     check_buf = buffers.get(buffers.CHECK),
     sandbox_buf = buffers.get(buffers.SANDBOX),
+    instructions_buf = buffers.get(require('agent_lsp.instructions').BUFFER),
   }
 end
 
