@@ -315,18 +315,10 @@ def plain_status(root: Path) -> None:
 
 def server_status(root: Path) -> None:
     """The command line and environment ``environment._status`` runs."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": os.environ.get("HOME", "/"),
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-    }
     subprocess.run(
-        ["git", "-c", "core.fsmonitor=false", "status", "--porcelain=v1", "--no-renames"],
+        ["git", *environment.STATUS_ARGS],
         cwd=root,
-        env=env,
+        env=environment.git_env(),
         check=True,
         capture_output=True,
         stdin=subprocess.DEVNULL,

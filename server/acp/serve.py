@@ -10,33 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from typing import BinaryIO
 
 from acp import AgentSideConnection
 
 from ..engine.engine import AgentEngine
+from ..stdio import cancel_on_signals
 from .agent import AcpAgent
 
 log = logging.getLogger(__name__)
 
-TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 STREAM_LIMIT = 50 * 1024 * 1024  # one frame (a file's text in fs/read_text_file) at most
 EXIT_GRACE_S = 5.0
 
 
 async def serve(engine: AgentEngine, stdin: BinaryIO, stdout: BinaryIO) -> int:
     loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
-    assert main is not None
-    received: list[int] = []
-
-    def on_signal(signum: int) -> None:
-        received.append(signum)
-        main.cancel()
-
-    for signum in TERMINATING_SIGNALS:
-        loop.add_signal_handler(signum, on_signal, signum)
+    received = cancel_on_signals()
     reader = asyncio.StreamReader(limit=STREAM_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)

@@ -13,7 +13,6 @@ import asyncio
 import functools
 import inspect
 import logging
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +38,7 @@ from ..engine.engine import AgentEngine
 from ..engine.settings import parse_settings
 from ..errors import AgentError, InvalidParamsError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
+from ..stdio import cancel_on_signals
 from .ask_reporting import AskReporter, Progress
 from .documents import LspDocuments
 from .permission_requests import LspAsker
@@ -46,7 +46,6 @@ from .permission_requests import LspAsker
 logger = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 5.0
-TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class AgentProtocol(LanguageServerProtocol):
@@ -129,17 +128,7 @@ class AgentLanguageServer(LanguageServer):
         exception raised inside whatever code the signal interrupts) and every ask
         is cancelled, and its tool processes killed, before the exit code is returned.
         """
-        loop = asyncio.get_running_loop()
-        main = asyncio.current_task()
-        assert main is not None
-        received: list[int] = []
-
-        def on_signal(signum: int) -> None:
-            received.append(signum)
-            main.cancel()
-
-        for signum in TERMINATING_SIGNALS:
-            loop.add_signal_handler(signum, on_signal, signum)
+        received = cancel_on_signals()
         self.protocol.set_writer(StdoutWriter(stdout))
         # Its own thread: a blocking stdin read never holds a worker the engine needs.
         reader = StdinAsyncReader(stdin, ThreadPoolExecutor(1, "agent-lsp-stdin"))

@@ -181,19 +181,11 @@ def _status(root: Path, git_dir: Path, git: str | None) -> str:
         return "status unknown (git is not installed)"
     if _risky(git_dir):
         return "status not read (the repository's git configuration names programs to run)"
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": os.environ.get("HOME", "/"),
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-    }
     try:
         done = subprocess.run(
-            [program, "-c", "core.fsmonitor=false", "status", "--porcelain=v1", "--no-renames"],
+            [program, *STATUS_ARGS],
             cwd=root,
-            env=env,
+            env=git_env(),
             capture_output=True,
             timeout=GIT_BUDGET_S,
             stdin=subprocess.DEVNULL,
@@ -224,6 +216,22 @@ def _status(root: Path, git_dir: Path, git: str | None) -> str:
             break
         shown += (", " if shown else "") + entry.strip()
     return f"{counts}: {shown}"
+
+
+STATUS_ARGS = ("-c", "core.fsmonitor=false", "status", "--porcelain=v1", "--no-renames")
+
+
+def git_env() -> dict[str, str]:
+    """The environment the status runs in: no system config, never a prompt, never an
+    index write, plain C messages."""
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": os.environ.get("HOME", "/"),
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+    }
 
 
 def _risky(git_dir: Path) -> bool:
