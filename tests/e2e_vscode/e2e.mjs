@@ -383,8 +383,8 @@ function toolResult(request, name) {
   return results.length ? String(results[results.length - 1].content) : undefined;
 }
 
-/** Ask as a user does: Agent: Ask (Ctrl+Alt+A) focuses the chat's input; type; Enter. */
-async function ask(page, prompt) {
+/** Agent: Ask (Ctrl+Alt+A) focuses the chat's input, ready to send; its frame. */
+async function focusChatInput(page) {
   // Ctrl+Alt+A, as a user presses it (no palette typing that could land in an editor); the
   // palette if the key did not get there (e.g. before the extension is active).
   const inputFocused = async () => {
@@ -406,6 +406,12 @@ async function ask(page, prompt) {
     frame = await until("the chat input focused", inputFocused, 15_000);
   }
   await until("the chat ready to send", async () => (await frame.locator("#send").innerText()) === "Send", 30_000);
+  return frame;
+}
+
+/** Ask as a user does: Agent: Ask (Ctrl+Alt+A) focuses the chat's input; type; Enter. */
+async function ask(page, prompt) {
+  const frame = await focusChatInput(page);
   await page.keyboard.type(prompt);
   const typed = await frame.locator("#input").inputValue();
   if (typed !== prompt) {
@@ -586,6 +592,14 @@ const SCRIPT = [
       { tool_calls: [{ name: "mcp__tb__write_note", arguments: { text: "note-1" } }] }, // asks first
       { content: "MCP-DONE" },
     ],
+  },
+  // The project group (issue 24): a prompt file the server expands, an @-attached file, a
+  // read in a subfolder with its own AGENTS.md.
+  { match: "REVIEW-EXPANDED", replies: [{ content: "Reviewed (REVIEW-OK)." }] },
+  { match: "E2E-MENTION", replies: [{ content: "I see the file you pointed at (MENTION-OK)." }] },
+  {
+    match: "E2E-NESTED",
+    replies: [{ tool_calls: [{ name: "read_file", arguments: { path: "sub/notes.txt" } }] }, { content: "Read the notes (NESTED-OK)." }],
   },
   { match: "*", replies: [{ content: "fallback answer" }] },
 ];
@@ -1523,6 +1537,146 @@ scenario("a folder's own MCP server awaits approval; approved through Agent: MCP
   await page.keyboard.press("Escape");
 }, { mcp: true });
 
+// -- the project: instruction chips, / commands, @ files (a group of its own folder) -----------
+
+/** The rows of the chat input's picker (`/`, `@`) as shown, and which one is highlighted. */
+async function pickerRows(frame) {
+  return frame.evaluate(() => {
+    const picker = document.getElementById("picker");
+    if (!picker || picker.hidden) return undefined;
+    return Array.from(picker.querySelectorAll(".pick")).map((row) => ({
+      name: row.querySelector(".pick-name")?.textContent ?? "",
+      text: row.textContent ?? "",
+      active: row.classList.contains("active"),
+    }));
+  });
+}
+
+scenario("project: the folder's AGENTS.md is a chip above the input; a click opens it", async ({ page }) => {
+  const frame = await focusChatInput(page);
+  const chip = frame.locator("#project .chip.instruction", { hasText: /^AGENTS\.md$/ });
+  await until("the AGENTS.md chip", async () => (await chip.count()) === 1, 60_000);
+  assert(/the folder's instructions/.test((await chip.getAttribute("title")) ?? ""), `tooltip: ${await chip.getAttribute("title")}`);
+  const skills = frame.locator("#project .chip.skills");
+  assert((await skills.innerText()) === "1 skill" && /lint-rules: Check the lint rules/.test((await skills.getAttribute("title")) ?? ""), "the skill chip");
+  await frame.locator("#composer").screenshot({ path: join(OUTPUT, "project-chips.png") });
+  await chip.click();
+  await until("AGENTS.md opened from its chip", async () => (await page.locator(".tabs-container .tab.active", { hasText: "AGENTS.md" }).count()) > 0, 15_000);
+  await runCommand(page, "View: Close All Editors").catch(() => {});
+}, { project: true });
+
+scenario("project: / lists the folder's prompt file and the built-ins, keyboard first; the server expands a picked one", async ({ page, model }) => {
+  const frame = await focusChatInput(page);
+  await page.keyboard.type("/");
+  const rows = await until("the / picker with the prompt file and the built-ins", async () => {
+    const r = await pickerRows(frame);
+    return r && r.some((x) => x.name === "/review") && r.some((x) => x.name === "/compact") ? r : undefined;
+  }, 15_000);
+  const review = rows.find((x) => x.name === "/review");
+  assert(/\[file\]/.test(review.text) && /Review a file for bugs/.test(review.text) && /workspace/.test(review.text), `the /review row: ${review.text}`);
+  assert(/built-in/.test(rows.find((x) => x.name === "/compact").text), "/compact not marked built-in");
+  assert(rows[0].active, "the first row is not highlighted");
+  await page.keyboard.press("ArrowDown");
+  await until("↓ highlights the second row", async () => (await pickerRows(frame))?.[1]?.active === true, 5000);
+  await page.screenshot({ path: join(OUTPUT, "slash-picker.png") });
+  // Escape closes it (and keeps the text); typing filters.
+  await page.keyboard.press("Escape");
+  await until("the picker closed", async () => (await pickerRows(frame)) === undefined, 5000);
+  assert((await frame.locator("#input").inputValue()) === "/", "Escape changed the input");
+  await page.keyboard.press("Backspace");
+  await page.keyboard.type("/rev");
+  await until("only /review left", async () => JSON.stringify((await pickerRows(frame))?.map((x) => x.name)) === JSON.stringify(["/review"]), 10_000);
+  await page.keyboard.press("Tab");
+  await until("/review inserted for its arguments", async () => (await frame.locator("#input").inputValue()) === "/review ", 5000);
+  const count = modelRequests(model.recordFile).length;
+  await page.keyboard.type("src/main.py");
+  await page.keyboard.press("Enter");
+  const entry = await finishedEntry(frame, "/review src/main.py");
+  assert((await entry.locator(".answer").innerText()).includes("REVIEW-OK"), "no answer to the expanded prompt");
+  const request = modelRequests(model.recordFile).slice(count)[0];
+  const sent = request ? lastUserText(request) : "";
+  assert(sent.startsWith("REVIEW-EXPANDED: look at src/main.py carefully."), `the model got: ${sent.slice(0, 200)}`);
+  const system = String(request.messages[0]?.content ?? "");
+  assert(system.includes("# Instructions from AGENTS.md") && system.includes("PROJECT-RULES-MARK"), `system prompt: ${system.slice(0, 400)}`);
+}, { project: true });
+
+scenario("project: picking /compact in the / picker compacts the conversation", async ({ page, model }) => {
+  const frame = await focusChatInput(page);
+  const count = modelRequests(model.recordFile).length;
+  await page.keyboard.type("/comp");
+  await until("/compact offered", async () => (await pickerRows(frame))?.[0]?.name === "/compact", 10_000);
+  await page.keyboard.press("Enter");
+  await until("the input cleared", async () => (await frame.locator("#input").inputValue()) === "", 5000);
+  const note = await until("the compaction's note in the chat", async () => {
+    const texts = await frame.locator(".entry").last().locator(".note").allInnerTexts();
+    return texts.find((t) => /compacted: [\d,]+ → [\d,]+ tokens of [\d,]+/.test(t));
+  }, 60_000);
+  log(`/compact: ${note}`);
+  const asked = modelRequests(model.recordFile).slice(count).filter((b) => lastUserText(b).includes("/compact"));
+  assert(asked.length === 0, "/compact was sent to the model as a prompt");
+  assert((await frame.locator(".prompt-text", { hasText: "/compact" }).count()) === 0, "/compact shown as an ask");
+}, { project: true });
+
+scenario("project: @ offers the folder's files by fuzzy name; the picked one is a chip and reaches the model as context", async ({ page, model }) => {
+  const frame = await focusChatInput(page);
+  await page.keyboard.type("E2E-MENTION look at @hlpy");
+  const rows = await until("the @ picker with helpers.py", async () => {
+    const r = await pickerRows(frame);
+    return r?.some((x) => x.name === "src/util/helpers.py") ? r : undefined;
+  }, 30_000);
+  assert(!rows.some((x) => x.name.includes("node_modules")), `node_modules offered: ${JSON.stringify(rows)}`);
+  assert(rows[0].name === "src/util/helpers.py", `not first: ${JSON.stringify(rows.map((x) => x.name))}`);
+  await page.screenshot({ path: join(OUTPUT, "mention-picker.png") });
+  await page.keyboard.press("Enter");
+  const chip = frame.locator("#mentions .chip.mention");
+  await until("the file's chip", async () => (await chip.count()) === 1 && (await chip.innerText()).includes("@src/util/helpers.py"), 5000);
+  assert((await frame.locator("#input").inputValue()) === "E2E-MENTION look at", `the input: ${await frame.locator("#input").inputValue()}`);
+  // A second one, dropped again with its ✕.
+  await page.keyboard.type(" @READ");
+  await until("README.md offered", async () => (await pickerRows(frame))?.[0]?.name === "README.md", 30_000);
+  await page.keyboard.press("Tab");
+  await until("two chips", async () => (await chip.count()) === 2, 5000);
+  await chip.filter({ hasText: "README.md" }).locator("button").click();
+  await until("one chip again", async () => (await chip.count()) === 1, 5000);
+  await frame.locator("#composer").screenshot({ path: join(OUTPUT, "mention-chip.png") });
+  const count = modelRequests(model.recordFile).length;
+  await frame.locator("#input").focus();
+  await page.keyboard.press("Enter");
+  const entry = await finishedEntry(frame, "E2E-MENTION");
+  assert((await entry.locator(".attached").innerText()).includes("@src/util/helpers.py"), `attached: ${await entry.locator(".attached").innerText()}`);
+  assert((await chip.count()) === 0, "the chip stays for the next ask");
+  const request = modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-MENTION"));
+  const sent = request ? lastUserText(request) : "";
+  assert(/The user also points at: src\/util\/helpers\.py\./.test(sent), `the model got: ${sent}`);
+  assert(!sent.includes("README.md"), `a dropped chip was sent: ${sent}`);
+  assert(!sent.includes("@hlpy"), `the @text stayed in the prompt: ${sent}`);
+}, { project: true });
+
+scenario("project: a subfolder's AGENTS.md becomes a chip once the agent has worked there", async ({ page }) => {
+  const frame = await panelFrame(page);
+  const nested = frame.locator("#project .chip.instruction", { hasText: "sub/AGENTS.md" });
+  assert((await nested.count()) === 0, "sub/AGENTS.md shown before the agent worked there");
+  await ask(page, "E2E-NESTED read the notes");
+  await finishedEntry(frame, "E2E-NESTED");
+  await until("the sub/AGENTS.md chip", async () => (await nested.count()) === 1, 15_000);
+  assert(/subfolder/.test((await nested.getAttribute("title")) ?? ""), "its tooltip");
+}, { project: true });
+
+scenario("project: an AGENTS.md changed on disk is shown again; one past the cap is marked cut", async ({ page, workspace }) => {
+  const frame = await panelFrame(page);
+  const chip = frame.locator("#project .chip.instruction").filter({ hasText: /^AGENTS\.md/ });
+  const file = join(workspace, "AGENTS.md");
+  const before = readFileSync(file, "utf8");
+  try {
+    writeFileSync(file, `${before}\n${"Long rule. ".repeat(4000)}\n`); // 44 KB: past the 32 KB cap
+    await until("the chip marked cut", async () => (await chip.count()) === 1 && (await chip.innerText()) === "AGENTS.md (cut)", 30_000);
+    assert(/Cut: only its first part/.test((await chip.getAttribute("title")) ?? ""), `tooltip: ${await chip.getAttribute("title")}`);
+  } finally {
+    writeFileSync(file, before);
+  }
+  await until("the chip whole again", async () => (await chip.count()) === 1 && (await chip.innerText()) === "AGENTS.md", 30_000);
+}, { project: true });
+
 // -- main ------------------------------------------------------------------------------------
 
 /**
@@ -1568,6 +1722,22 @@ try {
     join(mcpWorkspace, ".vscode", "mcp.json"),
     JSON.stringify({ servers: { repo: { type: "stdio", command: PYTHON, args: [TOOLBOX, "--tag", "e2e-repo"] } } }, null, 2),
   );
+  // The project group's folder: instructions, a skill, a prompt file, a subfolder's own
+  // instructions, and node_modules (never offered by @).
+  const projectWorkspace = join(tmp, "project-workspace");
+  const put = (relative, text) => {
+    mkdirSync(join(projectWorkspace, relative, ".."), { recursive: true });
+    writeFileSync(join(projectWorkspace, relative), text);
+  };
+  put("AGENTS.md", "# Project rules\n\nUse pnpm. PROJECT-RULES-MARK\n");
+  put(".agents/commands/review.md", "---\ndescription: Review a file for bugs\nargument-hint: \"[file]\"\n---\nREVIEW-EXPANDED: look at $ARGUMENTS carefully.\n");
+  put(".agents/skills/lint-rules/SKILL.md", "---\nname: lint-rules\ndescription: Check the lint rules\n---\nRun the linter.\n");
+  put("sub/AGENTS.md", "# Sub rules\n\nSUB-RULES-MARK\n");
+  put("sub/notes.txt", "some notes\n");
+  put("src/main.py", "print('main')\n");
+  put("src/util/helpers.py", "def help():\n    pass\n");
+  put("README.md", "# project\n");
+  put("node_modules/hlpy/helpers.py", "# a dependency\n");
   const withoutKey = Object.fromEntries(["MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"].map((k) => [k, undefined]));
   const groups = [
     // The agent server inherits the model endpoint from code-server's environment.
@@ -1580,6 +1750,13 @@ try {
       mcp: true,
       workspace: mcpWorkspace,
       machineSettings: { "agentLsp.mcpServers": { tb: { type: "stdio", command: PYTHON, args: [TOOLBOX, "--tag", "e2e-tb"] } } },
+    },
+    // Instructions, skills, prompt files and @ files (issue 24).
+    {
+      name: "project",
+      env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted" },
+      project: true,
+      workspace: projectWorkspace,
     },
     { name: "no-server", env: withoutKey, noServer: true, serverCommand: [join(tmp, "missing", "agent-lsp")] },
     // No key in the environment: the user sets it with "Agent: Set API Key". The LSP traffic and
@@ -1598,6 +1775,7 @@ try {
         Boolean(sc.noServer) === Boolean(group.noServer) &&
         Boolean(sc.keyed) === Boolean(group.keyed) &&
         Boolean(sc.mcp) === Boolean(group.mcp) &&
+        Boolean(sc.project) === Boolean(group.project) &&
         (!only.length || only.some((o) => sc.name.includes(o))),
     );
     if (selected.length === 0) continue;

@@ -29,6 +29,7 @@ import {
 } from "./protocol";
 import { McpStatus } from "./mcp-status";
 import { userValue } from "./settings";
+import type { BuiltinRoute } from "./slash-commands";
 import { describeSandbox, type SandboxView, showSandboxStatus } from "./sandbox";
 import { config, ServerProcess } from "./server-process";
 import { type AgentState, describeStatus } from "./status";
@@ -66,6 +67,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       runningChanged: (running) => this.onRunningChanged(running),
       settingsSent: () => {
         this.mcp.refresh(); // the mcpServers setting may have changed them
+        this.chat.project.refresh(); // so may instructionFiles the instruction files
         return this.refreshSandbox();
       },
       lost: () => this.onServerLost(),
@@ -108,6 +110,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       onAskStarted: (prompt, sessionId) => this.onAskStarted(prompt, sessionId),
       onAskEnded: (outcome, elapsedMs) => this.onAskEnded(outcome, elapsedMs),
       runAction: (action) => this.runAction(action),
+      runBuiltin: (route) => this.runBuiltin(route),
       workDoneToken: () => this.workDoneToken(),
     });
     this.disposables.push(this.permissions.onRequest((request, answer) => this.chat.showPermission(request, answer)));
@@ -243,6 +246,20 @@ export class AgentClient implements vscode.Disposable, SetupHost {
     await this.chat.newConversation();
     this.trace.appendLine(formatNoteLine("new conversation", new Date()));
     this.setState({ kind: "idle" });
+  }
+
+  /** A built-in command of the chat input: the same as its command in the palette. */
+  private runBuiltin(route: BuiltinRoute): Promise<void> {
+    switch (route.run) {
+      case "compact":
+        return this.chat.compact();
+      case "new":
+        return this.newConversation();
+      case "checkpoints":
+        return this.checkpoints.pickAndShowChanges();
+      case "undo":
+        return this.checkpoints.undoLast(route.checkpointId);
+    }
   }
 
   private onAskStarted(prompt: string, sessionId: string | undefined): void {

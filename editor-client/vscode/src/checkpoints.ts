@@ -156,6 +156,22 @@ export class Checkpoints implements vscode.Disposable {
     if (picked) await this.undoAsk(picked.sessionId, picked.checkpointId);
   }
 
+  /**
+   * `/undo` in the chat: the last ask (its "Undo this ask"), or from `checkpointId` on; a
+   * conversation whose last ask shows no checkpoint picks one as Agent: Undo an Ask does.
+   */
+  async undoLast(checkpointId?: string): Promise<void> {
+    const sessionId = this.chat.session.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("Agent: no conversation yet: ask something first.");
+      return;
+    }
+    const last = this.chat.session.conversation.entries.at(-1);
+    const id = checkpointId ?? last?.actions.find((b) => b.action === UNDO)?.args?.["checkpointId"];
+    if (id) await this.undoAsk(sessionId, id);
+    else await this.pickAndUndo(sessionId);
+  }
+
   private async pick(
     sessionArg: unknown,
     checkpointArg: unknown,

@@ -84,3 +84,50 @@ export function buildContext(
   if (!wantsFile && document.selection === undefined) return { skipped: "the selection is empty" };
   return { context: { activeDocument: document }, label: contextLabel(document, shownPath) };
 }
+
+/** A file picked with `@` in the chat input, as this module needs it. */
+export interface PickedDocument {
+  uri: string;
+  scheme: string;
+  fsPath: string;
+  /** Its path as the view shows it. */
+  shown: string;
+}
+
+/** At most this many picked files go with an ask (the server names no more). */
+export const MAX_PICKED_DOCUMENTS = 20;
+
+/**
+ * `built` with the files picked with `@` added as `context.documents` (URIs): only files of
+ * the conversation's folder (the server refuses others, failing the ask), each once, at most
+ * MAX_PICKED_DOCUMENTS. The label gets `@path` for each ("file: src/app.py; @src/util.py").
+ */
+export function withDocuments(built: BuiltContext, documents: readonly PickedDocument[], folder: string | undefined): BuiltContext {
+  if (documents.length === 0) return built;
+  const uris: string[] = [];
+  const shown: string[] = [];
+  const refused: string[] = [];
+  for (const document of documents) {
+    if (uris.includes(document.uri)) continue;
+    if (document.scheme !== "file" || folder === undefined || !insideFolder(document.fsPath, folder)) {
+      refused.push(document.shown);
+      continue;
+    }
+    if (uris.length >= MAX_PICKED_DOCUMENTS) {
+      refused.push(document.shown);
+      continue;
+    }
+    uris.push(document.uri);
+    shown.push(`@${document.shown}`);
+  }
+  const result: BuiltContext = { ...built };
+  if (uris.length > 0) {
+    result.context = { ...(built.context ?? {}), documents: uris };
+    result.label = [built.label, shown.join(", ")].filter((l) => l).join("; ");
+  }
+  if (refused.length > 0) {
+    const why = `${refused.join(", ")}: not in the conversation's folder${uris.length >= MAX_PICKED_DOCUMENTS ? ` or more than ${MAX_PICKED_DOCUMENTS} files` : ""}`;
+    result.skipped = [built.skipped, why].filter((s) => s).join("; ");
+  }
+  return result;
+}

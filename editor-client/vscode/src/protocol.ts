@@ -36,6 +36,8 @@ export const Methods = {
   sandboxStatus: "agent/sandboxStatus",
   mcpServers: "agent/mcpServers",
   approveMcpServer: "agent/approveMcpServer",
+  instructions: "agent/instructions",
+  listCommands: "agent/listCommands",
 } as const satisfies Record<string, keyof Wire.AgentMethods>;
 
 export const ErrorCodes = {
@@ -83,6 +85,10 @@ export type McpServersResult = Wire.McpServersResult;
 export type McpServerInfo = Wire.McpServerInfo;
 export type ApproveMcpServerParams = Wire.ApproveMcpServerParams;
 export type ApproveMcpServerResult = Wire.ApproveMcpServerResult;
+/** `agent/instructions` and `agent/listCommands` params: a conversation's, else a folder's. */
+export type ProjectParams = Wire.ProjectParams;
+export type InstructionsResult = Wire.InstructionsResult;
+export type CommandsResult = Wire.CommandsResult;
 
 /** Values of string fields the server declares as plain strings (protocol.py's comments). */
 export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";

@@ -44,6 +44,12 @@ export const SAFETY_SETTINGS = [
 ] as const;
 
 /**
+ * Which files instruct the agent and how much of them it reads (issue 24): machine-scoped, so a
+ * repository cannot point the agent at another file of its own or lift the cap.
+ */
+export const PROJECT_SETTINGS = ["instructionFiles", "instructionsMaxBytes"] as const;
+
+/**
  * Settings a cloned repository must not choose: the program the extension runs, where the
  * server sends the API key, which tools the agent has (a repo could re-enable `bash`), its
  * instructions, and whether edits ask first. They are `"scope": "machine"` in package.json, so
@@ -59,6 +65,7 @@ export const MACHINE_SETTINGS = [
   "confirmEdits",
   "editThroughEditor",
   ...SAFETY_SETTINGS,
+  ...PROJECT_SETTINGS,
 ] as const;
 
 /** The keys forwarded to the server, in the order the settings UI lists them. */
@@ -76,6 +83,7 @@ export const SERVER_SETTINGS = [
   "confirmEdits",
   "editThroughEditor",
   ...SAFETY_SETTINGS,
+  ...PROJECT_SETTINGS,
 ] as const satisfies readonly (keyof Settings)[]; // the server's (docs/protocol.schema.json)
 
 const MACHINE = new Set<string>(MACHINE_SETTINGS);

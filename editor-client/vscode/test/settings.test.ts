@@ -237,6 +237,21 @@ describe("package.json settings", () => {
     for (const key of SERVER_SETTINGS) assert.ok(properties[`${SECTION}.${key}`], key);
   });
 
+  it("forwards the instruction settings from the user's settings only (a repository cannot choose them)", () => {
+    for (const key of ["instructionFiles", "instructionsMaxBytes"]) {
+      assert.ok((MACHINE_SETTINGS as readonly string[]).includes(key), key);
+      assert.ok((SERVER_SETTINGS as readonly string[]).includes(key), key);
+    }
+    const options = toInitializationOptions(
+      reader({ instructionFiles: ["RULES.md"], instructionsMaxBytes: 4096 }, { instructionFiles: ["evil.md"], instructionsMaxBytes: 1048576 }),
+    );
+    assert.deepEqual(options.instructionFiles, ["RULES.md"]);
+    assert.equal(options.instructionsMaxBytes, 4096);
+    const fromRepo = toInitializationOptions(reader({}, { instructionFiles: ["evil.md"] }));
+    assert.equal(fromRepo.instructionFiles, undefined);
+    assert.deepEqual(properties[`${SECTION}.instructionFiles`]?.default, ["AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"]);
+  });
+
   it("declares the allowed hosts and the limits machine-scoped, defaulting to the server's", () => {
     for (const key of ["allowedDomains", "maxProcesses", "maxFileSizeMB", "maxMemoryMB"]) {
       assert.ok((MACHINE_SETTINGS as readonly string[]).includes(key), key);

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
 import { escapeControl } from "../display";
-import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan } from "../editor-context";
+import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan, type PickedDocument, withDocuments } from "../editor-context";
 import { describeAskError, type ErrorReport, toastActions } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
 import { callSubject, shownCommand } from "../permissions";
@@ -27,6 +27,8 @@ import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
 import { partId, type RenderOptions } from "./render";
 import { PathExistsCache } from "./path-cache";
+import { ProjectContext } from "./project";
+import { type BuiltinRoute, builtinRoute } from "../slash-commands";
 import { ChatSession, type Connection, retryContext, type SendOutcome } from "./session";
 import { ChatStore } from "./store";
 import { ChatView } from "./view";
@@ -48,12 +50,16 @@ export interface ChatHost {
   onAskEnded(outcome: SendOutcome, elapsedMs: number): void;
   /** An action the extension itself handles (open settings, show log, ...). */
   runAction(action: string): Promise<void>;
+  /** A built-in command typed or picked in the input (`/compact`, `/undo`, ...). */
+  runBuiltin(route: BuiltinRoute): Promise<void>;
   workDoneToken(): { token: string; dispose(): void } | undefined;
 }
 
 export class ChatController implements vscode.Disposable, vscode.TextDocumentContentProvider {
   readonly session: ChatSession;
   readonly view: ChatView;
+  /** The instruction chips, the `/` commands and the `@` files around the input. */
+  readonly project: ProjectContext;
   private readonly store: ChatStore;
   /** `path:line` lookups of the answers on screen (forgotten when files may have changed). */
   private readonly paths = new PathExistsCache((full) => existsSync(full));
@@ -80,6 +86,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         this.paths.forget();
         this.view.resetPage();
         this.remember(conversation);
+        this.project.refresh(); // another conversation: its folder's, and what it was told
       },
       changed: (changes) => this.view.changed(changes),
       busy: (busy, status) => {
@@ -87,7 +94,16 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         this.view.post(status === undefined ? { type: "busy", busy } : { type: "busy", busy, status });
       },
     });
+    this.project = new ProjectContext({
+      connection: host.connection,
+      sessionId: () => this.session.sessionId,
+      folder: () => this.folderUri(),
+      acceptsContext: () => host.acceptsContext(),
+      post: (message) => this.view.post(message),
+      registerAction: (name, handler) => this.registerAction(name, handler),
+    });
     this.disposables.push(
+      this.project,
       vscode.window.registerWebviewViewProvider(ChatView.viewId, this.view, {
         // Live updates keep arriving while another view is in front; the scroll stays put.
         webviewOptions: { retainContextWhenHidden: true },
@@ -112,10 +128,22 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       { type: "draft", text: this.store.draft },
       { type: "context", choices: this.host.acceptsContext() ? CONTEXT_CHOICES : [] },
       this.pinned ? { type: "pinned", label: this.pinned.label } : { type: "pinned" },
+      ...this.project.pageState(),
     ];
     const entry = this.session.runningEntry;
     messages.push(entry ? { type: "busy", busy: true, status: entry.status ?? "Working…" } : { type: "busy", busy: false });
     return messages;
+  }
+
+  /** The folder the conversation acts in (its own, else the current one). */
+  private folderUri(): vscode.Uri | undefined {
+    const pinned = this.session.conversation.folder;
+    if (!pinned) return this.host.currentFolder()?.uri;
+    try {
+      return vscode.Uri.parse(pinned);
+    } catch {
+      return undefined;
+    }
   }
 
   /** The folder the conversation acts in, as a path (links resolve against it). */
@@ -188,9 +216,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
 
   /**
    * Send a prompt in this conversation; false if one is already running. `again`: Retry of
-   * that entry, with the editor context it was sent with.
+   * that entry, with the editor context it was sent with; `documents`: the URIs of the files
+   * picked with `@`.
    */
-  async send(prompt: string, attach: readonly string[] = [], again?: Entry): Promise<boolean> {
+  async send(prompt: string, attach: readonly string[] = [], again?: Entry, documents: readonly string[] = []): Promise<boolean> {
     if (prompt.trim() === "") return false;
     if (this.session.busy) {
       void this.view.reveal(false);
@@ -198,7 +227,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     this.store.addPrompt(prompt);
     const folder = this.session.conversation.folder ? undefined : this.host.currentFolder()?.uri.toString();
-    const { context, label } = again ? retryContext(again) : this.askContext(attach);
+    const { context, label } = again ? retryContext(again) : this.askContext(attach, documents);
     const progress = this.host.workDoneToken();
     this.host.onAskStarted(prompt, this.session.sessionId);
     const startedAt = Date.now();
@@ -218,6 +247,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.remember(this.session.conversation);
       this.finished.fire({ entry: result.entry, sessionId: this.session.sessionId });
     }
+    this.project.refresh(); // a new conversation's, and a subfolder's instructions it was given
     if (result.kind === "failed" && !result.report.cancelled && !this.view.visible) void this.toast(result.report, result.entry);
     return result.kind !== "busy";
   }
@@ -232,12 +262,12 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
    * The context of the next ask: what Ask About Selection attached, else the active editor
    * (agentLsp.sendActiveEditor) or what the user ticked; only for a server that accepts it.
    */
-  private askContext(attach: readonly string[]): { context?: AskContext; label?: string } {
+  private askContext(attach: readonly string[], documents: readonly string[] = []): { context?: AskContext; label?: string } {
     if (!this.host.acceptsContext()) return {};
     const pinned = this.pinned;
     if (pinned) this.setPinned(undefined);
     const editor = activeEditor();
-    const built = pinned
+    const fromEditor = pinned
       ? buildContext(pinned.editor, this.folderPath(), { auto: false, attach: ["selection"] }, pinned.shown)
       : buildContext(
           editor && snapshot(editor),
@@ -245,6 +275,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
           { auto: this.host.sendActiveEditor(), attach },
           editor ? vscode.workspace.asRelativePath(editor.document.uri, false) : "",
         );
+    const built = withDocuments(fromEditor, documents.map(pickedDocument), this.folderPath());
     if (built.skipped) vscode.window.setStatusBarMessage(`$(warning) Agent: not attached: ${built.skipped}`, 5000);
     const result: { context?: AskContext; label?: string } = {};
     if (built.context) result.context = built.context;
@@ -465,7 +496,18 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private async onMessage(message: FromView): Promise<void> {
     switch (message.type) {
       case "send":
-        await this.send(message.prompt, message.attach ?? []);
+        await this.send(message.prompt, message.attach ?? [], undefined, strings(message.documents));
+        break;
+      case "builtin": {
+        const route = builtinRoute(message.name, message.args);
+        if (route) await this.host.runBuiltin(route);
+        break;
+      }
+      case "listCommands":
+        await this.project.listCommands();
+        break;
+      case "findFiles":
+        if (typeof message.id === "number" && typeof message.query === "string") await this.project.findFiles(message.id, message.query);
         break;
       case "stop":
         this.stop();
@@ -585,6 +627,20 @@ const CONTEXT_CHOICES = [
   { id: "selection", label: "Selection" },
   { id: "file", label: "Current file" },
 ];
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
+/** A file picked with `@` (its URI as the page sent it back). */
+function pickedDocument(uri: string): PickedDocument {
+  try {
+    const parsed = vscode.Uri.parse(uri, true);
+    return { uri, scheme: parsed.scheme, fsPath: parsed.fsPath, shown: vscode.workspace.asRelativePath(parsed, false) };
+  } catch {
+    return { uri, scheme: "", fsPath: "", shown: uri };
+  }
+}
 
 function activeEditor(): vscode.TextEditor | undefined {
   return vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];

@@ -4,6 +4,27 @@
 // an "action" with the element's `data-*` values, so a feature adds a button without touching
 // the page's script.
 
+import type { CommandChoice } from "../slash-commands";
+
+/** An instruction file in force, as its chip shows it (strings escaped by the extension). */
+export interface InstructionChip {
+  /** As the prompt's heading names it ("AGENTS.md", "sub/AGENTS.md"). */
+  name: string;
+  /** What a click opens (the extension opens only a URI it sent). */
+  uri: string;
+  /** Only its first part reaches the model (instructionsMaxBytes). */
+  cut: boolean;
+  /** The chip's tooltip. */
+  title: string;
+}
+
+/** A workspace file `@` offers. */
+export interface FileChoice {
+  /** Relative to the conversation's folder, escaped for display. */
+  path: string;
+  uri: string;
+}
+
 /** Extension -> webview. */
 export type ToView =
   /** The whole conversation (first show, reopen, new conversation). */
@@ -33,12 +54,27 @@ export type ToView =
   /** Attach choices shown under the input (only when the server accepts editor context). */
   | { type: "context"; choices: { id: string; label: string }[] }
   /** What "Ask About Selection" attached to the next prompt ("selection: src/app.py, lines 3-9"); none: cleared. */
-  | { type: "pinned"; label?: string };
+  | { type: "pinned"; label?: string }
+  /** The instruction files in force (chips above the input) and the skills listed (one chip). */
+  | { type: "project"; instructions: InstructionChip[]; skills?: { label: string; title: string } }
+  /** What `/` offers: the built-ins and the prompt files. */
+  | { type: "commands"; commands: CommandChoice[] }
+  /** The answer to a findFiles of the same `id`. */
+  | { type: "files"; id: number; files: FileChoice[] }
+  /** Whether `@` offers files (the server takes editor context). */
+  | { type: "fileMentions"; enabled: boolean };
 
 /** Webview -> extension. */
 export type FromView =
   | { type: "ready" }
-  | { type: "send"; prompt: string; attach?: string[] }
+  /** `documents`: the URIs of the files picked with `@` (context.documents). */
+  | { type: "send"; prompt: string; attach?: string[]; documents?: string[] }
+  /** A built-in command (`/compact`, `/undo 3`): the extension runs it, nothing is sent. */
+  | { type: "builtin"; name: string; args: string }
+  /** `/` typed: send the commands again (prompt files may have changed). */
+  | { type: "listCommands" }
+  /** `@query` typed: the folder's files matching it, answered by a "files" of the same id. */
+  | { type: "findFiles"; id: number; query: string }
   | { type: "stop" }
   /** The input's text as the user left it (kept across closing the view and reloads). */
   | { type: "draft"; text: string }

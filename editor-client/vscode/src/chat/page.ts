@@ -136,7 +136,7 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
 #jump { position: absolute; right: 16px; bottom: 96px; z-index: 2; font: inherit; padding: 3px 10px; border-radius: 12px; cursor: pointer;
   border: 1px solid var(--vscode-button-border, transparent); background: var(--vscode-button-background); color: var(--vscode-button-foreground);
   box-shadow: 0 1px 4px var(--vscode-widget-shadow, #0004); }
-#composer { flex: 0 0 auto; padding: 8px 12px 10px; border-top: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, #8884)); }
+#composer { position: relative; flex: 0 0 auto; padding: 8px 12px 10px; border-top: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, #8884)); }
 #status { font-size: .85em; opacity: .8; margin-bottom: 4px; font-style: italic; }
 #pinned { font-size: .9em; margin-bottom: 4px; }
 #attach { display: flex; gap: 12px; font-size: .9em; margin-bottom: 4px; opacity: .9; }
@@ -150,6 +150,28 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
   background: var(--vscode-button-background); color: var(--vscode-button-foreground); }
 #send:hover { background: var(--vscode-button-hoverBackground); }
 #send.stop { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
+.chips { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; font-size: .85em; margin-bottom: 4px; }
+.chips-label { opacity: .7; }
+.chip { display: inline-flex; gap: 4px; align-items: center; padding: 0 6px; border-radius: 3px; font: inherit; max-width: 100%;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; border: 1px solid var(--vscode-widget-border, #8884);
+  background: var(--vscode-badge-background, #8883); color: var(--vscode-badge-foreground, inherit); }
+button.chip { cursor: pointer; }
+button.chip:hover { background: var(--vscode-toolbar-hoverBackground, #8885); }
+.chip.cut { border-color: var(--vscode-editorWarning-foreground, #c90); }
+.chip.skills { cursor: help; opacity: .85; }
+.chip.mention button { background: none; border: none; color: inherit; cursor: pointer; padding: 0 2px; font: inherit; }
+#picker { position: absolute; left: 12px; right: 12px; bottom: 100%; z-index: 3; max-height: 40vh; overflow-y: auto;
+  padding: 2px 0; border-radius: 3px; border: 1px solid var(--vscode-editorSuggestWidget-border, var(--vscode-widget-border, #8886));
+  background: var(--vscode-editorSuggestWidget-background, var(--vscode-editorWidget-background, #252526));
+  color: var(--vscode-editorSuggestWidget-foreground, inherit); box-shadow: 0 2px 8px var(--vscode-widget-shadow, #0006); }
+.pick { padding: 3px 8px; cursor: pointer; overflow-wrap: anywhere; }
+.pick.active { background: var(--vscode-editorSuggestWidget-selectedBackground, var(--vscode-list-activeSelectionBackground, #04395e));
+  color: var(--vscode-editorSuggestWidget-selectedForeground, var(--vscode-list-activeSelectionForeground, inherit)); }
+.pick-name { font-family: var(--vscode-editor-font-family); }
+.pick-hint { margin-left: 6px; opacity: .7; font-style: italic; }
+.pick-badge { float: right; margin-left: 8px; font-size: .85em; opacity: .6; }
+.pick-detail { font-size: .88em; opacity: .75; }
+.pick-empty { padding: 3px 8px; opacity: .7; font-style: italic; }
 [hidden] { display: none !important; }
 ${HIGHLIGHT}
 `;
@@ -176,7 +198,10 @@ export function renderPage(options: PageOptions): string {
 <button id="jump" hidden>↓ Jump to latest</button>
 <footer id="composer">
 <div id="status" hidden></div>
+<div id="project" class="chips" hidden></div>
 <div id="pinned" hidden></div>
+<div id="mentions" class="chips" hidden></div>
+<div id="picker" hidden></div>
 <div id="attach" hidden></div>
 <div class="input-row">
 <textarea id="input" rows="2" placeholder="Ask the agent (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>

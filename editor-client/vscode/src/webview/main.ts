@@ -1,11 +1,15 @@
 // The chat view's page script (bundled to dist/webview.js). It puts the HTML parts the
 // extension renders in place by `data-id`, keeps the reader's scroll position, runs the input
-// (Enter sends, Shift+Enter breaks the line, Up/Down recall, Escape stops) and turns clicks on
-// `data-action` elements into actions for the extension. It never evaluates anything from an
+// (Enter sends, Shift+Enter breaks the line, Up/Down recall, Escape stops; `/` and `@` open a
+// picker, input-completion.ts) and turns clicks on `data-action` elements into actions for the
+// extension. It never evaluates anything from an
 // answer, and the page's CSP admits no other script.
 
-import type { FromView, ToView } from "../chat/messages";
+import type { FileChoice, FromView, ToView } from "../chat/messages";
+import { parseBuiltin } from "../slash-commands";
+import { MentionChips, renderProject } from "./chips";
 import { DraftSync, restoredDraft } from "./draft";
+import { InputCompletion } from "./input-completion";
 import { caretLines, inputAction } from "./keys";
 import { PromptHistory } from "./prompt-history";
 import { afterChange, isAtBottom } from "./scroll";
@@ -20,6 +24,8 @@ declare function acquireVsCodeApi(): VsCodeApi;
 interface PageState {
   draft?: string;
   prompts?: string[];
+  /** The files picked with `@` for the next ask. */
+  mentions?: FileChoice[];
 }
 
 const vscode = acquireVsCodeApi();
@@ -32,6 +38,7 @@ const send = document.getElementById("send") as HTMLButtonElement;
 const status = document.getElementById("status") as HTMLElement;
 const attach = document.getElementById("attach") as HTMLElement;
 const pinned = document.getElementById("pinned") as HTMLElement;
+const project = document.getElementById("project") as HTMLElement;
 
 const history = new PromptHistory(saved.prompts ?? []);
 let busy = false;
@@ -43,9 +50,19 @@ const timings: { what: string; ms: number }[] = [];
 (window as unknown as { agentLspTimings: typeof timings }).agentLspTimings = timings;
 
 function save(): void {
-  const state: PageState = { draft: input.value, prompts: [...history.all] };
+  const state: PageState = { draft: input.value, prompts: [...history.all], mentions: [...mentions.all] };
   vscode.setState(state);
 }
+
+const mentions = new MentionChips(document.getElementById("mentions") as HTMLElement, saved.mentions ?? [], () => save());
+const completion = new InputCompletion(input, document.getElementById("picker") as HTMLElement, mentions, {
+  post: (message) => vscode.postMessage(message),
+  edited: () => {
+    autosize();
+    draftChanged();
+  },
+  runBuiltin: (name, args) => runBuiltin(name, args),
+});
 
 /** A part by its id (an `id` attribute: a hash lookup, not a walk of the conversation). */
 function byId(id: string): Element | null {
@@ -184,6 +201,18 @@ function apply(message: ToView): void {
       }
       attach.hidden = message.choices.length === 0;
       break;
+    case "project":
+      renderProject(project, message.instructions, message.skills);
+      break;
+    case "commands":
+      completion.setCommands(message.commands);
+      break;
+    case "files":
+      completion.setFiles(message.id, message.files);
+      break;
+    case "fileMentions":
+      completion.setFilesEnabled(message.enabled);
+      break;
     case "pinned": {
       pinned.innerHTML = "";
       if (message.label) {
@@ -316,17 +345,37 @@ function attached(): string[] {
   return Array.from(attach.querySelectorAll<HTMLInputElement>("input:checked")).map((b) => b.value);
 }
 
-function submit(): void {
-  const prompt = input.value;
-  if (prompt.trim() === "" || busy) return;
-  history.add(prompt);
-  const choices = attached();
-  vscode.postMessage(choices.length ? { type: "send", prompt, attach: choices } : { type: "send", prompt });
+function clearInput(): void {
   input.value = "";
   autosize();
   save();
   draft.changed("");
   draft.flush();
+}
+
+/** `/compact`, `/new`, `/checkpoints`, `/undo [id]`: the extension's own actions, never sent. */
+function runBuiltin(name: string, args: string): void {
+  vscode.postMessage({ type: "builtin", name, args });
+  clearInput();
+}
+
+function submit(): void {
+  const prompt = input.value;
+  if (prompt.trim() === "") return;
+  const builtin = parseBuiltin(prompt);
+  if (builtin) {
+    runBuiltin(builtin.name, builtin.args);
+    return;
+  }
+  if (busy) return;
+  history.add(prompt);
+  const message: FromView & { type: "send" } = { type: "send", prompt };
+  const choices = attached();
+  if (choices.length) message.attach = choices;
+  if (mentions.all.length) message.documents = mentions.all.map((m) => m.uri);
+  vscode.postMessage(message);
+  mentions.clear();
+  clearInput();
 }
 
 function onSendButton(): void {
@@ -341,6 +390,10 @@ send.addEventListener("click", (event) => {
 });
 
 input.addEventListener("keydown", (event) => {
+  if (completion.handleKey(event)) {
+    event.preventDefault();
+    return;
+  }
   const caret = caretLines(input.value, input.selectionStart, input.selectionEnd);
   const action = inputAction(event, caret, busy);
   if (action === "default") return;
@@ -362,6 +415,7 @@ input.addEventListener("input", () => {
   history.edited();
   autosize();
   draftChanged();
+  completion.update();
 });
 
 window.addEventListener("resize", autosize);
