@@ -22,6 +22,8 @@ from pathlib import Path
 from tooling.documents import EditorDocuments
 from tooling.workspace import Workspace, WorkspaceError
 
+from ..config.user_config import display_path
+
 INSTRUCTION_FILES: tuple[str, ...] = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 DEFAULT_MAX_BYTES = 32 * 1024
 MAX_BYTES = 1024 * 1024
@@ -58,7 +60,7 @@ async def project_instructions(
         path = user_dir / USER_FILE
         text = await asyncio.to_thread(_read_disk, path)
         if text is not None:
-            shown = _home_relative(path)
+            shown = display_path(path)
             one = _capped(path, shown, "user", text, budget, found.warnings)
             found.files.append(one)
             budget -= len(one.text.encode())
@@ -147,14 +149,6 @@ def _read_disk(path: Path) -> str | None:
     if b"\0" in data:
         return None
     return data.decode("utf-8", "replace")
-
-
-def _home_relative(path: Path) -> str:
-    home = Path.home()
-    try:
-        return "~/" + path.relative_to(home).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def render(files: Sequence[Instruction]) -> str:
