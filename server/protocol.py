@@ -241,6 +241,9 @@ class SessionSummary:
     created: float  # seconds since the epoch
     updated: float
     turns: int  # asks answered
+    # "done", or "interrupted": its last ask never finished (the server stopped or was
+    # killed mid-ask); the prompt is kept and its checkpoint can be undone.
+    state: str = "done"
 
 
 @attrs.define

@@ -279,6 +279,7 @@ export interface SessionSummary {
    * asks answered
    */
   turns: number;
+  state?: string;
 }
 export interface SessionHistoryResult {
   sessionId: string;
