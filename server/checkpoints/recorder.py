@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import logging
 import threading
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .file_states import MAX_DIFF_BYTES, FileState, from_text, line_stats, read_disk
 from .shadow_git import GitError, Snapshot
@@ -22,12 +23,22 @@ from .store import Checkpoint, FileChange, FolderCheckpoints
 log = logging.getLogger(__name__)
 
 MAX_STAT_FILES = 500  # line counts are computed for at most this many files per ask
+# Seconds an ask waits for git to snapshot the folder, before its first tool that may
+# change files and at its end. Past it the snapshot is given up for this ask (its
+# checkpoint then holds what the file tools' journal saw) and finishes in the
+# background: a first snapshot of a huge tree still fills the index for the next ask,
+# and a git that hangs never holds an ask for longer than this.
+SNAPSHOT_WAIT = 5.0
 
 
 class RecorderHost(Protocol):
     """What a recorder needs of the service that made it."""
 
-    def warn(self, message: str) -> None: ...
+    snapshot_wait: float
+
+    def warn(self, message: str, *, once: bool = False) -> None: ...
+
+    def spawn(self, work: Any) -> None: ...
 
     async def after_ask(self, folder: FolderCheckpoints) -> None: ...
 
@@ -52,23 +63,48 @@ class AskRecorder:
         self._written: dict[Path, tuple[FileState, bytes | None]] = {}
         self._buffers: dict[Path, tuple[tuple[FileState, bytes], tuple[FileState, bytes]]] = {}
         self._before: asyncio.Task[Snapshot | None] | None = None
+        self._waiting: asyncio.Future[None] | None = None
+        self._gave_up = False  # the snapshot before took too long: not this ask's
         # Set once a tool that may change files is about to run (the runtime awaits
         # ready() first): without one, the workspace is as the agent found it.
         self._may_change = False
         self._running_fd: int | None = None
+        self._started: asyncio.Future[bool] | None = None
 
-    async def start(self) -> None:
-        claim = self._folder.claim_running
-        self._running_fd = await asyncio.to_thread(claim, self._session_id, self.checkpoint.id)
+    def start(self, register: Awaitable[None]) -> None:
+        """Begin in the background: ``register`` writes the checkpoint into the log,
+        then the ask claims it as running and the snapshot before it starts."""
+        self._started = asyncio.ensure_future(self._start(register))
+
+    async def _start(self, register: Awaitable[None]) -> bool:
+        try:
+            await register
+            claim = self._folder.claim_running
+            self._running_fd = await asyncio.to_thread(claim, self._session_id, self.checkpoint.id)
+        except (OSError, GitError) as exc:  # the ask runs on, without a checkpoint
+            log.warning("starting the checkpoint failed: %s", exc)
+            self._service.warn(
+                f"starting the checkpoint failed ({exc}); this ask may not be undoable"
+            )
+            return False
         if self._folder.uses_git:
             self._before = asyncio.create_task(self._take_before())
+        return True
+
+    @property
+    def checkpoint_id(self) -> str | None:
+        """The checkpoint's id once it is in the log (None: the store could not be used)."""
+        return self.checkpoint.id or None
 
     async def _take_before(self) -> Snapshot | None:
         try:
             snapshot = await self._folder.snapshot()
         except GitError as exc:
-            self._degrade(f"the checkpoint before this ask could not be taken ({exc})")
+            if not self._gave_up:
+                self._degrade(f"the checkpoint before this ask could not be taken ({exc})")
             return None
+        if self._gave_up:
+            return None  # tools have run since: this tree is not the ask's start
         self.checkpoint.before_tree = snapshot.tree
         self._note_skipped(snapshot)
         # Kept before any tool runs, so a server killed mid-ask leaves what is needed
@@ -86,9 +122,23 @@ class AskRecorder:
 
     async def ready(self) -> None:
         self._may_change = True
-        if self._before is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._before)
+        if self._started is None or not await asyncio.shield(self._started):
+            return
+        if self._before is None or self._before.done():
+            return
+        if self._waiting is None:  # one wait for all the ask's tools (run side by side)
+            self._waiting = asyncio.ensure_future(self._wait_for_before(self._before))
+        await asyncio.shield(self._waiting)
+
+    async def _wait_for_before(self, before: asyncio.Task[Snapshot | None]) -> None:
+        wait = self._service.snapshot_wait
+        try:
+            await asyncio.wait_for(asyncio.shield(before), wait)
+        except TimeoutError:
+            self._gave_up = True
+            self._degrade(f"git did not snapshot the folder within {wait:g} s", once=True)
+        except Exception:  # its own failure is recorded by _take_before
+            pass
 
     def will_write(self, path: Path) -> None:
         if not path.is_relative_to(self._folder.root):
@@ -117,6 +167,8 @@ class AskRecorder:
         ``in_conversation``: whether its request stayed in the conversation."""
         if not in_conversation:
             self.checkpoint.request_digest = None
+        if self._started is None or not await asyncio.shield(self._started):
+            return  # never got into the log: nothing to record
         try:
             await self._finish()
         finally:
@@ -131,10 +183,13 @@ class AskRecorder:
         checkpoint = self.checkpoint
         before = None
         if self._before is not None and not self._before.done():
-            # The ask ended (cancelled, failed) before its snapshot did: no tool that
-            # changes files ran (they wait for it), so there is nothing to record.
-            self._before.cancel()
-        if self._before is not None:
+            if self._gave_up:
+                self._service.spawn(self._before)  # finishes for the next ask's sake
+            else:
+                # The ask ended (cancelled, failed) before its snapshot did: no tool that
+                # changes files ran (they wait for it), so there is nothing to record.
+                self._before.cancel()
+        if self._before is not None and not self._gave_up:
             with contextlib.suppress(BaseException):
                 before = await self._before
         after_tree = None
@@ -144,9 +199,13 @@ class AskRecorder:
             after_tree = before.tree
         elif before is not None:
             try:
-                after = await self._folder.snapshot()
-                after_tree = after.tree
-                self._note_skipped(after)
+                after = await snapshot_within(self._folder, self._service)
+                if after is None:
+                    wait = self._service.snapshot_wait
+                    self._degrade(f"git did not snapshot the folder within {wait:g} s", once=True)
+                else:
+                    after_tree = after.tree
+                    self._note_skipped(after)
             except GitError as exc:
                 self._degrade(f"the end of this ask could not be snapshotted ({exc})")
         checkpoint.after_tree = after_tree
@@ -225,11 +284,29 @@ class AskRecorder:
             if note not in self.checkpoint.notes:
                 self.checkpoint.notes.append(note)
 
-    def _degrade(self, note: str) -> None:
+    def _degrade(self, note: str, *, once: bool = False) -> None:
+        """This ask's checkpoint holds only the file tools' changes; the user is told
+        (``once``: a slow git is said once per server, not at every ask)."""
         log.warning("checkpoint %s/%s: %s", self._session_id, self.checkpoint.id, note)
         self.checkpoint.coverage = "fileTools"
         self.checkpoint.notes.append(note + "; bash changes are not covered")
-        self._service.warn(note)
+        if once:
+            note += ": checkpoints cover only the file tools' changes while git is this slow"
+        self._service.warn(note, once=once)
+
+
+async def snapshot_within(folder: FolderCheckpoints, host: RecorderHost) -> Snapshot | None:
+    """The folder's snapshot, or None when git takes longer than ``host.snapshot_wait``
+    (the snapshot then finishes in the background; raises GitError)."""
+    task = asyncio.ensure_future(folder.snapshot())
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), host.snapshot_wait)
+    except TimeoutError:
+        host.spawn(task)
+        return None
+    except asyncio.CancelledError:
+        host.spawn(task)  # never left running unwatched
+        raise
 
 
 def content_of(state: FileState, contents: dict[str, bytes]) -> bytes | bool | None:

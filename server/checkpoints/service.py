@@ -38,7 +38,7 @@ from .file_states import (
     text_of,
     unified_diff,
 )
-from .recorder import AskRecorder, content_of
+from .recorder import SNAPSHOT_WAIT, AskRecorder, content_of, snapshot_within
 from .rewind import RewindEditor, RewindOutcome, rewind_files
 from .shadow_git import GitError
 from .store import Checkpoint, FolderCheckpoints, SessionLog, default_checkpoint_dir
@@ -81,6 +81,8 @@ class CheckpointService:
         self._folders: dict[Path, FolderCheckpoints] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._on_warning = on_warning
+        self._warned: set[str] = set()
+        self.snapshot_wait = SNAPSHOT_WAIT
         if self._git is None:
             self.warn(NO_GIT_NOTE)  # once per server, before its first checkpoint
 
@@ -95,8 +97,13 @@ class CheckpointService:
             self._folders[root] = found
         return found
 
-    def warn(self, message: str) -> None:
-        """A problem the user should see (git missing, a snapshot that failed)."""
+    def warn(self, message: str, *, once: bool = False) -> None:
+        """A problem the user should see (git missing, a snapshot that failed);
+        ``once``: not again in this server's life."""
+        if once:
+            if message in self._warned:
+                return
+            self._warned.add(message)
         if self._on_warning is not None:
             self._on_warning(message)
         else:
@@ -106,9 +113,13 @@ class CheckpointService:
 
     async def prepare(self, root: Path) -> None:
         """Ready ``root``'s store before its first ask (the server's warm-up): the
-        shadow repository created or checked, nothing snapshotted."""
+        shadow repository created or checked, then a snapshot in the background that no
+        checkpoint keeps: git's index then knows the tree, so the first ask's snapshot
+        only looks at what changed (a huge tree's first snapshot never holds an ask)."""
         folder = await self._opened(root)
         await folder.prepare()
+        if folder.uses_git:
+            self.spawn(folder.snapshot())
 
     async def _opened(self, root: Path) -> FolderCheckpoints:
         """``root``'s store, its private folder made and named."""
@@ -123,32 +134,40 @@ class CheckpointService:
         prompt: str,
         request_digest: str,
     ) -> AskRecorder:
-        """Start recording an ask; its snapshot runs in the background (tools that may
-        change files wait for it through ``recorder.ready()``, as the runtime does)."""
-        folder = await self._opened(root)
-        await self._settle(folder, session_id)
+        """Start recording an ask, and return at once: the checkpoint is written to the
+        session's log and the folder snapshotted in the background. Tools that may
+        change files wait for both through ``recorder.ready()`` (as the runtime does),
+        so the way to the model's first request never waits for the disk or for git."""
+        folder = self.folder(root)
         short = " ".join(prompt.split())
         if len(short) > PROMPT_CHARS:
             short = short[: PROMPT_CHARS - 1] + "…"
         git = folder.uses_git
+        checkpoint = Checkpoint(
+            id="",  # numbered when the log takes it
+            prompt=short,
+            time=time.time(),
+            request_digest=request_digest,
+            coverage="all" if git else "fileTools",
+            notes=[] if git else [NO_GIT_NOTE],
+        )
+        recorder = AskRecorder(self, folder, session_id, checkpoint)
+        recorder.start(self._register(folder, session_id, checkpoint))
+        return recorder
 
-        def add(session: SessionLog) -> Checkpoint:
-            checkpoint = Checkpoint(
-                id=str(session.next_number),
-                prompt=short,
-                time=time.time(),
-                request_digest=request_digest,
-                coverage="all" if git else "fileTools",
-                notes=[] if git else [NO_GIT_NOTE],
-            )
+    async def _register(
+        self, folder: FolderCheckpoints, session_id: str, checkpoint: Checkpoint
+    ) -> None:
+        """Write ``checkpoint`` into its session's log, numbered (raises OSError, GitError)."""
+        await folder.open()
+        await self._settle(folder, session_id)
+
+        def add(session: SessionLog) -> None:
+            checkpoint.id = str(session.next_number)
             session.next_number += 1
             session.checkpoints.append(checkpoint)
-            return checkpoint
 
-        checkpoint = await folder.edit(session_id, add)
-        recorder = AskRecorder(self, folder, session_id, checkpoint)
-        await recorder.start()
-        return recorder
+        await folder.edit(session_id, add)
 
     async def after_ask(self, folder: FolderCheckpoints) -> None:
         """Keep the store within its bounds; pack objects in the background."""
@@ -266,7 +285,11 @@ class CheckpointService:
                 later = session.checkpoints[session.find(checkpoint.id) + 1 :]
                 end = next((c.before_tree for c in later if c.before_tree), None)
                 with contextlib.suppress(GitError):
-                    end = end or (await folder.snapshot()).tree
+                    if end is None:
+                        now = await snapshot_within(folder, self)
+                        end = now.tree if now is not None else None
+                    if end is None:
+                        raise GitError("git did not answer")
                     changes = await folder.changes_between(checkpoint.before_tree, end)
                     checkpoint.after_tree = end
                     checkpoint.changes = changes

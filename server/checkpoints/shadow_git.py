@@ -139,9 +139,13 @@ class ShadowRepo:
 
     async def snapshot(self, time_limit: float = GIT_TIMEOUT) -> Snapshot:
         """Stage the work tree into the shadow index and write its tree."""
-        code, _, err = await self._run(
-            "add", "--all", "--ignore-errors", "--", ".", check=False, time_limit=time_limit
-        )
+        add = ("add", "--all", "--ignore-errors", "--", ".")
+        code, _, err = await self._run(*add, check=False, time_limit=time_limit)
+        if code != 0 and b"index.lock" in err:
+            # Left by a git of a server that was killed mid-snapshot (the caller holds the
+            # repository's lock, so no git of a live server is using the index): once.
+            self._drop_stale_index_lock()
+            code, _, err = await self._run(*add, check=False, time_limit=time_limit)
         skipped = tuple(_unreadable_paths(err))
         if code != 0 and not (code == 1 and skipped):
             raise GitError(f"git add failed ({code}): {_first_line(err)}")
@@ -298,7 +302,7 @@ class ShadowRepo:
         return code, out, err
 
     def _drop_stale_index_lock(self) -> None:
-        # A killed git leaves index.lock behind; callers hold the workspace lock, so no
+        # A killed git leaves index.lock behind; callers hold the repository's lock, so no
         # other git of ours is using the index now.
         (self.git_dir / "index.lock").unlink(missing_ok=True)
 

@@ -224,6 +224,7 @@ class FolderCheckpoints:
         self.repo = ShadowRepo(git, directory / "git", root, directory) if git else None
         self._state_root = state_root
         self._lock = asyncio.Lock()
+        self._git_lock = asyncio.Lock()
         self._excludes: tuple[str, ...] | None = None
 
     @classmethod
@@ -321,9 +322,22 @@ class FolderCheckpoints:
 
     @contextlib.asynccontextmanager
     async def locked(self) -> AsyncIterator[None]:
-        """This folder's store, exclusively: in this process and across processes."""
+        """This folder's session logs and blobs, exclusively: in this process and across
+        processes."""
         async with self._lock:
             fd = await _acquire(self.directory / "lock")
+            try:
+                yield
+            finally:
+                _release(fd)
+
+    @contextlib.asynccontextmanager
+    async def git_locked(self) -> AsyncIterator[None]:
+        """The shadow repository's index, exclusively. A lock of its own: a snapshot that
+        git is slow to take (a huge first tree, a git that hangs) must not hold up the
+        session logs, which every ask's start and end edits."""
+        async with self._git_lock:
+            fd = await _acquire(self.directory / "git.lock")
             try:
                 yield
             finally:
@@ -336,13 +350,13 @@ class FolderCheckpoints:
         first snapshot of a process would do first, so the warm-up can do it instead."""
         if self.repo is None:
             return
-        async with self.locked():
+        async with self.git_locked():
             await self._ready_locked()
 
     async def snapshot(self) -> Snapshot:
         """Snapshot the folder into the shadow repository (raises GitError)."""
         assert self.repo is not None
-        async with self.locked():
+        async with self.git_locked():
             await self._ready_locked()
             return await self.repo.snapshot()
 

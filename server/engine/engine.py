@@ -360,7 +360,7 @@ class AgentEngine:
             await self._sessions.save(conversation)
             usage = window.usage(conversation.messages)
         await grace(check)
-        checkpoint_id = recorder.checkpoint.id if recorder is not None else None
+        checkpoint_id = recorder.checkpoint_id if recorder is not None else None
         return ask_result(conversation.id, result, usage, model.model, checkpoint_id)
 
     # -- what an ask is told -----------------------------------------------------------
