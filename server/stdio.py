@@ -1,4 +1,5 @@
-"""Keep stdout for JSON-RPC frames only; end a face's serving task on SIGTERM/SIGHUP.
+"""Keep stdout for JSON-RPC frames only; end a face's serving task on SIGTERM/SIGHUP;
+and once the client is gone, end the process within a deadline, whatever still runs.
 
 A stray ``print`` or a child process that inherits fd 1 would otherwise write
 into the protocol stream; unterminated junk glues onto the next
@@ -8,10 +9,19 @@ into the protocol stream; unterminated junk glues onto the next
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
+import threading
+import time
 from typing import BinaryIO
+
+log = logging.getLogger(__name__)
+
+# Seconds the process has to end once its client is gone (end of input, exit, a signal):
+# the faces cancel every ask and close MCP servers well within it.
+EXIT_DEADLINE_S = 10.0
 
 
 def claim_stdout() -> BinaryIO:
@@ -39,9 +49,30 @@ def cancel_on_signals() -> list[int]:
     received: list[int] = []
 
     def on_signal(signum: int) -> None:
+        if received:  # a second signal: the user means it
+            os._exit(128 + signum)
         received.append(signum)
+        exit_within(EXIT_DEADLINE_S, 128 + signum)
         main.cancel()
 
     for signum in TERMINATING_SIGNALS:
         loop.add_signal_handler(signum, on_signal, signum)
     return received
+
+
+def exit_within(seconds: float, code: int) -> None:
+    """End the process with ``code`` if it is still alive ``seconds`` from now.
+
+    The client is gone (stdin closed, ``exit``, a signal): nothing may keep a server
+    running without an editor -- not a task deaf to cancellation, not a worker thread
+    blocked in a system call that the interpreter's exit would wait for. A daemon
+    thread, so a process that ends sooner does not wait for it.
+    """
+
+    def deadline() -> None:
+        time.sleep(seconds)
+        log.warning("still running %g s after the client went away: exiting", seconds)
+        logging.shutdown()
+        os._exit(code)
+
+    threading.Thread(target=deadline, name="agent-lsp-exit-deadline", daemon=True).start()

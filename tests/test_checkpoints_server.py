@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -560,3 +561,45 @@ async def test_the_warm_up_prepares_the_store_before_the_first_ask(
         await until(lambda: any(store.glob("*/git/HEAD")))
         assert not any(store.rglob("refs/agent-lsp/*"))  # nothing snapshotted for an ask
         assert not any(store.glob("*/sessions/*.json"))
+
+
+async def test_a_git_that_never_answers_holds_no_ask_longer_than_the_snapshot_wait(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    # Every `git add` hangs (a stuck network file system, a broken git): the warm-up's
+    # snapshot, then each ask's. The asks go on after the wait, their checkpoints made
+    # of the file tools' journal; the user is told once.
+    project = tmp_path / "project"
+    make_project(project, git=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_git = shutil.which("git")
+    assert real_git is not None
+    hanging = bin_dir / "git"
+    hanging.write_text(
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = add ] && exec sleep 600; done\nexec {real_git} "$@"\n'
+    )
+    hanging.chmod(0o755)
+    env = server_env(model.base_url, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    async with agent_session(env, [project]) as client:
+        session_id: str | None = None
+        for n in (1, 2):
+            model.reply(
+                tool_calls=[tool_call("write_file", {"path": f"made{n}.txt", "content": "x\n"})]
+            )
+            model.reply("Written.")
+            started = time.monotonic()
+            more = {"sessionId": session_id} if session_id else {}
+            result = await ask(client, prompt=f"write made{n}.txt", **more)
+            elapsed = time.monotonic() - started
+            session_id = result["sessionId"]
+            assert result["toolCalls"][0]["ok"], result
+            assert elapsed < 20, f"ask {n} took {elapsed:.1f} s (a git call may wait 120 s)"
+        entries = (await request(client, "agent/checkpoints", sessionId=session_id))["checkpoints"]
+        assert [e["coverage"] for e in entries] == ["fileTools", "fileTools"]
+        assert all(any("git did not snapshot" in n for n in e["notes"]) for e in entries)
+        assert [[f["path"] for f in e["files"]] for e in entries] == [["made1.txt"], ["made2.txt"]]
+        told = [m.message for m in client.messages if "git did not snapshot" in m.message]
+        assert len(told) == 1, told
+        await request(client, "agent/rewind", sessionId=session_id, checkpointId=entries[0]["id"])
+        assert not (project / "made1.txt").exists() and not (project / "made2.txt").exists()

@@ -284,3 +284,18 @@ def test_a_server_that_dies_mid_ask_is_reported_in_one_line(
     reports = [line for line in result.stderr.splitlines() if line.startswith("agent-lsp:")]
     (line,) = [line for line in reports if not line.startswith("agent-lsp: permission needed")]
     assert "server" in line and "exited with code -9" in line
+
+
+def test_a_server_whose_client_is_gone_ends_even_if_a_thread_never_does() -> None:
+    # What serve_stdio arms once the client is gone (and the first SIGTERM/SIGHUP): a
+    # process whose exit would wait for a thread blocked for good still ends, on time.
+    script = (
+        "import threading; from server.stdio import exit_within\n"
+        "threading.Thread(target=threading.Event().wait).start()  # joined at exit: forever\n"
+        "exit_within(0.5, 7)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, timeout=30, capture_output=True, text=True
+    )
+    assert proc.returncode == 7, proc.stderr
+    assert "exiting" in proc.stderr

@@ -15,7 +15,7 @@ from typing import BinaryIO
 from acp import AgentSideConnection
 
 from ..engine.engine import AgentEngine
-from ..stdio import cancel_on_signals
+from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
 from .agent import AcpAgent
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,7 @@ def serve_stdio(engine: AgentEngine, stdin: BinaryIO, stdout: BinaryIO) -> int:
     try:
         return loop.run_until_complete(serve(engine, stdin, stdout))
     finally:
+        exit_within(EXIT_DEADLINE_S, 1)  # the client is gone: end, whatever still runs
         pending = asyncio.all_tasks(loop)
         for task in pending:
             task.cancel()

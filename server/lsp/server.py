@@ -38,7 +38,7 @@ from ..engine.engine import AgentEngine
 from ..engine.settings import parse_settings
 from ..errors import AgentError, InvalidParamsError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
-from ..stdio import cancel_on_signals
+from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
 from .ask_reporting import AskReporter, Progress
 from .documents import LspDocuments
 from .permission_requests import LspAsker
@@ -188,12 +188,15 @@ def serve_stdio(server: AgentLanguageServer, stdin: BinaryIO, stdout: BinaryIO) 
     task caught in a child's or a lock's clean-up then keeps the process alive for good.
     """
     loop = asyncio.new_event_loop()
+    code = 1
     try:
-        return loop.run_until_complete(server.serve(stdin, stdout))
+        code = loop.run_until_complete(server.serve(stdin, stdout))
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 0
+        code = exc.code if isinstance(exc.code, int) else 0
     finally:
+        exit_within(EXIT_DEADLINE_S, code)  # the client is gone: end, whatever still runs
         _end_tasks(loop)
+    return code
 
 
 def _end_tasks(loop: asyncio.AbstractEventLoop) -> None:
