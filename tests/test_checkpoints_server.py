@@ -577,7 +577,8 @@ async def test_a_git_that_never_answers_holds_no_ask_longer_than_the_snapshot_wa
     assert real_git is not None
     hanging = bin_dir / "git"
     hanging.write_text(
-        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = add ] && exec sleep 600; done\nexec {real_git} "$@"\n'
+        '#!/bin/sh\nfor a in "$@"; do [ "$a" = add ] && exec sleep 600; done\n'
+        f'exec {real_git} "$@"\n'
     )
     hanging.chmod(0o755)
     env = server_env(model.base_url, PATH=f"{bin_dir}:{os.environ['PATH']}")
