@@ -241,8 +241,9 @@ class SessionSummary:
     created: float  # seconds since the epoch
     updated: float
     turns: int  # asks answered
-    # "done", or "interrupted": its last ask never finished (the server stopped or was
-    # killed mid-ask); the prompt is kept and its checkpoint can be undone.
+    # "done"; "running": an ask is under way in this server; "interrupted": its last ask
+    # never finished (its server stopped or was killed mid-ask), the prompt is kept and
+    # the ask's checkpoint can be undone.
     state: str = "done"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from server.engine.session_files import INTERRUPTED_NOTE
 from tests.support.framing import StrictReader, send
 from tests.support.lsp_client import REPO, run_cli, server_env
 from tests.support.model_server import ScriptedModel, tool_call
@@ -299,3 +300,61 @@ def test_a_server_whose_client_is_gone_ends_even_if_a_thread_never_does() -> Non
     )
     assert proc.returncode == 7, proc.stderr
     assert "exiting" in proc.stderr
+
+
+def test_a_first_ask_cut_short_by_kill_9_is_listed_interrupted_and_can_be_undone(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    project.mkdir()
+    (project / "notes.txt").write_text("the user's text\n")
+    tag = unique_tag()
+    command = f"echo 'the agent was here' > notes.txt; sleep 60 # {tag}"
+    model.reply(tool_calls=[tool_call("bash", {"command": command})])
+    env = server_env(model.base_url, XDG_STATE_HOME=str(state))
+    proc, reader = start_raw_server(env)
+    try:
+        initialize(proc, reader, project)
+        send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "rewrite the notes"}})
+        assert wait_until(lambda: bool(pids_with(tag)), 10)
+        proc.kill()  # no clean-up of any kind
+        proc.wait()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (project / "notes.txt").read_text() == "the agent was here\n"
+
+    model.reply("Here is what I found.")
+    proc, reader = start_raw_server(env)
+    try:
+        initialize(proc, reader, project)
+        send(proc, {"id": 3, "method": "agent/sessions", "params": {}})
+        (listed,) = reader.wait_for(lambda m: m.get("id") == 3)["result"]["sessions"]
+        assert (listed["state"], listed["title"]) == ("interrupted", "rewrite the notes")
+        session = listed["sessionId"]
+        send(proc, {"id": 4, "method": "agent/sessionHistory", "params": {"sessionId": session}})
+        entries = reader.wait_for(lambda m: m.get("id") == 4)["result"]["entries"]
+        assert [(e["role"], e["content"]) for e in entries] == [
+            ("user", "rewrite the notes"),
+            ("assistant", INTERRUPTED_NOTE),
+        ]
+        send(proc, {"id": 5, "method": "agent/checkpoints", "params": {"sessionId": session}})
+        (checkpoint,) = reader.wait_for(lambda m: m.get("id") == 5)["result"]["checkpoints"]
+        assert checkpoint["state"] == "interrupted"
+        assert [f["path"] for f in checkpoint["files"]] == ["notes.txt"]
+        params = {"sessionId": session, "checkpointId": checkpoint["id"]}
+        send(proc, {"id": 6, "method": "agent/rewind", "params": params})
+        reader.wait_for(lambda m: m.get("id") == 6)
+        assert (project / "notes.txt").read_text() == "the user's text\n"
+        # The conversation goes on; the model sees the cut ask and no two prompts in a row.
+        send(
+            proc,
+            {"id": 7, "method": "agent/ask", "params": {"prompt": "again", "sessionId": session}},
+        )
+        answer = reader.wait_for(lambda m: m.get("id") == 7, 30)
+        assert answer["result"]["answer"] == "Here is what I found.", answer
+        roles = [m["role"] for m in model.bodies[-1]["messages"]]
+        assert roles[-1] == "user" and "user" not in roles[-2:-1]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -8,6 +8,7 @@ conversation (two loops appending to one list would interleave tool messages).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections import OrderedDict
@@ -85,6 +86,9 @@ class SessionMeta:
     created: float
     updated: float
     asks: int
+    # "done", "running" (an ask is under way), "interrupted" (one never finished: its
+    # server stopped mid-ask).
+    state: str = "done"
 
 
 class SavedConversations(Protocol):
@@ -92,7 +96,7 @@ class SavedConversations(Protocol):
 
     def load(self, conversation_id: str) -> Conversation | None: ...
 
-    def save(self, conversation: Conversation) -> None: ...
+    def save(self, conversation: Conversation, *, state: str = "done") -> None: ...
 
     def delete(self, conversation_id: str) -> None: ...
 
@@ -148,20 +152,30 @@ class ConversationStore:
             self._files.delete(conversation_id)
         return self._items.pop(conversation_id, None) is not None
 
-    def save(self, conversation: Conversation) -> None:
+    def save(self, conversation: Conversation, *, state: str = "done") -> None:
         """Persist the conversation if this store keeps files (a no-op otherwise)."""
         if self._files is not None:
-            self._files.save(conversation)
+            self._files.save(conversation, state=state)
 
     def summaries(self, workspace_root: Path | None = None) -> list[SessionMeta]:
         """Conversations of a folder (all if None), in memory or saved, newest first."""
         found = {
-            c.id: SessionMeta(c.id, c.workspace_root, c.title, c.created, c.updated, c.asks)
+            c.id: SessionMeta(
+                c.id,
+                c.workspace_root,
+                c.title,
+                c.created,
+                c.updated,
+                c.asks,
+                "running" if c.busy else "done",
+            )
             for c in self._items.values()
             if workspace_root is None or c.workspace_root == workspace_root
         }
         if self._files is not None:
             for meta in self._files.list(workspace_root):
+                if meta.state == "running":  # on disk only: its server stopped mid-ask
+                    meta = dataclasses.replace(meta, state="interrupted")
                 found.setdefault(meta.id, meta)
         return sorted(found.values(), key=lambda m: m.updated, reverse=True)
 

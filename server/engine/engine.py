@@ -332,6 +332,9 @@ class AgentEngine:
                     conversation, prompt, request, settle=settle
                 ) as recorder:
                     conversation.messages.append(request)
+                    # On disk before the model is asked: a server killed mid-ask leaves
+                    # the prompt, listed as interrupted (a log line, not the whole file).
+                    self._sessions.save_soon(conversation, state="running")
                     result = await agent_loop(
                         conversation.messages,
                         runtime,

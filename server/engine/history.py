@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ from .settings import AgentSettings
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+log = logging.getLogger(__name__)
+
 # History entries show tool output previews of this size (agent/toolOutput has it all).
 HISTORY_PREVIEW = 2000
 
@@ -43,6 +46,7 @@ class Sessions:
         self._conversations = ConversationStore(
             max_conversations=max_conversations, files=self._files
         )
+        self._pending: dict[str, asyncio.Future[None]] = {}  # save_soon's, by conversation
 
     def create(self, root: Path, system_prompt: str) -> Conversation:
         return self._conversations.create(root, system_prompt)
@@ -62,10 +66,38 @@ class Sessions:
     def drop(self, session_id: str) -> bool:
         return self._conversations.drop(session_id)  # its grants go with it
 
-    async def save(self, conversation: Conversation) -> None:
-        # Called under the conversation's lock, so nothing appends while it is written.
-        if self._files is not None:
-            await asyncio.to_thread(self._conversations.save, conversation)
+    async def save(self, conversation: Conversation, *, state: str = "done") -> None:
+        """Save what changed: taken now, written in a worker thread (after any save
+        :meth:`save_soon` started)."""
+        if self._files is None:
+            return
+        pending = self._pending.pop(conversation.id, None)
+        job = self._files.prepare(conversation, state=state)
+        if pending is not None:
+            await pending
+        if job is not None:
+            await asyncio.to_thread(self._files.write, job)
+
+    def save_soon(self, conversation: Conversation, *, state: str) -> None:
+        """Save the conversation as it is now, in the background (an ask's start: its
+        first model request does not wait for the disk); the next save waits for it."""
+        if self._files is None:
+            return
+        job = self._files.prepare(conversation, state=state)
+        previous = self._pending.get(conversation.id)
+        files = self._files
+
+        async def run() -> None:
+            if previous is not None:
+                await previous
+            if job is None:
+                return
+            try:
+                await asyncio.to_thread(files.write, job)
+            except OSError as exc:  # a full disk: the ask goes on; its end saves again
+                log.warning("could not save conversation %s: %s", conversation.id, exc)
+
+        self._pending[conversation.id] = asyncio.ensure_future(run())
 
     async def prune(self) -> None:
         """Delete the session files past their retention, off the event loop."""
@@ -75,7 +107,9 @@ class Sessions:
     async def summaries(self, root: Path | None) -> list[p.SessionSummary]:
         metas = await asyncio.to_thread(self._conversations.summaries, root)
         return [
-            p.SessionSummary(m.id, m.workspace_root.as_uri(), m.title, m.created, m.updated, m.asks)
+            p.SessionSummary(
+                m.id, m.workspace_root.as_uri(), m.title, m.created, m.updated, m.asks, m.state
+            )
             for m in metas
         ]
 
