@@ -632,8 +632,8 @@ def render(
         "servers' tools in the list the extra time of an ask was almost all in the openai "
         "SDK's `_async_transform_recursive`, which `chat.completions.create` runs over its "
         "declared arguments, every tool's JSON schema included, before each request. The "
-        "server now hands messages and tools to the SDK in `extra_body` (the same body; "
-        "`server/model/stream.py`'s `as_sent`), so it pays only the copy and the JSON "
+        "server builds the body itself (`server/model/request_body.py`: each message encoded "
+        "once, the SDK's low-level `post` sends the bytes), so it pays at most the JSON "
         "encoding. Timed here in-process on the tools the server listed "
         f"(median of {TRANSFORMS} each, interleaved; a request of a short conversation: system "
         "prompt, prompt, one tool call and its result):",

@@ -505,7 +505,7 @@ async def test_the_cli_streams_paced_and_logs_each_stream(tmp_path: Path) -> Non
 async def test_the_body_carries_messages_and_tools_as_given(
     model: ScriptedModel, client: Any, streaming: StreamSupport | None
 ) -> None:
-    # Passed around the SDK's transform (server.model.stream.as_sent): the same JSON.
+    # Encoded by server.model.request_body, not the SDK's transform: the same JSON.
     tools = [
         {
             "type": "function",

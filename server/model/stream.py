@@ -41,6 +41,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Final
 
 from .endpoint import ModelRequestError, scrub
+from .request_body import BodyEncoder, body_fields
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -142,10 +143,13 @@ async def _streamed(
     client: AsyncOpenAI, fields: dict[str, Any], streaming: StreamSupport, on_delta: DeltaSink
 ) -> ModelReply:
     import openai  # already loaded: the caller built ``client`` with it
+    from openai import AsyncStream
 
     extra = {"stream_options": {"include_usage": True}} if streaming.include_usage else {}
     try:
-        stream = await client.chat.completions.create(stream=True, **as_sent(fields), **extra)
+        # Chunks as plain dicts (``object``): the SDK's model for each chunk costs more
+        # than reading it; read here through attribute namespaces, as its objects were.
+        stream = await _post(client, fields, stream_cls=AsyncStream[object], stream=True, **extra)
     except openai.APIStatusError as exc:
         refused = _refused(exc)
         if refused == "stream_options" and streaming.include_usage:
@@ -164,7 +168,7 @@ async def _streamed(
             refusal = f"it answered a streamed request with {kind.split(';')[0]}"
             raise _StreamRefused(refusal, _completion_in(await stream.response.aread()))
         async for chunk in stream:
-            assembler.add(chunk)
+            assembler.add(_namespace(chunk))
     finally:
         await stream.close()  # at once on cancel: the endpoint sees the connection close
     if not assembler.chunks:
@@ -178,27 +182,38 @@ async def _streamed(
 
 
 async def _plain(client: AsyncOpenAI, fields: dict[str, Any], on_delta: DeltaSink) -> ModelReply:
-    response = await client.chat.completions.create(**as_sent(fields))
-    return _reply_of(client, response, on_delta)
+    response = await _post(client, fields)
+    return _reply_of(client, _namespace(response), on_delta)
 
 
-# Plain JSON already, and the largest part of a request: the conversation and the tools.
-_PASSED_THROUGH = ("messages", "tools")
+# Each conversation's messages encoded once (server.model.request_body).
+_ENCODER = BodyEncoder()
 
 
-def as_sent(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` for ``create`` with the messages and tools in ``extra_body``: the same
-    body. The SDK runs its TypedDict transform (a recursive copy that checks every key's
-    annotation) over its declared arguments before each request: about 0.3 ms per tool
-    schema, 20 ms a request with 50 MCP tools (bench/results/mcp.md), for JSON that
-    needs none. ``extra_body`` is merged over the body as it is."""
-    passed = {key: fields[key] for key in _PASSED_THROUGH if key in fields}
-    if not passed:
-        return fields
-    rest = {key: value for key, value in fields.items() if key not in passed}
-    rest["messages"] = []  # required by create's signature; the extra body's replaces it
-    rest["extra_body"] = {**(fields.get("extra_body") or {}), **passed}
-    return rest
+async def _post(
+    client: AsyncOpenAI, fields: dict[str, Any], *, stream_cls: Any = None, **more: Any
+) -> Any:
+    """What ``client.chat.completions.create(**fields, **more)`` does, the body already
+    JSON: the SDK's transport, retries, headers, auth and error types, without its
+    per-field transform and its second encoding of every message."""
+    from openai import not_given
+    from openai._base_client import make_request_options
+
+    options = make_request_options(
+        extra_headers={"Content-Type": "application/json", **(fields.get("extra_headers") or {})},
+        extra_query=fields.get("extra_query"),
+        timeout=fields["timeout"] if "timeout" in fields else not_given,
+        security={"bearer_auth": True},
+    )
+    content = _ENCODER.encode(body_fields(fields, **more))
+    return await client.post(
+        "/chat/completions",
+        content=content,
+        options=options,
+        cast_to=object,
+        stream=stream_cls is not None,
+        stream_cls=stream_cls,
+    )
 
 
 def _reply_of(client: AsyncOpenAI, response: Any, on_delta: DeltaSink) -> ModelReply:
@@ -291,7 +306,8 @@ class _Assembler:
         if reasoning:
             self._reasoning.append(reasoning)
             self._on_delta(REASONING, reasoning)
-        for text, parts in ((delta.content, self._content), (delta.refusal, self._refusal)):
+        content, refusal = getattr(delta, "content", None), getattr(delta, "refusal", None)
+        for text, parts in ((content, self._content), (refusal, self._refusal)):
             if isinstance(text, str) and text:
                 parts.append(text)
                 self._on_delta(ANSWER, text)
