@@ -174,7 +174,13 @@ async def spawn(
     agent-lsp imports the openai SDK in a thread (kept out of start-up CPU time).
     """
     client = LanguageClient("agent-lsp-bench", "1", converter_factory=get_converter)
-    methods = ("agent/toolActivity", "agent/askProgress", "$/progress", "window/logMessage")
+    methods = (
+        "agent/toolActivity",
+        "agent/askProgress",
+        "agent/answerDelta",
+        "$/progress",
+        "window/logMessage",
+    )
     for method in (*methods, "window/showMessage"):
         client.feature(method)((handlers or {}).get(method, _ignore))
     params = types.InitializeParams(
