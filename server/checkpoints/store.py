@@ -320,24 +320,21 @@ class FolderCheckpoints:
     def _load_all(self) -> dict[str, SessionLog]:
         return {sid: SessionLog.load(self._log_path(sid), sid) for sid in self.session_ids()}
 
-    @contextlib.asynccontextmanager
-    async def locked(self) -> AsyncIterator[None]:
+    def locked(self) -> contextlib.AbstractAsyncContextManager[None]:
         """This folder's session logs and blobs, exclusively: in this process and across
         processes."""
-        async with self._lock:
-            fd = await _acquire(self.directory / "lock")
-            try:
-                yield
-            finally:
-                _release(fd)
+        return self._exclusive(self._lock, "lock")
 
-    @contextlib.asynccontextmanager
-    async def git_locked(self) -> AsyncIterator[None]:
+    def git_locked(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The shadow repository's index, exclusively. A lock of its own: a snapshot that
         git is slow to take (a huge first tree, a git that hangs) must not hold up the
         session logs, which every ask's start and end edits."""
-        async with self._git_lock:
-            fd = await _acquire(self.directory / "git.lock")
+        return self._exclusive(self._git_lock, "git.lock")
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, lock: asyncio.Lock, name: str) -> AsyncIterator[None]:
+        async with lock:
+            fd = await _acquire(self.directory / name)
             try:
                 yield
             finally:
