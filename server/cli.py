@@ -177,14 +177,16 @@ def _add_sandbox_arguments(ask: argparse.ArgumentParser) -> None:
 
 def _add_checkpoint_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     helps = {
+        "sessions": "list the folder's conversations (ids for --session; interrupted ones marked)",
         "checkpoints": "list a session's asks and the files each one changed",
         "diff": "show what one ask changed, as a unified diff",
         "rewind": "undo the asks from CHECKPOINT on (files the user changed since are kept)",
     }
     for name, text in helps.items():
         command = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-        command.add_argument("--session", required=True, help="the session id (printed by ask)")
-        if name != "checkpoints":
+        if name != "sessions":
+            command.add_argument("--session", required=True, help="the session id (printed by ask)")
+        if name not in ("checkpoints", "sessions"):
             command.add_argument("checkpoint", help="a checkpoint id (from agent-lsp checkpoints)")
         if name == "rewind":
             command.add_argument(
@@ -263,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         from .terminal.client import run_ask
 
         return run_ask(args)
-    if args.command in ("checkpoints", "diff", "rewind"):
+    if args.command in ("sessions", "checkpoints", "diff", "rewind"):
         from .terminal.checkpoints import run_checkpoint_command
 
         return run_checkpoint_command(args)

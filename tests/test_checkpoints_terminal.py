@@ -74,3 +74,29 @@ def test_an_unknown_session_is_an_error(tmp_path: Path) -> None:
                      env=server_env(None))  # fmt: skip
     assert result.returncode == 1
     assert "unknown session" in result.stderr
+
+
+def test_the_folders_conversations_are_listed_with_an_interrupted_one_marked(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    from server.engine.conversations import Conversation
+    from server.engine.session_files import SessionFiles
+
+    workspace, state = tmp_path / "ws", tmp_path / "state"
+    workspace.mkdir()
+    env = server_env(model.base_url, XDG_STATE_HOME=str(state))
+    model.reply("Hello.")
+    asked = run_cli("ask", "say hello", "--workspace", str(workspace), env=env)
+    assert asked.returncode == 0, asked.stderr
+    done = asked.stderr.split("session: ")[1].split()[0]
+    # A server killed during its first ask left this one (saved as the ask started).
+    cut = Conversation("cd" * 16, workspace, [{"role": "system", "content": "s"}])
+    cut.messages.append({"role": "user", "content": "refactor everything"})
+    SessionFiles(state / "agent-lsp" / "sessions").save(cut, state="running")
+
+    listed = run_cli("sessions", "--workspace", str(workspace), env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("cd" * 16) and lines[0].endswith("refactor everything [interrupted]")
+    assert lines[1].startswith(done) and lines[1].endswith("1 ask  say hello")

@@ -243,7 +243,7 @@ class AcpAgent:
                 SessionInfo(
                     session_id=s.session_id,
                     cwd=str(_path_of(s.workspace_folder)),
-                    title=s.title,
+                    title=f"{s.title} (interrupted)" if s.state == "interrupted" else s.title,
                     updated_at=_iso(s.updated),
                 )
                 for s in found

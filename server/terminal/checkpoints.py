@@ -1,4 +1,5 @@
-"""``agent-lsp checkpoints`` / ``diff`` / ``rewind``: a session's asks from the terminal.
+"""``agent-lsp sessions`` / ``checkpoints`` / ``diff`` / ``rewind``: a folder's conversations
+and a session's asks from the terminal.
 
 Like ``agent-lsp ask``, each command starts the server as a child process and speaks
 the protocol to it (``agent/checkpoints``, ``agent/diff``, ``agent/rewind``); the
@@ -16,7 +17,7 @@ from typing import Any, TextIO
 from pygls.exceptions import JsonRpcException
 
 from ..config.paths import default_session_dir
-from ..protocol import AGENT_CHECKPOINTS, AGENT_DIFF, AGENT_REWIND
+from ..protocol import AGENT_CHECKPOINTS, AGENT_DIFF, AGENT_REWIND, AGENT_SESSIONS
 from .client import StreamedOutput, _run, connected, workspace_of
 
 MARKS = {"added": "A", "modified": "M", "deleted": "D"}
@@ -40,6 +41,18 @@ def format_checkpoints(checkpoints: list[dict[str, Any]]) -> list[str]:
         if not checkpoint["files"]:
             lines.append("       (no files changed)")
         lines += [f"       note: {note}" for note in checkpoint.get("notes", [])]
+    return lines
+
+
+def format_sessions(sessions: list[dict[str, Any]]) -> list[str]:
+    """One line per conversation, newest first: its id (for ``--session``), when it was last
+    used, its asks, its first prompt; ``[interrupted]`` when its last ask never finished."""
+    lines = []
+    for session in sessions:
+        when = datetime.fromtimestamp(session["updated"]).strftime("%Y-%m-%d %H:%M")
+        asks = f"{session['turns']} ask{'s' if session['turns'] != 1 else ''}"
+        state = " [interrupted]" if session.get("state") == "interrupted" else ""
+        lines.append(f"{session['sessionId']}  {when}  {asks:>8}  {session['title']}{state}")
     return lines
 
 
@@ -78,7 +91,7 @@ def run_checkpoint_command(args: argparse.Namespace) -> int:
         checkpoint_command(
             args.command,
             workspace,
-            session_id=args.session,
+            session_id=getattr(args, "session", "") or "",
             checkpoint_id=getattr(args, "checkpoint", None),
             dry_run=getattr(args, "dry_run", False),
             session_dir=args.ask_session_dir or default_session_dir(),
@@ -102,7 +115,11 @@ async def checkpoint_command(
     shown = StreamedOutput(out, err)
     async with connected(workspace, session_dir=session_dir, shown=shown) as send:
         try:
-            if command == "checkpoints":
+            if command == "sessions":
+                result = await send(AGENT_SESSIONS, {"workspaceFolder": workspace.as_uri()})
+                lines = format_sessions(result["sessions"])
+                text = "\n".join(lines) + "\n" if lines else "no conversations in this folder\n"
+            elif command == "checkpoints":
                 result = await send(AGENT_CHECKPOINTS, {"sessionId": session_id})
                 lines = format_checkpoints(result["checkpoints"])
                 text = "\n".join(lines) + "\n" if lines else f"no checkpoints in {session_id}\n"
