@@ -193,6 +193,7 @@ async def run_server(folder: Path, model: Model) -> dict[str, Any]:
     session.client.initialized(types.InitializedParams())
     rows: dict[Any, dict[str, Any]] = {}
     probes: list[float] = []
+    long_body: list[dict[str, Any]] = []
     rss: dict[int, int] = {}
     session_id: str | None = None
     host = urlparse(model.base_url)
@@ -246,6 +247,7 @@ async def run_server(folder: Path, model: Model) -> dict[str, Any]:
             shown = {k: round(v, 4) for k, v in rows[mark].items()}
             print(f"{mark} messages: {shown}", file=sys.stderr, flush=True)
             if mark == LONG:
+                long_body.append(json.loads(model.body_file.read_text()))
                 stop = asyncio.Event()
                 task = asyncio.create_task(probe(session, stop, probes))
                 for _ in range(PROBE_ASKS):
@@ -257,6 +259,7 @@ async def run_server(folder: Path, model: Model) -> dict[str, Any]:
             await one_ask()
         rss[asks] = rss_kb(session.process.pid)
         rows["last"] = {"messages": held, "asks": asks}
+        rows["long_body"] = long_body[0]
         return {"rows": rows, "probes": probes, "rss": rss}
     finally:
         connection.close()
@@ -424,7 +427,7 @@ def main() -> None:
             model = await Model.start(Path(tmp) / "body.json")
             try:
                 result = await run_server(folder, model)
-                body = json.loads(model.body_file.read_text())
+                body = result["rows"].pop("long_body")
                 part = await asyncio.to_thread(parts, body, model.base_url)
             finally:
                 await model.stop()
