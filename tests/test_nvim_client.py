@@ -113,6 +113,7 @@ def run_nvim(
     on_sync: dict[str, Callable[[], None]] | None = None,
     data: Any = None,
     env_changes: dict[str, str | None] | None = None,
+    command: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run one Lua test body; returns the records it emitted, merged into one dict.
 
@@ -126,7 +127,7 @@ def run_nvim(
     script.write_text(PRELUDE.replace("{BODY}", body), encoding="utf-8")
     config = {
         "plugin": str(PLUGIN),
-        "cmd": SERVER_COMMAND,
+        "cmd": command or SERVER_COMMAND,
         "settings": settings or {},
         "sync_dir": str(sync_dir),
         "data": data,
@@ -846,3 +847,59 @@ def test_scenario(scenario: Scenario, steps: Steps, tmp_path: Path, workspace: P
         return run_nvim(tmp_path, run.model, workspace, script, **options)
 
     play(scenario, steps, run, launch)
+
+
+def test_quitting_after_an_ask_prints_no_error(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: the server's exit, seen while Neovim quits, appended to a buffer being torn
+    # down ("Error executing vim.schedule lua callback ... Failed to insert line").
+    model.reply("Hello there.")
+    body = r"""
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        T.emit({ asked = true })
+    """
+    for attempt in range(3):  # the race lost 7 times in 8 for the user
+        (tmp_path / str(attempt)).mkdir()
+        records = run_nvim(tmp_path / str(attempt), model, workspace, body)
+        assert records["asked"]
+        stderr = (tmp_path / str(attempt) / "nvim-stderr.txt").read_text()
+        assert "Error executing" not in stderr and "stack traceback" not in stderr, stderr
+        model.reply("Hello there.")
+
+
+def test_a_server_killed_by_a_signal_is_reported_as_killed(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: "exited (code 0)" for a server killed with signal 9.
+    import signal
+
+    from tests.support.procs import pids_with, unique_tag
+
+    tag = str(tmp_path / unique_tag())
+    model.reply("never seen", delay=30)
+
+    def kill_the_server() -> None:
+        (pid,) = pids_with(tag)
+        os.kill(pid, signal.SIGKILL)
+
+    body = r"""
+        vim.cmd('AgentAsk hello')
+        T.wait('the model request', function() return agent.status().running end)
+        T.sync('asking')
+        T.idle()
+        local buf = vim.fn.bufnr('agent-lsp://conversation')
+        T.emit({ conversation = T.lines(buf) })
+    """
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        body,
+        on_sync={"asking": kill_the_server},
+        command=[*SERVER_COMMAND, "--session-dir", tag],
+    )
+    text = "\n".join(records["conversation"])
+    assert "was killed by signal 9" in text, text
+    assert "exited (code" not in text, text

@@ -64,7 +64,8 @@ local on_ready = {} -- client id -> callbacks waiting for `initialized`
 local shown = { handlers = {}, on_exit = function() end }
 
 --- `handlers` (method -> LSP handler) for every server started from now on, and
---- `on_exit(root, code)` called after a server for `root` exited.
+--- `on_exit(root, code, signal)` called after a server for `root` exited (`signal` 0: it
+--- exited by itself with `code`).
 function M.set_handlers(handlers, on_exit)
   shown.handlers, shown.on_exit = handlers, on_exit
 end
@@ -154,13 +155,19 @@ local function section()
   return next(settings) and settings or vim.empty_dict()
 end
 
-local function on_exit(root, client_id, code)
+local function on_exit(root, client_id, code, signal)
   if clients[root] == client_id then
     clients[root] = nil
   end
   on_ready[client_id] = nil
-  shown.on_exit(root, code)
+  shown.on_exit(root, code, signal)
 end
+
+vim.api.nvim_create_autocmd('VimLeavePre', {
+  callback = function()
+    M.leaving = true
+  end,
+})
 
 local function start_client(root)
   local handlers = vim.tbl_extend('force', shown.handlers, {
@@ -192,9 +199,14 @@ local function start_client(root)
         end
       end)
     end,
-    on_exit = function(code, _, client_id)
+    on_exit = function(code, signal, client_id)
       vim.schedule(function()
-        on_exit(root, client_id, code)
+        -- Neovim is quitting (it stops its LSP clients): nothing to tell, and its buffers
+        -- can no longer be written ("Failed to insert line" in a scheduled callback).
+        if M.leaving or vim.v.exiting ~= vim.NIL then
+          return
+        end
+        on_exit(root, client_id, code, signal)
       end)
     end,
   }

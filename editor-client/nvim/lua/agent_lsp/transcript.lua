@@ -183,11 +183,14 @@ M.handlers = {
   ['$/progress'] = on_progress,
 }
 
---- The server for `root` exited (`code`): its ask ends, its session is gone.
-function M.on_exit(root, code)
+--- The server for `root` exited (`code`, or killed by `signal`): its ask ends, its session
+--- is gone.
+function M.on_exit(root, code, signal)
   local req = conv.request
   if req and req.root == root then
-    finish(req, { string.format('**Error**: the agent-lsp server exited (code %s).', code) })
+    local how = (signal or 0) ~= 0 and string.format('was killed by signal %d', signal)
+      or string.format('exited (code %s)', code)
+    finish(req, { string.format('**Error**: the agent-lsp server %s.', how) })
   end
   if conv.root == root and conv.session_id then
     conv.session_id = nil
