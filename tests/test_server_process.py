@@ -316,7 +316,9 @@ def test_a_first_ask_cut_short_by_kill_9_is_listed_interrupted_and_can_be_undone
     try:
         initialize(proc, reader, project)
         send(proc, {"id": 2, "method": "agent/ask", "params": {"prompt": "rewrite the notes"}})
-        assert wait_until(lambda: bool(pids_with(tag)), 10)
+        notes = project / "notes.txt"
+        assert wait_until(lambda: notes.read_text() == "the agent was here\n", 10)
+        assert wait_until(lambda: bool(pids_with(tag)), 10)  # still asking
         proc.kill()  # no clean-up of any kind
         proc.wait()
     finally:
