@@ -157,7 +157,10 @@ async def client(proxy: SamplingProxy, tmp_path: Path) -> AsyncIterator[AgentTes
         "maxTurns": 2,
         "systemPrompt": SYSTEM_PROMPT,
         "requestTimeout": REQUEST_TIMEOUT,
-        "maxRetries": 0,
+        # This server sometimes drops the connection of a streamed request with tools
+        # instead of answering it with an empty event stream (a race in its error path):
+        # a dropped connection is retried, as for any user.
+        "maxRetries": 3,
     }
     # MODEL stays "scripted": a name this server does not list.
     async with agent_session(server_env(proxy.base_url), [workspace], settings=settings) as client:
@@ -189,10 +192,17 @@ async def test_a_tool_call_and_the_requests_after_it_work(
 
     # This server answers a streamed request that offers tools with an empty event
     # stream: the first request streamed, got nothing, and was asked again plainly;
-    # the server remembered, and asked every later one plainly.
-    statuses = [request["status"] for request in proxy.requests]
+    # the server remembered, and asked every later one plainly. (Before that, the same
+    # streamed request may have been dropped mid-body and retried: never after.)
+    dropped = 0
+    while proxy.requests[dropped]["status"] == "broken":
+        dropped += 1
+    answered = proxy.requests[dropped:]
+    assert dropped <= 3, proxy.requests
+    assert all(request["body"].get("stream") for request in proxy.requests[:dropped])
+    statuses = [request["status"] for request in answered]
     assert statuses == [200] * (1 + first["turns"] + second["turns"])
-    streamed = [bool(request["body"].get("stream")) for request in proxy.requests]
+    streamed = [bool(request["body"].get("stream")) for request in answered]
     assert streamed == [True] + [False] * (first["turns"] + second["turns"])
     last = proxy.requests[-1]["body"]["messages"]
     sent_back = [m for m in last if m["role"] == "assistant"]

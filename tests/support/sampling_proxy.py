@@ -7,10 +7,15 @@ full); the proxy adds ``"temperature": 0`` to each chat request, so the model's
 choices are the same every run. Nothing else is changed: the messages reach the
 server exactly as agent-lsp sent them, and ``requests`` keeps each request body
 and the upstream's status for the test to read.
+
+An answer the upstream breaks off (its chunked body ends without the last chunk) is
+relayed broken in the same way, recorded with the status ``"broken"``: the client sees
+what it would have seen without the proxy.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import urllib.error
@@ -50,9 +55,9 @@ class SamplingProxy:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def forward(self, method: str, path: str, body: bytes | None) -> tuple[int, str, bytes]:
-        """The upstream's status, content type (an SSE stream stays one, relayed whole)
-        and body."""
+    def forward(self, method: str, path: str, body: bytes | None) -> tuple[int, str, bytes, bool]:
+        """The upstream's status, content type (an SSE stream stays one, relayed whole),
+        body, and whether that body broke off before its end."""
         record: dict[str, Any] | None = None
         if body is not None:
             payload = json.loads(body)
@@ -69,16 +74,21 @@ class SamplingProxy:
             method=method,
             headers={"Content-Type": "application/json"},
         )
+        broken = False
         try:
             with urllib.request.urlopen(request, timeout=UPSTREAM_TIMEOUT) as response:
-                status, data = response.status, response.read()
+                status = response.status
                 kind = response.headers.get("Content-Type", "application/json")
+                try:
+                    data = response.read()
+                except http.client.IncompleteRead as cut:
+                    data, broken = cut.partial, True
         except urllib.error.HTTPError as error:
             status, data = error.code, error.read()
             kind = error.headers.get("Content-Type", "application/json")
         if record is not None:
-            record["status"] = status
-        return status, kind, data
+            record["status"] = "broken" if broken else status
+        return status, kind, data, broken
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -93,14 +103,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _relay(self, method: str, body: bytes | None) -> None:
         proxy: SamplingProxy = self.server.proxy  # type: ignore[attr-defined]
+        broken = False
         try:
-            status, kind, data = proxy.forward(method, self.path, body)
+            status, kind, data, broken = proxy.forward(method, self.path, body)
         except OSError as error:  # the upstream is gone: say so as a gateway would
             status, kind = 502, "application/json"
             data = json.dumps({"error": {"message": str(error)}}).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", kind)
+            if broken:  # as the upstream did: chunked, and the connection closed mid-body
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                if data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.close_connection = True
+                return
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
