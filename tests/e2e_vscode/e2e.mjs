@@ -1381,7 +1381,7 @@ scenario("a key set with Agent: Set API Key reaches the server, and no settings 
   const after = await until("a restarted server with the key", () => {
     const now = agentServers(codeServerPid);
     return now.length === 1 && now[0].pid !== before.pid && environOf(now[0].pid).includes(`MODEL_API_KEY=${E2E_KEY}`) ? now[0] : undefined;
-  }, 30_000);
+  }, 60_000); // the old server ends (up to its 10 s exit deadline) and a new one starts: slow on a loaded 2-core machine
   assert(!after.cmdline.includes(E2E_KEY), "the key is on the server's command line");
   const count = modelRequests(keyModel.recordFile).length;
   await ask(page, "E2E-KEY does the key work?");
