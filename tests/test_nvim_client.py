@@ -903,3 +903,38 @@ def test_a_server_killed_by_a_signal_is_reported_as_killed(
     text = "\n".join(records["conversation"])
     assert "was killed by signal 9" in text, text
     assert "exited (code" not in text, text
+
+
+def test_streaming_follows_only_a_cursor_at_the_end(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: `gg` in the conversation while an answer streamed was undone within 0.3 s.
+    answer = "".join(f"Part {i} of the answer.\n" for i in range(12))
+    model.reply(answer, chunk_size=5, chunk_delay=0.03)
+    model.reply(answer, chunk_size=5, chunk_delay=0.03)
+    body = r"""
+        local function has(pattern)
+          return T.has_line(agent.status().conversation_buf, pattern)
+        end
+        vim.cmd('AgentAsk stream it')
+        T.wait('the answer to start', function() return has('^Part 0') end)
+        local buf = agent.status().conversation_buf
+        local win = vim.fn.bufwinid(buf)
+        vim.api.nvim_set_current_win(win)
+        vim.cmd('normal! gg')
+        T.wait('more of the answer', function() return has('^Part 6') end)
+        local while_streaming = vim.api.nvim_win_get_cursor(win)[1]
+        T.idle()
+        local after = vim.api.nvim_win_get_cursor(win)[1]
+        -- Back at the end (`G`), the cursor follows the next answer.
+        vim.cmd('normal! G')
+        vim.cmd('AgentAsk again')
+        T.idle()
+        T.emit({ while_streaming = while_streaming, after = after,
+                 followed = vim.api.nvim_win_get_cursor(win)[1],
+                 last = vim.api.nvim_buf_line_count(buf) })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["while_streaming"] == 1
+    assert records["after"] == 1
+    assert records["followed"] == records["last"]

@@ -59,22 +59,33 @@ local function windows_of(buf)
   return found
 end
 
-local function scroll_to_end(buf)
+-- The windows showing `buf` whose cursor is on its last line: they follow what is added.
+-- A cursor the user moved elsewhere (`gg` while an answer streams) stays where it is.
+local function following(buf)
   local last = api.nvim_buf_line_count(buf)
+  local found = {}
   for _, win in ipairs(windows_of(buf)) do
-    api.nvim_win_set_cursor(win, { last, 0 })
+    if api.nvim_win_get_cursor(win)[1] >= last then
+      table.insert(found, win)
+    end
   end
+  return found
 end
 
 --- Replace lines [first, last) (0-based, -1 = end); an empty buffer is replaced whole.
+--- Windows whose cursor was on the last line move to the new last line.
 function M.set_lines(buf, first, last, lines)
+  local follow = following(buf)
   vim.bo[buf].modifiable = true
   if api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == '' then
     first, last = 0, -1
   end
   api.nvim_buf_set_lines(buf, first, last, false, lines)
   vim.bo[buf].modifiable = false
-  scroll_to_end(buf)
+  local count = api.nvim_buf_line_count(buf)
+  for _, win in ipairs(follow) do
+    api.nvim_win_set_cursor(win, { count, 0 })
+  end
 end
 
 function M.append(buf, lines)
