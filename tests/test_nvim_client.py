@@ -938,3 +938,42 @@ def test_streaming_follows_only_a_cursor_at_the_end(
     assert records["while_streaming"] == 1
     assert records["after"] == 1
     assert records["followed"] == records["last"]
+
+
+def test_every_view_shares_one_sidebar_window(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: the conversation, trace, checkpoints and check became four 40-column windows
+    # on a 160-column terminal.
+    model.reply("Hello there.")
+    body = r"""
+        vim.o.columns = 160
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        vim.cmd('AgentTrace')
+        vim.cmd('AgentCheckpoints')
+        T.wait('the checkpoints', function() return #T.lines(agent.status().checkpoints_buf) > 0 end)
+        vim.cmd('AgentCheck')
+        T.wait('the check', function() return T.has_line(agent.status().check_buf, '^The endpoint') end)
+        local wins = vim.api.nvim_tabpage_list_wins(0)
+        local sidebar = vim.fn.bufwinid(agent.status().check_buf)
+        local right = { count = #wins, width = vim.api.nvim_win_get_width(sidebar) }
+        -- Closed, it opens again where the `window` option says.
+        vim.api.nvim_win_close(sidebar, true)
+        agent.setup({ window = { position = 'bottom', height = 10 } })
+        vim.cmd('AgentTrace')
+        local win = vim.fn.bufwinid(agent.status().trace_buf)
+        T.emit({ right = right, bottom = {
+          count = #vim.api.nvim_tabpage_list_wins(0),
+          height = vim.api.nvim_win_get_height(win),
+          width = vim.api.nvim_win_get_width(win),
+          row = vim.api.nvim_win_get_position(win)[1],
+        } })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["right"] == {"count": 2, "width": 64}  # 0.4 of 160 columns
+    bottom = records["bottom"]
+    assert bottom["count"] == 2
+    assert bottom["height"] == 10
+    assert bottom["width"] == 160
+    assert bottom["row"] > 0

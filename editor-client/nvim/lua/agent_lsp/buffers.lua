@@ -98,7 +98,66 @@ function M.text_lines(text)
   return lines
 end
 
---- Show a buffer in a window of the current tab page (opened with `open_cmd`).
+-- The window every view shares (the conversation, the trace, the lists): a view replaces the
+-- buffer shown in it rather than opening one more split.
+local sidebar
+
+local SPLITS = { right = 'botright vsplit', left = 'topleft vsplit', bottom = 'botright split', top = 'topleft split' }
+
+-- A size: columns/lines when >= 1, else that fraction of `total`.
+local function size(value, total, default)
+  value = tonumber(value) or default
+  if value < 1 then
+    value = math.floor(total * value)
+  end
+  return math.max(1, math.min(math.floor(value), total - 2))
+end
+
+-- Open the sidebar for `buf` as the `window` option says (`open_cmd`, when set, instead).
+local function open_window(buf)
+  local opts = client.config.window or {}
+  local position = opts.position or 'right'
+  if client.config.open_cmd then
+    vim.cmd(client.config.open_cmd)
+  elseif position == 'float' then
+    local width = size(opts.width, vim.o.columns, 0.8)
+    local height = size(opts.height, vim.o.lines - vim.o.cmdheight, 0.8)
+    return api.nvim_open_win(buf, false, {
+      relative = 'editor',
+      width = width,
+      height = height,
+      row = math.floor((vim.o.lines - height) / 2) - 1,
+      col = math.floor((vim.o.columns - width) / 2),
+      border = 'rounded',
+    })
+  else
+    vim.cmd(SPLITS[position] or SPLITS.right)
+  end
+  local win = api.nvim_get_current_win()
+  api.nvim_win_set_buf(win, buf)
+  if client.config.open_cmd then
+    return win
+  end
+  if position == 'top' or position == 'bottom' then
+    api.nvim_win_set_height(win, size(opts.height, vim.o.lines - vim.o.cmdheight, 0.35))
+    vim.wo[win].winfixheight = true
+  else
+    api.nvim_win_set_width(win, size(opts.width, vim.o.columns, 0.4))
+    vim.wo[win].winfixwidth = true
+  end
+  return win
+end
+
+--- The sidebar window, if it is open in the current tab page.
+function M.sidebar()
+  if sidebar and api.nvim_win_is_valid(sidebar) and api.nvim_win_get_tabpage(sidebar) == api.nvim_get_current_tabpage() then
+    return sidebar
+  end
+  return nil
+end
+
+--- Show a buffer: in a window of the current tab page that shows it already, else in the
+--- sidebar (opened as the `window` option says if it is not there); focused or not.
 function M.show(buf, focus)
   local win
   for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
@@ -109,9 +168,13 @@ function M.show(buf, focus)
   end
   local previous = api.nvim_get_current_win()
   if not win then
-    vim.cmd(client.config.open_cmd)
-    win = api.nvim_get_current_win()
-    api.nvim_win_set_buf(win, buf)
+    win = M.sidebar()
+    if win then
+      api.nvim_win_set_buf(win, buf)
+    else
+      win = open_window(buf)
+      sidebar = win
+    end
     vim.wo[win].wrap = true
     vim.wo[win].linebreak = true
   end
@@ -124,6 +187,7 @@ function M.view(name, filetype, lines)
   local buf = M.scratch(name, filetype)
   M.set_lines(buf, 0, -1, lines)
   M.show(buf, true)
+  api.nvim_win_set_cursor(0, { 1, 0 }) -- a list is read from its top
 end
 
 return M

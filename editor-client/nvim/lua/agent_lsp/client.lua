@@ -20,8 +20,12 @@ local defaults = {
   -- current directory; `root_dir = function(bufnr) return path end` overrides it.
   root_markers = { '.git', '.hg', '.svn' },
   root_dir = nil,
-  -- Ex command that opens a window for the conversation (and trace, tools).
-  open_cmd = 'botright vsplit',
+  -- The one window the conversation, the trace and the lists share (each view replaces the
+  -- buffer shown in it): position 'right', 'left', 'bottom', 'top' or 'float'; width and
+  -- height in columns/lines, or below 1 a fraction of the editor's.
+  window = { position = 'right', width = 0.4, height = 0.35 },
+  -- An Ex command that opens that window instead (e.g. 'botright vsplit'); nil: `window`.
+  open_cmd = nil,
 }
 
 -- Changed in place only (configure below), never replaced: `require('agent_lsp').config` is
