@@ -38,7 +38,7 @@ from tests.support.editor_scenarios import (
     workspace_fixture,  # noqa: F401 (the `workspace` fixture)
 )
 from tests.support.lsp_client import REPO, server_env
-from tests.support.model_server import ScriptedModel
+from tests.support.model_server import ScriptedModel, tool_call
 
 NVIM = os.environ.get("AGENT_LSP_NVIM", "nvim")
 PLUGIN = REPO / "editor-client" / "nvim"
@@ -977,3 +977,58 @@ def test_every_view_shares_one_sidebar_window(
     assert bottom["height"] == 10
     assert bottom["width"] == 160
     assert bottom["row"] > 0
+
+
+def press(keys: str) -> str:
+    """Lua that types `keys` (mappings apply) in the current window."""
+    return f"vim.cmd('normal ' .. vim.api.nvim_replace_termcodes('{keys}', true, false, true))"
+
+
+def test_q_closes_and_enter_acts_on_the_checkpoint_under_the_cursor(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: `q` recorded a macro; <CR> on a checkpoint did nothing.
+    for name in ("one", "two"):
+        model.reply(tool_calls=[tool_call("bash", {"command": f"echo {name} > {name}.txt"})])
+        model.reply(f"Wrote {name}.")
+    body = rf"""
+        vim.cmd('AgentAsk write one')
+        T.idle()
+        vim.cmd('AgentAsk write two')
+        T.idle()
+        vim.cmd('AgentCheckpoints')
+        T.wait('the checkpoints', function()
+          return T.has_line(agent.status().checkpoints_buf, 'two%.txt')
+        end)
+        local list = T.lines(agent.status().checkpoints_buf)
+        local sidebar = vim.api.nvim_get_current_win()
+        for i, line in ipairs(list) do
+          if line:find('one%.txt') then vim.api.nvim_win_set_cursor(0, {{ i, 0 }}) end
+        end
+        {press('<CR>')}
+        T.wait('the diff', function() return T.has_line(agent.status().diff_buf, 'one%.txt') end)
+        local diff = T.text(agent.status().diff_buf)
+        local asked
+        vim.ui.select = function(items, opts, on_choice)
+          asked = opts.prompt
+          on_choice('Undo')
+        end
+        {press('R')}
+        T.wait('the rewind', function()
+          return T.has_line(agent.status().conversation_buf, 'Undone: ask 1')
+        end)
+        local before_q = #vim.api.nvim_tabpage_list_wins(0)
+        local in_sidebar = vim.api.nvim_win_get_buf(sidebar)
+        vim.api.nvim_set_current_win(sidebar)
+        {press('q')}
+        T.emit({{ diff = diff, asked = asked, in_sidebar = in_sidebar,
+                  diff_buf = agent.status().diff_buf, before_q = before_q,
+                  after_q = #vim.api.nvim_tabpage_list_wins(0), recording = vim.fn.reg_recording() }})
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert "+one" in records["diff"] and "two" not in records["diff"], records["diff"]
+    assert records["asked"].startswith("Undo ask 1 and later?"), records["asked"]
+    assert records["in_sidebar"] == records["diff_buf"]  # the diff replaced the list
+    assert records["before_q"] == 2
+    assert records["after_q"] == 1
+    assert records["recording"] == ""

@@ -46,7 +46,29 @@ function M.scratch(name, filetype)
   vim.bo[buf].filetype = filetype
   vim.bo[buf].modifiable = false
   buffers[name] = buf
+  vim.keymap.set('n', 'q', function()
+    M.close(buf)
+  end, { buffer = buf, nowait = true, desc = 'agent-lsp: close this window' })
   return buf
+end
+
+--- Close the current window, which shows `buf` (`q`); the last window of the tab page
+--- shows another buffer instead (the alternate one, else a new empty one).
+function M.close(buf)
+  local win = api.nvim_get_current_win()
+  local normal = vim.tbl_filter(function(w)
+    return api.nvim_win_get_config(w).relative == ''
+  end, api.nvim_tabpage_list_wins(0))
+  if api.nvim_win_get_config(win).relative ~= '' or #normal > 1 then
+    api.nvim_win_close(win, false)
+    return
+  end
+  local alternate = vim.fn.bufnr('#')
+  if alternate > 0 and alternate ~= buf and vim.fn.buflisted(alternate) == 1 then
+    api.nvim_win_set_buf(win, alternate)
+  else
+    vim.cmd('enew')
+  end
 end
 
 local function windows_of(buf)
