@@ -78,6 +78,30 @@ function T.text(buf)
   if not buf then return '' end
   return table.concat(T.lines(buf), '\n') .. '\n'
 end
+-- The conversation without its tool call lines (a call's line, its folded details, the blank
+-- line after them): the shared scenarios check the answers' layout, which every client
+-- shares; test_tool_calls_show_in_the_conversation_and_open_their_output checks the calls.
+local CALL_MARKS = { '→', '⏸', '✓', '✗' }
+local function is_call_line(line)
+  for _, mark in ipairs(CALL_MARKS) do
+    if vim.startswith(line, '- ' .. mark .. ' ') then return true end
+  end
+  return vim.startswith(line, '  ┆')
+end
+function T.answers(buf)
+  local kept, dropped = {}, false
+  for _, line in ipairs(T.lines(buf)) do
+    if is_call_line(line) then
+      dropped = true
+    elseif not (dropped and line == '' and kept[#kept] == '') then
+      table.insert(kept, line)
+      dropped = false
+    else
+      dropped = false
+    end
+  end
+  return table.concat(kept, '\n') .. '\n'
+end
 function T.has_line(buf, pattern)
   for _, line in ipairs(T.lines(buf)) do
     if line:find(pattern) then return true end
@@ -370,7 +394,7 @@ STEPS: dict[str, Steps] = {
         T.wait('the compaction', function() return T.has_line(buf, '^_%(compacted: ') end)
         T.emit({
           lines = lines,
-          conversation = T.text(buf),
+          conversation = T.answers(buf),
           trace = T.lines(agent.status().trace_buf),
         })
         """
@@ -391,7 +415,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         vim.cmd('AgentAsk say more')
         T.idle()
-        T.emit({ conversation = T.text(agent.status().conversation_buf) })
+        T.emit({ conversation = T.answers(agent.status().conversation_buf) })
         """
     ),
     "ask_shows_answer_trace_and_follow_up_reuses_session": Steps(
@@ -413,7 +437,7 @@ STEPS: dict[str, Steps] = {
         vim.cmd('edit {run.state["outside"]}')
         local outside_buf = vim.api.nvim_get_current_buf()
         T.emit({{
-          conversation = T.text(second.conversation_buf),
+          conversation = T.answers(second.conversation_buf),
           trace = T.lines(second.trace_buf),
           first_session = first.session_id,
           second_session = second.session_id,
@@ -459,7 +483,7 @@ STEPS: dict[str, Steps] = {
           input_prompt = asked,
           first_session = first,
           second_session = agent.status().session_id,
-          conversation = T.text(agent.status().conversation_buf),
+          conversation = T.answers(agent.status().conversation_buf),
           trace = T.lines(agent.status().trace_buf),
         })
         """
@@ -480,7 +504,7 @@ STEPS: dict[str, Steps] = {
         vim.cmd('AgentAsk go on')
         T.idle()
         T.emit({
-          conversation = T.text(agent.status().conversation_buf),
+          conversation = T.answers(agent.status().conversation_buf),
           trace = T.lines(agent.status().trace_buf),
           log = vim.lsp.get_log_path(),
         })
@@ -504,7 +528,7 @@ STEPS: dict[str, Steps] = {
         vim.cmd('AgentAsk which model?')
         T.idle()
         T.emit({ check = check, offered = offered,
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=on_check,
     ),
@@ -528,7 +552,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         local status = agent.status()
         T.emit({ prompts = prompts, trace = T.lines(status.trace_buf),
-                 conversation = T.text(status.conversation_buf) })
+                 conversation = T.answers(status.conversation_buf) })
         """,
         check=permission_prompts,
         # The fifth request is never answered: the server gives up after 1 s.
@@ -609,7 +633,7 @@ STEPS: dict[str, Steps] = {
         late()
         vim.cmd('AgentAsk go on')
         T.idle()
-        T.emit({ conversation = T.text(agent.status().conversation_buf), notes = notes,
+        T.emit({ conversation = T.answers(agent.status().conversation_buf), notes = notes,
                  log = vim.lsp.get_log_path() })
         """,
         check=withdrawn_and_acknowledged,
@@ -624,7 +648,7 @@ STEPS: dict[str, Steps] = {
         local partial, running = T.text(status.conversation_buf), status.running
         T.idle()
         T.emit({ partial = partial, running = running,
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """
     ),
     "the_selection_goes_with_the_ask": Steps(
@@ -638,7 +662,7 @@ STEPS: dict[str, Steps] = {
         vim.cmd('normal! 1GVj\27')
         vim.cmd("'<,'>AgentAsk and these?")
         T.idle()
-        T.emit({ conversation = T.text(agent.status().conversation_buf) })
+        T.emit({ conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=linewise_selection,
     ),
@@ -673,7 +697,7 @@ STEPS: dict[str, Steps] = {
           diff_filetype = vim.bo[agent.status().diff_buf].filetype,
           asked = asked.prompt,
           asked_items = asked.items,
-          conversation = T.text(agent.status().conversation_buf),
+          conversation = T.answers(agent.status().conversation_buf),
         })
         """,
         check=checkpoint_views,
@@ -717,7 +741,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         T.emit({ servers = servers, tools = tools, prompts = prompts,
                  trace = T.lines(agent.status().trace_buf),
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=mcp_tool_views,
     ),
@@ -798,7 +822,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         T.emit({ offered = offered, review = review, again = again, not_first = not_first,
                  input_completion = input_completion,
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=prompt_completion,
     ),
@@ -831,7 +855,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         T.emit({ checkpoints = checkpoints, first_session = first,
                  second_session = agent.status().session_id, asked_items = asked_items,
-                 conversation = T.text(conv) })
+                 conversation = T.answers(conv) })
         """,
         check=builtin_confirmed,
     ),
@@ -952,9 +976,13 @@ def test_every_view_shares_one_sidebar_window(
         T.idle()
         vim.cmd('AgentTrace')
         vim.cmd('AgentCheckpoints')
-        T.wait('the checkpoints', function() return #T.lines(agent.status().checkpoints_buf) > 0 end)
+        T.wait('the checkpoints', function()
+          return #T.lines(agent.status().checkpoints_buf) > 0
+        end)
         vim.cmd('AgentCheck')
-        T.wait('the check', function() return T.has_line(agent.status().check_buf, '^The endpoint') end)
+        T.wait('the check', function()
+          return T.has_line(agent.status().check_buf, '^The endpoint')
+        end)
         local wins = vim.api.nvim_tabpage_list_wins(0)
         local sidebar = vim.fn.bufwinid(agent.status().check_buf)
         local right = { count = #wins, width = vim.api.nvim_win_get_width(sidebar) }
@@ -1005,7 +1033,7 @@ def test_q_closes_and_enter_acts_on_the_checkpoint_under_the_cursor(
         for i, line in ipairs(list) do
           if line:find('one%.txt') then vim.api.nvim_win_set_cursor(0, {{ i, 0 }}) end
         end
-        {press('<CR>')}
+        {press("<CR>")}
         T.wait('the diff', function() return T.has_line(agent.status().diff_buf, 'one%.txt') end)
         local diff = T.text(agent.status().diff_buf)
         local asked
@@ -1013,17 +1041,18 @@ def test_q_closes_and_enter_acts_on_the_checkpoint_under_the_cursor(
           asked = opts.prompt
           on_choice('Undo')
         end
-        {press('R')}
+        {press("R")}
         T.wait('the rewind', function()
           return T.has_line(agent.status().conversation_buf, 'Undone: ask 1')
         end)
         local before_q = #vim.api.nvim_tabpage_list_wins(0)
         local in_sidebar = vim.api.nvim_win_get_buf(sidebar)
         vim.api.nvim_set_current_win(sidebar)
-        {press('q')}
+        {press("q")}
         T.emit({{ diff = diff, asked = asked, in_sidebar = in_sidebar,
                   diff_buf = agent.status().diff_buf, before_q = before_q,
-                  after_q = #vim.api.nvim_tabpage_list_wins(0), recording = vim.fn.reg_recording() }})
+                  after_q = #vim.api.nvim_tabpage_list_wins(0),
+                  recording = vim.fn.reg_recording() }})
     """
     records = run_nvim(tmp_path, model, workspace, body)
     assert "+one" in records["diff"] and "two" not in records["diff"], records["diff"]
@@ -1032,3 +1061,62 @@ def test_q_closes_and_enter_acts_on_the_checkpoint_under_the_cursor(
     assert records["before_q"] == 2
     assert records["after_q"] == 1
     assert records["recording"] == ""
+
+
+def test_tool_calls_show_in_the_conversation_and_open_their_output(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: after a bash that printed 200 lines the conversation said "1 tool call", and
+    # nothing showed a call's arguments or output.
+    model.reply(
+        "Counting first.",
+        tool_calls=[
+            tool_call("bash", {"command": "seq 1 200"}),
+            tool_call("read_file", {"path": "missing.txt"}),
+        ],
+    )
+    model.reply("Counted to 200.")
+    body = rf"""
+        vim.cmd('AgentAsk count')
+        T.idle()
+        local buf = agent.status().conversation_buf
+        local lines = T.lines(buf)
+        local win = vim.fn.bufwinid(buf)
+        vim.api.nvim_set_current_win(win)
+        local call_row, folded
+        for i, line in ipairs(lines) do
+          if line:find('^%- ✓ bash seq 1 200') then call_row = i end
+        end
+        folded = vim.fn.foldclosed(call_row + 1)
+        local failed_row
+        for i, line in ipairs(lines) do
+          if line:find('^%- ✗ read_file missing%.txt') then failed_row = i end
+        end
+        local marks = vim.api.nvim_buf_get_extmarks(buf, require('agent_lsp.calls').NS,
+          {{ failed_row - 1, 0 }}, {{ failed_row - 1, -1 }}, {{ details = true }})
+        vim.api.nvim_win_set_cursor(win, {{ call_row, 0 }})
+        {press("o")}
+        T.wait('the output', function()
+          local out = vim.fn.bufnr('agent-lsp://tool-output')
+          return out > 0 and T.has_line(out, '^200$')
+        end)
+        T.emit({{ lines = lines, call_row = call_row, folded = folded,
+                  failed_hl = marks[1] and marks[1][4].hl_group or vim.NIL,
+                  output = T.lines(vim.fn.bufnr('agent-lsp://tool-output')) }})
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    lines = records["lines"]
+    row = records["call_row"]
+    assert re.fullmatch(r"- ✓ bash seq 1 200 \(\d+ ms\)", lines[row - 1]), lines
+    details = lines[row : row + 13]
+    assert re.fullmatch(r'  ┆ arguments: \{"command": ?"seq 1 200"\}', details[0]), details
+    assert details[1] == "  ┆ output, last 10 of 200 lines (o: all of it):", details
+    assert details[2:12] == [f"  ┆ {n}" for n in range(191, 201)], details
+    assert records["folded"] == row  # the call is one folded line, its details under it
+    assert records["failed_hl"] == "AgentLspToolFailed"
+    text = "\n".join(lines)
+    assert text.index("Counting first.") < text.index("- ✓ bash") < text.index("Counted to 200.")
+    assert "_(2 tool calls" in text
+    output = records["output"]
+    assert output[0].startswith("- ✓ bash seq 1 200")
+    assert output[2:202] == [str(n) for n in range(1, 201)], output[:5]

@@ -20,6 +20,7 @@
 --   tools.lua        the tool list, the bash sandbox
 --   mcp.lua          the folder's MCP servers, approving a folder's own
 --   instructions.lua the instruction files and skills the model is given
+--   calls.lua        the tool calls shown in the conversation, a call's whole output
 --   permissions.lua  answering the server's permission requests
 --   format.lua       the text shown: trace lines, checkpoint lists, diffs, the sandbox view
 local ask = require('agent_lsp.ask')
@@ -91,6 +92,14 @@ function M.setup(opts)
 end
 
 local group = vim.api.nvim_create_augroup('agent_lsp', { clear = true })
+
+-- A failed tool call's line (in the conversation and the trace); `default`, so a colour
+-- scheme or the user may set it, and again after a colour scheme cleared the highlights.
+local function highlights()
+  vim.cmd('highlight default link AgentLspToolFailed ErrorMsg')
+end
+highlights()
+vim.api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
 vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
   group = group,
   callback = function(args)
