@@ -1120,3 +1120,92 @@ def test_tool_calls_show_in_the_conversation_and_open_their_output(
     output = records["output"]
     assert output[0].startswith("- ✓ bash seq 1 200")
     assert output[2:202] == [str(n) for n in range(1, 201)], output[:5]
+
+
+def test_a_conversation_is_reopened_after_a_restart(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: in a new Neovim :AgentCheckpoints said "no conversation yet" although the
+    # server keeps conversations; an interrupted one (its server killed mid-ask) is marked.
+    import signal
+
+    from tests.support.procs import pids_with, unique_tag
+
+    tag = str(tmp_path / unique_tag())
+    command = [*SERVER_COMMAND, "--session-dir", tag]
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo one > one.txt"})])
+    model.reply("Wrote one.")
+    first = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        r"""
+        vim.cmd('AgentAsk write one')
+        T.idle()
+        T.emit({ session = agent.status().session_id })
+        """,
+        command=command,
+    )
+
+    model.reply("never seen", delay=30)
+    model.reply("Continued.")
+
+    def kill_the_server() -> None:
+        assert model.wait_for_requests(3, timeout=30)  # the hanging ask reached the model
+        (pid,) = pids_with(tag)
+        os.kill(pid, signal.SIGKILL)
+
+    body = r"""
+        local notes = {}
+        vim.notify = function(message) table.insert(notes, message) end
+        -- A new Neovim: an ask whose server is killed leaves an interrupted conversation.
+        vim.cmd('AgentAsk hang')
+        T.wait('the model request', function() return agent.status().running end)
+        T.sync('asking')
+        T.idle()
+        vim.cmd('AgentCheckpoints')
+        local items
+        vim.ui.select = function(list, opts, on_choice)
+          items = vim.tbl_map(opts.format_item, list)
+          for _, session in ipairs(list) do
+            if session.sessionId == config.data then return on_choice(session) end
+          end
+        end
+        vim.cmd('AgentHistory')
+        local conv = vim.fn.bufnr('agent-lsp://conversation')
+        T.wait('the reopened conversation', function() return T.has_line(conv, '^Wrote one%.') end)
+        local reopened = T.lines(conv)
+        vim.cmd('AgentCheckpoints')
+        T.wait('its checkpoints', function()
+          return T.has_line(agent.status().checkpoints_buf, 'one%.txt')
+        end)
+        vim.cmd('AgentAsk and now?')
+        T.idle()
+        T.emit({ notes = notes, items = items, reopened = reopened,
+                 session = agent.status().session_id, conversation = T.text(conv) })
+    """
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        body,
+        on_sync={"asking": kill_the_server},
+        command=command,
+        data=first["session"],
+    )
+    assert (
+        "agent-lsp: no conversation yet: ask something, or reopen one with :AgentHistory"
+        in (records["notes"])
+    )
+    items = records["items"]
+    assert len(items) == 2, items
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d  hang  \(1 ask\)  \[interrupted: .*\]", items[0]
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d  write one  \(1 ask\)", items[1])
+    reopened = "\n".join(records["reopened"])
+    assert "## You\n\nwrite one\n\n## Agent\n\n- ✓ bash echo one > one.txt" in reopened, reopened
+    assert records["session"] == first["session"]  # the next ask continued it
+    asked = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "user"]
+    assert asked[0] == "write one" and asked[-1].endswith("and now?"), asked
+    assert "Continued." in records["conversation"]

@@ -16,6 +16,7 @@
 --   commands.lua     the /commands: completing them, telling the built-ins apart
 --   checkpoints.lua  the checkpoints, an ask's diff, rewinding
 --   grants.lua       the "always" permission answers
+--   history.lua      reopening a saved conversation
 --   model.lua        checking the endpoint, choosing the model
 --   tools.lua        the tool list, the bash sandbox
 --   mcp.lua          the folder's MCP servers, approving a folder's own
@@ -55,6 +56,7 @@ M.checkpoints = checkpoints.checkpoints
 M.diff = checkpoints.diff
 M.rewind = checkpoints.rewind
 M.grants = grants.grants
+M.history = require('agent_lsp.history').history
 M.mcp = require('agent_lsp.mcp').mcp
 M.instructions = require('agent_lsp.instructions').instructions
 M.complete_ask = require('agent_lsp.commands').complete

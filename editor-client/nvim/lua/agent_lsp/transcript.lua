@@ -80,7 +80,7 @@ end
 --- there is none yet).
 function M.with_session(callback)
   if not (conv.root and conv.session_id) then
-    client.notify('no conversation yet: ask something first', vim.log.levels.WARN)
+    client.notify('no conversation yet: ask something, or reopen one with :AgentHistory', vim.log.levels.WARN)
     return
   end
   local session = conv.session_id
