@@ -112,6 +112,8 @@ function T.idle()
   T.wait('the ask to finish', function() return not agent.status().running end)
 end
 
+-- A wide screen: the plugin cuts a note to what fits the message area (no "Press ENTER").
+vim.o.columns = 200
 vim.opt.runtimepath:prepend(config.plugin)
 vim.cmd('runtime plugin/agent_lsp.lua')
 agent = require('agent_lsp')
@@ -1129,7 +1131,7 @@ def test_a_conversation_is_reopened_after_a_restart(
     # server keeps conversations; an interrupted one (its server killed mid-ask) is marked.
     import signal
 
-    from tests.support.procs import pids_with, unique_tag
+    from tests.support.procs import pids_with, unique_tag, wait_until
 
     tag = str(tmp_path / unique_tag())
     command = [*SERVER_COMMAND, "--session-dir", tag]
@@ -1146,6 +1148,7 @@ def test_a_conversation_is_reopened_after_a_restart(
         """,
         command=command,
     )
+    assert wait_until(lambda: not pids_with(tag), 20)  # its server went with that Neovim
 
     model.reply("never seen", delay=30)
     model.reply("Continued.")
@@ -1209,3 +1212,102 @@ def test_a_conversation_is_reopened_after_a_restart(
     asked = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "user"]
     assert asked[0] == "write one" and asked[-1].endswith("and now?"), asked
     assert "Continued." in records["conversation"]
+
+
+def test_fenced_code_the_trace_and_checkpoint_ids_are_highlighted_and_completed(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: no highlighting of fenced code; the trace had no syntax; :AgentDiff and
+    # :AgentRewind did not complete checkpoint ids.
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo one > one.txt; exit 3"})])
+    model.reply("Like this:\n\n```python\ndef main():\n    return 1\n```\n")
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo two > two.txt"})])
+    model.reply("Done.")
+    body = r"""
+        vim.cmd('AgentAsk write one')
+        T.idle()
+        vim.cmd('AgentAsk write two')
+        T.idle()
+        local conv = agent.status().conversation_buf
+        local def_row
+        for i, line in ipairs(T.lines(conv)) do
+          if line == 'def main():' then def_row = i end
+        end
+        local fenced
+        vim.api.nvim_buf_call(conv, function()
+          fenced = vim.fn.synIDattr(vim.fn.synID(def_row, 1, 1), 'name')
+        end)
+        vim.cmd('AgentTrace')
+        local trace = agent.status().trace_buf
+        local failed_row
+        for i, line in ipairs(T.lines(trace)) do
+          if line:find(' ✗ bash') then failed_row = i end
+        end
+        local failed = vim.fn.synID(failed_row, 12, 1)
+        T.emit({
+          fenced = fenced,
+          failed = vim.fn.synIDattr(failed, 'name'),
+          failed_shown_as = vim.fn.synIDattr(vim.fn.synIDtrans(failed), 'name'),
+          diff_ids = vim.fn.getcompletion('AgentDiff ', 'cmdline'),
+          rewind_ids = vim.fn.getcompletion('AgentRewind! 1', 'cmdline'),
+        })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["fenced"].startswith("python"), records["fenced"]  # e.g. pythonStatement
+    assert records["failed"] == "agentLspTraceFailed"
+    assert records["failed_shown_as"] == "ErrorMsg"  # through AgentLspToolFailed
+    assert records["diff_ids"] == ["2", "1"]
+    assert records["rewind_ids"] == ["1"]
+
+
+def test_a_missing_server_or_key_is_said_the_neovim_way_on_one_line(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: "could not start agent-lsp --stdio: nil"; the missing-key error started with
+    # VS Code's instructions; long notifications triggered "Press ENTER".
+    body = r"""
+        local notes = {}
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        T.emit({ notes = notes, conversation = T.text(agent.status().conversation_buf) })
+    """
+    for case in ("no-server", "no-key"):
+        (tmp_path / case).mkdir()
+    missing = run_nvim(
+        tmp_path / "no-server", model, workspace, body, command=["no-such-agent-lsp", "--stdio"]
+    )
+    assert missing["notes"] == [
+        "agent-lsp: install agent-lsp or set `cmd` (:help agent-lsp-setup)"
+    ], missing["notes"]
+    said = missing["conversation"]
+    assert "**Error**: `no-such-agent-lsp` is not installed (not on PATH)." in said, said
+    assert "uv tool install" in said and "require('agent_lsp').setup({ cmd = {" in said
+
+    body = r"""
+        vim.o.columns = 80
+        local notes = {}
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        vim.cmd('AgentModel')
+        T.wait('the error', function() return #notes > 0 end)
+        local widths = vim.tbl_map(vim.fn.strdisplaywidth, notes)
+        T.emit({ notes = notes, widths = widths, room = vim.v.echospace,
+                 conversation = T.text(agent.status().conversation_buf) })
+    """
+    no_key = run_nvim(
+        tmp_path / "no-key",
+        model,
+        workspace,
+        body,
+        env_changes={"MODEL_API_KEY": None, "OPENAI_API_KEY": None},
+    )
+    conversation = no_key["conversation"]
+    assert "No model API key. In a terminal run `agent-lsp config set-key`" in conversation
+    assert "VS Code" not in conversation, conversation
+    [note] = no_key["notes"]
+    assert note.startswith("agent-lsp: no model list (:AgentCheck says why): No model API key."), (
+        note
+    )
+    assert "\n" not in note and no_key["widths"][0] < no_key["room"], no_key

@@ -49,10 +49,23 @@ command('AgentCheckpoints', function()
 end, { nargs = 0, desc = "agent-lsp: list the conversation's asks and the files each changed" })
 command('AgentDiff', function(opts)
   require('agent_lsp').diff(opts.args)
-end, { nargs = '?', desc = 'agent-lsp: show what an ask changed (default: the latest)' })
+end, {
+  nargs = '?',
+  complete = function(arglead)
+    return require('agent_lsp').complete_checkpoint(arglead)
+  end,
+  desc = 'agent-lsp: show what an ask changed (default: the latest)',
+})
 command('AgentRewind', function(opts)
   require('agent_lsp').rewind(opts.args, opts.bang)
-end, { nargs = '?', bang = true, desc = 'agent-lsp: undo an ask and every later one (! skips the question)' })
+end, {
+  nargs = '?',
+  bang = true,
+  complete = function(arglead)
+    return require('agent_lsp').complete_checkpoint(arglead)
+  end,
+  desc = 'agent-lsp: undo an ask and every later one (! skips the question)',
+})
 command('AgentGrants', function()
   require('agent_lsp').grants()
 end, { nargs = 0, desc = 'agent-lsp: list the conversation\'s "always" permission answers; revoke one' })

@@ -32,8 +32,10 @@ function M.is_ours(bufnr)
   return false
 end
 
---- The scratch buffer `name`, made (with `filetype`) if it is not there.
-function M.scratch(name, filetype)
+--- The scratch buffer `name`, made (with `filetype`) if it is not there. `vars`: buffer
+--- variables set before the filetype, and global ones set only while it is (what its syntax
+--- reads: Neovim 0.7's markdown syntax reads only g:markdown_fenced_languages).
+function M.scratch(name, filetype, vars)
   local buf = buffers[name]
   if buf and api.nvim_buf_is_valid(buf) then
     return buf
@@ -43,7 +45,16 @@ function M.scratch(name, filetype)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
+  local saved = {}
+  for key, value in pairs(vars or {}) do
+    vim.b[buf][key] = value
+    saved[key] = vim.g[key] or vim.NIL
+    vim.g[key] = value
+  end
   vim.bo[buf].filetype = filetype
+  for key, value in pairs(saved) do
+    vim.g[key] = value ~= vim.NIL and value or nil
+  end
   vim.bo[buf].modifiable = false
   buffers[name] = buf
   vim.keymap.set('n', 'q', function()

@@ -64,6 +64,31 @@ function M.checkpoints()
   end)
 end
 
+--- The completion of :AgentDiff and :AgentRewind: the conversation's checkpoint ids
+--- (agent/checkpoints, waited for at most COMPLETE_WAIT_MS), newest first.
+M.COMPLETE_WAIT_MS = 2000
+
+function M.complete(arglead)
+  local conv = transcript.conv
+  local c = client.by_id(conv.root and client.id_of(conv.root))
+  if not (c and conv.session_id) then
+    return {}
+  end
+  local ids, done = {}, false
+  call(c, 'request', 'agent/checkpoints', { sessionId = conv.session_id }, function(err, result)
+    done = true
+    for _, checkpoint in ipairs(not err and type(result) == 'table' and result.checkpoints or {}) do
+      table.insert(ids, 1, tostring(checkpoint.id))
+    end
+  end)
+  vim.wait(M.COMPLETE_WAIT_MS, function()
+    return done
+  end, 10)
+  return vim.tbl_filter(function(id)
+    return vim.startswith(id, arglead or '')
+  end, ids)
+end
+
 --- In the checkpoint list: show the diff of the checkpoint under the cursor (`<CR>`), or
 --- undo it and every later one (`R`, asking first).
 function M.act_at_cursor(action)

@@ -60,6 +60,7 @@ M.history = require('agent_lsp.history').history
 M.mcp = require('agent_lsp.mcp').mcp
 M.instructions = require('agent_lsp.instructions').instructions
 M.complete_ask = require('agent_lsp.commands').complete
+M.complete_checkpoint = checkpoints.complete
 
 --- The conversation state (for statuslines and tests).
 function M.status()

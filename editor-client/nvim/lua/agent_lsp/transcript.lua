@@ -39,9 +39,25 @@ local function act_at_cursor()
   client.notify('nothing to open on this line', vim.log.levels.WARN)
 end
 
+-- The languages of the fenced code blocks the conversation highlights (Vim's markdown syntax
+-- reads them when the filetype is set; Tree-sitter, where it runs, injects languages itself).
+M.FENCED_LANGUAGES = {
+  'python', 'lua', 'vim', 'sh', 'bash=sh', 'shell=sh', 'console=sh', 'zsh', 'javascript',
+  'js=javascript', 'typescript', 'ts=typescript', 'json', 'yaml', 'toml', 'html', 'css',
+  'c', 'cpp', 'rust', 'go', 'java', 'ruby', 'sql', 'make', 'diff',
+}
+
 function M.conversation_buf()
   local existing = buffers.get(buffers.CONVERSATION)
-  local buf = buffers.scratch(buffers.CONVERSATION, 'markdown')
+  -- With the user's own, if any.
+  local languages = vim.deepcopy(M.FENCED_LANGUAGES)
+  for _, language in ipairs(vim.g.markdown_fenced_languages or {}) do
+    if not vim.tbl_contains(languages, language) then
+      table.insert(languages, language)
+    end
+  end
+  local vars = { markdown_fenced_languages = languages }
+  local buf = buffers.scratch(buffers.CONVERSATION, 'markdown', vars)
   if buf ~= existing then
     vim.keymap.set('n', 'o', calls.open_at_cursor, { buffer = buf, desc = "agent-lsp: open this tool call's output" })
     vim.keymap.set('n', '<CR>', act_at_cursor, { buffer = buf, desc = 'agent-lsp: open the tool output or diff here' })
@@ -302,7 +318,7 @@ function M.on_answer(req, err, result)
       finish(req, { '_(cancelled)_' })
       return
     end
-    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), tostring(err.message)))
+    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), format.neovim_way(err.message)))
     local data = type(err.data) == 'table' and err.data or {}
     if err.code == -32602 and data.field == 'sessionId' then
       conv.session_id = nil
