@@ -1311,3 +1311,57 @@ def test_a_missing_server_or_key_is_said_the_neovim_way_on_one_line(
         note
     )
     assert "\n" not in note and no_key["widths"][0] < no_key["room"], no_key
+
+
+def test_the_chat_sends_a_many_line_prompt_from_its_prompt_buffer(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: prompts came only from the cmdline or vim.ui.input, on one line.
+    model.reply("First answer.")
+    model.reply("Second answer.")
+    body = r"""
+        local function keys(text, mode)
+          local typed = vim.api.nvim_replace_termcodes(text, true, false, true)
+          vim.api.nvim_feedkeys(typed, mode, false)
+        end
+        vim.cmd('AgentChat')
+        local prompt = vim.api.nvim_get_current_buf()
+        local prompt_win = vim.api.nvim_get_current_win()
+        local conv_win = vim.fn.bufwinid(agent.status().conversation_buf)
+        local layout = {
+          name = vim.api.nvim_buf_get_name(prompt),
+          below = vim.api.nvim_win_get_position(prompt_win)[1]
+            > vim.api.nvim_win_get_position(conv_win)[1],
+          same_column = vim.api.nvim_win_get_position(prompt_win)[2]
+            == vim.api.nvim_win_get_position(conv_win)[2],
+        }
+        -- Typed in insert mode, sent with <C-s> there.
+        keys('ifirst line<CR>second line<C-s>', 'xt')
+        T.wait('the first ask', function() return agent.status().running end)
+        local emptied = T.lines(prompt)
+        T.idle()
+        local first_session = agent.status().session_id
+        -- In normal mode, <CR> sends.
+        keys('<Esc>', 'xt')
+        vim.api.nvim_buf_set_lines(prompt, 0, -1, false, { 'and then?' })
+        keys('<CR>', 'xt')
+        T.idle()
+        -- `i` in the conversation goes to the prompt.
+        vim.api.nvim_set_current_win(conv_win)
+        keys('i', 'xt')
+        local i_goes_to = vim.api.nvim_buf_get_name(0)
+        T.emit({ layout = layout, emptied = emptied, first_session = first_session,
+                 i_goes_to = i_goes_to, session = agent.status().session_id,
+                 conversation = T.text(agent.status().conversation_buf) })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["layout"] == {"name": "agent-lsp://prompt", "below": True, "same_column": True}
+    assert records["emptied"] == [""]
+    assert records["i_goes_to"] == "agent-lsp://prompt"
+    asked = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "user"]
+    assert asked[0] == "first line\nsecond line", asked
+    assert asked[-1] == "and then?", asked
+    assert records["session"] == records["first_session"]
+    assert (
+        "## You\n\nfirst line\nsecond line\n\n## Agent\n\nFirst answer." in records["conversation"]
+    )

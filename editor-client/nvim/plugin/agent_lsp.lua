@@ -20,6 +20,9 @@ end, {
   end,
   desc = "agent-lsp: ask the agent (no argument: prompt for it; :'<,'> sends the selection; /<Tab>: the commands)",
 })
+command('AgentChat', function()
+  require('agent_lsp').chat()
+end, { nargs = 0, desc = 'agent-lsp: the conversation with a prompt buffer below it (<C-s> or <CR> sends)' })
 command('AgentCancel', function()
   require('agent_lsp').cancel()
 end, { nargs = 0, desc = 'agent-lsp: cancel the running ask' })

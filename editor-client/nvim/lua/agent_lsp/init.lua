@@ -13,6 +13,7 @@
 --   transcript.lua   the conversation: its state, streamed answers, status line, trace
 --   context.lua      the selection sent with an ask
 --   ask.lua          ask (a built-in /command runs its action), cancel, new conversation, compact
+--   compose.lua      the chat: the conversation and a prompt buffer below it
 --   commands.lua     the /commands: completing them, telling the built-ins apart
 --   checkpoints.lua  the checkpoints, an ask's diff, rewinding
 --   grants.lua       the "always" permission answers
@@ -57,6 +58,7 @@ M.diff = checkpoints.diff
 M.rewind = checkpoints.rewind
 M.grants = grants.grants
 M.history = require('agent_lsp.history').history
+M.chat = require('agent_lsp.compose').open
 M.mcp = require('agent_lsp.mcp').mcp
 M.instructions = require('agent_lsp.instructions').instructions
 M.complete_ask = require('agent_lsp.commands').complete
@@ -79,6 +81,7 @@ function M.status()
     diff_buf = buffers.get(buffers.DIFF),
     check_buf = buffers.get(buffers.CHECK),
     sandbox_buf = buffers.get(buffers.SANDBOX),
+    prompt_buf = buffers.get(require('agent_lsp.compose').BUFFER),
     instructions_buf = buffers.get(require('agent_lsp.instructions').BUFFER),
   }
 end

@@ -61,6 +61,11 @@ function M.conversation_buf()
   if buf ~= existing then
     vim.keymap.set('n', 'o', calls.open_at_cursor, { buffer = buf, desc = "agent-lsp: open this tool call's output" })
     vim.keymap.set('n', '<CR>', act_at_cursor, { buffer = buf, desc = 'agent-lsp: open the tool output or diff here' })
+    -- The conversation is read-only: typing goes to the chat's prompt.
+    vim.keymap.set('n', 'i', function()
+      require('agent_lsp.compose').open()
+      vim.cmd('startinsert')
+    end, { buffer = buf, desc = "agent-lsp: write a prompt (the chat's prompt buffer)" })
     api.nvim_create_autocmd('BufWinEnter', {
       buffer = buf,
       callback = function()
