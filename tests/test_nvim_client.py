@@ -275,6 +275,12 @@ def cancel_acknowledged(run: Run, records: Records) -> None:
     assert re.search(r"Received cancellation ack.{0,300}?-32800", log, re.DOTALL), log[-2000:]
 
 
+def cancelled_call_ended(run: Run, records: Records) -> None:
+    """The cancelled call's line says it ended (its end is reported after the ask's reply)."""
+    cancel_acknowledged(run, records)
+    assert "- ✗ bash sleep 30" in records["shown"], records["shown"]
+
+
 def withdrawn_and_acknowledged(run: Run, records: Records) -> None:
     assert "agent-lsp: the permission request was withdrawn" in records["notes"]
     cancel_acknowledged(run, records)
@@ -507,11 +513,12 @@ STEPS: dict[str, Steps] = {
         T.idle()
         T.emit({
           conversation = T.answers(agent.status().conversation_buf),
+          shown = T.text(agent.status().conversation_buf),
           trace = T.lines(agent.status().trace_buf),
           log = vim.lsp.get_log_path(),
         })
         """,
-        check=cancel_acknowledged,
+        check=cancelled_call_ended,
     ),
     "check_and_model_choice_with_the_user_configuration_file": Steps(
         """
@@ -993,11 +1000,20 @@ def test_every_view_shares_one_sidebar_window(
         agent.setup({ window = { position = 'bottom', height = 10 } })
         vim.cmd('AgentTrace')
         local win = vim.fn.bufwinid(agent.status().trace_buf)
-        T.emit({ right = right, bottom = {
+        local bottom = {
           count = #vim.api.nvim_tabpage_list_wins(0),
           height = vim.api.nvim_win_get_height(win),
           width = vim.api.nvim_win_get_width(win),
           row = vim.api.nvim_win_get_position(win)[1],
+        }
+        -- A float, the same way.
+        vim.api.nvim_win_close(win, true)
+        agent.setup({ window = { position = 'float', width = 100, height = 20 } })
+        vim.cmd('AgentTrace')
+        win = vim.fn.bufwinid(agent.status().trace_buf)
+        local float = vim.api.nvim_win_get_config(win)
+        T.emit({ right = right, bottom = bottom, float = {
+          relative = float.relative, width = float.width, height = float.height,
         } })
     """
     records = run_nvim(tmp_path, model, workspace, body)
@@ -1007,6 +1023,7 @@ def test_every_view_shares_one_sidebar_window(
     assert bottom["height"] == 10
     assert bottom["width"] == 160
     assert bottom["row"] > 0
+    assert records["float"] == {"relative": "editor", "width": 100, "height": 20}
 
 
 def press(keys: str) -> str:
@@ -1178,6 +1195,18 @@ def test_a_conversation_is_reopened_after_a_restart(
         local conv = vim.fn.bufnr('agent-lsp://conversation')
         T.wait('the reopened conversation', function() return T.has_line(conv, '^Wrote one%.') end)
         local reopened = T.lines(conv)
+        -- A reopened call's output opens as a live one's does.
+        for i, line in ipairs(reopened) do
+          if line:find('^%- ✓ bash') then
+            vim.api.nvim_set_current_win(vim.fn.bufwinid(conv))
+            vim.api.nvim_win_set_cursor(0, { i, 0 })
+          end
+        end
+        vim.cmd('normal o')
+        T.wait('the output', function()
+          local out = vim.fn.bufnr('agent-lsp://tool-output')
+          return out > 0 and T.has_line(out, '^%- ✓ bash echo one')
+        end)
         vim.cmd('AgentCheckpoints')
         T.wait('its checkpoints', function()
           return T.has_line(agent.status().checkpoints_buf, 'one%.txt')

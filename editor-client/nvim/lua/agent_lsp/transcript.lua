@@ -172,34 +172,46 @@ local function insert_above_status(req, lines)
   return line
 end
 
--- A tool call of the ask in flight: its line (with its details once it ended) above the
--- status line, or, when it is shown already, its lines replaced.
-local function show_call(params)
+-- Replace the lines of a call shown already (`entry`, in `buf`) with `lines`; what is below
+-- them moves (other calls, and the status line and streamed text of an ask in flight).
+local function update_call(buf, entry, lines, failed)
+  local delta = #lines - entry.count
+  local after = entry.row + entry.count
+  set_lines(buf, entry.row, after, lines)
+  calls.shift(buf, after, delta)
+  entry.count, entry.failed = #lines, failed
+  calls.highlight(buf, entry)
   local req = conv.request
-  if not req or type(params.callId) ~= 'string' or not status_line(req) then
+  if req and req.buf == buf and req.status_line and req.status_line >= after then
+    req.status_line = req.status_line + delta
+    if req.segment and req.segment.start >= after then
+      req.segment.start = req.segment.start + delta
+    end
+  end
+end
+
+-- A tool call: its line (with its details once it ended) above the status line of the ask
+-- in flight, or, when it is shown already, its lines replaced (also after its ask ended:
+-- a cancelled ask's call reports its end after the ask's reply).
+local function show_call(params)
+  if type(params.callId) ~= 'string' then
+    return
+  end
+  local lines = calls.lines(params)
+  local failed = params.status == 'failed'
+  local shown = buffers.get(buffers.CONVERSATION)
+  local entry = shown and api.nvim_buf_is_valid(shown) and calls.find(shown, params.callId)
+  if entry and entry.session == params.sessionId then
+    return update_call(shown, entry, lines, failed)
+  end
+  local req = conv.request
+  if not req or not status_line(req) then
     return
   end
   if req.session_id and params.sessionId ~= req.session_id then
     return -- another conversation's
   end
   req.session_id = params.sessionId
-  local buf = req.buf
-  local lines = calls.lines(params)
-  local failed = params.status == 'failed'
-  local entry = calls.find(buf, params.callId)
-  if entry then
-    local delta = #lines - entry.count
-    local after = entry.row + entry.count
-    set_lines(buf, entry.row, after, lines)
-    calls.shift(buf, after, delta)
-    entry.count, entry.failed = #lines, failed
-    calls.highlight(buf, entry)
-    req.status_line = req.status_line + delta
-    if req.segment and req.segment.start >= after then
-      req.segment.start = req.segment.start + delta
-    end
-    return
-  end
   local segment = req.segment
   if segment and not segment.closed then
     -- The text streamed so far is done: what streams next starts a new paragraph.
@@ -208,7 +220,7 @@ local function show_call(params)
   end
   req.after_calls = true
   local row = insert_above_status(req, lines)
-  calls.track(buf, row, #lines, params.callId, params.sessionId, req.root, failed)
+  calls.track(req.buf, row, #lines, params.callId, params.sessionId, req.root, failed)
 end
 
 local function on_activity(_, params)
