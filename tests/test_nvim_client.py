@@ -1012,9 +1012,19 @@ def test_every_view_shares_one_sidebar_window(
         vim.cmd('AgentTrace')
         win = vim.fn.bufwinid(agent.status().trace_buf)
         local float = vim.api.nvim_win_get_config(win)
-        T.emit({ right = right, bottom = bottom, float = {
-          relative = float.relative, width = float.width, height = float.height,
-        } })
+        local float_size = { relative = float.relative, width = float.width, height = float.height }
+        -- A file opened in the agent's window is left there: the next view opens its own.
+        vim.api.nvim_win_close(win, true)
+        agent.setup({ window = { position = 'right' } })
+        vim.cmd('AgentTrace')
+        vim.api.nvim_set_current_win(vim.fn.bufwinid(agent.status().trace_buf))
+        local file_win = vim.api.nvim_get_current_win()
+        vim.cmd('edit notes.txt')
+        vim.cmd('AgentTrace')
+        T.emit({ right = right, bottom = bottom, float = float_size,
+                 file_kept = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(
+                   vim.api.nvim_win_get_buf(file_win)), ':t'),
+                 trace_elsewhere = vim.fn.bufwinid(agent.status().trace_buf) ~= file_win })
     """
     records = run_nvim(tmp_path, model, workspace, body)
     assert records["right"] == {"count": 2, "width": 64}  # 0.4 of 160 columns
@@ -1024,6 +1034,8 @@ def test_every_view_shares_one_sidebar_window(
     assert bottom["width"] == 160
     assert bottom["row"] > 0
     assert records["float"] == {"relative": "editor", "width": 100, "height": 20}
+    assert records["file_kept"] == "notes.txt"
+    assert records["trace_elsewhere"] is True
 
 
 def press(keys: str) -> str:

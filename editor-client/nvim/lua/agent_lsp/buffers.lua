@@ -181,12 +181,16 @@ local function open_window(buf)
   return win
 end
 
---- The sidebar window, if it is open in the current tab page.
+--- The sidebar window, if it is open in the current tab page and still shows one of the
+--- agent's buffers (a file opened in it since is left alone).
 function M.sidebar()
-  if sidebar and api.nvim_win_is_valid(sidebar) and api.nvim_win_get_tabpage(sidebar) == api.nvim_get_current_tabpage() then
-    return sidebar
+  if not (sidebar and api.nvim_win_is_valid(sidebar)) then
+    return nil
   end
-  return nil
+  if api.nvim_win_get_tabpage(sidebar) ~= api.nvim_get_current_tabpage() then
+    return nil
+  end
+  return M.is_ours(api.nvim_win_get_buf(sidebar)) and sidebar or nil
 end
 
 --- Show a buffer: in a window of the current tab page that shows it already, else in the
