@@ -38,7 +38,7 @@ from tests.support.editor_scenarios import (
     workspace_fixture,  # noqa: F401 (the `workspace` fixture)
 )
 from tests.support.lsp_client import REPO, server_env
-from tests.support.model_server import ScriptedModel
+from tests.support.model_server import ScriptedModel, tool_call
 
 NVIM = os.environ.get("AGENT_LSP_NVIM", "nvim")
 PLUGIN = REPO / "editor-client" / "nvim"
@@ -78,6 +78,30 @@ function T.text(buf)
   if not buf then return '' end
   return table.concat(T.lines(buf), '\n') .. '\n'
 end
+-- The conversation without its tool call lines (a call's line, its folded details, the blank
+-- line after them): the shared scenarios check the answers' layout, which every client
+-- shares; test_tool_calls_show_in_the_conversation_and_open_their_output checks the calls.
+local CALL_MARKS = { '→', '⏸', '✓', '✗' }
+local function is_call_line(line)
+  for _, mark in ipairs(CALL_MARKS) do
+    if vim.startswith(line, '- ' .. mark .. ' ') then return true end
+  end
+  return vim.startswith(line, '  ┆')
+end
+function T.answers(buf)
+  local kept, dropped = {}, false
+  for _, line in ipairs(T.lines(buf)) do
+    if is_call_line(line) then
+      dropped = true
+    elseif not (dropped and line == '' and kept[#kept] == '') then
+      table.insert(kept, line)
+      dropped = false
+    else
+      dropped = false
+    end
+  end
+  return table.concat(kept, '\n') .. '\n'
+end
 function T.has_line(buf, pattern)
   for _, line in ipairs(T.lines(buf)) do
     if line:find(pattern) then return true end
@@ -88,6 +112,8 @@ function T.idle()
   T.wait('the ask to finish', function() return not agent.status().running end)
 end
 
+-- A wide screen: the plugin cuts a note to what fits the message area (no "Press ENTER").
+vim.o.columns = 200
 vim.opt.runtimepath:prepend(config.plugin)
 vim.cmd('runtime plugin/agent_lsp.lua')
 agent = require('agent_lsp')
@@ -249,6 +275,12 @@ def cancel_acknowledged(run: Run, records: Records) -> None:
     assert re.search(r"Received cancellation ack.{0,300}?-32800", log, re.DOTALL), log[-2000:]
 
 
+def cancelled_call_ended(run: Run, records: Records) -> None:
+    """The cancelled call's line says it ended (its end is reported after the ask's reply)."""
+    cancel_acknowledged(run, records)
+    assert "- ✗ bash sleep 30" in records["shown"], records["shown"]
+
+
 def withdrawn_and_acknowledged(run: Run, records: Records) -> None:
     assert "agent-lsp: the permission request was withdrawn" in records["notes"]
     cancel_acknowledged(run, records)
@@ -370,7 +402,7 @@ STEPS: dict[str, Steps] = {
         T.wait('the compaction', function() return T.has_line(buf, '^_%(compacted: ') end)
         T.emit({
           lines = lines,
-          conversation = T.text(buf),
+          conversation = T.answers(buf),
           trace = T.lines(agent.status().trace_buf),
         })
         """
@@ -391,7 +423,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         vim.cmd('AgentAsk say more')
         T.idle()
-        T.emit({ conversation = T.text(agent.status().conversation_buf) })
+        T.emit({ conversation = T.answers(agent.status().conversation_buf) })
         """
     ),
     "ask_shows_answer_trace_and_follow_up_reuses_session": Steps(
@@ -413,7 +445,7 @@ STEPS: dict[str, Steps] = {
         vim.cmd('edit {run.state["outside"]}')
         local outside_buf = vim.api.nvim_get_current_buf()
         T.emit({{
-          conversation = T.text(second.conversation_buf),
+          conversation = T.answers(second.conversation_buf),
           trace = T.lines(second.trace_buf),
           first_session = first.session_id,
           second_session = second.session_id,
@@ -459,7 +491,7 @@ STEPS: dict[str, Steps] = {
           input_prompt = asked,
           first_session = first,
           second_session = agent.status().session_id,
-          conversation = T.text(agent.status().conversation_buf),
+          conversation = T.answers(agent.status().conversation_buf),
           trace = T.lines(agent.status().trace_buf),
         })
         """
@@ -480,12 +512,13 @@ STEPS: dict[str, Steps] = {
         vim.cmd('AgentAsk go on')
         T.idle()
         T.emit({
-          conversation = T.text(agent.status().conversation_buf),
+          conversation = T.answers(agent.status().conversation_buf),
+          shown = T.text(agent.status().conversation_buf),
           trace = T.lines(agent.status().trace_buf),
           log = vim.lsp.get_log_path(),
         })
         """,
-        check=cancel_acknowledged,
+        check=cancelled_call_ended,
     ),
     "check_and_model_choice_with_the_user_configuration_file": Steps(
         """
@@ -504,7 +537,7 @@ STEPS: dict[str, Steps] = {
         vim.cmd('AgentAsk which model?')
         T.idle()
         T.emit({ check = check, offered = offered,
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=on_check,
     ),
@@ -528,7 +561,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         local status = agent.status()
         T.emit({ prompts = prompts, trace = T.lines(status.trace_buf),
-                 conversation = T.text(status.conversation_buf) })
+                 conversation = T.answers(status.conversation_buf) })
         """,
         check=permission_prompts,
         # The fifth request is never answered: the server gives up after 1 s.
@@ -609,7 +642,7 @@ STEPS: dict[str, Steps] = {
         late()
         vim.cmd('AgentAsk go on')
         T.idle()
-        T.emit({ conversation = T.text(agent.status().conversation_buf), notes = notes,
+        T.emit({ conversation = T.answers(agent.status().conversation_buf), notes = notes,
                  log = vim.lsp.get_log_path() })
         """,
         check=withdrawn_and_acknowledged,
@@ -624,7 +657,7 @@ STEPS: dict[str, Steps] = {
         local partial, running = T.text(status.conversation_buf), status.running
         T.idle()
         T.emit({ partial = partial, running = running,
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """
     ),
     "the_selection_goes_with_the_ask": Steps(
@@ -638,7 +671,7 @@ STEPS: dict[str, Steps] = {
         vim.cmd('normal! 1GVj\27')
         vim.cmd("'<,'>AgentAsk and these?")
         T.idle()
-        T.emit({ conversation = T.text(agent.status().conversation_buf) })
+        T.emit({ conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=linewise_selection,
     ),
@@ -673,7 +706,7 @@ STEPS: dict[str, Steps] = {
           diff_filetype = vim.bo[agent.status().diff_buf].filetype,
           asked = asked.prompt,
           asked_items = asked.items,
-          conversation = T.text(agent.status().conversation_buf),
+          conversation = T.answers(agent.status().conversation_buf),
         })
         """,
         check=checkpoint_views,
@@ -717,7 +750,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         T.emit({ servers = servers, tools = tools, prompts = prompts,
                  trace = T.lines(agent.status().trace_buf),
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=mcp_tool_views,
     ),
@@ -798,7 +831,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         T.emit({ offered = offered, review = review, again = again, not_first = not_first,
                  input_completion = input_completion,
-                 conversation = T.text(agent.status().conversation_buf) })
+                 conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=prompt_completion,
     ),
@@ -831,7 +864,7 @@ STEPS: dict[str, Steps] = {
         T.idle()
         T.emit({ checkpoints = checkpoints, first_session = first,
                  second_session = agent.status().session_id, asked_items = asked_items,
-                 conversation = T.text(conv) })
+                 conversation = T.answers(conv) })
         """,
         check=builtin_confirmed,
     ),
@@ -903,3 +936,473 @@ def test_a_server_killed_by_a_signal_is_reported_as_killed(
     text = "\n".join(records["conversation"])
     assert "was killed by signal 9" in text, text
     assert "exited (code" not in text, text
+
+
+def test_streaming_follows_only_a_cursor_at_the_end(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: `gg` in the conversation while an answer streamed was undone within 0.3 s.
+    answer = "".join(f"Part {i} of the answer.\n" for i in range(12))
+    model.reply(answer, chunk_size=5, chunk_delay=0.03)
+    model.reply(answer, chunk_size=5, chunk_delay=0.03)
+    body = r"""
+        local function has(pattern)
+          return T.has_line(agent.status().conversation_buf, pattern)
+        end
+        vim.cmd('AgentAsk stream it')
+        T.wait('the answer to start', function() return has('^Part 0') end)
+        local buf = agent.status().conversation_buf
+        local win = vim.fn.bufwinid(buf)
+        vim.api.nvim_set_current_win(win)
+        vim.cmd('normal! gg')
+        T.wait('more of the answer', function() return has('^Part 6') end)
+        local while_streaming = vim.api.nvim_win_get_cursor(win)[1]
+        T.idle()
+        local after = vim.api.nvim_win_get_cursor(win)[1]
+        -- Back at the end (`G`), the cursor follows the next answer.
+        vim.cmd('normal! G')
+        vim.cmd('AgentAsk again')
+        T.idle()
+        T.emit({ while_streaming = while_streaming, after = after,
+                 followed = vim.api.nvim_win_get_cursor(win)[1],
+                 last = vim.api.nvim_buf_line_count(buf) })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["while_streaming"] == 1
+    assert records["after"] == 1
+    assert records["followed"] == records["last"]
+
+
+def test_every_view_shares_one_sidebar_window(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: the conversation, trace, checkpoints and check became four 40-column windows
+    # on a 160-column terminal.
+    model.reply("Hello there.")
+    body = r"""
+        vim.o.columns = 160
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        vim.cmd('AgentTrace')
+        vim.cmd('AgentCheckpoints')
+        T.wait('the checkpoints', function()
+          return #T.lines(agent.status().checkpoints_buf) > 0
+        end)
+        vim.cmd('AgentCheck')
+        T.wait('the check', function()
+          return T.has_line(agent.status().check_buf, '^The endpoint')
+        end)
+        local wins = vim.api.nvim_tabpage_list_wins(0)
+        local sidebar = vim.fn.bufwinid(agent.status().check_buf)
+        local right = { count = #wins, width = vim.api.nvim_win_get_width(sidebar) }
+        -- Closed, it opens again where the `window` option says.
+        vim.api.nvim_win_close(sidebar, true)
+        agent.setup({ window = { position = 'bottom', height = 10 } })
+        vim.cmd('AgentTrace')
+        local win = vim.fn.bufwinid(agent.status().trace_buf)
+        local bottom = {
+          count = #vim.api.nvim_tabpage_list_wins(0),
+          height = vim.api.nvim_win_get_height(win),
+          width = vim.api.nvim_win_get_width(win),
+          row = vim.api.nvim_win_get_position(win)[1],
+        }
+        -- A float, the same way.
+        vim.api.nvim_win_close(win, true)
+        agent.setup({ window = { position = 'float', width = 100, height = 20 } })
+        vim.cmd('AgentTrace')
+        win = vim.fn.bufwinid(agent.status().trace_buf)
+        local float = vim.api.nvim_win_get_config(win)
+        local float_size = { relative = float.relative, width = float.width, height = float.height }
+        -- A file opened in the agent's window is left there: the next view opens its own.
+        vim.api.nvim_win_close(win, true)
+        agent.setup({ window = { position = 'right' } })
+        vim.cmd('AgentTrace')
+        vim.api.nvim_set_current_win(vim.fn.bufwinid(agent.status().trace_buf))
+        local file_win = vim.api.nvim_get_current_win()
+        vim.cmd('edit notes.txt')
+        vim.cmd('AgentTrace')
+        T.emit({ right = right, bottom = bottom, float = float_size,
+                 file_kept = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(
+                   vim.api.nvim_win_get_buf(file_win)), ':t'),
+                 trace_elsewhere = vim.fn.bufwinid(agent.status().trace_buf) ~= file_win })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["right"] == {"count": 2, "width": 64}  # 0.4 of 160 columns
+    bottom = records["bottom"]
+    assert bottom["count"] == 2
+    assert bottom["height"] == 10
+    assert bottom["width"] == 160
+    assert bottom["row"] > 0
+    assert records["float"] == {"relative": "editor", "width": 100, "height": 20}
+    assert records["file_kept"] == "notes.txt"
+    assert records["trace_elsewhere"] is True
+
+
+def press(keys: str) -> str:
+    """Lua that types `keys` (mappings apply) in the current window."""
+    return f"vim.cmd('normal ' .. vim.api.nvim_replace_termcodes('{keys}', true, false, true))"
+
+
+def test_q_closes_and_enter_acts_on_the_checkpoint_under_the_cursor(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: `q` recorded a macro; <CR> on a checkpoint did nothing.
+    for name in ("one", "two"):
+        model.reply(tool_calls=[tool_call("bash", {"command": f"echo {name} > {name}.txt"})])
+        model.reply(f"Wrote {name}.")
+    body = rf"""
+        vim.cmd('AgentAsk write one')
+        T.idle()
+        vim.cmd('AgentAsk write two')
+        T.idle()
+        vim.cmd('AgentCheckpoints')
+        T.wait('the checkpoints', function()
+          return T.has_line(agent.status().checkpoints_buf, 'two%.txt')
+        end)
+        local list = T.lines(agent.status().checkpoints_buf)
+        local sidebar = vim.api.nvim_get_current_win()
+        for i, line in ipairs(list) do
+          if line:find('one%.txt') then vim.api.nvim_win_set_cursor(0, {{ i, 0 }}) end
+        end
+        {press("<CR>")}
+        T.wait('the diff', function() return T.has_line(agent.status().diff_buf, 'one%.txt') end)
+        local diff = T.text(agent.status().diff_buf)
+        local asked
+        vim.ui.select = function(items, opts, on_choice)
+          asked = opts.prompt
+          on_choice('Undo')
+        end
+        {press("R")}
+        T.wait('the rewind', function()
+          return T.has_line(agent.status().conversation_buf, 'Undone: ask 1')
+        end)
+        local before_q = #vim.api.nvim_tabpage_list_wins(0)
+        local in_sidebar = vim.api.nvim_win_get_buf(sidebar)
+        vim.api.nvim_set_current_win(sidebar)
+        {press("q")}
+        T.emit({{ diff = diff, asked = asked, in_sidebar = in_sidebar,
+                  diff_buf = agent.status().diff_buf, before_q = before_q,
+                  after_q = #vim.api.nvim_tabpage_list_wins(0),
+                  recording = vim.fn.reg_recording() }})
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert "+one" in records["diff"] and "two" not in records["diff"], records["diff"]
+    assert records["asked"].startswith("Undo ask 1 and later?"), records["asked"]
+    assert records["in_sidebar"] == records["diff_buf"]  # the diff replaced the list
+    assert records["before_q"] == 2
+    assert records["after_q"] == 1
+    assert records["recording"] == ""
+
+
+def test_tool_calls_show_in_the_conversation_and_open_their_output(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: after a bash that printed 200 lines the conversation said "1 tool call", and
+    # nothing showed a call's arguments or output.
+    model.reply(
+        "Counting first.",
+        tool_calls=[
+            tool_call("bash", {"command": "seq 1 200"}),
+            tool_call("read_file", {"path": "missing.txt"}),
+        ],
+    )
+    model.reply("Counted to 200.")
+    body = rf"""
+        vim.cmd('AgentAsk count')
+        T.idle()
+        local buf = agent.status().conversation_buf
+        local lines = T.lines(buf)
+        local win = vim.fn.bufwinid(buf)
+        vim.api.nvim_set_current_win(win)
+        local call_row, folded
+        for i, line in ipairs(lines) do
+          if line:find('^%- ✓ bash seq 1 200') then call_row = i end
+        end
+        folded = vim.fn.foldclosed(call_row + 1)
+        local failed_row
+        for i, line in ipairs(lines) do
+          if line:find('^%- ✗ read_file missing%.txt') then failed_row = i end
+        end
+        local marks = vim.api.nvim_buf_get_extmarks(buf, require('agent_lsp.calls').NS,
+          {{ failed_row - 1, 0 }}, {{ failed_row - 1, -1 }}, {{ details = true }})
+        vim.api.nvim_win_set_cursor(win, {{ call_row, 0 }})
+        {press("o")}
+        T.wait('the output', function()
+          local out = vim.fn.bufnr('agent-lsp://tool-output')
+          return out > 0 and T.has_line(out, '^200$')
+        end)
+        T.emit({{ lines = lines, call_row = call_row, folded = folded,
+                  failed_hl = marks[1] and marks[1][4].hl_group or vim.NIL,
+                  output = T.lines(vim.fn.bufnr('agent-lsp://tool-output')) }})
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    lines = records["lines"]
+    row = records["call_row"]
+    assert re.fullmatch(r"- ✓ bash seq 1 200 \(\d+ ms\)", lines[row - 1]), lines
+    details = lines[row : row + 13]
+    assert re.fullmatch(r'  ┆ arguments: \{"command": ?"seq 1 200"\}', details[0]), details
+    assert details[1] == "  ┆ output, last 10 of 200 lines (o: all of it):", details
+    assert details[2:12] == [f"  ┆ {n}" for n in range(191, 201)], details
+    assert records["folded"] == row  # the call is one folded line, its details under it
+    assert records["failed_hl"] == "AgentLspToolFailed"
+    text = "\n".join(lines)
+    assert text.index("Counting first.") < text.index("- ✓ bash") < text.index("Counted to 200.")
+    assert "_(2 tool calls" in text
+    output = records["output"]
+    assert output[0].startswith("- ✓ bash seq 1 200")
+    assert output[2:202] == [str(n) for n in range(1, 201)], output[:5]
+
+
+def test_a_conversation_is_reopened_after_a_restart(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: in a new Neovim :AgentCheckpoints said "no conversation yet" although the
+    # server keeps conversations; an interrupted one (its server killed mid-ask) is marked.
+    import signal
+
+    from tests.support.procs import pids_with, unique_tag, wait_until
+
+    tag = str(tmp_path / unique_tag())
+    command = [*SERVER_COMMAND, "--session-dir", tag]
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo one > one.txt"})])
+    model.reply("Wrote one.")
+    first = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        r"""
+        vim.cmd('AgentAsk write one')
+        T.idle()
+        T.emit({ session = agent.status().session_id })
+        """,
+        command=command,
+    )
+    assert wait_until(lambda: not pids_with(tag), 20)  # its server went with that Neovim
+
+    model.reply("never seen", delay=30)
+    model.reply("Continued.")
+
+    def kill_the_server() -> None:
+        assert model.wait_for_requests(3, timeout=30)  # the hanging ask reached the model
+        (pid,) = pids_with(tag)
+        os.kill(pid, signal.SIGKILL)
+
+    body = r"""
+        local notes = {}
+        vim.notify = function(message) table.insert(notes, message) end
+        -- A new Neovim: an ask whose server is killed leaves an interrupted conversation.
+        vim.cmd('AgentAsk hang')
+        T.wait('the model request', function() return agent.status().running end)
+        T.sync('asking')
+        T.idle()
+        vim.cmd('AgentCheckpoints')
+        local items
+        vim.ui.select = function(list, opts, on_choice)
+          items = vim.tbl_map(opts.format_item, list)
+          for _, session in ipairs(list) do
+            if session.sessionId == config.data then return on_choice(session) end
+          end
+        end
+        vim.cmd('AgentHistory')
+        local conv = vim.fn.bufnr('agent-lsp://conversation')
+        T.wait('the reopened conversation', function() return T.has_line(conv, '^Wrote one%.') end)
+        local reopened = T.lines(conv)
+        -- A reopened call's output opens as a live one's does.
+        for i, line in ipairs(reopened) do
+          if line:find('^%- ✓ bash') then
+            vim.api.nvim_set_current_win(vim.fn.bufwinid(conv))
+            vim.api.nvim_win_set_cursor(0, { i, 0 })
+          end
+        end
+        vim.cmd('normal o')
+        T.wait('the output', function()
+          local out = vim.fn.bufnr('agent-lsp://tool-output')
+          return out > 0 and T.has_line(out, '^%- ✓ bash echo one')
+        end)
+        vim.cmd('AgentCheckpoints')
+        T.wait('its checkpoints', function()
+          return T.has_line(agent.status().checkpoints_buf, 'one%.txt')
+        end)
+        vim.cmd('AgentAsk and now?')
+        T.idle()
+        T.emit({ notes = notes, items = items, reopened = reopened,
+                 session = agent.status().session_id, conversation = T.text(conv) })
+    """
+    records = run_nvim(
+        tmp_path,
+        model,
+        workspace,
+        body,
+        on_sync={"asking": kill_the_server},
+        command=command,
+        data=first["session"],
+    )
+    assert (
+        "agent-lsp: no conversation yet: ask something, or reopen one with :AgentHistory"
+        in (records["notes"])
+    )
+    items = records["items"]
+    assert len(items) == 2, items
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d  hang  \(1 ask\)  \[interrupted: .*\]", items[0]
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d  write one  \(1 ask\)", items[1])
+    reopened = "\n".join(records["reopened"])
+    assert "## You\n\nwrite one\n\n## Agent\n\n- ✓ bash echo one > one.txt" in reopened, reopened
+    assert records["session"] == first["session"]  # the next ask continued it
+    asked = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "user"]
+    assert asked[0] == "write one" and asked[-1].endswith("and now?"), asked
+    assert "Continued." in records["conversation"]
+
+
+def test_fenced_code_the_trace_and_checkpoint_ids_are_highlighted_and_completed(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: no highlighting of fenced code; the trace had no syntax; :AgentDiff and
+    # :AgentRewind did not complete checkpoint ids.
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo one > one.txt; exit 3"})])
+    model.reply("Like this:\n\n```python\ndef main():\n    return 1\n```\n")
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo two > two.txt"})])
+    model.reply("Done.")
+    body = r"""
+        vim.cmd('AgentAsk write one')
+        T.idle()
+        vim.cmd('AgentAsk write two')
+        T.idle()
+        local conv = agent.status().conversation_buf
+        local def_row
+        for i, line in ipairs(T.lines(conv)) do
+          if line == 'def main():' then def_row = i end
+        end
+        local fenced
+        vim.api.nvim_buf_call(conv, function()
+          fenced = vim.fn.synIDattr(vim.fn.synID(def_row, 1, 1), 'name')
+        end)
+        vim.cmd('AgentTrace')
+        local trace = agent.status().trace_buf
+        local failed_row
+        for i, line in ipairs(T.lines(trace)) do
+          if line:find(' ✗ bash') then failed_row = i end
+        end
+        local failed = vim.fn.synID(failed_row, 12, 1)
+        T.emit({
+          fenced = fenced,
+          failed = vim.fn.synIDattr(failed, 'name'),
+          failed_shown_as = vim.fn.synIDattr(vim.fn.synIDtrans(failed), 'name'),
+          diff_ids = vim.fn.getcompletion('AgentDiff ', 'cmdline'),
+          rewind_ids = vim.fn.getcompletion('AgentRewind! 1', 'cmdline'),
+        })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["fenced"].startswith("python"), records["fenced"]  # e.g. pythonStatement
+    assert records["failed"] == "agentLspTraceFailed"
+    assert records["failed_shown_as"] == "ErrorMsg"  # through AgentLspToolFailed
+    assert records["diff_ids"] == ["2", "1"]
+    assert records["rewind_ids"] == ["1"]
+
+
+def test_a_missing_server_or_key_is_said_the_neovim_way_on_one_line(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: "could not start agent-lsp --stdio: nil"; the missing-key error started with
+    # VS Code's instructions; long notifications triggered "Press ENTER".
+    body = r"""
+        local notes = {}
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        T.emit({ notes = notes, conversation = T.text(agent.status().conversation_buf) })
+    """
+    for case in ("no-server", "no-key"):
+        (tmp_path / case).mkdir()
+    missing = run_nvim(
+        tmp_path / "no-server", model, workspace, body, command=["no-such-agent-lsp", "--stdio"]
+    )
+    assert missing["notes"] == [
+        "agent-lsp: install agent-lsp or set `cmd` (:help agent-lsp-setup)"
+    ], missing["notes"]
+    said = missing["conversation"]
+    assert "**Error**: `no-such-agent-lsp` is not installed (not on PATH)." in said, said
+    assert "uv tool install" in said and "require('agent_lsp').setup({ cmd = {" in said
+
+    body = r"""
+        vim.o.columns = 80
+        local notes = {}
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        vim.cmd('AgentModel')
+        T.wait('the error', function() return #notes > 0 end)
+        local widths = vim.tbl_map(vim.fn.strdisplaywidth, notes)
+        T.emit({ notes = notes, widths = widths, room = vim.v.echospace,
+                 conversation = T.text(agent.status().conversation_buf) })
+    """
+    no_key = run_nvim(
+        tmp_path / "no-key",
+        model,
+        workspace,
+        body,
+        env_changes={"MODEL_API_KEY": None, "OPENAI_API_KEY": None},
+    )
+    conversation = no_key["conversation"]
+    assert "No model API key. In a terminal run `agent-lsp config set-key`" in conversation
+    assert "VS Code" not in conversation, conversation
+    [note] = no_key["notes"]
+    assert note.startswith("agent-lsp: no model list (:AgentCheck says why): No model API key."), (
+        note
+    )
+    assert "\n" not in note and no_key["widths"][0] < no_key["room"], no_key
+
+
+def test_the_chat_sends_a_many_line_prompt_from_its_prompt_buffer(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 27: prompts came only from the cmdline or vim.ui.input, on one line.
+    model.reply("First answer.")
+    model.reply("Second answer.")
+    body = r"""
+        local function keys(text, mode)
+          local typed = vim.api.nvim_replace_termcodes(text, true, false, true)
+          vim.api.nvim_feedkeys(typed, mode, false)
+        end
+        vim.cmd('AgentChat')
+        local prompt = vim.api.nvim_get_current_buf()
+        local prompt_win = vim.api.nvim_get_current_win()
+        local conv_win = vim.fn.bufwinid(agent.status().conversation_buf)
+        local layout = {
+          name = vim.api.nvim_buf_get_name(prompt),
+          below = vim.api.nvim_win_get_position(prompt_win)[1]
+            > vim.api.nvim_win_get_position(conv_win)[1],
+          same_column = vim.api.nvim_win_get_position(prompt_win)[2]
+            == vim.api.nvim_win_get_position(conv_win)[2],
+        }
+        -- Typed in insert mode, sent with <C-s> there.
+        keys('ifirst line<CR>second line<C-s>', 'xt')
+        T.wait('the first ask', function() return agent.status().running end)
+        local emptied = T.lines(prompt)
+        T.idle()
+        local first_session = agent.status().session_id
+        -- In normal mode, <CR> sends.
+        keys('<Esc>', 'xt')
+        vim.api.nvim_buf_set_lines(prompt, 0, -1, false, { 'and then?' })
+        keys('<CR>', 'xt')
+        T.idle()
+        -- `i` in the conversation goes to the prompt.
+        vim.api.nvim_set_current_win(conv_win)
+        keys('i', 'xt')
+        local i_goes_to = vim.api.nvim_buf_get_name(0)
+        T.emit({ layout = layout, emptied = emptied, first_session = first_session,
+                 i_goes_to = i_goes_to, session = agent.status().session_id,
+                 conversation = T.text(agent.status().conversation_buf) })
+    """
+    records = run_nvim(tmp_path, model, workspace, body)
+    assert records["layout"] == {"name": "agent-lsp://prompt", "below": True, "same_column": True}
+    assert records["emptied"] == [""]
+    assert records["i_goes_to"] == "agent-lsp://prompt"
+    asked = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "user"]
+    assert asked[0] == "first line\nsecond line", asked
+    assert asked[-1] == "and then?", asked
+    assert records["session"] == records["first_session"]
+    assert (
+        "## You\n\nfirst line\nsecond line\n\n## Agent\n\nFirst answer." in records["conversation"]
+    )

@@ -20,12 +20,18 @@ end, {
   end,
   desc = "agent-lsp: ask the agent (no argument: prompt for it; :'<,'> sends the selection; /<Tab>: the commands)",
 })
+command('AgentChat', function()
+  require('agent_lsp').chat()
+end, { nargs = 0, desc = 'agent-lsp: the conversation with a prompt buffer below it (<C-s> or <CR> sends)' })
 command('AgentCancel', function()
   require('agent_lsp').cancel()
 end, { nargs = 0, desc = 'agent-lsp: cancel the running ask' })
 command('AgentNew', function()
   require('agent_lsp').new()
 end, { nargs = 0, desc = 'agent-lsp: start a new conversation' })
+command('AgentHistory', function()
+  require('agent_lsp').history()
+end, { nargs = 0, desc = "agent-lsp: reopen one of the project's saved conversations" })
 command('AgentTools', function()
   require('agent_lsp').tools()
 end, { nargs = 0, desc = 'agent-lsp: list the tools the agent can call' })
@@ -46,10 +52,23 @@ command('AgentCheckpoints', function()
 end, { nargs = 0, desc = "agent-lsp: list the conversation's asks and the files each changed" })
 command('AgentDiff', function(opts)
   require('agent_lsp').diff(opts.args)
-end, { nargs = '?', desc = 'agent-lsp: show what an ask changed (default: the latest)' })
+end, {
+  nargs = '?',
+  complete = function(arglead)
+    return require('agent_lsp').complete_checkpoint(arglead)
+  end,
+  desc = 'agent-lsp: show what an ask changed (default: the latest)',
+})
 command('AgentRewind', function(opts)
   require('agent_lsp').rewind(opts.args, opts.bang)
-end, { nargs = '?', bang = true, desc = 'agent-lsp: undo an ask and every later one (! skips the question)' })
+end, {
+  nargs = '?',
+  bang = true,
+  complete = function(arglead)
+    return require('agent_lsp').complete_checkpoint(arglead)
+  end,
+  desc = 'agent-lsp: undo an ask and every later one (! skips the question)',
+})
 command('AgentGrants', function()
   require('agent_lsp').grants()
 end, { nargs = 0, desc = 'agent-lsp: list the conversation\'s "always" permission answers; revoke one' })

@@ -61,7 +61,7 @@ local function ask_with(prompt, sel)
     set_status(req, 'working: waiting for the model')
   end)
   if not started then
-    finish(req, { '**Error**: could not start the agent-lsp server (see :messages).' })
+    finish(req, { '**Error**: ' .. tostring(client.start_error or 'could not start the agent-lsp server') })
   end
 end
 

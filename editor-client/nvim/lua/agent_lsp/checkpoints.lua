@@ -8,6 +8,10 @@ local transcript = require('agent_lsp.transcript')
 local M = {}
 
 local call, notify, report = client.call, client.notify, client.report
+local api = vim.api
+
+-- What the views show: the checkpoint of each line of the list, the checkpoint of the diff.
+local shown = { targets = {}, diff = nil }
 
 --- Run `callback(client, session_id, checkpoint_id)` for the conversation's checkpoint
 --- `id` (default: its latest ask).
@@ -39,11 +43,64 @@ function M.checkpoints()
       if err then
         return report('agent/checkpoints', err)
       end
-      local lines = format.checkpoint_lines(result.checkpoints)
+      local lines, targets = {}, {}
+      for _, checkpoint in ipairs(result.checkpoints or {}) do
+        for _, line in ipairs(format.checkpoint_lines({ checkpoint })) do
+          table.insert(lines, line)
+          targets[#lines] = checkpoint.id
+        end
+      end
       lines = #lines > 0 and lines or { 'no checkpoints in this conversation' }
+      shown.targets = targets
+      local buf = buffers.scratch(buffers.CHECKPOINTS, 'agentlspcheckpoints')
+      vim.keymap.set('n', '<CR>', function()
+        M.act_at_cursor('diff')
+      end, { buffer = buf, desc = 'agent-lsp: show what this ask changed' })
+      vim.keymap.set('n', 'R', function()
+        M.act_at_cursor('rewind')
+      end, { buffer = buf, desc = 'agent-lsp: undo this ask and every later one' })
       buffers.view(buffers.CHECKPOINTS, 'agentlspcheckpoints', lines)
     end)
   end)
+end
+
+--- The completion of :AgentDiff and :AgentRewind: the conversation's checkpoint ids
+--- (agent/checkpoints, waited for at most COMPLETE_WAIT_MS), newest first.
+M.COMPLETE_WAIT_MS = 2000
+
+function M.complete(arglead)
+  local conv = transcript.conv
+  local c = client.by_id(conv.root and client.id_of(conv.root))
+  if not (c and conv.session_id) then
+    return {}
+  end
+  local ids, done = {}, false
+  call(c, 'request', 'agent/checkpoints', { sessionId = conv.session_id }, function(err, result)
+    done = true
+    for _, checkpoint in ipairs(not err and type(result) == 'table' and result.checkpoints or {}) do
+      table.insert(ids, 1, tostring(checkpoint.id))
+    end
+  end)
+  vim.wait(M.COMPLETE_WAIT_MS, function()
+    return done
+  end, 10)
+  return vim.tbl_filter(function(id)
+    return vim.startswith(id, arglead or '')
+  end, ids)
+end
+
+--- In the checkpoint list: show the diff of the checkpoint under the cursor (`<CR>`), or
+--- undo it and every later one (`R`, asking first).
+function M.act_at_cursor(action)
+  local id = shown.targets[api.nvim_win_get_cursor(0)[1]]
+  if not id then
+    return notify('no checkpoint on this line', vim.log.levels.WARN)
+  end
+  if action == 'rewind' then
+    M.rewind(id)
+  else
+    M.diff(id)
+  end
 end
 
 --- Show what ask `id` (default: the latest) changed, as a unified diff.
@@ -56,6 +113,13 @@ function M.diff(id)
       end
       local lines = format.diff_lines(result.files)
       lines = #lines > 0 and lines or { '(ask ' .. checkpoint .. ' changed no files)' }
+      shown.diff = checkpoint
+      local buf = buffers.scratch(buffers.DIFF, 'diff')
+      vim.keymap.set('n', 'R', function()
+        if shown.diff then
+          M.rewind(shown.diff)
+        end
+      end, { buffer = buf, desc = 'agent-lsp: undo this ask and every later one' })
       buffers.view(buffers.DIFF, 'diff', lines)
     end)
   end)

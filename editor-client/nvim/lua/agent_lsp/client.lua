@@ -20,8 +20,12 @@ local defaults = {
   -- current directory; `root_dir = function(bufnr) return path end` overrides it.
   root_markers = { '.git', '.hg', '.svn' },
   root_dir = nil,
-  -- Ex command that opens a window for the conversation (and trace, tools).
-  open_cmd = 'botright vsplit',
+  -- The one window the conversation, the trace and the lists share (each view replaces the
+  -- buffer shown in it): position 'right', 'left', 'bottom', 'top' or 'float'; width and
+  -- height in columns/lines, or below 1 a fraction of the editor's.
+  window = { position = 'right', width = 0.4, height = 0.35 },
+  -- An Ex command that opens that window instead (e.g. 'botright vsplit'); nil: `window`.
+  open_cmd = nil,
 }
 
 -- Changed in place only (configure below), never replaced: `require('agent_lsp').config` is
@@ -43,15 +47,28 @@ end
 
 local call = M.call
 
+--- A note in the message area: one line that fits it (the first line, cut with "…"), so it
+--- never stops Neovim with "Press ENTER"; whole texts go to a buffer (the conversation, the
+--- check) instead.
 function M.notify(message, level)
-  vim.notify('agent-lsp: ' .. message, level or vim.log.levels.INFO)
+  local text = 'agent-lsp: ' .. tostring(message)
+  local line = text:match('^[^\n]*')
+  local room = math.max((tonumber(vim.v.echospace) or 80) - 1, 30)
+  if line ~= text or vim.fn.strdisplaywidth(line) > room then
+    line = vim.fn.strcharpart(line, 0, room - 1)
+    while vim.fn.strdisplaywidth(line) > room - 1 do
+      line = vim.fn.strcharpart(line, 0, vim.fn.strchars(line) - 1)
+    end
+    line = line .. '…'
+  end
+  vim.notify(line, level or vim.log.levels.INFO)
 end
 
 local notify = M.notify
 
 --- Say that request `method` failed with `err`.
 function M.report(method, err)
-  notify(method .. ' failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+  notify(method .. ' failed: ' .. require('agent_lsp.format').neovim_way(err.message), vim.log.levels.ERROR)
 end
 
 -- State ---------------------------------------------------------------------
@@ -169,7 +186,26 @@ vim.api.nvim_create_autocmd('VimLeavePre', {
   end,
 })
 
+--- Why the server cannot start, in a line, or nil: its command is not installed.
+function M.start_problem()
+  local cmd = M.config.cmd or {}
+  if type(cmd) == 'table' and type(cmd[1]) == 'string' and vim.fn.executable(cmd[1]) == 1 then
+    return nil
+  end
+  local name = type(cmd) == 'table' and tostring(cmd[1]) or tostring(cmd)
+  return string.format(
+    "`%s` is not installed (not on PATH). Install the server with `uv tool install /path/to/agent-lsp`, or point the `cmd` option at it: require('agent_lsp').setup({ cmd = { 'uv', 'run', '--directory', '/path/to/agent-lsp', 'agent-lsp', '--stdio' } }) (:help agent-lsp-setup).",
+    name
+  )
+end
+
 local function start_client(root)
+  local problem = M.start_problem()
+  if problem then
+    M.start_error = problem
+    notify('install agent-lsp or set `cmd` (:help agent-lsp-setup)', vim.log.levels.ERROR)
+    return nil
+  end
   local handlers = vim.tbl_extend('force', shown.handlers, {
     ['agent/requestPermission'] = permissions.handler,
     ['$/cancelRequest'] = permissions.on_cancel,
@@ -223,7 +259,8 @@ local function start_client(root)
     ok, id = pcall(vim.lsp.start_client, config)
   end
   if not ok or not id then
-    notify('could not start ' .. table.concat(M.config.cmd, ' ') .. ': ' .. tostring(id), vim.log.levels.ERROR)
+    M.start_error = 'could not start ' .. table.concat(M.config.cmd, ' ') .. (ok and ' (see :LspLog)' or ': ' .. tostring(id))
+    notify(M.start_error, vim.log.levels.ERROR)
     return nil
   end
   clients[root] = id

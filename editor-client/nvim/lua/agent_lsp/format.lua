@@ -127,12 +127,36 @@ function M.activity_line(params, now)
   return line
 end
 
+-- The server's messages name VS Code's commands and settings where a Neovim user has others.
+local NEOVIM_WAY = {
+  { 'In VS Code run "Agent: Set API Key"; elsewhere run ', 'In a terminal run ' },
+  { 'in VS Code run "Agent: Set API Key"; elsewhere ', 'in a terminal run ' },
+  { '"Agent: Select Model" in VS Code, ', ':AgentModel, ' },
+  { 'the editor setting agentLsp.', "setup()'s settings." },
+  { 'editor setting agentLsp.', "setup()'s settings." },
+  { 'or agentLsp.model', "or setup()'s settings.model" },
+}
+
+--- A server message (an error, a check) as it applies in Neovim.
+function M.neovim_way(text)
+  text = tostring(text)
+  for _, pair in ipairs(NEOVIM_WAY) do
+    local from, to = pair[1], pair[2]
+    local at = text:find(from, 1, true)
+    while at do
+      text = text:sub(1, at - 1) .. to .. text:sub(at + #from)
+      at = text:find(from, at + #to, true)
+    end
+  end
+  return text
+end
+
 --- The lines of an agent/checkConnection result: a mark and a sentence per check.
 function M.check_lines(result)
   local lines = {}
   for _, check in ipairs(type(result) == 'table' and result.checks or {}) do
     local mark = check.ok == true and '✓' or '✗'
-    table.insert(lines, string.format('%s %s: %s', mark, tostring(check.name), tostring(check.message)))
+    table.insert(lines, string.format('%s %s: %s', mark, tostring(check.name), M.neovim_way(check.message)))
   end
   table.insert(lines, '')
   table.insert(lines, result and result.ok == true and 'The endpoint works.' or 'The endpoint does not work yet.')

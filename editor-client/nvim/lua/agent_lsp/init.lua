@@ -13,13 +13,16 @@
 --   transcript.lua   the conversation: its state, streamed answers, status line, trace
 --   context.lua      the selection sent with an ask
 --   ask.lua          ask (a built-in /command runs its action), cancel, new conversation, compact
+--   compose.lua      the chat: the conversation and a prompt buffer below it
 --   commands.lua     the /commands: completing them, telling the built-ins apart
 --   checkpoints.lua  the checkpoints, an ask's diff, rewinding
 --   grants.lua       the "always" permission answers
+--   history.lua      reopening a saved conversation
 --   model.lua        checking the endpoint, choosing the model
 --   tools.lua        the tool list, the bash sandbox
 --   mcp.lua          the folder's MCP servers, approving a folder's own
 --   instructions.lua the instruction files and skills the model is given
+--   calls.lua        the tool calls shown in the conversation, a call's whole output
 --   permissions.lua  answering the server's permission requests
 --   format.lua       the text shown: trace lines, checkpoint lists, diffs, the sandbox view
 local ask = require('agent_lsp.ask')
@@ -54,9 +57,12 @@ M.checkpoints = checkpoints.checkpoints
 M.diff = checkpoints.diff
 M.rewind = checkpoints.rewind
 M.grants = grants.grants
+M.history = require('agent_lsp.history').history
+M.chat = require('agent_lsp.compose').open
 M.mcp = require('agent_lsp.mcp').mcp
 M.instructions = require('agent_lsp.instructions').instructions
 M.complete_ask = require('agent_lsp.commands').complete
+M.complete_checkpoint = checkpoints.complete
 
 --- The conversation state (for statuslines and tests).
 function M.status()
@@ -75,6 +81,7 @@ function M.status()
     diff_buf = buffers.get(buffers.DIFF),
     check_buf = buffers.get(buffers.CHECK),
     sandbox_buf = buffers.get(buffers.SANDBOX),
+    prompt_buf = buffers.get(require('agent_lsp.compose').BUFFER),
     instructions_buf = buffers.get(require('agent_lsp.instructions').BUFFER),
   }
 end
@@ -91,6 +98,14 @@ function M.setup(opts)
 end
 
 local group = vim.api.nvim_create_augroup('agent_lsp', { clear = true })
+
+-- A failed tool call's line (in the conversation and the trace); `default`, so a colour
+-- scheme or the user may set it, and again after a colour scheme cleared the highlights.
+local function highlights()
+  vim.cmd('highlight default link AgentLspToolFailed ErrorMsg')
+end
+highlights()
+vim.api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
 vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
   group = group,
   callback = function(args)

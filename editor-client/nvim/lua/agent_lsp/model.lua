@@ -15,7 +15,7 @@ function M.check()
   client.with_client(root, function(c)
     call(c, 'request', 'agent/checkConnection', vim.empty_dict(), function(err, result)
       if err then
-        notify('agent/checkConnection failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        notify('agent/checkConnection failed: ' .. format.neovim_way(err.message), vim.log.levels.ERROR)
         return
       end
       local lines = vim.list_extend({ '# agent-lsp connection check', '' }, format.check_lines(result))
@@ -35,7 +35,8 @@ function M.models()
   client.with_client(root, function(c)
     call(c, 'request', 'agent/listModels', vim.empty_dict(), function(err, result)
       if err then
-        notify('agent/listModels failed: ' .. tostring(err.message) .. ' (:AgentCheck says why)', vim.log.levels.ERROR)
+        -- The pointer first: a long message is cut to fit the message area.
+        notify('no model list (:AgentCheck says why): ' .. format.neovim_way(err.message), vim.log.levels.ERROR)
         return
       end
       local ids = {}

@@ -2,6 +2,7 @@
 -- session, the ask in flight), the conversation buffer -- each ask's prompt, the answer as it
 -- streams, the status line below it while the agent works, the footer -- and the trace.
 local buffers = require('agent_lsp.buffers')
+local calls = require('agent_lsp.calls')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
 
@@ -16,8 +17,68 @@ local set_lines, append, text_lines = buffers.set_lines, buffers.append, buffers
 local conv = { root = nil, session_id = nil, request = nil }
 M.conv = conv
 
+-- A window showing the conversation folds each tool call's details under its line.
+local function fold_calls(win)
+  api.nvim_win_call(win, function()
+    vim.opt_local.foldmethod = 'expr'
+    vim.opt_local.foldexpr = calls.FOLDEXPR
+    vim.opt_local.foldlevel = 0
+    vim.opt_local.foldenable = true
+  end)
+end
+
+-- <CR> in the conversation: a tool call's output, a checkpoint footer's diff.
+local function act_at_cursor()
+  if calls.at_cursor() then
+    return calls.open_at_cursor()
+  end
+  local id = api.nvim_get_current_line():match('^_%(checkpoint (%S+):')
+  if id then
+    return require('agent_lsp.checkpoints').diff(id)
+  end
+  client.notify('nothing to open on this line', vim.log.levels.WARN)
+end
+
+-- The languages of the fenced code blocks the conversation highlights (Vim's markdown syntax
+-- reads them when the filetype is set; Tree-sitter, where it runs, injects languages itself).
+M.FENCED_LANGUAGES = {
+  'python', 'lua', 'vim', 'sh', 'bash=sh', 'shell=sh', 'console=sh', 'zsh', 'javascript',
+  'js=javascript', 'typescript', 'ts=typescript', 'json', 'yaml', 'toml', 'html', 'css',
+  'c', 'cpp', 'rust', 'go', 'java', 'ruby', 'sql', 'make', 'diff',
+}
+
 function M.conversation_buf()
-  return buffers.scratch(buffers.CONVERSATION, 'markdown')
+  local existing = buffers.get(buffers.CONVERSATION)
+  -- With the user's own, if any.
+  local languages = vim.deepcopy(M.FENCED_LANGUAGES)
+  for _, language in ipairs(vim.g.markdown_fenced_languages or {}) do
+    if not vim.tbl_contains(languages, language) then
+      table.insert(languages, language)
+    end
+  end
+  local vars = { markdown_fenced_languages = languages }
+  local buf = buffers.scratch(buffers.CONVERSATION, 'markdown', vars)
+  if buf ~= existing then
+    vim.keymap.set('n', 'o', calls.open_at_cursor, { buffer = buf, desc = "agent-lsp: open this tool call's output" })
+    vim.keymap.set('n', '<CR>', act_at_cursor, { buffer = buf, desc = 'agent-lsp: open the tool output or diff here' })
+    -- The conversation is read-only: typing goes to the chat's prompt.
+    vim.keymap.set('n', 'i', function()
+      require('agent_lsp.compose').open()
+      vim.cmd('startinsert')
+    end, { buffer = buf, desc = "agent-lsp: write a prompt (the chat's prompt buffer)" })
+    api.nvim_create_autocmd('BufWinEnter', {
+      buffer = buf,
+      callback = function()
+        fold_calls(api.nvim_get_current_win())
+      end,
+    })
+    for _, win in ipairs(api.nvim_list_wins()) do
+      if api.nvim_win_get_buf(win) == buf then
+        fold_calls(win)
+      end
+    end
+  end
+  return buf
 end
 
 function M.trace_buf()
@@ -40,7 +101,7 @@ end
 --- there is none yet).
 function M.with_session(callback)
   if not (conv.root and conv.session_id) then
-    client.notify('no conversation yet: ask something first', vim.log.levels.WARN)
+    client.notify('no conversation yet: ask something, or reopen one with :AgentHistory', vim.log.levels.WARN)
     return
   end
   local session = conv.session_id
@@ -85,7 +146,7 @@ function M.finish(req, lines)
   end
   conv.request = nil
   local line = status_line(req)
-  if req.segment and lines[1] ~= '' then
+  if (req.segment or req.after_calls) and lines[1] ~= '' then
     table.insert(lines, 1, '') -- after the streamed text
   end
   table.insert(lines, '')
@@ -100,9 +161,72 @@ local finish = M.finish
 
 -- Server notifications ------------------------------------------------------------
 
+-- Insert `lines` above the status line of `req`; the row they start at (nil: no status line).
+local function insert_above_status(req, lines)
+  local line = status_line(req)
+  if not line then
+    return nil
+  end
+  set_lines(req.buf, line, line, lines)
+  req.status_line = line + #lines
+  return line
+end
+
+-- Replace the lines of a call shown already (`entry`, in `buf`) with `lines`; what is below
+-- them moves (other calls, and the status line and streamed text of an ask in flight).
+local function update_call(buf, entry, lines, failed)
+  local delta = #lines - entry.count
+  local after = entry.row + entry.count
+  set_lines(buf, entry.row, after, lines)
+  calls.shift(buf, after, delta)
+  entry.count, entry.failed = #lines, failed
+  calls.highlight(buf, entry)
+  local req = conv.request
+  if req and req.buf == buf and req.status_line and req.status_line >= after then
+    req.status_line = req.status_line + delta
+    if req.segment and req.segment.start >= after then
+      req.segment.start = req.segment.start + delta
+    end
+  end
+end
+
+-- A tool call: its line (with its details once it ended) above the status line of the ask
+-- in flight, or, when it is shown already, its lines replaced (also after its ask ended:
+-- a cancelled ask's call reports its end after the ask's reply).
+local function show_call(params)
+  if type(params.callId) ~= 'string' then
+    return
+  end
+  local lines = calls.lines(params)
+  local failed = params.status == 'failed'
+  local shown = buffers.get(buffers.CONVERSATION)
+  local entry = shown and api.nvim_buf_is_valid(shown) and calls.find(shown, params.callId)
+  if entry and entry.session == params.sessionId then
+    return update_call(shown, entry, lines, failed)
+  end
+  local req = conv.request
+  if not req or not status_line(req) then
+    return
+  end
+  if req.session_id and params.sessionId ~= req.session_id then
+    return -- another conversation's
+  end
+  req.session_id = params.sessionId
+  local segment = req.segment
+  if segment and not segment.closed then
+    -- The text streamed so far is done: what streams next starts a new paragraph.
+    segment.closed = true
+    insert_above_status(req, { '' })
+  end
+  req.after_calls = true
+  local row = insert_above_status(req, lines)
+  calls.track(req.buf, row, #lines, params.callId, params.sessionId, req.root, failed)
+end
+
 local function on_activity(_, params)
   if type(params) == 'table' then
     append(trace_buf(), { format.activity_line(params) })
+    show_call(params)
   end
 end
 
@@ -147,14 +271,14 @@ local function on_delta(_, params)
     return
   end
   local segment = req.segment
-  if not segment or segment.turn ~= params.turn or segment.channel ~= params.channel then
-    if segment then
+  if not segment or segment.closed or segment.turn ~= params.turn or segment.channel ~= params.channel then
+    if segment or req.after_calls then
       set_lines(req.buf, line, line, { '' }) -- a blank line between segments
       line = line + 1
       req.status_line = line
     end
     segment = { turn = params.turn, channel = params.channel, text = '', start = line, shown = 0 }
-    req.segment = segment
+    req.segment, req.after_calls = segment, false
   end
   segment.text = segment.text .. params.delta
   render(req, segment)
@@ -211,7 +335,7 @@ function M.on_answer(req, err, result)
       finish(req, { '_(cancelled)_' })
       return
     end
-    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), tostring(err.message)))
+    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), format.neovim_way(err.message)))
     local data = type(err.data) == 'table' and err.data or {}
     if err.code == -32602 and data.field == 'sessionId' then
       conv.session_id = nil
@@ -228,7 +352,7 @@ function M.on_answer(req, err, result)
   if not (last and segment.text == answer) then
     -- Not streamed as it is (an older server; an answer of only whitespace, which the
     -- result gives as ""): the answer itself, in place of what streamed of it.
-    if last and status_line(req) then
+    if last and not segment.closed and status_line(req) then
       set_lines(req.buf, segment.start, req.status_line, {})
       req.status_line = segment.start
       req.segment = nil
