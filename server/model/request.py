@@ -27,6 +27,7 @@ import json
 import math
 import random
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,11 @@ INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0  # a longer Retry-After is not waited for
 RETRIED_STATUSES = frozenset({408, 409, 429})
+
+# Each client's copy that makes one attempt (the retries are ours), made once: a new copy
+# per request would also make the SDK look up the platform again, in a thread, before it
+# sends anything.
+_SINGLE_ATTEMPT: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ async def complete(
     import openai  # already loaded: the caller built ``client`` with it
 
     policy = policy or RequestPolicy.of(client)
-    once = client.with_options(max_retries=0) if client.max_retries else client
+    once = _single_attempt(client)
     secrets = [client.api_key] if isinstance(client.api_key, str) else []
     base_url = str(client.base_url or "").rstrip("/") or None
     shown = _Shown(on_delta)
@@ -120,6 +126,15 @@ async def complete(
         # Out of time (a timeout, or no room for the wait) rather than out of retries.
         out_of_time = failure.kind == "timeout" or wait is not None
         raise _counted(failure, attempts, started, policy, deadline_note=out_of_time) from None
+
+
+def _single_attempt(client: AsyncOpenAI) -> AsyncOpenAI:
+    if not client.max_retries:
+        return client
+    once = _SINGLE_ATTEMPT.get(client)
+    if once is None:
+        once = _SINGLE_ATTEMPT[client] = client.with_options(max_retries=0)
+    return once
 
 
 class _Shown:
