@@ -2,15 +2,15 @@
 
 The scenarios are those the Neovim client plays too (tests/support/editor_scenarios: the
 workspace, the model's script, the assertions); this driver gives each its Lisp steps and
-asserts what only Emacs does. One test is Emacs's alone, a withdrawn permission request closes
-its prompt: read-multiple-choice blocks until the client ends it, while Neovim cannot close a
-vim.ui.select and says the request was withdrawn instead (the cancel-during-prompt scenario
-checks that). Each test writes an Emacs Lisp script (a shared prelude plus the steps), runs
-``emacs --batch -Q`` on it with the real server as the eglot contact and the scripted
-model behind it, and reads back JSON records the script writes with ``message``
-(stderr, unbuffered). A step can pause at ``(test-sync NAME)`` while the test checks
-processes, then resume. ``-Q`` skips Debian's site files, so the prelude adds
-Debian's elpa folder (from ``dpkg -L elpa-eglot``) before ``package-initialize``;
+asserts what only Emacs does. Permission requests never take the keyboard in Emacs: the steps
+answer them as a user does, opening *agent-lsp-permission* and pressing a key there. Each test
+writes an Emacs Lisp script (a shared prelude plus the steps), runs ``emacs --batch -Q`` on it
+with the real server as the eglot contact and the scripted model behind it, and reads back JSON
+records the script writes with ``message`` (stderr, unbuffered). A step can pause at
+``(test-sync NAME)`` while the test checks processes, then resume. What needs a real terminal
+(keys typed while a request arrives, what a window shows) runs ``emacs -nw`` on a pty
+(tests/support/emacs_pty.py) with the same setup. ``-Q`` skips Debian's site files, so the
+prelude adds Debian's elpa folder (from ``dpkg -L elpa-eglot``) before ``package-initialize``;
 Emacs 29+ has eglot built in. ``AGENT_LSP_EMACS`` picks another binary.
 """
 
@@ -39,6 +39,7 @@ from tests.support.editor_scenarios import (
     play,
     workspace_fixture,  # noqa: F401 (the `workspace` fixture)
 )
+from tests.support.emacs_pty import C_G, ESC, EmacsPty
 from tests.support.lsp_client import REPO, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 
@@ -54,7 +55,7 @@ pytestmark = pytest.mark.skipif(
     reason=f"{EMACS!r} is not installed (CI installs it: apt-get install emacs-nox elpa-eglot)",
 )
 
-PRELUDE = r"""
+SETUP = r"""
 (require 'package)
 (require 'cl-lib)
 (require 'subr-x)
@@ -92,7 +93,28 @@ PRELUDE = r"""
   (if (get-buffer name) (with-current-buffer name (buffer-string)) ""))
 (defun test-idle ()
   (test-wait "the ask to finish" (lambda () (null agent-lsp--request))))
+(defvar test-prompts nil "The permission requests shown, newest first (their plists).")
+(defvar test-keys nil
+  "The user's answers to the next permission requests: a key each, pressed in
+*agent-lsp-permission*, or nil to leave that request unanswered.")
+(defun test-press (key)
+  "The user opens the waiting request and presses KEY."
+  (agent-lsp-permissions)
+  (with-current-buffer "*agent-lsp-permission*"
+    (call-interactively (key-binding (kbd key)))))
+(add-hook 'agent-lsp-permission-functions
+          (lambda (request)
+            (push request test-prompts)
+            (let ((key (pop test-keys)))
+              (when key (run-at-time 0 nil #'test-press key)))))
+(defun test-prompt-texts () (vconcat (mapcar (lambda (r) (plist-get r :prompt))
+                                             (reverse test-prompts))))
 
+"""
+
+PRELUDE = (
+    SETUP
+    + r"""
 (condition-case err
     (progn
 {BODY}
@@ -101,6 +123,7 @@ PRELUDE = r"""
          (kill-emacs 1)))
 (kill-emacs 0)
 """
+)
 
 
 def debian_elpa_dirs() -> list[str]:
@@ -137,19 +160,15 @@ def elpa() -> list[str]:
     return dirs
 
 
-def run_emacs(
+def emacs_env(
     tmp_path: Path,
     model: ScriptedModel,
-    workspace: Path,
     elpa: list[str],
-    body: str,
-    *,
     settings: dict[str, Any] | None = None,
-    on_sync: dict[str, Callable[[], None]] | None = None,
     data: Any = None,
     env_changes: dict[str, str | None] | None = None,
-) -> dict[str, Any]:
-    """Run one Lisp test body; returns the records it emitted, merged into one dict.
+) -> dict[str, str]:
+    """Emacs's environment: its HOME, the test's configuration (AGENT_TEST_CONFIG), the model.
 
     ``env_changes`` adjusts Emacs's (so the server's) environment; ``None`` removes one.
     """
@@ -157,8 +176,6 @@ def run_emacs(
     sync_dir = tmp_path / "sync"
     for folder in (home, sync_dir):
         folder.mkdir(exist_ok=True)
-    script = tmp_path / "test.el"
-    script.write_text(PRELUDE.replace("{BODY}", body), encoding="utf-8")
     config = {
         "plugin": str(PLUGIN),
         "cmd": SERVER_COMMAND,
@@ -179,6 +196,26 @@ def run_emacs(
             env.pop(name, None)
         else:
             env[name] = value
+    return env
+
+
+def run_emacs(
+    tmp_path: Path,
+    model: ScriptedModel,
+    workspace: Path,
+    elpa: list[str],
+    body: str,
+    *,
+    settings: dict[str, Any] | None = None,
+    on_sync: dict[str, Callable[[], None]] | None = None,
+    data: Any = None,
+    env_changes: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
+    """Run one Lisp test body; returns the records it emitted, merged into one dict."""
+    script = tmp_path / "test.el"
+    script.write_text(PRELUDE.replace("{BODY}", body), encoding="utf-8")
+    env = emacs_env(tmp_path, model, elpa, settings, data, env_changes)
+    sync_dir = tmp_path / "sync"
     proc = subprocess.Popen(
         [EMACS, "--batch", "-Q", "-l", str(script)],
         cwd=workspace,
@@ -250,7 +287,7 @@ def on_check(run: Run, records: Records) -> None:
 
 
 def permission_prompts(run: Run, records: Records) -> None:
-    """read-multiple-choice's prompt and keys; the fifth request is dismissed with C-g."""
+    """The request's text and keys; the fifth request is dismissed with d."""
     prompts = records["prompts"]
     assert prompts[0]["prompt"] == (
         "Command:\n    echo once > ../once.txt\n"
@@ -282,7 +319,8 @@ def grant_choice(run: Run, records: Records) -> None:
 
 
 def prompt_closed(run: Run, records: Records) -> None:
-    assert records["open_for"] < 5  # closed when the server withdrew it
+    """The request left unanswered was withdrawn when the ask was cancelled."""
+    assert "→ withdrawn: the agent stopped waiting" in records["conversation"]
 
 
 def reasoning_dimmed(run: Run, records: Records) -> None:
@@ -329,7 +367,7 @@ MANAGED_NOTES = """
 
 
 def mcp_tool_views(run: Run, records: Records) -> None:
-    """read-multiple-choice's prompt for the MCP call: the server's title."""
+    """The request's text for the MCP call: the server's title."""
     assert records["prompts"][0].startswith("agent-lsp asks: Run ")
     assert records["key"] == "agent-lsp-mcp-servers"
 
@@ -343,10 +381,7 @@ def mcp_approval(run: Run, records: Records) -> None:
 # The user answers every permission prompt "allow once"; each prompt's text is kept. A
 # Python MCP server may take a while to start on a loaded machine: 45 s for those waits.
 ALLOW_ONCE = """
-        (defvar test-prompts nil)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (prompt choices &rest _) (push prompt test-prompts)
-                      (assq ?y choices)))
+        (setq test-keys (make-list 10 "y"))
         (defun test-mcp-has (line) (member line (append (test-lines "*agent-lsp-mcp*") nil)))
 """
 
@@ -510,19 +545,15 @@ STEPS: dict[str, Steps] = {
     ),
     "permission_requests_are_asked_and_answered": Steps(
         """
-        (defvar test-prompts nil)
-        (defvar test-answers (list ?y ?a ?n 'quit))
-        ;; The user at the prompt: each call takes the next scripted key.
-        (advice-add 'read-multiple-choice :override
-                    (lambda (prompt choices &rest _)
-                      (push (list :prompt prompt
-                                  :keys (concat (mapcar #'car choices)))
-                            test-prompts)
-                      (let ((key (pop test-answers)))
-                        (if (eq key 'quit) (signal 'quit nil) (assq key choices)))))
+        ;; The user opens each request and answers; the fourth is dismissed (d).
+        (setq test-keys (list "y" "a" "n" "d"))
         (agent-lsp-ask "write the reports")
         (test-idle)
-        (test-emit :prompts (vconcat (reverse test-prompts))
+        (test-emit :prompts (vconcat (mapcar (lambda (r)
+                                               (list :prompt (plist-get r :prompt)
+                                                     :keys (concat (mapcar #'car (plist-get
+                                                                                  r :choices)))))
+                                             (reverse test-prompts)))
                    :trace (test-lines "*agent-lsp-trace*")
                    :conversation (test-text "*agent-lsp*"))
         """,
@@ -530,26 +561,17 @@ STEPS: dict[str, Steps] = {
     ),
     "a_permission_prompt_shows_what_an_escape_sequence_would_hide": Steps(
         """
-        (defvar test-prompts nil)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (prompt choices &rest _)
-                      (push prompt test-prompts)
-                      (assq ?n choices)))
+        (setq test-keys (list "n"))
         (agent-lsp-ask "fetch the tags")
         (test-idle)
-        (test-emit :prompts (vconcat test-prompts) :trace (test-lines "*agent-lsp-trace*"))
+        (test-emit :prompts (test-prompt-texts) :trace (test-lines "*agent-lsp-trace*"))
         """,
         check=escape_prompt,
     ),
     "the_grants_command_lists_the_always_answers_and_revokes_the_picked_one": Steps(
         """
-        (defvar test-prompts 0)
-        (defvar test-answers (list ?a ?y))
+        (setq test-keys (list "a" "y"))
         (defvar test-offered nil)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (_prompt choices &rest _)
-                      (cl-incf test-prompts)
-                      (assq (pop test-answers) choices)))
         (agent-lsp-ask "write a")
         (test-idle)
         (cl-letf (((symbol-function 'completing-read)
@@ -561,34 +583,27 @@ STEPS: dict[str, Steps] = {
                            (user-error (error-message-string err))))
         (agent-lsp-ask "write a again")
         (test-idle)
-        (test-emit :prompts test-prompts :offered test-offered :after test-after
+        (test-emit :prompts (length test-prompts) :offered test-offered :after test-after
                    :messages (test-text "*Messages*"))
         """,
         check=grant_choice,
     ),
     "cancel_while_the_permission_prompt_is_open_and_escape_declines": Steps(
         """
-        (defvar test-open-for nil)
-        (defvar test-asked 0)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (_prompt choices &rest _)
-                      (if (> (cl-incf test-asked) 1)
-                          (signal 'quit nil)  ; the next prompt: the user presses C-g
-                        ;; The user leaves the prompt open (for up to 20 s) and cancels
-                        ;; the ask instead.
-                        (run-at-time 0.1 nil #'agent-lsp-cancel)
-                        (let ((start (float-time)))
-                          (unwind-protect
-                              (progn (while (< (- (float-time) start) 20) (sit-for 0.05))
-                                     (assq ?y choices))
-                            (setq test-open-for (- (float-time) start)))))))
+        ;; The user leaves the first request unanswered and cancels the ask instead;
+        ;; the next one is dismissed (d).
+        (setq test-keys (list nil "d"))
         (agent-lsp-ask "warm up")
         (test-idle)
         (agent-lsp-ask "write never")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-cancel)
         (test-idle)
+        (test-wait "the request to be withdrawn"
+                   (lambda () (null agent-lsp--permission-requests)) 5)
         (agent-lsp-ask "go on")
         (test-idle)
-        (test-emit :open_for test-open-for :conversation (test-text "*agent-lsp*"))
+        (test-emit :conversation (test-text "*agent-lsp*"))
         """,
         check=prompt_closed,
     ),
@@ -695,7 +710,7 @@ STEPS: dict[str, Steps] = {
         (setq tools (test-text "*agent-lsp-tools*"))
         (agent-lsp-ask "use the toolbox")
         (test-idle)
-        (test-emit :servers servers :tools tools :prompts (vconcat (reverse test-prompts))
+        (test-emit :servers servers :tools tools :prompts (test-prompt-texts)
                    :trace (test-lines "*agent-lsp-trace*")
                    :conversation (test-text "*agent-lsp*")
                    :key (symbol-name (lookup-key agent-lsp-command-map "M")))
@@ -726,7 +741,7 @@ STEPS: dict[str, Steps] = {
         (test-sync "edited")
         (with-current-buffer "*agent-lsp-mcp*" (call-interactively (key-binding "g")))
         (test-emit :before before :after after :refreshed (test-lines "*agent-lsp-mcp*")
-                   :prompts (vconcat (reverse test-prompts))
+                   :prompts (test-prompt-texts)
                    :messages (test-text "*Messages*"))
         """,
         check=mcp_approval,
@@ -847,9 +862,11 @@ def test_scenario(
     play(scenario, steps, run, launch)
 
 
-def test_a_withdrawn_permission_request_closes_the_prompt(
+def test_a_withdrawn_permission_request_stops_waiting(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:
+    """A request nobody answers is withdrawn when the server gives up: the conversation
+    says so, nothing waits in Emacs, and its buffer's keys answer nothing any more."""
     arguments = {"command": "touch ../c.txt", "escalation": "unsandboxed", "justification": "x"}
     model.reply(tool_calls=[tool_call("bash", arguments)])
     model.reply("Nobody answered.")
@@ -859,21 +876,130 @@ def test_a_withdrawn_permission_request_closes_the_prompt(
         workspace,
         elpa,
         """
-        (defvar test-open-for nil)
-        ;; A user who does not answer: the prompt keeps reading for up to 20 s.
-        (advice-add 'read-multiple-choice :override
-                    (lambda (_prompt choices &rest _)
-                      (let ((start (float-time)))
-                        (unwind-protect
-                            (progn (while (< (- (float-time) start) 20) (sit-for 0.05))
-                                   (assq ?y choices))
-                          (setq test-open-for (- (float-time) start))))))
+        (setq test-keys (list nil))  ; the user does not answer
         (agent-lsp-ask "write")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-permissions)
         (test-idle)
-        (test-emit :open_for test-open-for :conversation (test-text "*agent-lsp*"))
+        (setq late (condition-case err
+                       (with-current-buffer "*agent-lsp-permission*"
+                         (call-interactively (key-binding "y")) "answered")
+                     (user-error (error-message-string err))))
+        (test-emit :conversation (test-text "*agent-lsp*")
+                   :waiting (length agent-lsp--permission-requests)
+                   :late late :shown (test-text "*agent-lsp-permission*"))
         """,
         settings={"permissionTimeout": 1},
     )
-    assert records["open_for"] < 5  # closed when the server gave up after 1 s
+    assert "→ withdrawn: the agent stopped waiting" in records["conversation"]
     assert "Nobody answered." in records["conversation"]
+    assert records["waiting"] == 0
+    assert records["late"].startswith("No request shown here waits")
+    assert records["shown"].startswith("Done: Run outside the sandbox: touch ../c.txt")
     assert not (workspace.parent / "c.txt").exists()
+
+
+# A real Emacs on a pty: the script reports to a log file; F5 reports its state.
+PTY_BODY = r"""
+(defvar test-log (expand-file-name "log.jsonl" (plist-get test-config :sync_dir)))
+(defun test-emit (&rest record)
+  (write-region (concat (json-serialize record) "\n") nil test-log t 'silent))
+(defvar test-step 0)
+(defvar test-state 0)
+(setq agent-lsp-save-before-ask nil)
+(global-set-key (kbd "C-c a") agent-lsp-command-map)
+(add-hook 'agent-lsp-permission-functions
+          (lambda (request) (test-emit :requested (plist-get request :title))))
+(add-hook 'minibuffer-setup-hook (lambda () (test-emit :minibuffer (cl-incf test-step))))
+(defun test-when-file (name action)
+  "Run ACTION once the test creates the file NAME."
+  (let ((path (expand-file-name name (plist-get test-config :sync_dir))) timer)
+    (setq timer (run-with-timer 0 0.05 (lambda ()
+                                         (when (file-exists-p path)
+                                           (cancel-timer timer)
+                                           (funcall action)))))))
+(condition-case err
+    (progn
+{BODY}
+      )
+  (error (test-emit :error (format "%S" err))))
+"""
+
+
+def start_pty_emacs(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str], body: str
+) -> EmacsPty:
+    script = tmp_path / "test.el"
+    script.write_text(
+        ";; -*- lexical-binding: t -*-" + SETUP + PTY_BODY.replace("{BODY}", body),
+        encoding="utf-8",
+    )
+    env = emacs_env(tmp_path, model, elpa)
+    return EmacsPty(
+        [EMACS, "-nw", "-Q", "-l", str(script)], env, workspace, tmp_path / "sync" / "log.jsonl"
+    )
+
+
+def test_keys_typed_for_something_else_never_answer_a_permission_request(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """A request arrives while the user types M-x find-fi: the rest of the command, stray
+    y/a/n/r, C-g and ESC ESC ESC answer nothing, nor do C-g, ESC and q in the request's
+    buffer; only a key pressed there, on purpose, does (here n: rejected)."""
+    arguments = {"command": "touch ../stray.txt", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("Not written.")
+    emacs = start_pty_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-state ()
+          (interactive)
+          (test-emit :state (cl-incf test-state)
+                     :waiting (length agent-lsp--permission-requests)
+                     :buffer (buffer-name)
+                     :conversation (test-text "*agent-lsp*")
+                     :messages (test-text "*Messages*")))
+        (global-set-key (kbd "<f5>") #'test-state)
+        (agent-lsp--ensure-server)
+        (test-when-file "go" (lambda () (agent-lsp-ask "write it")))
+        (test-emit :ready t)
+        """,
+    )
+    sync = tmp_path / "sync"
+    try:
+        emacs.wait_for("Emacs to start", lambda r: "ready" in r)
+        emacs.type(ESC + "x" + "find-fi")
+        emacs.wait_for("the minibuffer", lambda r: "minibuffer" in r)
+        (sync / "go").touch()
+        emacs.wait_for("the request", lambda r: "requested" in r)
+        # The rest of the command, then keys that would have been answers to a prompt.
+        for keys in ("le", "a", "y", "n", "r", C_G, ESC + ESC + ESC, "ya"):
+            record = emacs.state(keys)
+            assert record["waiting"] == 1, keys
+        assert "Permission requested" in record["conversation"]
+        assert "[Allow once] [Always allow this call] [Reject]" in record["conversation"]
+        assert (
+            "agent-lsp asks permission: Run outside the sandbox: touch ../stray.txt. "
+            in (record["messages"])
+        )
+        assert "C-c a y" in record["messages"]
+        # The request's buffer: leaving it answers nothing.
+        for leave in (C_G, "q", ESC + ESC + ESC):
+            record = emacs.state("\x03ay")
+            assert record["buffer"] == "*agent-lsp-permission*"
+            record = emacs.state(leave)
+            assert record["waiting"] == 1, leave
+        record = emacs.state("\x03ay")
+        assert record["buffer"] == "*agent-lsp-permission*"
+        record = emacs.state("n")
+        assert record["waiting"] == 0
+        assert model.wait_for_requests(2, timeout=30)
+        [result] = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+        assert result.startswith("Error: the user declined this call")
+        assert "dismissed" not in result and "rest of the conversation" not in result
+        assert not (workspace.parent / "stray.txt").exists()
+    finally:
+        emacs.close()

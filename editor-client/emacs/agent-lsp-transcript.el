@@ -38,20 +38,61 @@
           (funcall mode)
           (current-buffer)))))
 
+(defun agent-lsp--followers (buffer)
+  "BUFFER's windows whose point is at the end of what was written so far.
+That end is the running ask's status line in the conversation (the status
+line itself is rewritten at every update), else the buffer's end."
+  (let* ((marker (plist-get agent-lsp--request :status-marker))
+         (end (if (and marker (eq (marker-buffer marker) buffer))
+                  (marker-position marker)
+                (with-current-buffer buffer (point-max)))))
+    (cl-remove-if-not (lambda (w) (>= (window-point w) end))
+                      (get-buffer-window-list buffer nil t))))
+
+(defun agent-lsp--follow (windows)
+  "Keep WINDOWS at the end of their buffer, the last line at the bottom.
+Only when the end is out of sight does the window scroll, and then only so
+far that the end shows on the last line: no recentering into a half-empty
+window."
+  (dolist (window windows)
+    (when (window-live-p window)
+      (with-current-buffer (window-buffer window)
+        (set-window-point window (point-max))
+        (unless (pos-visible-in-window-p (point-max) window)
+          (with-selected-window window
+            (goto-char (point-max))
+            (recenter -1)))))))
+
 (defun agent-lsp--append (name mode text)
   "Append TEXT to buffer NAME (created in MODE).
-Where point was at the end, it stays at the end."
+Where point was at the end, it stays at the end; so do windows there."
   (with-current-buffer (agent-lsp--get-buffer name mode)
     (let ((inhibit-read-only t)
           (at-end (= (point) (point-max)))
-          (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
-                                       (get-buffer-window-list (current-buffer) nil t))))
+          (followers (agent-lsp--followers (current-buffer))))
       (save-excursion
         (goto-char (point-max))
         (insert text))
       (when at-end (goto-char (point-max)))
-      (dolist (window followers)
-        (set-window-point window (point-max))))))
+      (agent-lsp--follow followers))))
+
+(defun agent-lsp--insert-above-status (insert)
+  "Call INSERT to write in the conversation above the running ask's status line.
+Without a running ask, at the end."
+  (with-current-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)
+    (let* ((inhibit-read-only t)
+           (marker (plist-get agent-lsp--request :status-marker))
+           (marker (and marker (eq (marker-buffer marker) (current-buffer)) marker))
+           (at-end (= (point) (point-max)))
+           (followers (agent-lsp--followers (current-buffer))))
+      (save-excursion
+        (goto-char (or marker (point-max)))
+        (unless (bolp) (insert "\n"))
+        (unless (or (bobp) (eq (char-before (1- (point))) ?\n)) (insert "\n"))
+        (funcall insert)
+        (when marker (set-marker marker (point))))
+      (when at-end (goto-char (point-max)))
+      (agent-lsp--follow followers))))
 
 (defun agent-lsp--say (text)
   "Append TEXT to the conversation buffer."
@@ -67,12 +108,14 @@ Where point was at the end, it stays at the end."
   (let ((marker (plist-get agent-lsp--request :status-marker)))
     (when (and marker (marker-buffer marker))
       (with-current-buffer (marker-buffer marker)
-        (let ((inhibit-read-only t))
+        (let ((inhibit-read-only t)
+              (followers (agent-lsp--followers (current-buffer))))
           (save-excursion
             (goto-char marker)
             (delete-region marker (point-max))
             ;; Below the streamed text, on a line of its own.
-            (insert (if (memq (char-before) '(nil ?\n)) "" "\n") "_" text "_\n")))
+            (insert (if (memq (char-before) '(nil ?\n)) "" "\n") "_" text "_\n"))
+          (agent-lsp--follow followers))
         (setq mode-line-process (format " [%s]" text))
         (force-mode-line-update)))))
 
@@ -85,8 +128,7 @@ new paragraph."
       (with-current-buffer (marker-buffer marker)
         (let ((inhibit-read-only t)
               (reasoning (equal channel "reasoning"))
-              (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
-                                           (get-buffer-window-list (current-buffer) nil t))))
+              (followers (agent-lsp--followers (current-buffer))))
           (save-excursion
             (goto-char marker)
             (delete-region marker (point-max))
@@ -104,8 +146,7 @@ new paragraph."
             (plist-put request :text (concat (plist-get request :text) delta))
             (set-marker marker (point)))
           (agent-lsp--set-status (or (plist-get request :status) "working"))
-          (dolist (window followers)
-            (set-window-point window (point-max))))))))
+          (agent-lsp--follow followers))))))
 
 (defun agent-lsp--finish (request text)
   "End REQUEST: its status line is replaced by TEXT."

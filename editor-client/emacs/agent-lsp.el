@@ -28,7 +28,8 @@
 ;; `agent-lsp-compact', `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
 ;; `agent-lsp-check-connection', `agent-lsp-select-model',
 ;; `agent-lsp-checkpoints', `agent-lsp-diff', `agent-lsp-rewind' (see what each
-;; ask changed and undo it), `agent-lsp-grants' (revoke "always" answers),
+;; ask changed and undo it), `agent-lsp-permissions' (answer a waiting
+;; permission request), `agent-lsp-grants' (revoke "always" answers),
 ;; `agent-lsp-sandbox' (what confines the agent's commands here, and what is
 ;; weaker), `agent-lsp-mcp-servers' (the folder's MCP servers; approve a
 ;; folder's own), `agent-lsp-instructions' (the instruction files and skills
@@ -84,6 +85,7 @@
 ;;;###autoload (autoload 'agent-lsp-checkpoints "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-diff "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-rewind "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-permissions "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-grants "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-sandbox "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-mcp-servers "agent-lsp" nil t)
@@ -107,6 +109,7 @@
     (define-key map "k" #'agent-lsp-check-connection)
     (define-key map "m" #'agent-lsp-select-model)
     (define-key map "p" #'agent-lsp-grants)
+    (define-key map "y" #'agent-lsp-permissions)
     (define-key map "s" #'agent-lsp-sandbox)
     (define-key map "M" #'agent-lsp-mcp-servers)
     (define-key map "i" #'agent-lsp-instructions)
