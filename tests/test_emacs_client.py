@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -91,6 +93,10 @@ SETUP = r"""
     []))
 (defun test-text (name)
   (if (get-buffer name) (with-current-buffer name (buffer-string)) ""))
+(defun test-until (name regexp)
+  "Wait until buffer NAME's text matches REGEXP (a request's answer came)."
+  (test-wait (format "%s in %s" regexp name)
+             (lambda () (string-match-p regexp (test-text name)))))
 (defun test-idle ()
   (test-wait "the ask to finish" (lambda () (null agent-lsp--request))))
 (defvar test-prompts nil "The permission requests shown, newest first (their plists).")
@@ -315,7 +321,7 @@ def grant_choice(run: Run, records: Records) -> None:
     """agent-lsp-grants offers the grant with completing-read; without one it says so."""
     label = "allow  bash: Run outside the sandbox: echo a >> ../a.txt"
     assert records["offered"] == ["Revoke a permission grant: ", label]
-    assert records["after"] == "No permission grants in this conversation"
+    assert "agent-lsp: no permission grants in this conversation" in records["messages"]
 
 
 def prompt_closed(run: Run, records: Records) -> None:
@@ -349,7 +355,8 @@ def sandbox_fallback(run: Run, records: Records) -> None:
 
 
 SANDBOX_BODY = """
-(setq view (call-interactively #'agent-lsp-sandbox))
+(call-interactively #'agent-lsp-sandbox)
+(test-until "*agent-lsp-sandbox*" "^# agent-lsp sandbox")
 (test-emit :lines (test-lines "*agent-lsp-sandbox*")
            :key (symbol-name (lookup-key agent-lsp-command-map "s"))
            :messages (test-text "*Messages*")
@@ -484,6 +491,7 @@ STEPS: dict[str, Steps] = {
     "settings_tools_prompt_input_and_new_conversation": Steps(
         """
         (agent-lsp-list-tools)
+        (test-until "*agent-lsp-tools*" "^- ")
         (setq tools (test-text "*agent-lsp-tools*"))
         ;; Interactively, the prompt is read in the minibuffer.
         (setq input-prompt nil)
@@ -529,13 +537,15 @@ STEPS: dict[str, Steps] = {
     "check_and_model_choice_with_the_user_configuration_file": Steps(
         """
         (agent-lsp-check-connection)
+        (test-until "*agent-lsp-check*" "^The endpoint")
         (setq check (test-lines "*agent-lsp-check*"))
         (setq offered nil)
-        (cl-letf (((symbol-function 'completing-read)
-                   (lambda (prompt collection &rest _)
-                     (setq offered (vconcat (list prompt) collection))
-                     "big-model")))
-          (call-interactively #'agent-lsp-select-model))
+        (advice-add 'completing-read :override
+                    (lambda (prompt collection &rest _)
+                      (setq offered (vconcat (list prompt) collection))
+                      "big-model"))
+        (call-interactively #'agent-lsp-select-model)
+        (test-wait "the model choice" (lambda () (plist-get agent-lsp-settings :model)))
         (agent-lsp-ask "which model?")
         (test-idle)
         (test-emit :check check :offered offered
@@ -574,13 +584,15 @@ STEPS: dict[str, Steps] = {
         (defvar test-offered nil)
         (agent-lsp-ask "write a")
         (test-idle)
-        (cl-letf (((symbol-function 'completing-read)
-                   (lambda (prompt collection &rest _)
-                     (setq test-offered (vconcat (list prompt) (mapcar #'car collection)))
-                     (caar collection))))
-          (call-interactively #'agent-lsp-grants))
-        (setq test-after (condition-case err (progn (agent-lsp-grants) "a grant is left")
-                           (user-error (error-message-string err))))
+        (advice-add 'completing-read :override
+                    (lambda (prompt collection &rest _)
+                      (setq test-offered (vconcat (list prompt) (mapcar #'car collection)))
+                      (caar collection)))
+        (call-interactively #'agent-lsp-grants)
+        (test-until "*Messages*" "^agent-lsp: revoked: ")
+        (agent-lsp-grants)
+        (test-until "*Messages*" "^agent-lsp: no permission grants")
+        (setq test-after "no permission grants")
         (agent-lsp-ask "write a again")
         (test-idle)
         (test-emit :prompts (length test-prompts) :offered test-offered :after test-after
@@ -650,14 +662,16 @@ STEPS: dict[str, Steps] = {
         + """
         (agent-lsp-ask "change the notes")
         (test-idle)
-        (let ((edited (with-current-buffer "notes.txt" (buffer-string)))
-              asked)
+        (defvar asked nil)
+        (let ((edited (with-current-buffer "notes.txt" (buffer-string))))
           (agent-lsp-checkpoints)
+          (test-until "*agent-lsp-checkpoints*" "notes.txt")
           (agent-lsp-diff "1")
+          (test-until "*agent-lsp-diff*" "notes")
           ;; The dry run is shown in the question; the user answers yes.
-          (cl-letf (((symbol-function 'yes-or-no-p)
-                     (lambda (prompt) (setq asked prompt) t)))
-            (agent-lsp-rewind "1"))
+          (advice-add 'yes-or-no-p :override (lambda (prompt) (setq asked prompt) t))
+          (agent-lsp-rewind "1")
+          (test-until "*agent-lsp*" "^_Undone: ask 1")
           (test-emit :edited edited
                      :restored (with-current-buffer "notes.txt" (buffer-string))
                      :checkpoints (test-lines "*agent-lsp-checkpoints*")
@@ -707,6 +721,7 @@ STEPS: dict[str, Steps] = {
         (test-wait "tb to be ready" (lambda () (test-mcp-has "tb: ready (user, stdio)")) 45)
         (setq servers (test-lines "*agent-lsp-mcp*"))
         (agent-lsp-list-tools)
+        (test-until "*agent-lsp-tools*" "^- ")
         (setq tools (test-text "*agent-lsp-tools*"))
         (agent-lsp-ask "use the toolbox")
         (test-idle)
@@ -826,10 +841,11 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-ask "change the notes")
         (test-idle)
         (agent-lsp-ask "/checkpoints")
+        (test-until "*agent-lsp-checkpoints*" "notes")
         (setq checkpoints (test-lines "*agent-lsp-checkpoints*"))
-        (cl-letf (((symbol-function 'yes-or-no-p)
-                   (lambda (prompt) (setq test-asked prompt) t)))
-          (agent-lsp-ask "/undo 1"))
+        (advice-add 'yes-or-no-p :override (lambda (prompt) (setq test-asked prompt) t))
+        (agent-lsp-ask "/undo 1")
+        (test-until "*agent-lsp*" "^_Undone: ask 1")
         (agent-lsp-ask "hello")
         (test-idle)
         (agent-lsp-ask "and more")
@@ -1003,3 +1019,47 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
         assert not (workspace.parent / "stray.txt").exists()
     finally:
         emacs.close()
+
+
+def test_emacs_stays_usable_while_the_server_waits_on_a_silent_endpoint(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The endpoint accepts the connection and never answers: agent-lsp-check-connection
+    and agent-lsp-select-model return at once, timers fire and commands run meanwhile; the
+    check's buffer says it is checking until the answer comes."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel accepts; nobody reads or answers
+    port = silent.getsockname()[1]
+
+    def connected() -> None:
+        readable, _, _ = select.select([silent], [], [], 30)
+        assert readable, "the server never connected to the endpoint"
+
+    try:
+        records = run_emacs(
+            tmp_path,
+            model,
+            workspace,
+            elpa,
+            """
+            (defvar test-ticks 0)
+            (run-with-timer 0.05 0.05 (lambda () (cl-incf test-ticks)))
+            (agent-lsp--ensure-server)
+            (call-interactively #'agent-lsp-check-connection)
+            (setq right-after (test-text "*agent-lsp-check*"))
+            (call-interactively #'agent-lsp-select-model)
+            (test-sync "connected")
+            (test-wait "the timer" (lambda () (> test-ticks 5)))
+            (call-interactively #'agent-lsp-show)
+            (test-emit :right_after right-after :later (test-text "*agent-lsp-check*")
+                       :ticks test-ticks :shown (if (get-buffer-window "*agent-lsp*") t :false))
+            """,
+            settings={"baseUrl": f"http://127.0.0.1:{port}/v1"},
+            on_sync={"connected": connected},
+        )
+    finally:
+        silent.close()
+    assert "checking…" in records["right_after"]
+    assert "checking…" in records["later"]  # no answer yet, and Emacs went on
+    assert records["shown"] is True

@@ -163,14 +163,40 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
                 #'jsonrpc-async-request)
               server method params args)))
 
-(defun agent-lsp--request (method params timeout)
-  "Send METHOD with PARAMS to the project's server and wait up to TIMEOUT seconds.
-A JSON-RPC error becomes a `user-error' with the server's message."
-  (condition-case err
-      (jsonrpc-request (agent-lsp--ensure-server) method params :timeout timeout)
-    (jsonrpc-error
-     (user-error "agent-lsp: %s"
-                 (or (alist-get 'jsonrpc-error-message (cdr err)) (error-message-string err))))))
+(defvar agent-lsp--commands-run 0
+  "How many commands have run (`post-command-hook'): tells whether the user went
+on to something else while a request was answered.")
+
+(defun agent-lsp--count-command ()
+  "Count a command (see `agent-lsp--commands-run')."
+  (cl-incf agent-lsp--commands-run))
+
+(add-hook 'post-command-hook #'agent-lsp--count-command)
+
+(cl-defun agent-lsp--call (server method params on-result &key (timeout 30) on-error)
+  "Send METHOD with PARAMS to SERVER and return at once; ON-RESULT gets the result.
+Nothing waits: Emacs stays usable however long the server takes.  An error
+reply, or none within TIMEOUT seconds, goes to ON-ERROR (a message) if given,
+else to the echo area."
+  (let ((fail (lambda (text)
+                (if on-error (funcall on-error text) (message "agent-lsp: %s" text)))))
+    (agent-lsp--async-request
+     server method params
+     :success-fn on-result
+     :error-fn (lambda (error) (funcall fail (format "%s" (plist-get error :message))))
+     :timeout-fn (lambda () (funcall fail (format "no answer to %s within %s s" method timeout)))
+     :timeout timeout)))
+
+(defun agent-lsp--if-still-waiting (what function)
+  "FUNCTION, wrapped to run (outside the process filter) only if the user ran
+no other command since this one asked for WHAT: it may read from the minibuffer,
+and must not take the keys of whatever the user went on to.  Otherwise the
+echo area says WHAT came late."
+  (let ((mark (+ agent-lsp--commands-run (if this-command 1 0))))
+    (lambda (&rest args)
+      (if (and (<= agent-lsp--commands-run mark) (not (active-minibuffer-window)))
+          (apply #'run-at-time 0 nil function args)
+        (message "agent-lsp: %s came after you went on; run the command again" what)))))
 
 (defun agent-lsp--flush-changes (server)
   "Send SERVER the buffer changes eglot still holds back (it sends them on an idle

@@ -296,32 +296,36 @@ The agent is told the request was dismissed."
 (defun agent-lsp-grants ()
   "List the conversation's \"always\" permission answers; revoke the one you pick.
 Each is bound to one exact call; once revoked, that call is asked about again.
-\[keyboard-quit] revokes nothing."
+The list is asked for without waiting and offered when it comes (unless you
+went on to something else meanwhile); \[keyboard-quit] revokes nothing."
   (interactive)
-  (pcase-let* ((`(,server ,session) (agent-lsp--session-server))
-               (grants (append (plist-get (jsonrpc-request server :agent/grants
-                                                           (list :sessionId session))
-                                          :grants)
-                               nil))
-               (choices nil))
-    (unless grants
-      (user-error "No permission grants in this conversation"))
-    (dolist (grant grants)
-      (let ((label (agent-lsp-format-grant grant)))
-        (when (assoc label choices)     ; two calls with one title: tell them apart
-          (setq label (format "%s [%s]" label (plist-get grant :grantId))))
-        (push (cons label grant) choices)))
-    (let* ((picked (completing-read "Revoke a permission grant: " (reverse choices) nil t))
-           (grant (cdr (assoc picked choices))))
-      (when grant
-        (let ((result (jsonrpc-request server :agent/revokeGrant
-                                       (list :sessionId session
-                                             :grantId (plist-get grant :grantId)))))
-          (message (if (eq (plist-get result :revoked) t)
-                       "agent-lsp: revoked: %s"
-                     "agent-lsp: already gone: %s")
-                   picked)
-          result)))))
+  (pcase-let ((`(,server ,session) (agent-lsp--session-server)))
+    (agent-lsp--call
+     server :agent/grants (list :sessionId session)
+     (agent-lsp--if-still-waiting
+      "the list of grants"
+      (lambda (result)
+        (let ((grants (append (plist-get result :grants) nil))
+              (choices nil))
+          (if (null grants)
+              (message "agent-lsp: no permission grants in this conversation")
+          (dolist (grant grants)
+            (let ((label (agent-lsp-format-grant grant)))
+              (when (assoc label choices)     ; two calls with one title: tell them apart
+                (setq label (format "%s [%s]" label (plist-get grant :grantId))))
+              (push (cons label grant) choices)))
+          (let* ((picked (completing-read "Revoke a permission grant: " (reverse choices)
+                                          nil t))
+                 (grant (cdr (assoc picked choices))))
+            (when grant
+              (agent-lsp--call
+               server :agent/revokeGrant (list :sessionId session
+                                               :grantId (plist-get grant :grantId))
+               (lambda (result)
+                 (message (if (eq (plist-get result :revoked) t)
+                              "agent-lsp: revoked: %s"
+                            "agent-lsp: already gone: %s")
+                          picked))))))))))))
 
 (defun agent-lsp-format-grant (grant)
   "One line for GRANT (a plist of `agent/grants'): the answer, the tool, the call."

@@ -17,6 +17,10 @@
 (defconst agent-lsp--buffer "*agent-lsp*")
 (defconst agent-lsp--trace-buffer "*agent-lsp-trace*")
 
+(defvar agent-lsp--checkpoints nil
+  "The conversation's checkpoints as last listed or answered (a vector of plists),
+for the completion of `agent-lsp-diff' and `agent-lsp-rewind'.")
+
 (defalias 'agent-lsp--conversation-parent-mode
   (if (fboundp 'markdown-mode) #'markdown-mode #'text-mode))
 
@@ -171,7 +175,8 @@ new paragraph."
                             "# agent-lsp: " root "\n\n"))
     (setq default-directory root))
   (setq agent-lsp--conversation-server server
-        agent-lsp--session-id nil))
+        agent-lsp--session-id nil
+        agent-lsp--checkpoints nil))
 
 (defun agent-lsp--revert-changed-buffers (root)
   "Reload unmodified buffers under ROOT whose files the agent changed."

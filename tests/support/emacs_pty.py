@@ -120,6 +120,18 @@ class EmacsPty:
                 return record
         return self.wait_for(f"the state after {keys!r}", lambda r: r.get("state", 0) > last, 0)
 
+    def state_until(
+        self, what: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60
+    ) -> dict[str, Any]:
+        """Emacs's state (F5) once ``predicate`` holds for it."""
+        deadline = time.monotonic() + timeout
+        record = self.state("")
+        while not predicate(record):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"waited for {what} in vain; last state: {record}")
+            record = self.state("")
+        return record
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
