@@ -1063,3 +1063,64 @@ def test_emacs_stays_usable_while_the_server_waits_on_a_silent_endpoint(
     assert "checking…" in records["right_after"]
     assert "checking…" in records["later"]  # no answer yet, and Emacs went on
     assert records["shown"] is True
+
+
+def test_a_window_at_the_end_follows_the_stream_and_one_scrolled_back_stays(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Two windows on *agent-lsp*: the one whose point was at the end shows the end as the
+    long answer streams, the last line at its bottom (a full window, not recentered half
+    empty); the one the user scrolled back to the top stays there."""
+    model.reply("A short answer.")
+    story = "".join(f"Line {n} of a long story.\n" for n in range(1, 81))
+    model.reply(story, chunk_size=60, chunk_delay=0.01)
+    emacs = start_pty_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-state ()
+          (interactive)
+          (redisplay t)
+          (let* ((top (selected-window))
+                 (bottom (next-window top)))
+            (with-current-buffer "*agent-lsp*"
+              (test-emit :state (cl-incf test-state)
+                         :idle (if agent-lsp--request :false t)
+                         :top_at_end (if (= (window-point top) (point-max)) t :false)
+                         :end_visible (if (pos-visible-in-window-p (point-max) top) t :false)
+                         :top_lines (count-screen-lines (window-start top) (point-max) nil top)
+                         :top_height (window-body-height top)
+                         :bottom_point (window-point bottom)
+                         :bottom_start (window-start bottom)))))
+        (global-set-key (kbd "<f5>") #'test-state)
+        (switch-to-buffer (agent-lsp--get-buffer agent-lsp--buffer
+                                                 #'agent-lsp-conversation-mode))
+        (split-window-below)
+        (test-when-file "first" (lambda () (agent-lsp-ask "a short one")))
+        (test-when-file "second"
+                        (lambda ()
+                          ;; The user scrolls the lower window back to the top.
+                          (set-window-point (next-window) 1)
+                          (set-window-start (next-window) 1)
+                          (agent-lsp-ask "a long story")))
+        (test-emit :ready t)
+        """,
+    )
+    sync = tmp_path / "sync"
+    try:
+        emacs.wait_for("Emacs to start", lambda r: "ready" in r)
+        (sync / "first").touch()
+        assert model.wait_for_requests(1, timeout=30)
+        emacs.state_until("the first answer", lambda r: r["idle"])
+        (sync / "second").touch()
+        assert model.wait_for_requests(2, timeout=30)
+        record = emacs.state_until("the long answer", lambda r: r["idle"])
+        assert record["top_at_end"] is True
+        assert record["end_visible"] is True
+        # The end on the last lines: the window is full of the answer, not half empty.
+        assert record["top_lines"] >= record["top_height"] - 1, record
+        assert record["bottom_point"] == 1 and record["bottom_start"] == 1
+    finally:
+        emacs.close()
