@@ -1124,3 +1124,67 @@ def test_a_window_at_the_end_follows_the_stream_and_one_scrolled_back_stays(
         assert record["bottom_point"] == 1 and record["bottom_start"] == 1
     finally:
         emacs.close()
+
+
+def test_a_missing_server_is_said_in_the_conversation_with_what_to_do(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server program is not installed: *agent-lsp* says so, with how to install it and
+    the option to set (a button customizes it); the command's error points there."""
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (setq agent-lsp-server-command '("agent-lsp-not-installed-here" "--stdio"))
+        (setq error-text (condition-case err (progn (agent-lsp-ask "hello") "no error")
+                           (user-error (error-message-string err))))
+        (test-emit :error_text error-text :conversation (test-text "*agent-lsp*")
+                   :button (with-current-buffer "*agent-lsp*"
+                             (goto-char (point-min))
+                             (search-forward "customize it")
+                             (if (button-at (1- (point))) t :false))
+                   :shown (if (get-buffer-window "*agent-lsp*") t :false))
+        """,
+    )
+    assert records["error_text"] == (
+        "agent-lsp: the server program agent-lsp-not-installed-here was not found; see *agent-lsp*"
+    )
+    conversation = records["conversation"]
+    assert "**The agent-lsp server was not found**: `agent-lsp-not-installed-here`" in (
+        conversation
+    )
+    assert "uv tool install /path/to/agent-lsp" in conversation
+    assert "set `agent-lsp-server-command`" in conversation
+    assert records["button"] is True and records["shown"] is True
+
+
+def test_without_markdown_mode_headings_code_and_bold_are_highlighted(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """markdown-mode is not installed here: the conversation's own font-lock rules."""
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp--say (concat "## Agent\\n\\nSome **bold** and `code`:\\n\\n"
+                                "```sh\\nls -l\\n```\\nplain\\n"))
+        (with-current-buffer "*agent-lsp*"
+          (font-lock-ensure)
+          (cl-flet ((face-at (text) (goto-char (point-min)) (search-forward text)
+                             (format "%S" (get-text-property (match-beginning 0) 'face))))
+            (test-emit :markdown (if (featurep 'markdown-mode) t :false)
+                       :heading (face-at "## Agent") :bold (face-at "**bold**")
+                       :code (face-at "`code`") :fence (face-at "ls -l")
+                       :plain (face-at "plain"))))
+        """,
+    )
+    assert records["markdown"] is False
+    assert records["heading"] == "agent-lsp-heading"
+    assert records["bold"] == "bold"
+    assert records["code"] == "agent-lsp-code"
+    assert records["fence"] == "agent-lsp-code"
+    assert records["plain"] == "nil"

@@ -134,12 +134,31 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
   (setq agent-lsp--servers (cl-remove-if-not #'jsonrpc-running-p agent-lsp--servers))
   (cl-find root agent-lsp--servers :key #'agent-lsp--server-root :test #'equal))
 
+(defvar agent-lsp-missing-server-function nil
+  "Called with the program of `agent-lsp-server-command' when it is not found.
+agent-lsp-transcript sets it: the conversation says how to install or set it.")
+
+(defun agent-lsp--server-program-found-p ()
+  "Whether the program of `agent-lsp-server-command' can be run."
+  (let ((program (car agent-lsp-server-command)))
+    (and (stringp program)
+         (if (file-name-absolute-p program)
+             (file-executable-p program)
+           (executable-find program)))))
+
 (defun agent-lsp--ensure-server ()
-  "Return the server for the current project, started (synchronously) if needed."
+  "Return the server for the current project, started (synchronously) if needed.
+A server program that is not found is said in the conversation, with how to
+install it or set `agent-lsp-server-command'."
   (let* ((project (agent-lsp--project))
          (root (agent-lsp--root project)))
     (or (agent-lsp--live-server root)
         (progn
+          (unless (agent-lsp--server-program-found-p)
+            (when agent-lsp-missing-server-function
+              (funcall agent-lsp-missing-server-function (car agent-lsp-server-command)))
+            (user-error "agent-lsp: the server program %s was not found; see *agent-lsp*"
+                        (car agent-lsp-server-command)))
           (agent-lsp-register-with-eglot)
           ;; A temporary buffer: `eglot' must not see (and replace) a server
           ;; that manages the current buffer.  eglot 1.9 takes one language id

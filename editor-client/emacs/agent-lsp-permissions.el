@@ -126,7 +126,7 @@ While an ask runs it goes above the ask's status line, and the answer
 streams on below it."
   (agent-lsp--insert-above-status
    (lambda ()
-     (insert (propertize "Permission requested" 'face 'warning) "\n"
+     (insert (propertize "Permission requested" 'face 'warning 'font-lock-face 'warning) "\n"
              (plist-get request :prompt) "\n")
      (plist-put request :line (copy-marker (point)))
      (dolist (choice (plist-get request :choices))
@@ -155,7 +155,7 @@ streams on below it."
           (save-excursion
             (delete-region start end)
             (goto-char start)
-            (insert (propertize (concat "→ " note) 'face 'italic)))))))
+            (insert (propertize (concat "→ " note) 'face 'italic 'font-lock-face 'italic)))))))
   (agent-lsp--permission-render))
 
 (defun agent-lsp--permission-answer (request kind)

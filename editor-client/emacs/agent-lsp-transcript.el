@@ -24,11 +24,45 @@ for the completion of `agent-lsp-diff' and `agent-lsp-rewind'.")
 (defalias 'agent-lsp--conversation-parent-mode
   (if (fboundp 'markdown-mode) #'markdown-mode #'text-mode))
 
+(defface agent-lsp-heading '((t :inherit (bold font-lock-function-name-face)))
+  "Face of a Markdown heading in the conversation, without `markdown-mode'."
+  :group 'agent-lsp)
+
+(defface agent-lsp-code '((t :inherit font-lock-constant-face))
+  "Face of Markdown code in the conversation, without `markdown-mode'."
+  :group 'agent-lsp)
+
+(defun agent-lsp--match-fence (limit)
+  "Match a fenced code block (``` to ```) starting before LIMIT, for font-lock.
+An unclosed one (a block still streaming) runs to the end of the buffer."
+  (when (re-search-forward "^[ \t]*```.*$" limit t)
+    (let ((start (match-beginning 0)))
+      (goto-char (min (1+ (match-end 0)) (point-max)))
+      (let ((end (if (re-search-forward "^[ \t]*```[ \t]*$" nil t)
+                     (match-end 0)
+                   (point-max))))
+        (set-match-data (list start end))
+        (goto-char end)
+        t))))
+
+(defconst agent-lsp--markdown-keywords
+  '((agent-lsp--match-fence 0 'agent-lsp-code t)
+    ("^#\\{1,6\\} .*$" 0 'agent-lsp-heading)
+    ("\\*\\*\\([^*\n]+\\)\\*\\*" 0 'bold)
+    ("`[^`\n]+`" 0 'agent-lsp-code))
+  "Font-lock of the conversation without `markdown-mode': headings, fenced and
+inline code, bold.")
+
 (define-derived-mode agent-lsp-conversation-mode agent-lsp--conversation-parent-mode
   "agent-lsp"
-  "Major mode of the `*agent-lsp*' conversation buffer (Markdown)."
+  "Major mode of the `*agent-lsp*' conversation buffer (Markdown).
+With `markdown-mode' installed it is derived from it; without, headings,
+code and bold are highlighted by the client's own font-lock rules."
   (setq buffer-read-only t)
   (setq-local truncate-lines nil)
+  (unless (derived-mode-p 'markdown-mode)
+    (setq-local font-lock-defaults '(agent-lsp--markdown-keywords t))
+    (setq-local font-lock-multiline t))
   (visual-line-mode 1))
 
 (define-derived-mode agent-lsp-trace-mode special-mode "agent-lsp-trace"
@@ -143,9 +177,11 @@ new paragraph."
               (plist-put request :channel channel)
               (plist-put request :text "")
               (plist-put request :answer-start (and (not reasoning) (copy-marker (point))))
-              (when reasoning (insert (propertize "> " 'face 'shadow))))
+              (when reasoning (insert (propertize "> " 'face 'shadow 'font-lock-face 'shadow))))
+            ;; face for a buffer without font-lock, font-lock-face for one with.
             (insert (if reasoning
-                        (propertize (replace-regexp-in-string "\n" "\n> " delta) 'face 'shadow)
+                        (propertize (replace-regexp-in-string "\n" "\n> " delta)
+                                    'face 'shadow 'font-lock-face 'shadow)
                       delta))
             (plist-put request :text (concat (plist-get request :text) delta))
             (set-marker marker (point)))
@@ -222,6 +258,32 @@ new paragraph."
                    (not (plist-get agent-lsp--request :cancelling)))
           (agent-lsp--set-status (concat "working: " message))))
     (cl-call-next-method)))
+
+;;; A server that is not installed
+
+(defun agent-lsp--say-missing-server (program)
+  "Say in the conversation that PROGRAM, the server, was not found, and what to do."
+  (agent-lsp--say
+   (format "**The agent-lsp server was not found**: `%s` is not on `exec-path` \
+(the command line is `agent-lsp-server-command`: %s).
+
+- Install it once: `uv tool install /path/to/agent-lsp` puts `agent-lsp` on `PATH` \
+(a checkout of the agent-lsp repository; uv: `pip install uv`).
+- Or point Emacs at it: set `agent-lsp-server-command`, e.g. \
+`(setq agent-lsp-server-command '(\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\" \
+\"agent-lsp\" \"--stdio\"))`, or "
+           program (mapconcat #'identity agent-lsp-server-command " ")))
+  (with-current-buffer agent-lsp--buffer
+    (let ((inhibit-read-only t))
+      (save-excursion
+        (goto-char (point-max))
+        (insert-text-button "customize it"
+                            'action (lambda (_) (customize-variable 'agent-lsp-server-command))
+                            'follow-link t)
+        (insert ".\n\n"))))
+  (display-buffer agent-lsp--buffer))
+
+(setq agent-lsp-missing-server-function #'agent-lsp--say-missing-server)
 
 ;;; Showing the buffers
 
