@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import select
 import shutil
 import socket
@@ -996,7 +997,10 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
             record = emacs.state(keys)
             assert record["waiting"] == 1, keys
         assert "Permission requested" in record["conversation"]
-        assert "[Allow once] [Always allow this call] [Reject]" in record["conversation"]
+        assert (
+            "[Allow once] [Allow always (this conversation, this exact call)] [Reject] "
+            "[Reject always (this conversation, this exact call)] (or C-c a y)"
+        ) in record["conversation"]
         assert (
             "agent-lsp asks permission: Run outside the sandbox: touch ../stray.txt. "
             in (record["messages"])
@@ -1188,3 +1192,138 @@ def test_without_markdown_mode_headings_code_and_bold_are_highlighted(
     assert records["code"] == "agent-lsp-code"
     assert records["fence"] == "agent-lsp-code"
     assert records["plain"] == "nil"
+
+
+def test_the_agent_buffers_have_keys_and_a_prompt_can_be_composed_on_several_lines(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """q quits *agent-lsp* and its sibling views (not "Buffer is read-only"); a prompt of
+    several lines is written in *agent-lsp-compose*: C-c C-k sends nothing, C-c C-c sends it;
+    the finished tool call is one line in the conversation whose output opens whole."""
+    model.reply(tool_calls=[tool_call("read_file", {"path": "notes.txt"}, id="read")])
+    model.reply("The notes greet you.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-show)
+        (agent-lsp-compose)
+        (insert "never sent")
+        (call-interactively (key-binding (kbd "C-c C-k")))
+        (setq cancelled (if (get-buffer "*agent-lsp-compose*") :false t))
+        (agent-lsp-compose)
+        (setq header (with-current-buffer "*agent-lsp-compose*" header-line-format))
+        (insert "First line of the question,\\nand its second line.")
+        (call-interactively (key-binding (kbd "C-c C-c")))
+        (test-idle)
+        (setq keys (mapcar (lambda (name)
+                             (with-current-buffer (agent-lsp--get-buffer
+                                                   name #'agent-lsp-conversation-mode)
+                               (symbol-name (key-binding "q"))))
+                           '("*agent-lsp*" "*agent-lsp-check*" "*agent-lsp-trace*")))
+        (with-current-buffer "*agent-lsp*"
+          (goto-char (point-min))
+          (re-search-forward "^✓ read_file notes.txt")
+          (call-interactively (key-binding "o")))
+        (test-until "*agent-lsp-output*" "hello from the notes")
+        (test-emit :cancelled cancelled :header header :keys (vconcat keys)
+                   :conversation (test-text "*agent-lsp*")
+                   :output (test-text "*agent-lsp-output*")
+                   :compose_key (symbol-name (lookup-key agent-lsp-command-map "w")))
+        """,
+    )
+    assert records["cancelled"] is True
+    assert "C-c C-c sends, C-c C-k cancels" in records["header"]
+    assert records["keys"] == ["quit-window"] * 3
+    assert records["compose_key"] == "agent-lsp-compose"
+    assert len(model.bodies) == 2  # the cancelled prompt was never sent
+    first = model.bodies[0]["messages"][-1]["content"]
+    assert first.endswith("First line of the question,\nand its second line.")
+    conversation = records["conversation"]
+    assert "First line of the question,\nand its second line." in conversation
+    [line] = [x for x in conversation.splitlines() if x.startswith("✓ read_file")]
+    assert line.startswith("✓ read_file notes.txt (") and line.endswith(" ms) [output]")
+    assert records["output"].startswith("read_file notes.txt: ok\n\n")
+    assert "hello from the notes" in records["output"]
+
+
+def test_a_past_conversation_is_listed_and_reopened_after_a_restart(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server is stopped after an ask; agent-lsp-history lists the folder's conversation,
+    RET reopens it in *agent-lsp*, and the next ask continues it."""
+    model.reply("The first answer.")
+    model.reply("The second answer.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "the first question")
+        (test-idle)
+        (setq first-session agent-lsp--session-id)
+        (let ((server agent-lsp--conversation-server))
+          (agent-lsp-shutdown)
+          (test-wait "the server to stop" (lambda () (not (jsonrpc-running-p server)))))
+        (agent-lsp-new-conversation)
+        (with-current-buffer "*agent-lsp*" (let ((inhibit-read-only t)) (erase-buffer)))
+        (agent-lsp-history)
+        (test-until "*agent-lsp-history*" "the first question")
+        (setq listing (test-lines "*agent-lsp-history*"))
+        (with-current-buffer "*agent-lsp-history*"
+          (goto-char (point-min))
+          (search-forward "the first question")
+          (call-interactively (key-binding (kbd "RET"))))
+        (test-until "*agent-lsp*" "The first answer")
+        (setq reopened (test-text "*agent-lsp*"))
+        (agent-lsp-ask "the second question")
+        (test-idle)
+        (test-emit :first_session first-session :session agent-lsp--session-id
+                   :listing listing :reopened reopened
+                   :key (symbol-name (lookup-key agent-lsp-command-map "r")))
+        """,
+    )
+    assert records["session"] == records["first_session"]
+    assert records["listing"][0].startswith("Conversations in ")
+    [line] = [x for x in records["listing"] if "the first question" in x]
+    assert "  1 ask   the first question" in line
+    assert "## You\n\nthe first question\n\n## Agent\n\nThe first answer." in records["reopened"]
+    users = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "user"]
+    assert users[0].endswith("the first question") and users[-1].endswith("the second question")
+    assert records["key"] == "agent-lsp-history"
+
+
+def test_the_trace_s_duration_leaves_out_the_time_spent_answering_the_permission_request(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The user answers after 2 s: the call's line says how long it ran and, apart, how long it
+    waited for the user."""
+    arguments = {"command": "true", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("Ran it.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (add-hook 'agent-lsp-permission-functions
+                  (lambda (_) (run-at-time 2 nil #'test-press "y")))
+        (agent-lsp-ask "run true")
+        (test-idle)
+        (test-emit :trace (test-lines "*agent-lsp-trace*")
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    [line] = [x for x in records["trace"] if " ✓ bash true " in x]
+    match = re.search(r"\((\d+) ms; (\d+\.\d) s waiting for permission\)$", line)
+    assert match, line
+    ran, waited = int(match[1]), float(match[2])
+    assert waited >= 2.0 and ran < 2000, line
+    assert (
+        f"✓ bash true ({ran} ms; {match[2]} s waiting for permission) [output]"
+        in (records["conversation"])
+    )

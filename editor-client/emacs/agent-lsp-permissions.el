@@ -55,13 +55,19 @@ markers of its answer line in the conversation, :line and :line-end.")
 (defun agent-lsp-permission-choices (options)
   "The answers the request's OPTIONS (a vector of plists) offer.
 Each a list (KEY LABEL OPTION-ID KIND DONE), in the order of
-`agent-lsp--permission-keys'."
+`agent-lsp--permission-keys'.  LABEL is the option's name as the server
+words it (\"Approve and start\", what an \"always\" covers), else ours."
   (delq nil (mapcar (lambda (entry)
-                      (let ((option (cl-find (car entry) options
-                                             :key (lambda (o) (plist-get o :kind))
-                                             :test #'equal)))
+                      (let* ((option (cl-find (car entry) options
+                                              :key (lambda (o) (plist-get o :kind))
+                                              :test #'equal))
+                             (name (plist-get option :name)))
                         (when option
-                          (list (nth 1 entry) (nth 2 entry) (plist-get option :optionId)
+                          (list (nth 1 entry)
+                                (if (and (stringp name) (not (string-empty-p name)))
+                                    (agent-lsp-escape-control name)
+                                  (nth 2 entry))
+                                (plist-get option :optionId)
                                 (car entry) (nth 3 entry)))))
                     agent-lsp--permission-keys)))
 

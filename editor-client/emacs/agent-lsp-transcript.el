@@ -53,11 +53,26 @@ An unclosed one (a block still streaming) runs to the end of the buffer."
   "Font-lock of the conversation without `markdown-mode': headings, fenced and
 inline code, bold.")
 
+(defvar agent-lsp-conversation-mode-map
+  (let ((map (make-sparse-keymap)))
+    ;; A read-only view: special-mode's keys (q quits, SPC and DEL scroll), not
+    ;; the editing keys of markdown-mode or text-mode.
+    (set-keymap-parent map special-mode-map)
+    (define-key map "g" nil)
+    (define-key map "w" 'agent-lsp-compose)
+    (define-key map "h" 'agent-lsp-history)
+    (define-key map "o" 'agent-lsp-tool-output-at-point)
+    (define-key map (kbd "TAB") #'forward-button)
+    (define-key map (kbd "<backtab>") #'backward-button)
+    map)
+  "Keys of `*agent-lsp*' and the other views in `agent-lsp-conversation-mode'.")
+
 (define-derived-mode agent-lsp-conversation-mode agent-lsp--conversation-parent-mode
   "agent-lsp"
   "Major mode of the `*agent-lsp*' conversation buffer (Markdown).
 With `markdown-mode' installed it is derived from it; without, headings,
-code and bold are highlighted by the client's own font-lock rules."
+code and bold are highlighted by the client's own font-lock rules.
+\\{agent-lsp-conversation-mode-map}"
   (setq buffer-read-only t)
   (setq-local truncate-lines nil)
   (unless (derived-mode-p 'markdown-mode)
@@ -114,9 +129,10 @@ Where point was at the end, it stays at the end; so do windows there."
       (when at-end (goto-char (point-max)))
       (agent-lsp--follow followers))))
 
-(defun agent-lsp--insert-above-status (insert)
+(defun agent-lsp--insert-above-status (insert &optional line)
   "Call INSERT to write in the conversation above the running ask's status line.
-Without a running ask, at the end."
+Without a running ask, at the end.  A block is set off by a blank line; a
+LINE (a tool call's) follows another line directly."
   (with-current-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)
     (let* ((inhibit-read-only t)
            (marker (plist-get agent-lsp--request :status-marker))
@@ -126,7 +142,9 @@ Without a running ask, at the end."
       (save-excursion
         (goto-char (or marker (point-max)))
         (unless (bolp) (insert "\n"))
-        (unless (or (bobp) (eq (char-before (1- (point))) ?\n)) (insert "\n"))
+        (unless (or (bobp) (eq (char-before (1- (point))) ?\n)
+                    (and line (get-text-property (1- (point)) 'agent-lsp-call)))
+          (insert "\n"))
         (funcall insert)
         (when marker (set-marker marker (point))))
       (when at-end (goto-char (point-max)))
@@ -172,7 +190,10 @@ new paragraph."
             (delete-region marker (point-max))
             (unless (and (equal turn (plist-get request :turn))
                          (equal channel (plist-get request :channel)))
-              (when (plist-get request :turn) (insert "\n\n"))
+              (when (plist-get request :turn)
+                ;; A blank line after what came before (text, or a tool call's line).
+                (insert (cond ((bolp) (if (eq (char-before (1- (point))) ?\n) "" "\n"))
+                              (t "\n\n"))))
               (plist-put request :turn turn)
               (plist-put request :channel channel)
               (plist-put request :text "")
@@ -226,11 +247,72 @@ new paragraph."
 
 ;;; What the server reports while an ask runs
 
+(defvar agent-lsp--permission-waits (make-hash-table :test #'equal)
+  "Call id -> when its call began waiting for permission (a float time), or
+\(waited . SECONDS) once it was answered.")
+
+(defun agent-lsp--without-permission-wait (params)
+  "PARAMS of `agent/toolActivity', the time its call waited for the user's
+permission taken out of its durationMs (the server counts it), and kept as
+:waited (seconds): a call is not slow because the user took time to answer."
+  (let* ((id (plist-get params :callId))
+         (status (plist-get params :status))
+         (wait (and id (gethash id agent-lsp--permission-waits))))
+    (cond
+     ((equal status "waiting")
+      (puthash id (float-time) agent-lsp--permission-waits)
+      params)
+     ((and (equal status "started") (numberp wait))
+      (puthash id (cons 'waited (- (float-time) wait)) agent-lsp--permission-waits)
+      params)
+     ((and wait (member status '("completed" "failed")))
+      (remhash id agent-lsp--permission-waits)
+      (let ((waited (if (numberp wait) (- (float-time) wait) (cdr wait)))
+            (ms (plist-get params :durationMs)))
+        (append (list :waited waited
+                      :durationMs (if (numberp ms) (max 0 (- ms (* 1000 waited))) ms))
+                params)))
+     (t params))))
+
+(defun agent-lsp--activity-line (params)
+  "The trace line of PARAMS, saying how long its call waited for permission."
+  (let ((line (agent-lsp-format-activity params))
+        (waited (plist-get params :waited)))
+    (if (and waited (string-match " ms)" line))
+        (replace-match (format " ms; %.1f s waiting for permission)" waited) t t line)
+      line)))
+
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/toolActivity)) &rest params
    &key &allow-other-keys)
-  "Add a trace line for the tool call activity in PARAMS."
-  (agent-lsp--trace-insert (agent-lsp-format-activity params)))
+  "Add a trace line for the tool call activity in PARAMS.
+A finished call gets a line in the conversation too, with a button to its
+whole output."
+  (setq params (agent-lsp--without-permission-wait params))
+  (agent-lsp--trace-insert (agent-lsp--activity-line params))
+  (when (and agent-lsp--request
+             (member (plist-get params :status) '("completed" "failed"))
+             (stringp (plist-get params :callId)))
+    (agent-lsp--tool-line params)))
+
+(declare-function agent-lsp-tool-output "agent-lsp-history")
+
+(defun agent-lsp--tool-line (params)
+  "One line in the conversation for the finished tool call of PARAMS."
+  (let ((session (plist-get params :sessionId))
+        (call (plist-get params :callId))
+        (line (substring (agent-lsp--activity-line params) 9)))  ; no time of day
+    (agent-lsp--insert-above-status
+     (lambda ()
+       (let ((start (point)))
+         (insert line " ")
+         (insert-text-button "[output]"
+                             'action (lambda (_) (agent-lsp-tool-output session call))
+                             'follow-link t
+                             'help-echo "The call's whole output")
+         (insert "\n")
+         (put-text-property start (point) 'agent-lsp-call (cons session call))))
+     t)))
 
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/compaction)) &rest params

@@ -69,6 +69,8 @@
 (require 'agent-lsp-sandbox)
 (require 'agent-lsp-mcp)
 (require 'agent-lsp-instructions)
+(require 'agent-lsp-compose)
+(require 'agent-lsp-history)
 
 ;; The commands autoload this file, not the part that defines each, so the
 ;; first of them loads every part: a server is told when it starts that this
@@ -90,6 +92,8 @@
 ;;;###autoload (autoload 'agent-lsp-sandbox "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-mcp-servers "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-instructions "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-compose "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-history "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-apply-settings "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-shutdown "agent-lsp" nil t)
 
@@ -110,6 +114,8 @@
     (define-key map "m" #'agent-lsp-select-model)
     (define-key map "p" #'agent-lsp-grants)
     (define-key map "y" #'agent-lsp-permissions)
+    (define-key map "w" #'agent-lsp-compose)
+    (define-key map "r" #'agent-lsp-history)
     (define-key map "s" #'agent-lsp-sandbox)
     (define-key map "M" #'agent-lsp-mcp-servers)
     (define-key map "i" #'agent-lsp-instructions)
