@@ -756,6 +756,9 @@ STEPS: dict[str, Steps] = {
         (setq after (test-lines "*agent-lsp-mcp*"))
         (test-sync "edited")
         (with-current-buffer "*agent-lsp-mcp*" (call-interactively (key-binding "g")))
+        (test-wait "the new listing, without gone"
+                   (lambda () (not (cl-some (lambda (line) (string-prefix-p "gone:" line))
+                                            (test-lines "*agent-lsp-mcp*")))))
         (test-emit :before before :after after :refreshed (test-lines "*agent-lsp-mcp*")
                    :prompts (test-prompt-texts)
                    :messages (test-text "*Messages*"))
@@ -787,6 +790,7 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-ask "read the sub notes")
         (test-idle)
         (call-interactively (lookup-key agent-lsp-command-map "i"))
+        (test-until "*agent-lsp-instructions*" "^# agent-lsp instructions")
         (setq lines (test-lines "*agent-lsp-instructions*"))
         (setq opened (with-current-buffer "*agent-lsp-instructions*"
                        (goto-char (point-min))
@@ -801,6 +805,9 @@ STEPS: dict[str, Steps] = {
     "a_prompt_file_is_completed_and_the_server_expands_it": Steps(
         """
         (setq root (agent-lsp--ask-root))
+        ;; The prompt fetches the folder's commands as it opens, without waiting.
+        (with-temp-buffer (agent-lsp--prompt-setup root))
+        (test-wait "the commands" (lambda () (gethash root agent-lsp--commands-cache)))
         (defun test-offered (typed)
           (with-temp-buffer
             (agent-lsp--prompt-setup root)
@@ -825,8 +832,10 @@ STEPS: dict[str, Steps] = {
                           (if (agent-lsp-command-capf) t :false)))
         (test-sync "added")
         (setq agent-lsp--commands-stale-seconds 0)  ; stale: the next completion fetches
-        (setq again (test-offered "/"))
+        (test-offered "/")
         (setq agent-lsp--commands-stale-seconds 10)
+        (test-wait "the new list" (lambda () (seq-contains-p (test-offered "/") "/added")))
+        (setq again (test-offered "/"))
         (agent-lsp-ask "/review x")
         (test-idle)
         (test-emit :offered offered :review review :again again :completed completed
@@ -1327,3 +1336,36 @@ def test_the_trace_s_duration_leaves_out_the_time_spent_answering_the_permission
         f"✓ bash true ({ran} ms; {match[2]} s waiting for permission) [output]"
         in (records["conversation"])
     )
+
+
+def test_a_conversation_whose_server_died_mid_ask_is_listed_as_interrupted(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server is killed while a bash call runs: the next server lists the conversation as
+    interrupted, and reopening it says so."""
+    model.reply(tool_calls=[tool_call("bash", {"command": "sleep 5"})])
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "run the long thing")
+        (test-wait "bash to start"
+                   (lambda () (string-match-p "→ bash" (test-text "*agent-lsp-trace*"))))
+        (delete-process (jsonrpc--process agent-lsp--conversation-server))
+        (test-idle)
+        (agent-lsp-history)
+        (test-until "*agent-lsp-history*" "run the long thing")
+        (setq listing (test-lines "*agent-lsp-history*"))
+        (with-current-buffer "*agent-lsp-history*"
+          (goto-char (point-min))
+          (search-forward "run the long thing")
+          (call-interactively (key-binding (kbd "RET"))))
+        (test-until "*agent-lsp*" "^_(interrupted")
+        (test-emit :listing listing :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    [line] = [x for x in records["listing"] if "run the long thing" in x]
+    assert "  1 ask   interrupted: run the long thing" in line
+    assert "_(interrupted: its last ask never finished; ask to go on)_" in records["conversation"]
