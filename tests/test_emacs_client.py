@@ -1369,3 +1369,72 @@ def test_a_conversation_whose_server_died_mid_ask_is_listed_as_interrupted(
     [line] = [x for x in records["listing"] if "run the long thing" in x]
     assert "  1 ask   interrupted: run the long thing" in line
     assert "_(interrupted: its last ask never finished; ask to go on)_" in records["conversation"]
+
+
+def test_diff_and_rewind_show_their_default_and_a_new_conversation_says_so(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The checkpoint prompts name their default (the latest ask), completed from the ask's
+    answer without a request; C-c a n says in *agent-lsp* that a new conversation starts."""
+    model.reply("Nothing changed.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defvar test-asked nil)
+        (advice-add 'yes-or-no-p :override #'ignore)  ; the rewind is not confirmed
+        (agent-lsp-ask "look around")
+        (test-idle)
+        (advice-add 'completing-read :override
+                    (lambda (prompt collection &rest args)
+                      (push (list :prompt prompt :choices (vconcat collection)
+                                  :default (nth 4 args))
+                            test-asked)
+                      (nth 4 args)))
+        (call-interactively #'agent-lsp-diff)
+        (call-interactively #'agent-lsp-rewind)
+        (call-interactively (lookup-key agent-lsp-command-map "n"))
+        (test-emit :asked (vconcat (reverse test-asked))
+                   :conversation (test-text "*agent-lsp*")
+                   :messages (test-text "*Messages*"))
+        """,
+    )
+    diff, rewind = records["asked"]
+    assert diff["prompt"] == "Show the changes of ask (default 1): "
+    assert rewind["prompt"] == "Undo ask (and later ones) (default 1): "
+    assert diff["choices"] == ["1  look around"] and diff["default"] == "1  look around"
+    assert records["conversation"].endswith("_(a new conversation: the next ask starts it)_\n\n")
+    assert "agent-lsp: a new conversation starts with the next ask" in records["messages"]
+
+
+def test_a_request_of_a_server_that_died_waits_no_longer(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server dies while its request waits (nobody will withdraw it): once the ask ends,
+    the request says so, and its keys answer nothing."""
+    arguments = {"command": "touch ../dead.txt", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "write")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-permissions)
+        (delete-process (jsonrpc--process agent-lsp--conversation-server))
+        (test-idle)
+        (setq late (condition-case err
+                       (with-current-buffer "*agent-lsp-permission*"
+                         (call-interactively (key-binding "y")) "answered")
+                     (user-error (error-message-string err))))
+        (test-emit :waiting (length agent-lsp--permission-requests) :late late
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert records["waiting"] == 0
+    assert "→ withdrawn: the server stopped" in records["conversation"]
+    assert records["late"].startswith("No request shown here waits")

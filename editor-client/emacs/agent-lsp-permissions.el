@@ -166,6 +166,7 @@ streams on below it."
 
 (defun agent-lsp--permission-answer (request kind)
   "Answer REQUEST with its option of KIND (\"allow_once\"...); nil dismisses it."
+  (agent-lsp--permission-forget-dead)
   (unless (memq request agent-lsp--permission-requests)
     (user-error "That permission request no longer waits"))
   (let* ((choice (and kind (cl-find kind (plist-get request :choices)
@@ -194,11 +195,13 @@ streams on below it."
       (message "agent-lsp: the permission request was withdrawn: %s"
                (plist-get request :title)))))
 
-(defun agent-lsp--permission-forget (server)
-  "SERVER is gone: its requests wait no longer."
+(defun agent-lsp--permission-forget-dead (&rest _)
+  "The requests of servers that stopped wait no longer (nobody withdraws them)."
   (dolist (request agent-lsp--permission-requests)
-    (when (eq (plist-get request :server) server)
+    (unless (jsonrpc-running-p (plist-get request :server))
       (agent-lsp--permission-settle request "withdrawn: the server stopped"))))
+
+(add-hook 'agent-lsp--finish-functions #'agent-lsp--permission-forget-dead)
 
 ;;; The request buffer
 

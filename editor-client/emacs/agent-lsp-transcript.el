@@ -209,10 +209,14 @@ new paragraph."
           (agent-lsp--set-status (or (plist-get request :status) "working"))
           (agent-lsp--follow followers))))))
 
+(defvar agent-lsp--finish-functions nil
+  "Functions called with an ask's request plist once it ended.")
+
 (defun agent-lsp--finish (request text)
   "End REQUEST: its status line is replaced by TEXT."
   (when (eq request agent-lsp--request)
     (setq agent-lsp--request nil)
+    (run-hook-with-args 'agent-lsp--finish-functions request)
     (when-let ((timer (plist-get request :cancel-timer))) (cancel-timer timer))
     (let ((marker (plist-get request :status-marker)))
       (when (and marker (marker-buffer marker))
