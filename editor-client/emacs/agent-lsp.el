@@ -33,7 +33,9 @@
 ;; `agent-lsp-sandbox' (what confines the agent's commands here, and what is
 ;; weaker), `agent-lsp-mcp-servers' (the folder's MCP servers; approve a
 ;; folder's own), `agent-lsp-instructions' (the instruction files and skills
-;; the model is given), `agent-lsp-apply-settings', `agent-lsp-shutdown';
+;; the model is given), `agent-lsp-compose' (a prompt of several lines),
+;; `agent-lsp-history' (reopen a past conversation),
+;; `agent-lsp-apply-settings', `agent-lsp-shutdown';
 ;; all of them (but the last two) are on `agent-lsp-command-map'.
 ;;
 ;; The server reads the API key, endpoint and model from the user configuration
@@ -48,8 +50,9 @@
 ;; escaping), agent-lsp-transcript (the conversation and trace buffers),
 ;; agent-lsp-permissions, agent-lsp-commands (the /commands of a prompt),
 ;; agent-lsp-ask, agent-lsp-model, agent-lsp-checkpoints, agent-lsp-sandbox,
-;; agent-lsp-mcp, agent-lsp-instructions.  This file loads them all and holds
-;; the command map.
+;; agent-lsp-mcp, agent-lsp-instructions, agent-lsp-compose (the compose
+;; buffer), agent-lsp-history (a call's output, past conversations).  This
+;; file loads them all and holds the command map.
 
 ;;; Code:
 
