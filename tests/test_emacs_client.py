@@ -985,6 +985,7 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
           (interactive)
           (test-emit :state (cl-incf test-state)
                      :waiting (length agent-lsp--permission-requests)
+                     :mode_line (format-mode-line global-mode-string)
                      :buffer (buffer-name)
                      :conversation (test-text "*agent-lsp*")
                      :messages (test-text "*Messages*")))
@@ -1015,6 +1016,7 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
             in (record["messages"])
         )
         assert "C-c a y" in record["messages"]
+        assert "[agent-lsp asks: C-c a y]" in record["mode_line"]
         # The request's buffer: leaving it answers nothing.
         for leave in (C_G, "q", ESC + ESC + ESC):
             record = emacs.state("\x03ay")
@@ -1025,6 +1027,7 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
         assert record["buffer"] == "*agent-lsp-permission*"
         record = emacs.state("n")
         assert record["waiting"] == 0
+        assert "agent-lsp asks" not in record["mode_line"]
         assert model.wait_for_requests(2, timeout=30)
         [result] = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "tool"]
         assert result.startswith("Error: the user declined this call")
@@ -1438,3 +1441,40 @@ def test_a_request_of_a_server_that_died_waits_no_longer(
     assert records["waiting"] == 0
     assert "→ withdrawn: the server stopped" in records["conversation"]
     assert records["late"].startswith("No request shown here waits")
+
+
+def test_the_model_choice_is_offered_when_the_list_comes_in_a_real_emacs(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """M-x agent-lsp-select-model returns at once; the list's answer opens the choice, since
+    the user did nothing else meanwhile; the typed model is used."""
+    emacs = start_pty_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-state ()
+          (interactive)
+          (test-emit :state (cl-incf test-state)
+                     :model (or (plist-get agent-lsp-settings :model) "")
+                     :prompt (or (and (active-minibuffer-window)
+                                      (with-current-buffer (window-buffer
+                                                            (active-minibuffer-window))
+                                        (minibuffer-prompt)))
+                                 "")))
+        (global-set-key (kbd "<f5>") #'test-state)
+        (agent-lsp--ensure-server)
+        (test-emit :ready t)
+        """,
+    )
+    try:
+        emacs.wait_for("Emacs to start", lambda r: "ready" in r)
+        emacs.type(ESC + "xagent-lsp-select-model\r")
+        emacs.wait_for("the choice", lambda r: r.get("minibuffer") == 2)
+        record = emacs.state("")
+        assert record["prompt"] == "Model (current scripted): "
+        record = emacs.state("big-model\r")
+        assert record["model"] == "big-model" and record["prompt"] == ""
+    finally:
+        emacs.close()

@@ -90,6 +90,22 @@ escaped (`agent-lsp-escape-control'), so nothing in it can hide what runs."
 
 ;;; Receiving a request
 
+(defvar agent-lsp--permission-lighter nil
+  "The mode line's note that permission requests wait (in `global-mode-string').")
+(put 'agent-lsp--permission-lighter 'risky-local-variable t)
+
+(defun agent-lsp--permission-update-lighter ()
+  "Show in every mode line whether requests wait, and the key that answers them."
+  (setq agent-lsp--permission-lighter
+        (when agent-lsp--permission-requests
+          (propertize (format " [agent-lsp asks: %s]"
+                              (agent-lsp--command-key 'agent-lsp-permissions))
+                      'face 'warning)))
+  (unless (memq 'agent-lsp--permission-lighter global-mode-string)
+    (setq global-mode-string
+          (append (or global-mode-string '("")) '(agent-lsp--permission-lighter))))
+  (force-mode-line-update t))
+
 (defun agent-lsp--receive (receive connection message)
   "Around `jsonrpc-connection-receive' (RECEIVE): keep CONNECTION's permission
 request MESSAGE to answer it later; everything else goes to RECEIVE."
@@ -121,6 +137,7 @@ request MESSAGE to answer it later; everything else goes to RECEIVE."
     (setq agent-lsp--permission-requests
           (append agent-lsp--permission-requests (list request)))
     (agent-lsp--permission-insert request)
+    (agent-lsp--permission-update-lighter)
     (display-buffer agent-lsp--buffer)
     (message "agent-lsp asks permission: %s. Answer with the buttons in %s, or %s"
              title agent-lsp--buffer (agent-lsp--command-key 'agent-lsp-permissions))
@@ -153,6 +170,7 @@ streams on below it."
 (defun agent-lsp--permission-settle (request note)
   "REQUEST no longer waits: NOTE replaces its buttons in the conversation."
   (setq agent-lsp--permission-requests (delq request agent-lsp--permission-requests))
+  (agent-lsp--permission-update-lighter)
   (let ((start (plist-get request :line))
         (end (plist-get request :line-end)))
     (when (and start (marker-buffer start))
