@@ -931,7 +931,6 @@ PTY_BODY = r"""
 (defun test-emit (&rest record)
   (write-region (concat (json-serialize record) "\n") nil test-log t 'silent))
 (defvar test-step 0)
-(defvar test-state 0)
 (setq agent-lsp-save-before-ask nil)
 (global-set-key (kbd "C-c a") agent-lsp-command-map)
 (add-hook 'agent-lsp-permission-functions
@@ -981,9 +980,9 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
         workspace,
         elpa,
         """
-        (defun test-state ()
-          (interactive)
-          (test-emit :state (cl-incf test-state)
+        (defun test-state (token)
+          (interactive (list (read-char)))
+          (test-emit :state (string token)
                      :waiting (length agent-lsp--permission-requests)
                      :mode_line (format-mode-line global-mode-string)
                      :buffer (buffer-name)
@@ -1096,13 +1095,13 @@ def test_a_window_at_the_end_follows_the_stream_and_one_scrolled_back_stays(
         workspace,
         elpa,
         """
-        (defun test-state ()
-          (interactive)
+        (defun test-state (token)
+          (interactive (list (read-char)))
           (redisplay t)
           (let* ((top (selected-window))
                  (bottom (next-window top)))
             (with-current-buffer "*agent-lsp*"
-              (test-emit :state (cl-incf test-state)
+              (test-emit :state (string token)
                          :idle (if agent-lsp--request :false t)
                          :top_at_end (if (= (window-point top) (point-max)) t :false)
                          :end_visible (if (pos-visible-in-window-p (point-max) top) t :false)
@@ -1454,9 +1453,9 @@ def test_the_model_choice_is_offered_when_the_list_comes_in_a_real_emacs(
         workspace,
         elpa,
         """
-        (defun test-state ()
-          (interactive)
-          (test-emit :state (cl-incf test-state)
+        (defun test-state (token)
+          (interactive (list (read-char)))
+          (test-emit :state (string token)
                      :model (or (plist-get agent-lsp-settings :model) "")
                      :prompt (or (and (active-minibuffer-window)
                                       (with-current-buffer (window-buffer

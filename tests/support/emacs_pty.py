@@ -23,6 +23,7 @@ from typing import Any
 F5 = "\x1b[15~"  # xterm's F5: the scripts bind it to a command that reports their state
 ESC = "\x1b"
 C_G = "\x07"
+_TOKENS = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 def _controlling_terminal() -> None:
@@ -57,6 +58,7 @@ class EmacsPty:
         )
         os.close(slave)
         self.screen = ""
+        self._presses = 0
         # Emacs blocks once the pty's buffer is full: read all it writes.
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -80,13 +82,13 @@ class EmacsPty:
         return [json.loads(line) for line in lines if line.strip()]
 
     def find(
-        self, predicate: Callable[[dict[str, Any]], bool], timeout: float
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float, since: int = 0
     ) -> dict[str, Any] | None:
-        """The first record for which ``predicate`` holds, once Emacs wrote it; None if
-        none came within ``timeout`` seconds."""
+        """The first record (from the ``since``-th on) for which ``predicate`` holds, once
+        Emacs wrote it; None if none came within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for record in self.records():
+            for record in self.records()[since:]:
                 if "error" in record:
                     raise AssertionError(f"the script failed: {record['error']}")
                 if predicate(record):
@@ -108,17 +110,21 @@ class EmacsPty:
         return record
 
     def state(self, keys: str, timeout: float = 30) -> dict[str, Any]:
-        """Type ``keys``, then F5 until Emacs reports its state (a record ``state: N``, N
-        counting up): a C-g or ESC that quits discards the keys typed ahead, F5 too."""
-        last = max((r["state"] for r in self.records() if "state" in r), default=0)
+        """Type ``keys``, then F5 and a token until Emacs reports its state with that token
+        (the scripts bind F5 to a command that reads the token and writes a record ``state:
+        TOKEN``): a C-g or ESC that quits discards the keys typed ahead, F5 too, so a press
+        may need repeating, and a token tells an answer to this press from a late one."""
         self.type(keys)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            self.type(F5)
-            record = self.find(lambda r: r.get("state", 0) > last, 2)
+            self._presses += 1
+            token = _TOKENS[self._presses % len(_TOKENS)]
+            since = len(self.records())
+            self.type(F5 + token)
+            record = self.find(lambda r, token=token: r.get("state") == token, 2, since)
             if record is not None:
                 return record
-        return self.wait_for(f"the state after {keys!r}", lambda r: r.get("state", 0) > last, 0)
+        return self.wait_for(f"the state after {keys!r}", lambda r: False, 0)
 
     def state_until(
         self, what: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60
