@@ -1477,3 +1477,49 @@ def test_the_model_choice_is_offered_when_the_list_comes_in_a_real_emacs(
         assert record["model"] == "big-model" and record["prompt"] == ""
     finally:
         emacs.close()
+
+
+def test_the_next_request_shows_in_the_request_buffer_only_on_g(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """y answers the request shown; the next one, arriving meanwhile, is only counted until g
+    shows it, so a y pressed twice never answers a request the user has not seen."""
+    for name in ("first", "second"):
+        arguments = {"command": f"touch ../{name}.txt", "escalation": "unsandboxed"}
+        model.reply(tool_calls=[tool_call("bash", {**arguments, "justification": "x"})])
+    model.reply("Both asked.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-key (key)
+          (with-current-buffer "*agent-lsp-permission*"
+            (condition-case err (progn (call-interactively (key-binding key)) "answered")
+              (user-error (error-message-string err)))))
+        (agent-lsp-ask "write both")
+        (test-wait "the first request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-permissions)
+        (setq first (test-key "y"))
+        (test-until "*agent-lsp-permission*" "1 other request waiting: g shows the next")
+        (setq shown (test-text "*agent-lsp-permission*"))
+        (setq again (test-key "y"))
+        (setq waiting (length agent-lsp--permission-requests))
+        (test-key "g")
+        (setq next (test-text "*agent-lsp-permission*"))
+        (setq second (test-key "n"))
+        (test-idle)
+        (test-emit :first first :shown shown :again again :waiting waiting :next next
+                   :second second)
+        """,
+    )
+    assert records["first"] == "answered"
+    assert records["shown"].startswith("Done: Run outside the sandbox: touch ../first.txt\n")
+    assert "touch ../second.txt" not in records["shown"]
+    assert records["again"].startswith("No request shown here waits")
+    assert records["waiting"] == 1
+    assert "agent-lsp asks: Run outside the sandbox: touch ../second.txt" in records["next"]
+    assert records["second"] == "answered"
+    assert (workspace.parent / "first.txt").exists()
+    assert not (workspace.parent / "second.txt").exists()

@@ -138,6 +138,7 @@ request MESSAGE to answer it later; everything else goes to RECEIVE."
           (append agent-lsp--permission-requests (list request)))
     (agent-lsp--permission-insert request)
     (agent-lsp--permission-update-lighter)
+    (agent-lsp--permission-render)     ; its count of other requests; never shows this one
     (display-buffer agent-lsp--buffer)
     (message "agent-lsp asks permission: %s. Answer with the buttons in %s, or %s"
              title agent-lsp--buffer (agent-lsp--command-key 'agent-lsp-permissions))
