@@ -2,15 +2,15 @@
 
 The scenarios are those the Neovim client plays too (tests/support/editor_scenarios: the
 workspace, the model's script, the assertions); this driver gives each its Lisp steps and
-asserts what only Emacs does. One test is Emacs's alone, a withdrawn permission request closes
-its prompt: read-multiple-choice blocks until the client ends it, while Neovim cannot close a
-vim.ui.select and says the request was withdrawn instead (the cancel-during-prompt scenario
-checks that). Each test writes an Emacs Lisp script (a shared prelude plus the steps), runs
-``emacs --batch -Q`` on it with the real server as the eglot contact and the scripted
-model behind it, and reads back JSON records the script writes with ``message``
-(stderr, unbuffered). A step can pause at ``(test-sync NAME)`` while the test checks
-processes, then resume. ``-Q`` skips Debian's site files, so the prelude adds
-Debian's elpa folder (from ``dpkg -L elpa-eglot``) before ``package-initialize``;
+asserts what only Emacs does. Permission requests never take the keyboard in Emacs: the steps
+answer them as a user does, opening *agent-lsp-permission* and pressing a key there. Each test
+writes an Emacs Lisp script (a shared prelude plus the steps), runs ``emacs --batch -Q`` on it
+with the real server as the eglot contact and the scripted model behind it, and reads back JSON
+records the script writes with ``message`` (stderr, unbuffered). A step can pause at
+``(test-sync NAME)`` while the test checks processes, then resume. What needs a real terminal
+(keys typed while a request arrives, what a window shows) runs ``emacs -nw`` on a pty
+(tests/support/emacs_pty.py) with the same setup. ``-Q`` skips Debian's site files, so the
+prelude adds Debian's elpa folder (from ``dpkg -L elpa-eglot``) before ``package-initialize``;
 Emacs 29+ has eglot built in. ``AGENT_LSP_EMACS`` picks another binary.
 """
 
@@ -19,7 +19,10 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
+import select
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -39,6 +42,7 @@ from tests.support.editor_scenarios import (
     play,
     workspace_fixture,  # noqa: F401 (the `workspace` fixture)
 )
+from tests.support.emacs_pty import C_G, ESC, EmacsPty
 from tests.support.lsp_client import REPO, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 
@@ -54,7 +58,7 @@ pytestmark = pytest.mark.skipif(
     reason=f"{EMACS!r} is not installed (CI installs it: apt-get install emacs-nox elpa-eglot)",
 )
 
-PRELUDE = r"""
+SETUP = r"""
 (require 'package)
 (require 'cl-lib)
 (require 'subr-x)
@@ -90,9 +94,34 @@ PRELUDE = r"""
     []))
 (defun test-text (name)
   (if (get-buffer name) (with-current-buffer name (buffer-string)) ""))
+(defun test-until (name regexp)
+  "Wait until buffer NAME's text matches REGEXP (a request's answer came)."
+  (test-wait (format "%s in %s" regexp name)
+             (lambda () (string-match-p regexp (test-text name)))))
 (defun test-idle ()
   (test-wait "the ask to finish" (lambda () (null agent-lsp--request))))
+(defvar test-prompts nil "The permission requests shown, newest first (their plists).")
+(defvar test-keys nil
+  "The user's answers to the next permission requests: a key each, pressed in
+*agent-lsp-permission*, or nil to leave that request unanswered.")
+(defun test-press (key)
+  "The user opens the waiting request and presses KEY."
+  (agent-lsp-permissions)
+  (with-current-buffer "*agent-lsp-permission*"
+    (call-interactively (key-binding (kbd key)))))
+(add-hook 'agent-lsp-permission-functions
+          (lambda (request)
+            (push request test-prompts)
+            (let ((key (pop test-keys)))
+              (when key (run-at-time 0 nil #'test-press key)))))
+(defun test-prompt-texts () (vconcat (mapcar (lambda (r) (plist-get r :prompt))
+                                             (reverse test-prompts))))
 
+"""
+
+PRELUDE = (
+    SETUP
+    + r"""
 (condition-case err
     (progn
 {BODY}
@@ -101,6 +130,7 @@ PRELUDE = r"""
          (kill-emacs 1)))
 (kill-emacs 0)
 """
+)
 
 
 def debian_elpa_dirs() -> list[str]:
@@ -137,19 +167,15 @@ def elpa() -> list[str]:
     return dirs
 
 
-def run_emacs(
+def emacs_env(
     tmp_path: Path,
     model: ScriptedModel,
-    workspace: Path,
     elpa: list[str],
-    body: str,
-    *,
     settings: dict[str, Any] | None = None,
-    on_sync: dict[str, Callable[[], None]] | None = None,
     data: Any = None,
     env_changes: dict[str, str | None] | None = None,
-) -> dict[str, Any]:
-    """Run one Lisp test body; returns the records it emitted, merged into one dict.
+) -> dict[str, str]:
+    """Emacs's environment: its HOME, the test's configuration (AGENT_TEST_CONFIG), the model.
 
     ``env_changes`` adjusts Emacs's (so the server's) environment; ``None`` removes one.
     """
@@ -157,8 +183,6 @@ def run_emacs(
     sync_dir = tmp_path / "sync"
     for folder in (home, sync_dir):
         folder.mkdir(exist_ok=True)
-    script = tmp_path / "test.el"
-    script.write_text(PRELUDE.replace("{BODY}", body), encoding="utf-8")
     config = {
         "plugin": str(PLUGIN),
         "cmd": SERVER_COMMAND,
@@ -179,6 +203,26 @@ def run_emacs(
             env.pop(name, None)
         else:
             env[name] = value
+    return env
+
+
+def run_emacs(
+    tmp_path: Path,
+    model: ScriptedModel,
+    workspace: Path,
+    elpa: list[str],
+    body: str,
+    *,
+    settings: dict[str, Any] | None = None,
+    on_sync: dict[str, Callable[[], None]] | None = None,
+    data: Any = None,
+    env_changes: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
+    """Run one Lisp test body; returns the records it emitted, merged into one dict."""
+    script = tmp_path / "test.el"
+    script.write_text(PRELUDE.replace("{BODY}", body), encoding="utf-8")
+    env = emacs_env(tmp_path, model, elpa, settings, data, env_changes)
+    sync_dir = tmp_path / "sync"
     proc = subprocess.Popen(
         [EMACS, "--batch", "-Q", "-l", str(script)],
         cwd=workspace,
@@ -250,7 +294,7 @@ def on_check(run: Run, records: Records) -> None:
 
 
 def permission_prompts(run: Run, records: Records) -> None:
-    """read-multiple-choice's prompt and keys; the fifth request is dismissed with C-g."""
+    """The request's text and keys; the fifth request is dismissed with d."""
     prompts = records["prompts"]
     assert prompts[0]["prompt"] == (
         "Command:\n    echo once > ../once.txt\n"
@@ -278,11 +322,12 @@ def grant_choice(run: Run, records: Records) -> None:
     """agent-lsp-grants offers the grant with completing-read; without one it says so."""
     label = "allow  bash: Run outside the sandbox: echo a >> ../a.txt"
     assert records["offered"] == ["Revoke a permission grant: ", label]
-    assert records["after"] == "No permission grants in this conversation"
+    assert "agent-lsp: no permission grants in this conversation" in records["messages"]
 
 
 def prompt_closed(run: Run, records: Records) -> None:
-    assert records["open_for"] < 5  # closed when the server withdrew it
+    """The request left unanswered was withdrawn when the ask was cancelled."""
+    assert "→ withdrawn: the agent stopped waiting" in records["conversation"]
 
 
 def reasoning_dimmed(run: Run, records: Records) -> None:
@@ -311,7 +356,8 @@ def sandbox_fallback(run: Run, records: Records) -> None:
 
 
 SANDBOX_BODY = """
-(setq view (call-interactively #'agent-lsp-sandbox))
+(call-interactively #'agent-lsp-sandbox)
+(test-until "*agent-lsp-sandbox*" "^# agent-lsp sandbox")
 (test-emit :lines (test-lines "*agent-lsp-sandbox*")
            :key (symbol-name (lookup-key agent-lsp-command-map "s"))
            :messages (test-text "*Messages*")
@@ -329,7 +375,7 @@ MANAGED_NOTES = """
 
 
 def mcp_tool_views(run: Run, records: Records) -> None:
-    """read-multiple-choice's prompt for the MCP call: the server's title."""
+    """The request's text for the MCP call: the server's title."""
     assert records["prompts"][0].startswith("agent-lsp asks: Run ")
     assert records["key"] == "agent-lsp-mcp-servers"
 
@@ -343,10 +389,7 @@ def mcp_approval(run: Run, records: Records) -> None:
 # The user answers every permission prompt "allow once"; each prompt's text is kept. A
 # Python MCP server may take a while to start on a loaded machine: 45 s for those waits.
 ALLOW_ONCE = """
-        (defvar test-prompts nil)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (prompt choices &rest _) (push prompt test-prompts)
-                      (assq ?y choices)))
+        (setq test-keys (make-list 10 "y"))
         (defun test-mcp-has (line) (member line (append (test-lines "*agent-lsp-mcp*") nil)))
 """
 
@@ -449,6 +492,7 @@ STEPS: dict[str, Steps] = {
     "settings_tools_prompt_input_and_new_conversation": Steps(
         """
         (agent-lsp-list-tools)
+        (test-until "*agent-lsp-tools*" "^- ")
         (setq tools (test-text "*agent-lsp-tools*"))
         ;; Interactively, the prompt is read in the minibuffer.
         (setq input-prompt nil)
@@ -494,13 +538,15 @@ STEPS: dict[str, Steps] = {
     "check_and_model_choice_with_the_user_configuration_file": Steps(
         """
         (agent-lsp-check-connection)
+        (test-until "*agent-lsp-check*" "^The endpoint")
         (setq check (test-lines "*agent-lsp-check*"))
         (setq offered nil)
-        (cl-letf (((symbol-function 'completing-read)
-                   (lambda (prompt collection &rest _)
-                     (setq offered (vconcat (list prompt) collection))
-                     "big-model")))
-          (call-interactively #'agent-lsp-select-model))
+        (advice-add 'completing-read :override
+                    (lambda (prompt collection &rest _)
+                      (setq offered (vconcat (list prompt) collection))
+                      "big-model"))
+        (call-interactively #'agent-lsp-select-model)
+        (test-wait "the model choice" (lambda () (plist-get agent-lsp-settings :model)))
         (agent-lsp-ask "which model?")
         (test-idle)
         (test-emit :check check :offered offered
@@ -510,19 +556,15 @@ STEPS: dict[str, Steps] = {
     ),
     "permission_requests_are_asked_and_answered": Steps(
         """
-        (defvar test-prompts nil)
-        (defvar test-answers (list ?y ?a ?n 'quit))
-        ;; The user at the prompt: each call takes the next scripted key.
-        (advice-add 'read-multiple-choice :override
-                    (lambda (prompt choices &rest _)
-                      (push (list :prompt prompt
-                                  :keys (concat (mapcar #'car choices)))
-                            test-prompts)
-                      (let ((key (pop test-answers)))
-                        (if (eq key 'quit) (signal 'quit nil) (assq key choices)))))
+        ;; The user opens each request and answers; the fourth is dismissed (d).
+        (setq test-keys (list "y" "a" "n" "d"))
         (agent-lsp-ask "write the reports")
         (test-idle)
-        (test-emit :prompts (vconcat (reverse test-prompts))
+        (test-emit :prompts (vconcat (mapcar (lambda (r)
+                                               (list :prompt (plist-get r :prompt)
+                                                     :keys (concat (mapcar #'car (plist-get
+                                                                                  r :choices)))))
+                                             (reverse test-prompts)))
                    :trace (test-lines "*agent-lsp-trace*")
                    :conversation (test-text "*agent-lsp*"))
         """,
@@ -530,65 +572,51 @@ STEPS: dict[str, Steps] = {
     ),
     "a_permission_prompt_shows_what_an_escape_sequence_would_hide": Steps(
         """
-        (defvar test-prompts nil)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (prompt choices &rest _)
-                      (push prompt test-prompts)
-                      (assq ?n choices)))
+        (setq test-keys (list "n"))
         (agent-lsp-ask "fetch the tags")
         (test-idle)
-        (test-emit :prompts (vconcat test-prompts) :trace (test-lines "*agent-lsp-trace*"))
+        (test-emit :prompts (test-prompt-texts) :trace (test-lines "*agent-lsp-trace*"))
         """,
         check=escape_prompt,
     ),
     "the_grants_command_lists_the_always_answers_and_revokes_the_picked_one": Steps(
         """
-        (defvar test-prompts 0)
-        (defvar test-answers (list ?a ?y))
+        (setq test-keys (list "a" "y"))
         (defvar test-offered nil)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (_prompt choices &rest _)
-                      (cl-incf test-prompts)
-                      (assq (pop test-answers) choices)))
         (agent-lsp-ask "write a")
         (test-idle)
-        (cl-letf (((symbol-function 'completing-read)
-                   (lambda (prompt collection &rest _)
-                     (setq test-offered (vconcat (list prompt) (mapcar #'car collection)))
-                     (caar collection))))
-          (call-interactively #'agent-lsp-grants))
-        (setq test-after (condition-case err (progn (agent-lsp-grants) "a grant is left")
-                           (user-error (error-message-string err))))
+        (advice-add 'completing-read :override
+                    (lambda (prompt collection &rest _)
+                      (setq test-offered (vconcat (list prompt) (mapcar #'car collection)))
+                      (caar collection)))
+        (call-interactively #'agent-lsp-grants)
+        (test-until "*Messages*" "^agent-lsp: revoked: ")
+        (agent-lsp-grants)
+        (test-until "*Messages*" "^agent-lsp: no permission grants")
+        (setq test-after "no permission grants")
         (agent-lsp-ask "write a again")
         (test-idle)
-        (test-emit :prompts test-prompts :offered test-offered :after test-after
+        (test-emit :prompts (length test-prompts) :offered test-offered :after test-after
                    :messages (test-text "*Messages*"))
         """,
         check=grant_choice,
     ),
     "cancel_while_the_permission_prompt_is_open_and_escape_declines": Steps(
         """
-        (defvar test-open-for nil)
-        (defvar test-asked 0)
-        (advice-add 'read-multiple-choice :override
-                    (lambda (_prompt choices &rest _)
-                      (if (> (cl-incf test-asked) 1)
-                          (signal 'quit nil)  ; the next prompt: the user presses C-g
-                        ;; The user leaves the prompt open (for up to 20 s) and cancels
-                        ;; the ask instead.
-                        (run-at-time 0.1 nil #'agent-lsp-cancel)
-                        (let ((start (float-time)))
-                          (unwind-protect
-                              (progn (while (< (- (float-time) start) 20) (sit-for 0.05))
-                                     (assq ?y choices))
-                            (setq test-open-for (- (float-time) start)))))))
+        ;; The user leaves the first request unanswered and cancels the ask instead;
+        ;; the next one is dismissed (d).
+        (setq test-keys (list nil "d"))
         (agent-lsp-ask "warm up")
         (test-idle)
         (agent-lsp-ask "write never")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-cancel)
         (test-idle)
+        (test-wait "the request to be withdrawn"
+                   (lambda () (null agent-lsp--permission-requests)) 5)
         (agent-lsp-ask "go on")
         (test-idle)
-        (test-emit :open_for test-open-for :conversation (test-text "*agent-lsp*"))
+        (test-emit :conversation (test-text "*agent-lsp*"))
         """,
         check=prompt_closed,
     ),
@@ -635,14 +663,16 @@ STEPS: dict[str, Steps] = {
         + """
         (agent-lsp-ask "change the notes")
         (test-idle)
-        (let ((edited (with-current-buffer "notes.txt" (buffer-string)))
-              asked)
+        (defvar asked nil)
+        (let ((edited (with-current-buffer "notes.txt" (buffer-string))))
           (agent-lsp-checkpoints)
+          (test-until "*agent-lsp-checkpoints*" "notes.txt")
           (agent-lsp-diff "1")
+          (test-until "*agent-lsp-diff*" "notes")
           ;; The dry run is shown in the question; the user answers yes.
-          (cl-letf (((symbol-function 'yes-or-no-p)
-                     (lambda (prompt) (setq asked prompt) t)))
-            (agent-lsp-rewind "1"))
+          (advice-add 'yes-or-no-p :override (lambda (prompt) (setq asked prompt) t))
+          (agent-lsp-rewind "1")
+          (test-until "*agent-lsp*" "^_Undone: ask 1")
           (test-emit :edited edited
                      :restored (with-current-buffer "notes.txt" (buffer-string))
                      :checkpoints (test-lines "*agent-lsp-checkpoints*")
@@ -692,10 +722,11 @@ STEPS: dict[str, Steps] = {
         (test-wait "tb to be ready" (lambda () (test-mcp-has "tb: ready (user, stdio)")) 45)
         (setq servers (test-lines "*agent-lsp-mcp*"))
         (agent-lsp-list-tools)
+        (test-until "*agent-lsp-tools*" "^- ")
         (setq tools (test-text "*agent-lsp-tools*"))
         (agent-lsp-ask "use the toolbox")
         (test-idle)
-        (test-emit :servers servers :tools tools :prompts (vconcat (reverse test-prompts))
+        (test-emit :servers servers :tools tools :prompts (test-prompt-texts)
                    :trace (test-lines "*agent-lsp-trace*")
                    :conversation (test-text "*agent-lsp*")
                    :key (symbol-name (lookup-key agent-lsp-command-map "M")))
@@ -725,8 +756,11 @@ STEPS: dict[str, Steps] = {
         (setq after (test-lines "*agent-lsp-mcp*"))
         (test-sync "edited")
         (with-current-buffer "*agent-lsp-mcp*" (call-interactively (key-binding "g")))
+        (test-wait "the new listing, without gone"
+                   (lambda () (not (cl-some (lambda (line) (string-prefix-p "gone:" line))
+                                            (test-lines "*agent-lsp-mcp*")))))
         (test-emit :before before :after after :refreshed (test-lines "*agent-lsp-mcp*")
-                   :prompts (vconcat (reverse test-prompts))
+                   :prompts (test-prompt-texts)
                    :messages (test-text "*Messages*"))
         """,
         check=mcp_approval,
@@ -756,6 +790,7 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-ask "read the sub notes")
         (test-idle)
         (call-interactively (lookup-key agent-lsp-command-map "i"))
+        (test-until "*agent-lsp-instructions*" "^# agent-lsp instructions")
         (setq lines (test-lines "*agent-lsp-instructions*"))
         (setq opened (with-current-buffer "*agent-lsp-instructions*"
                        (goto-char (point-min))
@@ -770,6 +805,9 @@ STEPS: dict[str, Steps] = {
     "a_prompt_file_is_completed_and_the_server_expands_it": Steps(
         """
         (setq root (agent-lsp--ask-root))
+        ;; The prompt fetches the folder's commands as it opens, without waiting.
+        (with-temp-buffer (agent-lsp--prompt-setup root))
+        (test-wait "the commands" (lambda () (gethash root agent-lsp--commands-cache)))
         (defun test-offered (typed)
           (with-temp-buffer
             (agent-lsp--prompt-setup root)
@@ -794,8 +832,10 @@ STEPS: dict[str, Steps] = {
                           (if (agent-lsp-command-capf) t :false)))
         (test-sync "added")
         (setq agent-lsp--commands-stale-seconds 0)  ; stale: the next completion fetches
-        (setq again (test-offered "/"))
+        (test-offered "/")
         (setq agent-lsp--commands-stale-seconds 10)
+        (test-wait "the new list" (lambda () (seq-contains-p (test-offered "/") "/added")))
+        (setq again (test-offered "/"))
         (agent-lsp-ask "/review x")
         (test-idle)
         (test-emit :offered offered :review review :again again :completed completed
@@ -811,10 +851,11 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-ask "change the notes")
         (test-idle)
         (agent-lsp-ask "/checkpoints")
+        (test-until "*agent-lsp-checkpoints*" "notes")
         (setq checkpoints (test-lines "*agent-lsp-checkpoints*"))
-        (cl-letf (((symbol-function 'yes-or-no-p)
-                   (lambda (prompt) (setq test-asked prompt) t)))
-          (agent-lsp-ask "/undo 1"))
+        (advice-add 'yes-or-no-p :override (lambda (prompt) (setq test-asked prompt) t))
+        (agent-lsp-ask "/undo 1")
+        (test-until "*agent-lsp*" "^_Undone: ask 1")
         (agent-lsp-ask "hello")
         (test-idle)
         (agent-lsp-ask "and more")
@@ -847,9 +888,11 @@ def test_scenario(
     play(scenario, steps, run, launch)
 
 
-def test_a_withdrawn_permission_request_closes_the_prompt(
+def test_a_withdrawn_permission_request_stops_waiting(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:
+    """A request nobody answers is withdrawn when the server gives up: the conversation
+    says so, nothing waits in Emacs, and its buffer's keys answer nothing any more."""
     arguments = {"command": "touch ../c.txt", "escalation": "unsandboxed", "justification": "x"}
     model.reply(tool_calls=[tool_call("bash", arguments)])
     model.reply("Nobody answered.")
@@ -859,21 +902,624 @@ def test_a_withdrawn_permission_request_closes_the_prompt(
         workspace,
         elpa,
         """
-        (defvar test-open-for nil)
-        ;; A user who does not answer: the prompt keeps reading for up to 20 s.
-        (advice-add 'read-multiple-choice :override
-                    (lambda (_prompt choices &rest _)
-                      (let ((start (float-time)))
-                        (unwind-protect
-                            (progn (while (< (- (float-time) start) 20) (sit-for 0.05))
-                                   (assq ?y choices))
-                          (setq test-open-for (- (float-time) start))))))
+        (setq test-keys (list nil))  ; the user does not answer
         (agent-lsp-ask "write")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-permissions)
         (test-idle)
-        (test-emit :open_for test-open-for :conversation (test-text "*agent-lsp*"))
+        (setq late (condition-case err
+                       (with-current-buffer "*agent-lsp-permission*"
+                         (call-interactively (key-binding "y")) "answered")
+                     (user-error (error-message-string err))))
+        (test-emit :conversation (test-text "*agent-lsp*")
+                   :waiting (length agent-lsp--permission-requests)
+                   :late late :shown (test-text "*agent-lsp-permission*"))
         """,
         settings={"permissionTimeout": 1},
     )
-    assert records["open_for"] < 5  # closed when the server gave up after 1 s
+    assert "→ withdrawn: the agent stopped waiting" in records["conversation"]
     assert "Nobody answered." in records["conversation"]
+    assert records["waiting"] == 0
+    assert records["late"].startswith("No request shown here waits")
+    assert records["shown"].startswith("Done: Run outside the sandbox: touch ../c.txt")
     assert not (workspace.parent / "c.txt").exists()
+
+
+# A real Emacs on a pty: the script reports to a log file; F5 reports its state.
+PTY_BODY = r"""
+(defvar test-log (expand-file-name "log.jsonl" (plist-get test-config :sync_dir)))
+(defun test-emit (&rest record)
+  (write-region (concat (json-serialize record) "\n") nil test-log t 'silent))
+(defvar test-step 0)
+(setq agent-lsp-save-before-ask nil)
+(global-set-key (kbd "C-c a") agent-lsp-command-map)
+(add-hook 'agent-lsp-permission-functions
+          (lambda (request) (test-emit :requested (plist-get request :title))))
+(add-hook 'minibuffer-setup-hook (lambda () (test-emit :minibuffer (cl-incf test-step))))
+(defun test-when-file (name action)
+  "Run ACTION once the test creates the file NAME."
+  (let ((path (expand-file-name name (plist-get test-config :sync_dir))) timer)
+    (setq timer (run-with-timer 0 0.05 (lambda ()
+                                         (when (file-exists-p path)
+                                           (cancel-timer timer)
+                                           (funcall action)))))))
+(condition-case err
+    (progn
+{BODY}
+      )
+  (error (test-emit :error (format "%S" err))))
+"""
+
+
+def start_pty_emacs(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str], body: str
+) -> EmacsPty:
+    script = tmp_path / "test.el"
+    script.write_text(
+        ";; -*- lexical-binding: t -*-" + SETUP + PTY_BODY.replace("{BODY}", body),
+        encoding="utf-8",
+    )
+    env = emacs_env(tmp_path, model, elpa)
+    return EmacsPty(
+        [EMACS, "-nw", "-Q", "-l", str(script)], env, workspace, tmp_path / "sync" / "log.jsonl"
+    )
+
+
+def test_keys_typed_for_something_else_never_answer_a_permission_request(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """A request arrives while the user types M-x find-fi: the rest of the command, stray
+    y/a/n/r, C-g and ESC ESC ESC answer nothing, nor do C-g, ESC and q in the request's
+    buffer; only a key pressed there, on purpose, does (here n: rejected)."""
+    arguments = {"command": "touch ../stray.txt", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("Not written.")
+    emacs = start_pty_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-state (token)
+          (interactive (list (read-char)))
+          (test-emit :state (string token)
+                     :waiting (length agent-lsp--permission-requests)
+                     :mode_line (format-mode-line global-mode-string)
+                     :buffer (buffer-name)
+                     :conversation (test-text "*agent-lsp*")
+                     :messages (test-text "*Messages*")))
+        (global-set-key (kbd "<f5>") #'test-state)
+        (agent-lsp--ensure-server)
+        (test-when-file "go" (lambda () (agent-lsp-ask "write it")))
+        (test-emit :ready t)
+        """,
+    )
+    sync = tmp_path / "sync"
+    try:
+        emacs.wait_for("Emacs to start", lambda r: "ready" in r)
+        emacs.type(ESC + "x" + "find-fi")
+        emacs.wait_for("the minibuffer", lambda r: "minibuffer" in r)
+        (sync / "go").touch()
+        emacs.wait_for("the request", lambda r: "requested" in r)
+        # The rest of the command, then keys that would have been answers to a prompt.
+        for keys in ("le", "a", "y", "n", "r", C_G, ESC + ESC + ESC, "ya"):
+            record = emacs.state(keys)
+            assert record["waiting"] == 1, keys
+        assert "Permission requested" in record["conversation"]
+        assert (
+            "[Allow once] [Allow always (this conversation, this exact call)] [Reject] "
+            "[Reject always (this conversation, this exact call)] (or C-c a y)"
+        ) in record["conversation"]
+        assert (
+            "agent-lsp asks permission: Run outside the sandbox: touch ../stray.txt. "
+            in (record["messages"])
+        )
+        assert "C-c a y" in record["messages"]
+        assert "[agent-lsp asks: C-c a y]" in record["mode_line"]
+        # The request's buffer: leaving it answers nothing.
+        for leave in (C_G, "q", ESC + ESC + ESC):
+            record = emacs.state("\x03ay")
+            assert record["buffer"] == "*agent-lsp-permission*"
+            record = emacs.state(leave)
+            assert record["waiting"] == 1, leave
+        record = emacs.state("\x03ay")
+        assert record["buffer"] == "*agent-lsp-permission*"
+        record = emacs.state("n")
+        assert record["waiting"] == 0
+        assert "agent-lsp asks" not in record["mode_line"]
+        assert model.wait_for_requests(2, timeout=30)
+        [result] = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+        assert result.startswith("Error: the user declined this call")
+        assert "dismissed" not in result and "rest of the conversation" not in result
+        assert not (workspace.parent / "stray.txt").exists()
+    finally:
+        emacs.close()
+
+
+def test_emacs_stays_usable_while_the_server_waits_on_a_silent_endpoint(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The endpoint accepts the connection and never answers: agent-lsp-check-connection
+    and agent-lsp-select-model return at once, timers fire and commands run meanwhile; the
+    check's buffer says it is checking until the answer comes."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel accepts; nobody reads or answers
+    port = silent.getsockname()[1]
+
+    def connected() -> None:
+        readable, _, _ = select.select([silent], [], [], 30)
+        assert readable, "the server never connected to the endpoint"
+
+    try:
+        records = run_emacs(
+            tmp_path,
+            model,
+            workspace,
+            elpa,
+            """
+            (defvar test-ticks 0)
+            (run-with-timer 0.05 0.05 (lambda () (cl-incf test-ticks)))
+            (agent-lsp--ensure-server)
+            (call-interactively #'agent-lsp-check-connection)
+            (setq right-after (test-text "*agent-lsp-check*"))
+            (call-interactively #'agent-lsp-select-model)
+            (test-sync "connected")
+            (test-wait "the timer" (lambda () (> test-ticks 5)))
+            (call-interactively #'agent-lsp-show)
+            (test-emit :right_after right-after :later (test-text "*agent-lsp-check*")
+                       :ticks test-ticks :shown (if (get-buffer-window "*agent-lsp*") t :false))
+            """,
+            settings={"baseUrl": f"http://127.0.0.1:{port}/v1"},
+            on_sync={"connected": connected},
+        )
+    finally:
+        silent.close()
+    assert "checking…" in records["right_after"]
+    assert "checking…" in records["later"]  # no answer yet, and Emacs went on
+    assert records["shown"] is True
+
+
+def test_a_window_at_the_end_follows_the_stream_and_one_scrolled_back_stays(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Two windows on *agent-lsp*: the one whose point was at the end shows the end as the
+    long answer streams, the last line at its bottom (a full window, not recentered half
+    empty); the one the user scrolled back to the top stays there."""
+    model.reply("A short answer.")
+    story = "".join(f"Line {n} of a long story.\n" for n in range(1, 81))
+    model.reply(story, chunk_size=60, chunk_delay=0.01)
+    emacs = start_pty_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-state (token)
+          (interactive (list (read-char)))
+          (redisplay t)
+          (let* ((top (selected-window))
+                 (bottom (next-window top)))
+            (with-current-buffer "*agent-lsp*"
+              (test-emit :state (string token)
+                         :idle (if agent-lsp--request :false t)
+                         :top_at_end (if (= (window-point top) (point-max)) t :false)
+                         :end_visible (if (pos-visible-in-window-p (point-max) top) t :false)
+                         :top_lines (count-screen-lines (window-start top) (point-max) nil top)
+                         :top_height (window-body-height top)
+                         :bottom_point (window-point bottom)
+                         :bottom_start (window-start bottom)))))
+        (global-set-key (kbd "<f5>") #'test-state)
+        (switch-to-buffer (agent-lsp--get-buffer agent-lsp--buffer
+                                                 #'agent-lsp-conversation-mode))
+        (split-window-below)
+        (test-when-file "first" (lambda () (agent-lsp-ask "a short one")))
+        (test-when-file "second"
+                        (lambda ()
+                          ;; The user scrolls the lower window back to the top.
+                          (set-window-point (next-window) 1)
+                          (set-window-start (next-window) 1)
+                          (agent-lsp-ask "a long story")))
+        (test-emit :ready t)
+        """,
+    )
+    sync = tmp_path / "sync"
+    try:
+        emacs.wait_for("Emacs to start", lambda r: "ready" in r)
+        (sync / "first").touch()
+        assert model.wait_for_requests(1, timeout=30)
+        emacs.state_until("the first answer", lambda r: r["idle"])
+        (sync / "second").touch()
+        assert model.wait_for_requests(2, timeout=30)
+        record = emacs.state_until("the long answer", lambda r: r["idle"])
+        assert record["top_at_end"] is True
+        assert record["end_visible"] is True
+        # The end on the last lines: the window is full of the answer, not half empty.
+        assert record["top_lines"] >= record["top_height"] - 1, record
+        assert record["bottom_point"] == 1 and record["bottom_start"] == 1
+    finally:
+        emacs.close()
+
+
+def test_a_missing_server_is_said_in_the_conversation_with_what_to_do(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server program is not installed: *agent-lsp* says so, with how to install it and
+    the option to set (a button customizes it); the command's error points there."""
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (setq agent-lsp-server-command '("agent-lsp-not-installed-here" "--stdio"))
+        (setq error-text (condition-case err (progn (agent-lsp-ask "hello") "no error")
+                           (user-error (error-message-string err))))
+        (test-emit :error_text error-text :conversation (test-text "*agent-lsp*")
+                   :button (with-current-buffer "*agent-lsp*"
+                             (goto-char (point-min))
+                             (search-forward "customize it")
+                             (if (button-at (1- (point))) t :false))
+                   :shown (if (get-buffer-window "*agent-lsp*") t :false))
+        """,
+    )
+    assert records["error_text"] == (
+        "agent-lsp: the server program agent-lsp-not-installed-here was not found; see *agent-lsp*"
+    )
+    conversation = records["conversation"]
+    assert "**The agent-lsp server was not found**: `agent-lsp-not-installed-here`" in (
+        conversation
+    )
+    assert "uv tool install /path/to/agent-lsp" in conversation
+    assert "set `agent-lsp-server-command`" in conversation
+    assert records["button"] is True and records["shown"] is True
+
+
+def test_without_markdown_mode_headings_code_and_bold_are_highlighted(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """markdown-mode is not installed here: the conversation's own font-lock rules."""
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp--say (concat "## Agent\\n\\nSome **bold** and `code`:\\n\\n"
+                                "```sh\\nls -l\\n```\\nplain\\n"))
+        (with-current-buffer "*agent-lsp*"
+          (font-lock-ensure)
+          (cl-flet ((face-at (text) (goto-char (point-min)) (search-forward text)
+                             (format "%S" (get-text-property (match-beginning 0) 'face))))
+            (test-emit :markdown (if (featurep 'markdown-mode) t :false)
+                       :heading (face-at "## Agent") :bold (face-at "**bold**")
+                       :code (face-at "`code`") :fence (face-at "ls -l")
+                       :plain (face-at "plain"))))
+        """,
+    )
+    assert records["markdown"] is False
+    assert records["heading"] == "agent-lsp-heading"
+    assert records["bold"] == "bold"
+    assert records["code"] == "agent-lsp-code"
+    assert records["fence"] == "agent-lsp-code"
+    assert records["plain"] == "nil"
+
+
+def test_the_agent_buffers_have_keys_and_a_prompt_can_be_composed_on_several_lines(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """q quits *agent-lsp* and its sibling views (not "Buffer is read-only"); a prompt of
+    several lines is written in *agent-lsp-compose*: C-c C-k sends nothing, C-c C-c sends it;
+    the finished tool call is one line in the conversation whose output opens whole."""
+    model.reply(tool_calls=[tool_call("read_file", {"path": "notes.txt"}, id="read")])
+    model.reply("The notes greet you.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-show)
+        (agent-lsp-compose)
+        (insert "never sent")
+        (call-interactively (key-binding (kbd "C-c C-k")))
+        (setq cancelled (if (get-buffer "*agent-lsp-compose*") :false t))
+        (agent-lsp-compose)
+        (setq header (with-current-buffer "*agent-lsp-compose*" header-line-format))
+        (insert "First line of the question,\\nand its second line.")
+        (call-interactively (key-binding (kbd "C-c C-c")))
+        (test-idle)
+        (setq keys (mapcar (lambda (name)
+                             (with-current-buffer (agent-lsp--get-buffer
+                                                   name #'agent-lsp-conversation-mode)
+                               (symbol-name (key-binding "q"))))
+                           '("*agent-lsp*" "*agent-lsp-check*" "*agent-lsp-trace*")))
+        (with-current-buffer "*agent-lsp*"
+          (goto-char (point-min))
+          (re-search-forward "^✓ read_file notes.txt")
+          (call-interactively (key-binding "o")))
+        (test-until "*agent-lsp-output*" "hello from the notes")
+        (test-emit :cancelled cancelled :header header :keys (vconcat keys)
+                   :conversation (test-text "*agent-lsp*")
+                   :output (test-text "*agent-lsp-output*")
+                   :compose_key (symbol-name (lookup-key agent-lsp-command-map "w")))
+        """,
+    )
+    assert records["cancelled"] is True
+    assert "C-c C-c sends, C-c C-k cancels" in records["header"]
+    assert records["keys"] == ["quit-window"] * 3
+    assert records["compose_key"] == "agent-lsp-compose"
+    assert len(model.bodies) == 2  # the cancelled prompt was never sent
+    first = model.bodies[0]["messages"][-1]["content"]
+    assert first.endswith("First line of the question,\nand its second line.")
+    conversation = records["conversation"]
+    assert "First line of the question,\nand its second line." in conversation
+    [line] = [x for x in conversation.splitlines() if x.startswith("✓ read_file")]
+    assert line.startswith("✓ read_file notes.txt (") and line.endswith(" ms) [output]")
+    assert records["output"].startswith("read_file notes.txt: ok\n\n")
+    assert "hello from the notes" in records["output"]
+
+
+def test_a_past_conversation_is_listed_and_reopened_after_a_restart(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server is stopped after an ask; agent-lsp-history lists the folder's conversation,
+    RET reopens it in *agent-lsp*, and the next ask continues it."""
+    model.reply("The first answer.")
+    model.reply("The second answer.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "the first question")
+        (test-idle)
+        (setq first-session agent-lsp--session-id)
+        (let ((server agent-lsp--conversation-server))
+          (agent-lsp-shutdown)
+          (test-wait "the server to stop" (lambda () (not (jsonrpc-running-p server)))))
+        (agent-lsp-new-conversation)
+        (with-current-buffer "*agent-lsp*" (let ((inhibit-read-only t)) (erase-buffer)))
+        (agent-lsp-history)
+        (test-until "*agent-lsp-history*" "the first question")
+        (setq listing (test-lines "*agent-lsp-history*"))
+        (with-current-buffer "*agent-lsp-history*"
+          (goto-char (point-min))
+          (search-forward "the first question")
+          (call-interactively (key-binding (kbd "RET"))))
+        (test-until "*agent-lsp*" "The first answer")
+        (setq reopened (test-text "*agent-lsp*"))
+        (agent-lsp-ask "the second question")
+        (test-idle)
+        (test-emit :first_session first-session :session agent-lsp--session-id
+                   :listing listing :reopened reopened
+                   :key (symbol-name (lookup-key agent-lsp-command-map "r")))
+        """,
+    )
+    assert records["session"] == records["first_session"]
+    assert records["listing"][0].startswith("Conversations in ")
+    [line] = [x for x in records["listing"] if "the first question" in x]
+    assert "  1 ask   the first question" in line
+    assert "## You\n\nthe first question\n\n## Agent\n\nThe first answer." in records["reopened"]
+    users = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "user"]
+    assert users[0].endswith("the first question") and users[-1].endswith("the second question")
+    assert records["key"] == "agent-lsp-history"
+
+
+def test_the_trace_s_duration_leaves_out_the_time_spent_answering_the_permission_request(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The user answers after 2 s: the call's line says how long it ran and, apart, how long it
+    waited for the user."""
+    arguments = {"command": "true", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("Ran it.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (add-hook 'agent-lsp-permission-functions
+                  (lambda (_) (run-at-time 2 nil #'test-press "y")))
+        (agent-lsp-ask "run true")
+        (test-idle)
+        (test-emit :trace (test-lines "*agent-lsp-trace*")
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    [line] = [x for x in records["trace"] if " ✓ bash true " in x]
+    match = re.search(r"\((\d+) ms; (\d+\.\d) s waiting for permission\)$", line)
+    assert match, line
+    ran, waited = int(match[1]), float(match[2])
+    assert waited >= 2.0 and ran < 2000, line
+    assert (
+        f"✓ bash true ({ran} ms; {match[2]} s waiting for permission) [output]"
+        in (records["conversation"])
+    )
+
+
+def test_a_conversation_whose_server_died_mid_ask_is_listed_as_interrupted(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server is killed while a bash call runs: the next server lists the conversation as
+    interrupted, and reopening it says so."""
+    model.reply(tool_calls=[tool_call("bash", {"command": "sleep 5"})])
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "run the long thing")
+        (test-wait "bash to start"
+                   (lambda () (string-match-p "→ bash" (test-text "*agent-lsp-trace*"))))
+        (delete-process (jsonrpc--process agent-lsp--conversation-server))
+        (test-idle)
+        (agent-lsp-history)
+        (test-until "*agent-lsp-history*" "run the long thing")
+        (setq listing (test-lines "*agent-lsp-history*"))
+        (with-current-buffer "*agent-lsp-history*"
+          (goto-char (point-min))
+          (search-forward "run the long thing")
+          (call-interactively (key-binding (kbd "RET"))))
+        (test-until "*agent-lsp*" "^_(interrupted")
+        (test-emit :listing listing :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    [line] = [x for x in records["listing"] if "run the long thing" in x]
+    assert "  1 ask   interrupted: run the long thing" in line
+    assert "_(interrupted: its last ask never finished; ask to go on)_" in records["conversation"]
+
+
+def test_diff_and_rewind_show_their_default_and_a_new_conversation_says_so(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The checkpoint prompts name their default (the latest ask), completed from the ask's
+    answer without a request; C-c a n says in *agent-lsp* that a new conversation starts."""
+    model.reply("Nothing changed.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defvar test-asked nil)
+        (advice-add 'yes-or-no-p :override #'ignore)  ; the rewind is not confirmed
+        (agent-lsp-ask "look around")
+        (test-idle)
+        (advice-add 'completing-read :override
+                    (lambda (prompt collection &rest args)
+                      (push (list :prompt prompt :choices (vconcat collection)
+                                  :default (nth 4 args))
+                            test-asked)
+                      (nth 4 args)))
+        (call-interactively #'agent-lsp-diff)
+        (call-interactively #'agent-lsp-rewind)
+        (call-interactively (lookup-key agent-lsp-command-map "n"))
+        (test-emit :asked (vconcat (reverse test-asked))
+                   :conversation (test-text "*agent-lsp*")
+                   :messages (test-text "*Messages*"))
+        """,
+    )
+    diff, rewind = records["asked"]
+    assert diff["prompt"] == "Show the changes of ask (default 1): "
+    assert rewind["prompt"] == "Undo ask (and later ones) (default 1): "
+    assert diff["choices"] == ["1  look around"] and diff["default"] == "1  look around"
+    assert records["conversation"].endswith("_(a new conversation: the next ask starts it)_\n\n")
+    assert "agent-lsp: a new conversation starts with the next ask" in records["messages"]
+
+
+def test_a_request_of_a_server_that_died_waits_no_longer(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server dies while its request waits (nobody will withdraw it): once the ask ends,
+    the request says so, and its keys answer nothing."""
+    arguments = {"command": "touch ../dead.txt", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "write")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-permissions)
+        (delete-process (jsonrpc--process agent-lsp--conversation-server))
+        (test-idle)
+        (setq late (condition-case err
+                       (with-current-buffer "*agent-lsp-permission*"
+                         (call-interactively (key-binding "y")) "answered")
+                     (user-error (error-message-string err))))
+        (test-emit :waiting (length agent-lsp--permission-requests) :late late
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert records["waiting"] == 0
+    assert "→ withdrawn: the server stopped" in records["conversation"]
+    assert records["late"].startswith("No request shown here waits")
+
+
+def test_the_model_choice_is_offered_when_the_list_comes_in_a_real_emacs(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """M-x agent-lsp-select-model returns at once; the list's answer opens the choice, since
+    the user did nothing else meanwhile; the typed model is used."""
+    emacs = start_pty_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-state (token)
+          (interactive (list (read-char)))
+          (test-emit :state (string token)
+                     :model (or (plist-get agent-lsp-settings :model) "")
+                     :prompt (or (and (active-minibuffer-window)
+                                      (with-current-buffer (window-buffer
+                                                            (active-minibuffer-window))
+                                        (minibuffer-prompt)))
+                                 "")))
+        (global-set-key (kbd "<f5>") #'test-state)
+        (agent-lsp--ensure-server)
+        (test-emit :ready t)
+        """,
+    )
+    try:
+        emacs.wait_for("Emacs to start", lambda r: "ready" in r)
+        emacs.type(ESC + "xagent-lsp-select-model\r")
+        emacs.wait_for("the choice", lambda r: r.get("minibuffer") == 2)
+        record = emacs.state("")
+        assert record["prompt"] == "Model (current scripted): "
+        record = emacs.state("big-model\r")
+        assert record["model"] == "big-model" and record["prompt"] == ""
+    finally:
+        emacs.close()
+
+
+def test_the_next_request_shows_in_the_request_buffer_only_on_g(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """y answers the request shown; the next one, arriving meanwhile, is only counted until g
+    shows it, so a y pressed twice never answers a request the user has not seen."""
+    for name in ("first", "second"):
+        arguments = {"command": f"touch ../{name}.txt", "escalation": "unsandboxed"}
+        model.reply(tool_calls=[tool_call("bash", {**arguments, "justification": "x"})])
+    model.reply("Both asked.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defun test-key (key)
+          (with-current-buffer "*agent-lsp-permission*"
+            (condition-case err (progn (call-interactively (key-binding key)) "answered")
+              (user-error (error-message-string err)))))
+        (agent-lsp-ask "write both")
+        (test-wait "the first request" (lambda () agent-lsp--permission-requests))
+        (agent-lsp-permissions)
+        (setq first (test-key "y"))
+        (test-until "*agent-lsp-permission*" "1 other request waiting: g shows the next")
+        (setq shown (test-text "*agent-lsp-permission*"))
+        (setq again (test-key "y"))
+        (setq waiting (length agent-lsp--permission-requests))
+        (test-key "g")
+        (setq next (test-text "*agent-lsp-permission*"))
+        (setq second (test-key "n"))
+        (test-idle)
+        (test-emit :first first :shown shown :again again :waiting waiting :next next
+                   :second second)
+        """,
+    )
+    assert records["first"] == "answered"
+    assert records["shown"].startswith("Done: Run outside the sandbox: touch ../first.txt\n")
+    assert "touch ../second.txt" not in records["shown"]
+    assert records["again"].startswith("No request shown here waits")
+    assert records["waiting"] == 1
+    assert "agent-lsp asks: Run outside the sandbox: touch ../second.txt" in records["next"]
+    assert records["second"] == "answered"
+    assert (workspace.parent / "first.txt").exists()
+    assert not (workspace.parent / "second.txt").exists()

@@ -25,6 +25,14 @@
   "Show the RESULT of `agent/ask' REQUEST and keep its session."
   (when (eq request agent-lsp--request)
     (setq agent-lsp--session-id (plist-get result :sessionId))
+    (let ((checkpoint (plist-get result :checkpointId)))
+      ;; For the completion of agent-lsp-diff and agent-lsp-rewind, without a request.
+      (when (and (stringp checkpoint)
+                 (not (cl-find checkpoint agent-lsp--checkpoints
+                               :key (lambda (c) (plist-get c :id)) :test #'equal)))
+        (setq agent-lsp--checkpoints
+              (vconcat agent-lsp--checkpoints
+                       (list (list :id checkpoint :prompt (plist-get request :prompt)))))))
     (let* ((calls (length (plist-get result :toolCalls)))
            (answer (plist-get result :answer))
            (stop (agent-lsp-stop-note (plist-get result :stopReason)))
@@ -132,7 +140,7 @@
   (cond
    ((equal name "undo")
     (agent-lsp-rewind (if (string-empty-p rest)
-                          (let ((latest (car (last (append (agent-lsp--list-checkpoints) nil)))))
+                          (let ((latest (car (last (append agent-lsp--checkpoints nil)))))
                             (or (plist-get latest :id)
                                 (user-error "No checkpoints in this conversation")))
                         rest)))
@@ -177,7 +185,8 @@ Return the request."
                             (if region (concat (agent-lsp--region-note region) "\n\n") "")))
     (let* ((token (format "agent-lsp-emacs-%d" (cl-incf agent-lsp--asks)))
            (marker (with-current-buffer agent-lsp--buffer (copy-marker (point-max))))
-           (request (list :server server :token token :root root :status-marker marker))
+           (request (list :server server :token token :root root :status-marker marker
+                          :prompt prompt))
            (context (and region (agent-lsp--context region server)))
            (params (append (list :prompt prompt :workDoneToken token)
                            (and agent-lsp--session-id
@@ -230,8 +239,11 @@ Return the request."
                                 (list :sessionId agent-lsp--session-id)
                                 :success-fn #'ignore :error-fn #'ignore))
     (setq agent-lsp--conversation-server nil
-          agent-lsp--session-id nil)
-    (agent-lsp--trace-insert "-- new conversation --")))
+          agent-lsp--session-id nil
+          agent-lsp--checkpoints nil)
+    (agent-lsp--trace-insert "-- new conversation --")
+    (agent-lsp--say "_(a new conversation: the next ask starts it)_\n\n")
+    (message "agent-lsp: a new conversation starts with the next ask")))
 
 (defun agent-lsp-compact ()
   "Compact the conversation now (`agent/compact').
@@ -260,31 +272,36 @@ result is a line in the conversation and the trace."
 (defun agent-lsp-list-tools ()
   "Show the tools the agent can call in `*agent-lsp-tools*'."
   (interactive)
-  (let* ((server (agent-lsp--ensure-server))
-         (tools (plist-get (jsonrpc-request server :agent/listTools (make-hash-table)) :tools)))
-    (with-current-buffer (agent-lsp--get-buffer agent-lsp--tools-buffer #'agent-lsp-conversation-mode)
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert "# agent-lsp tools: " (agent-lsp--server-root server) "\n\n")
-        (seq-doseq (tool tools)
-          ;; An MCP server's tool: its name and description are that server's text.
-          (let* ((hints (plist-get tool :annotations))
-                 (source (plist-get tool :source))
-                 (notes (delq nil
-                              (list (cond ((eq (plist-get hints :readOnlyHint) t) "read-only")
-                                          ((eq (plist-get hints :destructiveHint) t) "destructive"))
-                                    (when (and (equal (plist-get source :kind) "mcp")
-                                               (stringp (plist-get source :server)))
-                                      (concat "MCP server "
-                                              (agent-lsp-escape-control
-                                               (plist-get source :server)))))))
-                 (description (car (split-string (or (plist-get tool :description) "") "\n"))))
-            (insert (format "- **%s**%s: %s\n"
-                            (agent-lsp-escape-control (format "%s" (plist-get tool :name)))
-                            (if notes (concat " (" (string-join notes ", ") ")") "")
-                            (agent-lsp-escape-control description))))))
-      (goto-char (point-min)))
-    (pop-to-buffer agent-lsp--tools-buffer)))
+  (let ((server (agent-lsp--ensure-server)))
+    (agent-lsp--call server :agent/listTools (make-hash-table)
+                     (lambda (result) (agent-lsp--show-tools server (plist-get result :tools))))))
+
+(defun agent-lsp--show-tools (server tools)
+  "Show SERVER's TOOLS in `*agent-lsp-tools*'."
+  (with-current-buffer (agent-lsp--get-buffer agent-lsp--tools-buffer
+                                              #'agent-lsp-conversation-mode)
+    (let ((inhibit-read-only t))
+      (erase-buffer)
+      (insert "# agent-lsp tools: " (agent-lsp--server-root server) "\n\n")
+      (seq-doseq (tool tools)
+        ;; An MCP server's tool: its name and description are that server's text.
+        (let* ((hints (plist-get tool :annotations))
+               (source (plist-get tool :source))
+               (notes (delq nil
+                            (list (cond ((eq (plist-get hints :readOnlyHint) t) "read-only")
+                                        ((eq (plist-get hints :destructiveHint) t) "destructive"))
+                                  (when (and (equal (plist-get source :kind) "mcp")
+                                             (stringp (plist-get source :server)))
+                                    (concat "MCP server "
+                                            (agent-lsp-escape-control
+                                             (plist-get source :server)))))))
+               (description (car (split-string (or (plist-get tool :description) "") "\n"))))
+          (insert (format "- **%s**%s: %s\n"
+                          (agent-lsp-escape-control (format "%s" (plist-get tool :name)))
+                          (if notes (concat " (" (string-join notes ", ") ")") "")
+                          (agent-lsp-escape-control description))))))
+    (goto-char (point-min)))
+  (display-buffer agent-lsp--tools-buffer))
 
 (provide 'agent-lsp-ask)
 ;;; agent-lsp-ask.el ends here

@@ -76,86 +76,108 @@ The same as `agent-lsp rewind' prints in a terminal."
             lines))
     (nreverse lines)))
 
-(defun agent-lsp--list-checkpoints ()
-  "The conversation's checkpoints (a vector of plists)."
+(defun agent-lsp--fetch-checkpoints (then)
+  "Ask for the conversation's checkpoints; call THEN with them (a vector)."
   (pcase-let ((`(,server ,session) (agent-lsp--session-server)))
-    (plist-get (jsonrpc-request server :agent/checkpoints (list :sessionId session))
-               :checkpoints)))
+    (agent-lsp--call server :agent/checkpoints (list :sessionId session)
+                     (lambda (result)
+                       (setq agent-lsp--checkpoints (plist-get result :checkpoints))
+                       (funcall then agent-lsp--checkpoints)))))
 
 (defun agent-lsp--read-checkpoint (prompt)
-  "Read a checkpoint id with PROMPT; the default is the latest ask's."
-  (let* ((checkpoints (append (agent-lsp--list-checkpoints) nil))
+  "Read a checkpoint id with PROMPT; the default, shown, is the latest ask's.
+Completes from the checkpoints as last listed (`agent-lsp-checkpoints', an
+answer's footer), so nothing waits for the server."
+  (let* ((checkpoints (append agent-lsp--checkpoints nil))
          (choices (mapcar (lambda (c) (format "%s  %s" (plist-get c :id) (plist-get c :prompt)))
-                          checkpoints)))
+                          checkpoints))
+         (default (car (last choices))))
     (unless checkpoints (user-error "No checkpoints in this conversation"))
-    (car (split-string (completing-read prompt choices nil t nil nil (car (last choices)))))))
+    (car (split-string (completing-read (format-prompt prompt (car (split-string default)))
+                                        choices nil t nil nil default)))))
 
 ;;; Commands
 
 (defun agent-lsp-checkpoints ()
   "List the conversation's asks and the files each changed.
-They are shown in `*agent-lsp-checkpoints*'."
+They are shown in `*agent-lsp-checkpoints*' when the server answers."
   (interactive)
-  (let ((lines (agent-lsp-format-checkpoints (agent-lsp--list-checkpoints))))
-    (with-current-buffer (agent-lsp--get-buffer agent-lsp--checkpoints-buffer
-                                                #'agent-lsp-trace-mode)
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert (if lines (string-join lines "\n") "no checkpoints in this conversation") "\n")
-        (goto-char (point-min))))
-    (display-buffer agent-lsp--checkpoints-buffer)))
+  (agent-lsp--fetch-checkpoints
+   (lambda (checkpoints)
+     (let ((lines (agent-lsp-format-checkpoints checkpoints)))
+       (with-current-buffer (agent-lsp--get-buffer agent-lsp--checkpoints-buffer
+                                                   #'agent-lsp-trace-mode)
+         (let ((inhibit-read-only t))
+           (erase-buffer)
+           (insert (if lines (string-join lines "\n") "no checkpoints in this conversation")
+                   "\n")
+           (goto-char (point-min))))
+       (display-buffer agent-lsp--checkpoints-buffer)))))
 
 (defun agent-lsp-diff (checkpoint)
-  "Show what ask CHECKPOINT changed as a unified diff in `*agent-lsp-diff*'."
-  (interactive (list (agent-lsp--read-checkpoint "Show the changes of ask: ")))
-  (pcase-let* ((`(,server ,session) (agent-lsp--session-server))
-               (files (plist-get (jsonrpc-request server :agent/diff
-                                                  (list :sessionId session
-                                                        :checkpointId checkpoint))
-                                 :files)))
-    (with-current-buffer (get-buffer-create agent-lsp--diff-buffer)
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (seq-doseq (file files)
-          (insert (if (eq (plist-get file :binary) t)
-                      (format "Binary file %s %s\n" (plist-get file :path) (plist-get file :status))
-                    (plist-get file :diff))))
-        (when (= (buffer-size) 0) (insert (format "(ask %s changed no files)\n" checkpoint))))
-      (diff-mode)
-      (setq buffer-read-only t)
-      (goto-char (point-min)))
-    (display-buffer agent-lsp--diff-buffer)))
+  "Show what ask CHECKPOINT changed as a unified diff in `*agent-lsp-diff*'.
+The buffer shows when the server answers."
+  (interactive (list (agent-lsp--read-checkpoint "Show the changes of ask")))
+  (pcase-let ((`(,server ,session) (agent-lsp--session-server)))
+    (agent-lsp--call
+     server :agent/diff (list :sessionId session :checkpointId checkpoint)
+     (lambda (result)
+       (with-current-buffer (get-buffer-create agent-lsp--diff-buffer)
+         (let ((inhibit-read-only t))
+           (erase-buffer)
+           (seq-doseq (file (plist-get result :files))
+             (insert (if (eq (plist-get file :binary) t)
+                         (format "Binary file %s %s\n" (plist-get file :path)
+                                 (plist-get file :status))
+                       (plist-get file :diff))))
+           (when (= (buffer-size) 0) (insert (format "(ask %s changed no files)\n" checkpoint))))
+         (diff-mode)
+         (setq buffer-read-only t)
+         (goto-char (point-min)))
+       (display-buffer agent-lsp--diff-buffer)))))
 
 (defun agent-lsp-rewind (checkpoint &optional force)
   "Undo ask CHECKPOINT and every later one; the agent forgets them too.
 A dry run first lists what will be restored and what is kept because it
-changed since the agent's change; you confirm.  With FORCE (a prefix
-argument), don't ask."
-  (interactive (list (agent-lsp--read-checkpoint "Undo ask (and later ones): ")
+changed since the agent's change; you confirm (unless you went on to
+something else before the dry run came).  With FORCE (a prefix argument),
+don't ask.  Nothing waits for the server."
+  (interactive (list (agent-lsp--read-checkpoint "Undo ask (and later ones)")
                      current-prefix-arg))
   (when agent-lsp--request
     (user-error "An ask is running (M-x agent-lsp-cancel stops it)"))
   (pcase-let* ((`(,server ,session) (agent-lsp--session-server))
-               (params (list :sessionId session :checkpointId checkpoint)))
-    (when (or force
-              (yes-or-no-p
-               (format "%s\nUndo ask %s and later? "
-                       (string-join
-                        (agent-lsp-format-rewind
-                         (jsonrpc-request server :agent/rewind
-                                          (append params (list :dryRun t)))
-                         checkpoint)
-                        "\n")
-                       checkpoint)))
-      (let* ((result (jsonrpc-request server :agent/rewind params))
-             (lines (agent-lsp-format-rewind result checkpoint)))
-        (agent-lsp--say (format "_Undone: ask %s and later (the agent forgot them)._\n\n%s\n\n"
-                                checkpoint
-                                (mapconcat (lambda (line) (concat "- " line)) lines "\n")))
-        (agent-lsp--revert-changed-buffers (agent-lsp--server-root server))
-        (message "agent-lsp: undid ask %s: %d restored, %d kept" checkpoint
-                 (length (plist-get result :restored)) (length (plist-get result :conflicts)))
-        result))))
+               (params (list :sessionId session :checkpointId checkpoint))
+               (apply (lambda () (agent-lsp--call server :agent/rewind params
+                                                  (lambda (result)
+                                                    (agent-lsp--rewound server checkpoint
+                                                                        result))))))
+    (if force
+        (funcall apply)
+      (agent-lsp--call
+       server :agent/rewind (append params (list :dryRun t))
+       (agent-lsp--if-still-waiting
+        "the dry run"
+        (lambda (dry)
+          (when (yes-or-no-p
+                 (format "%s\nUndo ask %s and later? "
+                         (string-join (agent-lsp-format-rewind dry checkpoint) "\n")
+                         checkpoint))
+            (funcall apply))))))))
+
+(defun agent-lsp--rewound (server checkpoint result)
+  "Say what undoing ask CHECKPOINT on SERVER did (its RESULT)."
+  (let ((lines (agent-lsp-format-rewind result checkpoint)))
+    (agent-lsp--say (format "_Undone: ask %s and later (the agent forgot them)._\n\n%s\n\n"
+                            checkpoint
+                            (mapconcat (lambda (line) (concat "- " line)) lines "\n")))
+    (agent-lsp--revert-changed-buffers (agent-lsp--server-root server))
+    (setq agent-lsp--checkpoints
+          (cl-remove-if-not (lambda (c) (< (string-to-number (format "%s" (plist-get c :id)))
+                                           (string-to-number (format "%s" checkpoint))))
+                            (append agent-lsp--checkpoints nil)))
+    (message "agent-lsp: undid ask %s: %d restored, %d kept" checkpoint
+             (length (plist-get result :restored)) (length (plist-get result :conflicts)))))
 
 (provide 'agent-lsp-checkpoints)
 ;;; agent-lsp-checkpoints.el ends here

@@ -52,24 +52,39 @@ Nil for a prompt to send."
   (funcall (if (fboundp 'eglot-path-to-uri) #'eglot-path-to-uri #'eglot--path-to-uri)
            (directory-file-name root)))
 
+(defvar agent-lsp--commands-fetching nil "Folder roots whose commands are being fetched.")
+
 (defun agent-lsp--commands (root)
-  "ROOT's commands (plists of `agent/listCommands'), fetched again when stale.
-The server is started if needed; if it does not answer, the cached list, else
-the built-ins."
+  "ROOT's commands (plists of `agent/listCommands') as last fetched.
+Nothing waits: a stale or missing list is fetched again in the background
+for the next completion (the prompt fetches it as it opens); until the
+first answer, the built-ins."
   (let ((cached (gethash root agent-lsp--commands-cache)))
-    (if (and cached (< (- (float-time) (car cached)) agent-lsp--commands-stale-seconds))
+    (unless (and cached (< (- (float-time) (car cached)) agent-lsp--commands-stale-seconds))
+      (agent-lsp--fetch-commands root))
+    (if cached
         (cdr cached)
-      (condition-case nil
-          (let* ((default-directory root)
-                 (result (jsonrpc-request (agent-lsp--ensure-server) :agent/listCommands
-                                          (list :workspaceFolder (agent-lsp--folder-uri root))
-                                          :timeout 10))
-                 (commands (append (plist-get result :commands) nil)))
-            (puthash root (cons (float-time) commands) agent-lsp--commands-cache)
-            commands)
-        (error (or (cdr cached)
-                   (mapcar (lambda (name) (list :name name :source "builtin"))
-                           agent-lsp--builtin-commands)))))))
+      (mapcar (lambda (name) (list :name name :source "builtin"))
+              agent-lsp--builtin-commands))))
+
+(defun agent-lsp--fetch-commands (root)
+  "Fetch ROOT's commands into `agent-lsp--commands-cache', without waiting."
+  (unless (member root agent-lsp--commands-fetching)
+    (let ((server (ignore-errors (let ((default-directory root))
+                                   (agent-lsp--ensure-server)))))
+      (when server
+        (push root agent-lsp--commands-fetching)
+        (let ((done (lambda () (setq agent-lsp--commands-fetching
+                                     (delete root agent-lsp--commands-fetching)))))
+          (agent-lsp--call server :agent/listCommands
+                           (list :workspaceFolder (agent-lsp--folder-uri root))
+                           (lambda (result)
+                             (funcall done)
+                             (puthash root (cons (float-time)
+                                                 (append (plist-get result :commands) nil))
+                                      agent-lsp--commands-cache))
+                           :timeout 10
+                           :on-error (lambda (_) (funcall done))))))))
 
 (defun agent-lsp-command-capf ()
   "Complete a /word typed first in the prompt: the folder's commands.
@@ -110,6 +125,7 @@ For `completion-at-point-functions' of the prompt that
 (defun agent-lsp--prompt-setup (root)
   "Make the current buffer complete ROOT's /commands (TAB)."
   (setq agent-lsp--prompt-root root)
+  (agent-lsp--commands root)            ; fetched now, for the first TAB
   (add-hook 'completion-at-point-functions #'agent-lsp-command-capf nil t)
   (use-local-map (make-composed-keymap agent-lsp-prompt-map (current-local-map))))
 

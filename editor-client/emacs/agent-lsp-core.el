@@ -134,12 +134,31 @@ Then \\[eglot] in a buffer of those modes starts agent-lsp too."
   (setq agent-lsp--servers (cl-remove-if-not #'jsonrpc-running-p agent-lsp--servers))
   (cl-find root agent-lsp--servers :key #'agent-lsp--server-root :test #'equal))
 
+(defvar agent-lsp-missing-server-function nil
+  "Called with the program of `agent-lsp-server-command' when it is not found.
+agent-lsp-transcript sets it: the conversation says how to install or set it.")
+
+(defun agent-lsp--server-program-found-p ()
+  "Whether the program of `agent-lsp-server-command' can be run."
+  (let ((program (car agent-lsp-server-command)))
+    (and (stringp program)
+         (if (file-name-absolute-p program)
+             (file-executable-p program)
+           (executable-find program)))))
+
 (defun agent-lsp--ensure-server ()
-  "Return the server for the current project, started (synchronously) if needed."
+  "Return the server for the current project, started (synchronously) if needed.
+A server program that is not found is said in the conversation, with how to
+install it or set `agent-lsp-server-command'."
   (let* ((project (agent-lsp--project))
          (root (agent-lsp--root project)))
     (or (agent-lsp--live-server root)
         (progn
+          (unless (agent-lsp--server-program-found-p)
+            (when agent-lsp-missing-server-function
+              (funcall agent-lsp-missing-server-function (car agent-lsp-server-command)))
+            (user-error "agent-lsp: the server program %s was not found; see *agent-lsp*"
+                        (car agent-lsp-server-command)))
           (agent-lsp-register-with-eglot)
           ;; A temporary buffer: `eglot' must not see (and replace) a server
           ;; that manages the current buffer.  eglot 1.9 takes one language id
@@ -163,14 +182,40 @@ before; `jsonrpc--async-request-1' returns (ID ...) in every version."
                 #'jsonrpc-async-request)
               server method params args)))
 
-(defun agent-lsp--request (method params timeout)
-  "Send METHOD with PARAMS to the project's server and wait up to TIMEOUT seconds.
-A JSON-RPC error becomes a `user-error' with the server's message."
-  (condition-case err
-      (jsonrpc-request (agent-lsp--ensure-server) method params :timeout timeout)
-    (jsonrpc-error
-     (user-error "agent-lsp: %s"
-                 (or (alist-get 'jsonrpc-error-message (cdr err)) (error-message-string err))))))
+(defvar agent-lsp--commands-run 0
+  "How many commands have run (`post-command-hook'): tells whether the user went
+on to something else while a request was answered.")
+
+(defun agent-lsp--count-command ()
+  "Count a command (see `agent-lsp--commands-run')."
+  (cl-incf agent-lsp--commands-run))
+
+(add-hook 'post-command-hook #'agent-lsp--count-command)
+
+(cl-defun agent-lsp--call (server method params on-result &key (timeout 30) on-error)
+  "Send METHOD with PARAMS to SERVER and return at once; ON-RESULT gets the result.
+Nothing waits: Emacs stays usable however long the server takes.  An error
+reply, or none within TIMEOUT seconds, goes to ON-ERROR (a message) if given,
+else to the echo area."
+  (let ((fail (lambda (text)
+                (if on-error (funcall on-error text) (message "agent-lsp: %s" text)))))
+    (agent-lsp--async-request
+     server method params
+     :success-fn on-result
+     :error-fn (lambda (error) (funcall fail (format "%s" (plist-get error :message))))
+     :timeout-fn (lambda () (funcall fail (format "no answer to %s within %s s" method timeout)))
+     :timeout timeout)))
+
+(defun agent-lsp--if-still-waiting (what function)
+  "FUNCTION, wrapped to run (outside the process filter) only if the user ran
+no other command since this one asked for WHAT: it may read from the minibuffer,
+and must not take the keys of whatever the user went on to.  Otherwise the
+echo area says WHAT came late."
+  (let ((mark (+ agent-lsp--commands-run (if this-command 1 0))))
+    (lambda (&rest args)
+      (if (and (<= agent-lsp--commands-run mark) (not (active-minibuffer-window)))
+          (apply #'run-at-time 0 nil function args)
+        (message "agent-lsp: %s came after you went on; run the command again" what)))))
 
 (defun agent-lsp--flush-changes (server)
   "Send SERVER the buffer changes eglot still holds back (it sends them on an idle

@@ -103,35 +103,33 @@ A line that names a file carries it as its `agent-lsp-file' property."
                                                 (agent-lsp--ensure-server)))))
   (setq-local truncate-lines nil))
 
-(defun agent-lsp--instructions-list (server)
-  "Show what SERVER's folder's model is told in `*agent-lsp-instructions*'.
+(defun agent-lsp--instructions-list (server &optional show)
+  "Ask what SERVER's folder's model is told; show it in `*agent-lsp-instructions*'.
 With the conversation's session when SERVER has it (then the subfolders'
-files it was given too); returns the buffer."
+files it was given too).  Nothing waits: the buffer is filled when the
+answer comes, and then popped up with SHOW."
   (let* ((root (agent-lsp--server-root server))
          (params (if (and (eq server agent-lsp--conversation-server) agent-lsp--session-id)
                      (list :sessionId agent-lsp--session-id)
-                   (list :workspaceFolder (agent-lsp--folder-uri root))))
-         (result (condition-case err
-                     (jsonrpc-request server :agent/instructions params :timeout 30)
-                   (jsonrpc-error
-                    (user-error "agent-lsp: %s"
-                                (or (alist-get 'jsonrpc-error-message (cdr err))
-                                    (error-message-string err))))))
-         (buffer (or (get-buffer agent-lsp--instructions-buffer)
-                     (with-current-buffer (get-buffer-create agent-lsp--instructions-buffer)
-                       (agent-lsp-instructions-mode)
-                       (current-buffer)))))
-    (with-current-buffer buffer
-      (let ((inhibit-read-only t))
-        (setq agent-lsp--instructions-server server
-              default-directory root)
-        (erase-buffer)
-        (insert "# agent-lsp instructions: " root "\n\n"
-                (string-join (agent-lsp-instructions-lines result root) "\n")
-                "\n\nRET: open the file at point · g: list again\n")
-        (goto-char (point-min))
-        (forward-line 3)))
-    buffer))
+                   (list :workspaceFolder (agent-lsp--folder-uri root)))))
+    (agent-lsp--call
+     server :agent/instructions params
+     (lambda (result)
+       (let ((buffer (or (get-buffer agent-lsp--instructions-buffer)
+                         (with-current-buffer (get-buffer-create agent-lsp--instructions-buffer)
+                           (agent-lsp-instructions-mode)
+                           (current-buffer)))))
+         (with-current-buffer buffer
+           (let ((inhibit-read-only t))
+             (setq agent-lsp--instructions-server server
+                   default-directory root)
+             (erase-buffer)
+             (insert "# agent-lsp instructions: " root "\n\n"
+                     (string-join (agent-lsp-instructions-lines result root) "\n")
+                     "\n\nRET: open the file at point · g: list again\n")
+             (goto-char (point-min))
+             (forward-line 3)))
+         (when show (pop-to-buffer buffer)))))))
 
 (defun agent-lsp-instructions ()
   "List what the model is told of the current project.
@@ -141,13 +139,12 @@ the skills (name, description, SKILL.md) and the warnings; of the conversation
 when there is one (then also the subfolders' instruction files it was given).
 \\<agent-lsp-instructions-mode-map>
 In the buffer, \\[agent-lsp-instructions-open] opens the file at point and
-\\[revert-buffer] lists them again.  Returns the buffer."
+\\[revert-buffer] lists them again.  The buffer shows when the server answers."
   (interactive)
-  (let ((buffer (agent-lsp--instructions-list
-                 (let ((default-directory (agent-lsp--ask-root)))
-                   (agent-lsp--ensure-server)))))
-    (pop-to-buffer buffer)
-    buffer))
+  (agent-lsp--instructions-list
+   (let ((default-directory (agent-lsp--ask-root)))
+     (agent-lsp--ensure-server))
+   t))
 
 (defun agent-lsp-instructions-open ()
   "Open the file the line at point names."

@@ -164,17 +164,19 @@ TRIES counts the refreshes in a row."
          :timeout 30)))))
 
 (defun agent-lsp--mcp-list (server)
-  "Show SERVER's folder's MCP servers in `*agent-lsp-mcp*'; return the buffer."
-  (let ((result (condition-case err
-                    (jsonrpc-request server :agent/mcpServers (make-hash-table) :timeout 30)
-                  (jsonrpc-error
-                   (user-error "agent-lsp: %s" (or (alist-get 'jsonrpc-error-message (cdr err))
-                                                   (error-message-string err))))))
-        (buffer (or (get-buffer agent-lsp--mcp-buffer)
+  "List SERVER's folder's MCP servers in `*agent-lsp-mcp*'; return the buffer.
+Nothing waits: the buffer says it is listing until the answer comes."
+  (let ((buffer (or (get-buffer agent-lsp--mcp-buffer)
                     (with-current-buffer (get-buffer-create agent-lsp--mcp-buffer)
                       (agent-lsp-mcp-mode)
+                      (let ((inhibit-read-only t))
+                        (insert "# agent-lsp MCP servers: " (agent-lsp--server-root server)
+                                "\n\nlisting…\n"))
                       (current-buffer)))))
-    (agent-lsp--mcp-show buffer server (plist-get result :servers) 0)
+    (agent-lsp--call server :agent/mcpServers (make-hash-table)
+                     (lambda (result)
+                       (when (buffer-live-p buffer)
+                         (agent-lsp--mcp-show buffer server (plist-get result :servers) 0))))
     buffer))
 
 (defun agent-lsp-mcp-servers ()

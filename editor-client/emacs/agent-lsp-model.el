@@ -28,34 +28,58 @@
             "The endpoint does not work yet.")
           "\n"))
 
+(defun agent-lsp--show-check (text)
+  "Show TEXT in `*agent-lsp-check*'."
+  (with-current-buffer (agent-lsp--get-buffer agent-lsp--check-buffer
+                                              #'agent-lsp-conversation-mode)
+    (let ((inhibit-read-only t))
+      (erase-buffer)
+      (insert "# agent-lsp connection check\n\n" text))
+    (goto-char (point-min)))
+  (display-buffer agent-lsp--check-buffer))
+
 (defun agent-lsp-check-connection ()
   "Check the model endpoint: key, URL, model; show what works and what to fix.
-The result is in `*agent-lsp-check*'; returns it (a plist)."
+The result shows in `*agent-lsp-check*' when the server has it (it asks the
+endpoint, which may take long); Emacs does not wait for it.  Returns the
+request's id."
   (interactive)
-  (let ((result (agent-lsp--request :agent/checkConnection (make-hash-table)
-                                    agent-lsp--check-timeout)))
-    (with-current-buffer (agent-lsp--get-buffer agent-lsp--check-buffer
-                                                #'agent-lsp-conversation-mode)
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert "# agent-lsp connection check\n\n" (agent-lsp-format-check result)))
-      (goto-char (point-min)))
-    (display-buffer agent-lsp--check-buffer)
-    (message "agent-lsp: %s" (if (eq (plist-get result :ok) t)
-                                 "the model endpoint works"
-                               "the model endpoint does not work yet; see *agent-lsp-check*"))
-    result))
+  (agent-lsp--show-check "_checking… (the result shows here)_\n")
+  (agent-lsp--call
+   (agent-lsp--ensure-server) :agent/checkConnection (make-hash-table)
+   (lambda (result)
+     (agent-lsp--show-check (agent-lsp-format-check result))
+     (message "agent-lsp: %s" (if (eq (plist-get result :ok) t)
+                                  "the model endpoint works"
+                                "the model endpoint does not work yet; see *agent-lsp-check*")))
+   :timeout agent-lsp--check-timeout
+   :on-error (lambda (text)
+               (agent-lsp--show-check (format "**The check failed**: %s\n" text)))))
 
-(defun agent-lsp-select-model (model)
+(defun agent-lsp-select-model (&optional model)
   "Use MODEL, chosen from the models the endpoint lists (`agent/listModels').
 Sets :model in `agent-lsp-settings' for this session and sends it to the
 running servers; keep it with `customize-variable' or in the user file
-\(agent-lsp config set model NAME)."
-  (interactive
-   (let* ((result (agent-lsp--request :agent/listModels (make-hash-table) 30))
-          (ids (mapcar (lambda (m) (plist-get m :id)) (plist-get result :models)))
-          (current (plist-get result :current)))
-     (list (completing-read (format "Model (current %s): " current) ids nil nil nil nil current))))
+\(agent-lsp config set model NAME).  Interactively the list is asked for
+without waiting; the choice is offered when it comes, unless you went on to
+something else meanwhile."
+  (interactive)
+  (if model
+      (agent-lsp--use-model model)
+    (message "agent-lsp: listing the endpoint's models…")
+    (agent-lsp--call
+     (agent-lsp--ensure-server) :agent/listModels (make-hash-table)
+     (agent-lsp--if-still-waiting
+      "the list of models"
+      (lambda (result)
+        (let ((ids (mapcar (lambda (m) (plist-get m :id)) (plist-get result :models)))
+              (current (plist-get result :current)))
+          (agent-lsp--use-model
+           (completing-read (format "Model (current %s): " current) ids nil nil nil nil
+                            current))))))))
+
+(defun agent-lsp--use-model (model)
+  "Use MODEL for this session."
   (when (or (not (stringp model)) (string-blank-p model))
     (user-error "No model chosen"))
   (setq agent-lsp-settings (plist-put (copy-sequence agent-lsp-settings) :model model))

@@ -17,14 +17,67 @@
 (defconst agent-lsp--buffer "*agent-lsp*")
 (defconst agent-lsp--trace-buffer "*agent-lsp-trace*")
 
+(defvar agent-lsp--checkpoints nil
+  "The conversation's checkpoints as last listed or answered (a vector of plists),
+for the completion of `agent-lsp-diff' and `agent-lsp-rewind'.")
+
 (defalias 'agent-lsp--conversation-parent-mode
   (if (fboundp 'markdown-mode) #'markdown-mode #'text-mode))
 
+(defface agent-lsp-heading '((t :inherit (bold font-lock-function-name-face)))
+  "Face of a Markdown heading in the conversation, without `markdown-mode'."
+  :group 'agent-lsp)
+
+(defface agent-lsp-code '((t :inherit font-lock-constant-face))
+  "Face of Markdown code in the conversation, without `markdown-mode'."
+  :group 'agent-lsp)
+
+(defun agent-lsp--match-fence (limit)
+  "Match a fenced code block (``` to ```) starting before LIMIT, for font-lock.
+An unclosed one (a block still streaming) runs to the end of the buffer."
+  (when (re-search-forward "^[ \t]*```.*$" limit t)
+    (let ((start (match-beginning 0)))
+      (goto-char (min (1+ (match-end 0)) (point-max)))
+      (let ((end (if (re-search-forward "^[ \t]*```[ \t]*$" nil t)
+                     (match-end 0)
+                   (point-max))))
+        (set-match-data (list start end))
+        (goto-char end)
+        t))))
+
+(defconst agent-lsp--markdown-keywords
+  '((agent-lsp--match-fence 0 'agent-lsp-code t)
+    ("^#\\{1,6\\} .*$" 0 'agent-lsp-heading)
+    ("\\*\\*\\([^*\n]+\\)\\*\\*" 0 'bold)
+    ("`[^`\n]+`" 0 'agent-lsp-code))
+  "Font-lock of the conversation without `markdown-mode': headings, fenced and
+inline code, bold.")
+
+(defvar agent-lsp-conversation-mode-map
+  (let ((map (make-sparse-keymap)))
+    ;; A read-only view: special-mode's keys (q quits, SPC and DEL scroll), not
+    ;; the editing keys of markdown-mode or text-mode.
+    (set-keymap-parent map special-mode-map)
+    (define-key map "g" nil)
+    (define-key map "w" 'agent-lsp-compose)
+    (define-key map "h" 'agent-lsp-history)
+    (define-key map "o" 'agent-lsp-tool-output-at-point)
+    (define-key map (kbd "TAB") #'forward-button)
+    (define-key map (kbd "<backtab>") #'backward-button)
+    map)
+  "Keys of `*agent-lsp*' and the other views in `agent-lsp-conversation-mode'.")
+
 (define-derived-mode agent-lsp-conversation-mode agent-lsp--conversation-parent-mode
   "agent-lsp"
-  "Major mode of the `*agent-lsp*' conversation buffer (Markdown)."
+  "Major mode of the `*agent-lsp*' conversation buffer (Markdown).
+With `markdown-mode' installed it is derived from it; without, headings,
+code and bold are highlighted by the client's own font-lock rules.
+\\{agent-lsp-conversation-mode-map}"
   (setq buffer-read-only t)
   (setq-local truncate-lines nil)
+  (unless (derived-mode-p 'markdown-mode)
+    (setq-local font-lock-defaults '(agent-lsp--markdown-keywords t))
+    (setq-local font-lock-multiline t))
   (visual-line-mode 1))
 
 (define-derived-mode agent-lsp-trace-mode special-mode "agent-lsp-trace"
@@ -38,20 +91,64 @@
           (funcall mode)
           (current-buffer)))))
 
+(defun agent-lsp--followers (buffer)
+  "BUFFER's windows whose point is at the end of what was written so far.
+That end is the running ask's status line in the conversation (the status
+line itself is rewritten at every update), else the buffer's end."
+  (let* ((marker (plist-get agent-lsp--request :status-marker))
+         (end (if (and marker (eq (marker-buffer marker) buffer))
+                  (marker-position marker)
+                (with-current-buffer buffer (point-max)))))
+    (cl-remove-if-not (lambda (w) (>= (window-point w) end))
+                      (get-buffer-window-list buffer nil t))))
+
+(defun agent-lsp--follow (windows)
+  "Keep WINDOWS at the end of their buffer, the last line at the bottom.
+Only when the end is out of sight does the window scroll, and then only so
+far that the end shows on the last line: no recentering into a half-empty
+window."
+  (dolist (window windows)
+    (when (window-live-p window)
+      (with-current-buffer (window-buffer window)
+        (set-window-point window (point-max))
+        (unless (pos-visible-in-window-p (point-max) window)
+          (with-selected-window window
+            (goto-char (point-max))
+            (recenter -1)))))))
+
 (defun agent-lsp--append (name mode text)
   "Append TEXT to buffer NAME (created in MODE).
-Where point was at the end, it stays at the end."
+Where point was at the end, it stays at the end; so do windows there."
   (with-current-buffer (agent-lsp--get-buffer name mode)
     (let ((inhibit-read-only t)
           (at-end (= (point) (point-max)))
-          (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
-                                       (get-buffer-window-list (current-buffer) nil t))))
+          (followers (agent-lsp--followers (current-buffer))))
       (save-excursion
         (goto-char (point-max))
         (insert text))
       (when at-end (goto-char (point-max)))
-      (dolist (window followers)
-        (set-window-point window (point-max))))))
+      (agent-lsp--follow followers))))
+
+(defun agent-lsp--insert-above-status (insert &optional line)
+  "Call INSERT to write in the conversation above the running ask's status line.
+Without a running ask, at the end.  A block is set off by a blank line; a
+LINE (a tool call's) follows another line directly."
+  (with-current-buffer (agent-lsp--get-buffer agent-lsp--buffer #'agent-lsp-conversation-mode)
+    (let* ((inhibit-read-only t)
+           (marker (plist-get agent-lsp--request :status-marker))
+           (marker (and marker (eq (marker-buffer marker) (current-buffer)) marker))
+           (at-end (= (point) (point-max)))
+           (followers (agent-lsp--followers (current-buffer))))
+      (save-excursion
+        (goto-char (or marker (point-max)))
+        (unless (bolp) (insert "\n"))
+        (unless (or (bobp) (eq (char-before (1- (point))) ?\n)
+                    (and line (get-text-property (1- (point)) 'agent-lsp-call)))
+          (insert "\n"))
+        (funcall insert)
+        (when marker (set-marker marker (point))))
+      (when at-end (goto-char (point-max)))
+      (agent-lsp--follow followers))))
 
 (defun agent-lsp--say (text)
   "Append TEXT to the conversation buffer."
@@ -67,12 +164,14 @@ Where point was at the end, it stays at the end."
   (let ((marker (plist-get agent-lsp--request :status-marker)))
     (when (and marker (marker-buffer marker))
       (with-current-buffer (marker-buffer marker)
-        (let ((inhibit-read-only t))
+        (let ((inhibit-read-only t)
+              (followers (agent-lsp--followers (current-buffer))))
           (save-excursion
             (goto-char marker)
             (delete-region marker (point-max))
             ;; Below the streamed text, on a line of its own.
-            (insert (if (memq (char-before) '(nil ?\n)) "" "\n") "_" text "_\n")))
+            (insert (if (memq (char-before) '(nil ?\n)) "" "\n") "_" text "_\n"))
+          (agent-lsp--follow followers))
         (setq mode-line-process (format " [%s]" text))
         (force-mode-line-update)))))
 
@@ -85,32 +184,39 @@ new paragraph."
       (with-current-buffer (marker-buffer marker)
         (let ((inhibit-read-only t)
               (reasoning (equal channel "reasoning"))
-              (followers (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
-                                           (get-buffer-window-list (current-buffer) nil t))))
+              (followers (agent-lsp--followers (current-buffer))))
           (save-excursion
             (goto-char marker)
             (delete-region marker (point-max))
             (unless (and (equal turn (plist-get request :turn))
                          (equal channel (plist-get request :channel)))
-              (when (plist-get request :turn) (insert "\n\n"))
+              (when (plist-get request :turn)
+                ;; A blank line after what came before (text, or a tool call's line).
+                (insert (cond ((bolp) (if (eq (char-before (1- (point))) ?\n) "" "\n"))
+                              (t "\n\n"))))
               (plist-put request :turn turn)
               (plist-put request :channel channel)
               (plist-put request :text "")
               (plist-put request :answer-start (and (not reasoning) (copy-marker (point))))
-              (when reasoning (insert (propertize "> " 'face 'shadow))))
+              (when reasoning (insert (propertize "> " 'face 'shadow 'font-lock-face 'shadow))))
+            ;; face for a buffer without font-lock, font-lock-face for one with.
             (insert (if reasoning
-                        (propertize (replace-regexp-in-string "\n" "\n> " delta) 'face 'shadow)
+                        (propertize (replace-regexp-in-string "\n" "\n> " delta)
+                                    'face 'shadow 'font-lock-face 'shadow)
                       delta))
             (plist-put request :text (concat (plist-get request :text) delta))
             (set-marker marker (point)))
           (agent-lsp--set-status (or (plist-get request :status) "working"))
-          (dolist (window followers)
-            (set-window-point window (point-max))))))))
+          (agent-lsp--follow followers))))))
+
+(defvar agent-lsp--finish-functions nil
+  "Functions called with an ask's request plist once it ended.")
 
 (defun agent-lsp--finish (request text)
   "End REQUEST: its status line is replaced by TEXT."
   (when (eq request agent-lsp--request)
     (setq agent-lsp--request nil)
+    (run-hook-with-args 'agent-lsp--finish-functions request)
     (when-let ((timer (plist-get request :cancel-timer))) (cancel-timer timer))
     (let ((marker (plist-get request :status-marker)))
       (when (and marker (marker-buffer marker))
@@ -130,7 +236,8 @@ new paragraph."
                             "# agent-lsp: " root "\n\n"))
     (setq default-directory root))
   (setq agent-lsp--conversation-server server
-        agent-lsp--session-id nil))
+        agent-lsp--session-id nil
+        agent-lsp--checkpoints nil))
 
 (defun agent-lsp--revert-changed-buffers (root)
   "Reload unmodified buffers under ROOT whose files the agent changed."
@@ -144,11 +251,72 @@ new paragraph."
 
 ;;; What the server reports while an ask runs
 
+(defvar agent-lsp--permission-waits (make-hash-table :test #'equal)
+  "Call id -> when its call began waiting for permission (a float time), or
+\(waited . SECONDS) once it was answered.")
+
+(defun agent-lsp--without-permission-wait (params)
+  "PARAMS of `agent/toolActivity', the time its call waited for the user's
+permission taken out of its durationMs (the server counts it), and kept as
+:waited (seconds): a call is not slow because the user took time to answer."
+  (let* ((id (plist-get params :callId))
+         (status (plist-get params :status))
+         (wait (and id (gethash id agent-lsp--permission-waits))))
+    (cond
+     ((equal status "waiting")
+      (puthash id (float-time) agent-lsp--permission-waits)
+      params)
+     ((and (equal status "started") (numberp wait))
+      (puthash id (cons 'waited (- (float-time) wait)) agent-lsp--permission-waits)
+      params)
+     ((and wait (member status '("completed" "failed")))
+      (remhash id agent-lsp--permission-waits)
+      (let ((waited (if (numberp wait) (- (float-time) wait) (cdr wait)))
+            (ms (plist-get params :durationMs)))
+        (append (list :waited waited
+                      :durationMs (if (numberp ms) (max 0 (- ms (* 1000 waited))) ms))
+                params)))
+     (t params))))
+
+(defun agent-lsp--activity-line (params)
+  "The trace line of PARAMS, saying how long its call waited for permission."
+  (let ((line (agent-lsp-format-activity params))
+        (waited (plist-get params :waited)))
+    (if (and waited (string-match " ms)" line))
+        (replace-match (format " ms; %.1f s waiting for permission)" waited) t t line)
+      line)))
+
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/toolActivity)) &rest params
    &key &allow-other-keys)
-  "Add a trace line for the tool call activity in PARAMS."
-  (agent-lsp--trace-insert (agent-lsp-format-activity params)))
+  "Add a trace line for the tool call activity in PARAMS.
+A finished call gets a line in the conversation too, with a button to its
+whole output."
+  (setq params (agent-lsp--without-permission-wait params))
+  (agent-lsp--trace-insert (agent-lsp--activity-line params))
+  (when (and agent-lsp--request
+             (member (plist-get params :status) '("completed" "failed"))
+             (stringp (plist-get params :callId)))
+    (agent-lsp--tool-line params)))
+
+(declare-function agent-lsp-tool-output "agent-lsp-history")
+
+(defun agent-lsp--tool-line (params)
+  "One line in the conversation for the finished tool call of PARAMS."
+  (let ((session (plist-get params :sessionId))
+        (call (plist-get params :callId))
+        (line (substring (agent-lsp--activity-line params) 9)))  ; no time of day
+    (agent-lsp--insert-above-status
+     (lambda ()
+       (let ((start (point)))
+         (insert line " ")
+         (insert-text-button "[output]"
+                             'action (lambda (_) (agent-lsp-tool-output session call))
+                             'follow-link t
+                             'help-echo "The call's whole output")
+         (insert "\n")
+         (put-text-property start (point) 'agent-lsp-call (cons session call))))
+     t)))
 
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/compaction)) &rest params
@@ -176,6 +344,32 @@ new paragraph."
                    (not (plist-get agent-lsp--request :cancelling)))
           (agent-lsp--set-status (concat "working: " message))))
     (cl-call-next-method)))
+
+;;; A server that is not installed
+
+(defun agent-lsp--say-missing-server (program)
+  "Say in the conversation that PROGRAM, the server, was not found, and what to do."
+  (agent-lsp--say
+   (format "**The agent-lsp server was not found**: `%s` is not on `exec-path` \
+(the command line is `agent-lsp-server-command`: %s).
+
+- Install it once: `uv tool install /path/to/agent-lsp` puts `agent-lsp` on `PATH` \
+(a checkout of the agent-lsp repository; uv: `pip install uv`).
+- Or point Emacs at it: set `agent-lsp-server-command`, e.g. \
+`(setq agent-lsp-server-command '(\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\" \
+\"agent-lsp\" \"--stdio\"))`, or "
+           program (mapconcat #'identity agent-lsp-server-command " ")))
+  (with-current-buffer agent-lsp--buffer
+    (let ((inhibit-read-only t))
+      (save-excursion
+        (goto-char (point-max))
+        (insert-text-button "customize it"
+                            'action (lambda (_) (customize-variable 'agent-lsp-server-command))
+                            'follow-link t)
+        (insert ".\n\n"))))
+  (display-buffer agent-lsp--buffer))
+
+(setq agent-lsp-missing-server-function #'agent-lsp--say-missing-server)
 
 ;;; Showing the buffers
 

@@ -28,11 +28,14 @@
 ;; `agent-lsp-compact', `agent-lsp-list-tools', `agent-lsp-trace', `agent-lsp-show',
 ;; `agent-lsp-check-connection', `agent-lsp-select-model',
 ;; `agent-lsp-checkpoints', `agent-lsp-diff', `agent-lsp-rewind' (see what each
-;; ask changed and undo it), `agent-lsp-grants' (revoke "always" answers),
+;; ask changed and undo it), `agent-lsp-permissions' (answer a waiting
+;; permission request), `agent-lsp-grants' (revoke "always" answers),
 ;; `agent-lsp-sandbox' (what confines the agent's commands here, and what is
 ;; weaker), `agent-lsp-mcp-servers' (the folder's MCP servers; approve a
 ;; folder's own), `agent-lsp-instructions' (the instruction files and skills
-;; the model is given), `agent-lsp-apply-settings', `agent-lsp-shutdown';
+;; the model is given), `agent-lsp-compose' (a prompt of several lines),
+;; `agent-lsp-history' (reopen a past conversation),
+;; `agent-lsp-apply-settings', `agent-lsp-shutdown';
 ;; all of them (but the last two) are on `agent-lsp-command-map'.
 ;;
 ;; The server reads the API key, endpoint and model from the user configuration
@@ -47,8 +50,9 @@
 ;; escaping), agent-lsp-transcript (the conversation and trace buffers),
 ;; agent-lsp-permissions, agent-lsp-commands (the /commands of a prompt),
 ;; agent-lsp-ask, agent-lsp-model, agent-lsp-checkpoints, agent-lsp-sandbox,
-;; agent-lsp-mcp, agent-lsp-instructions.  This file loads them all and holds
-;; the command map.
+;; agent-lsp-mcp, agent-lsp-instructions, agent-lsp-compose (the compose
+;; buffer), agent-lsp-history (a call's output, past conversations).  This
+;; file loads them all and holds the command map.
 
 ;;; Code:
 
@@ -68,6 +72,8 @@
 (require 'agent-lsp-sandbox)
 (require 'agent-lsp-mcp)
 (require 'agent-lsp-instructions)
+(require 'agent-lsp-compose)
+(require 'agent-lsp-history)
 
 ;; The commands autoload this file, not the part that defines each, so the
 ;; first of them loads every part: a server is told when it starts that this
@@ -84,10 +90,13 @@
 ;;;###autoload (autoload 'agent-lsp-checkpoints "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-diff "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-rewind "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-permissions "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-grants "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-sandbox "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-mcp-servers "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-instructions "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-compose "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-history "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-apply-settings "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-shutdown "agent-lsp" nil t)
 
@@ -107,6 +116,9 @@
     (define-key map "k" #'agent-lsp-check-connection)
     (define-key map "m" #'agent-lsp-select-model)
     (define-key map "p" #'agent-lsp-grants)
+    (define-key map "y" #'agent-lsp-permissions)
+    (define-key map "w" #'agent-lsp-compose)
+    (define-key map "r" #'agent-lsp-history)
     (define-key map "s" #'agent-lsp-sandbox)
     (define-key map "M" #'agent-lsp-mcp-servers)
     (define-key map "i" #'agent-lsp-instructions)

@@ -75,6 +75,15 @@ class Steps:
 Launch = Callable[..., Records]
 
 
+def agent_part(conversation: str, prompt: str) -> str:
+    """What a conversation shows for the agent after ``prompt``, up to the next prompt, without
+    the line a client may give each finished tool call where it happened (Emacs: ``✓ read_file
+    notes.txt (2 ms) [output]``)."""
+    after = conversation.split(f"## You\n\n{prompt}\n\n## Agent\n\n", 1)[1]
+    part = after.split("\n## You\n\n", 1)[0]
+    return "\n".join(line for line in part.split("\n") if line[:2] not in ("✓ ", "✗ ")).lstrip()
+
+
 def play(scenario: Scenario, steps: Steps, run: Run, launch: Launch) -> None:
     """Arrange, run the editor script through ``launch`` (the driver's run_nvim/run_emacs with
     its folders bound), then check; the model serves until the checks are done."""

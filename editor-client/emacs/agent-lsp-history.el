@@ -1,0 +1,153 @@
+;;; agent-lsp-history.el --- Tool outputs and past conversations  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; A tool call's whole output (`agent/toolOutput'), opened from its line in
+;; the conversation; and the folder's past conversations (`agent/sessions'),
+;; one of which `agent-lsp-history' reopens (`agent/sessionHistory'): it is
+;; drawn again in `*agent-lsp*' and the next ask continues it, also after
+;; Emacs or the server restarted.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'seq)
+(require 'subr-x)
+(require 'agent-lsp-core)
+(require 'agent-lsp-trace)
+(require 'agent-lsp-transcript)
+(require 'agent-lsp-commands)
+
+(defconst agent-lsp--output-buffer "*agent-lsp-output*")
+(defconst agent-lsp--history-buffer "*agent-lsp-history*")
+
+;;; A tool call's output
+
+(defun agent-lsp-tool-output (session call-id)
+  "Show the whole output of tool call CALL-ID of SESSION in `*agent-lsp-output*'."
+  (let ((server (or (and agent-lsp--conversation-server
+                         (jsonrpc-running-p agent-lsp--conversation-server)
+                         agent-lsp--conversation-server)
+                    (agent-lsp--ensure-server))))
+    (agent-lsp--call
+     server :agent/toolOutput (list :sessionId session :callId call-id)
+     (lambda (result)
+       (with-current-buffer (agent-lsp--get-buffer agent-lsp--output-buffer
+                                                   #'agent-lsp-trace-mode)
+         (let ((inhibit-read-only t))
+           (erase-buffer)
+           (insert (format "%s %s: %s%s\n\n"
+                           (agent-lsp-escape-control (format "%s" (plist-get result :name)))
+                           (agent-lsp-summarize-arguments (plist-get result :arguments))
+                           (if (eq (plist-get result :ok) t) "ok" "failed")
+                           (if (eq (plist-get result :truncated) t)
+                               " (cut by the server)" ""))
+                   (agent-lsp-escape-control (or (plist-get result :output) "") t))
+           (goto-char (point-min))))
+       (pop-to-buffer agent-lsp--output-buffer)))))
+
+(defun agent-lsp-tool-output-at-point ()
+  "Show the whole output of the tool call on this line of the conversation."
+  (interactive)
+  (let ((call (or (get-text-property (point) 'agent-lsp-call)
+                  (get-text-property (line-beginning-position) 'agent-lsp-call))))
+    (unless call (user-error "No tool call on this line"))
+    (agent-lsp-tool-output (car call) (cdr call))))
+
+;;; Past conversations
+
+(defvar agent-lsp-history-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'agent-lsp-history-reopen)
+    (define-key map "g" #'agent-lsp-history)
+    map)
+  "Keys of `*agent-lsp-history*'.")
+
+(define-derived-mode agent-lsp-history-mode special-mode "agent-lsp-history"
+  "The folder's past conversations: RET reopens the one at point.
+\\{agent-lsp-history-mode-map}")
+
+(defvar-local agent-lsp--history-server nil "The server `*agent-lsp-history*' lists.")
+
+(defun agent-lsp-history-line (session)
+  "One line for SESSION (a plist of `agent/sessions')."
+  (let ((turns (or (plist-get session :turns) 0))
+        (state (plist-get session :state)))
+    (format "%s  %3d ask%s  %s%s"
+            (format-time-string "%Y-%m-%d %H:%M" (or (plist-get session :updated) 0))
+            turns (if (eql turns 1) " " "s")
+            (if (member state '("interrupted" "running")) (concat state ": ") "")
+            (agent-lsp--one-line (format "%s" (or (plist-get session :title) "")) 80))))
+
+(defun agent-lsp-history ()
+  "List the folder's past conversations in `*agent-lsp-history*'; RET reopens one.
+Interrupted ones (their server stopped mid-ask) are marked; the next ask
+continues a reopened conversation."
+  (interactive)
+  (let* ((server (agent-lsp--ensure-server))
+         (root (agent-lsp--server-root server)))
+    (agent-lsp--call
+     server :agent/sessions (list :workspaceFolder (agent-lsp--folder-uri root))
+     (lambda (result)
+       (with-current-buffer (get-buffer-create agent-lsp--history-buffer)
+         (unless (derived-mode-p 'agent-lsp-history-mode) (agent-lsp-history-mode))
+         (setq agent-lsp--history-server server
+               default-directory root)
+         (let ((inhibit-read-only t)
+               (sessions (append (plist-get result :sessions) nil)))
+           (erase-buffer)
+           (insert "Conversations in " root " (RET reopens one):\n\n")
+           (dolist (session sessions)
+             (insert (propertize (agent-lsp-history-line session)
+                                 'agent-lsp-session session)
+                     "\n"))
+           (unless sessions (insert "none yet\n"))
+           (goto-char (point-min))
+           (forward-line 2)))
+       (pop-to-buffer agent-lsp--history-buffer)))))
+
+(defun agent-lsp-history-reopen ()
+  "Reopen the conversation on this line of `*agent-lsp-history*'."
+  (interactive)
+  (let ((session (get-text-property (line-beginning-position) 'agent-lsp-session)))
+    (unless session (user-error "No conversation on this line"))
+    (agent-lsp-reopen agent-lsp--history-server session)))
+
+(defun agent-lsp-reopen (server session)
+  "Draw SERVER's conversation SESSION (a plist of `agent/sessions') in
+`*agent-lsp*'; the next ask continues it."
+  (when agent-lsp--request
+    (user-error "An ask is running (M-x agent-lsp-cancel stops it)"))
+  (agent-lsp--call
+   server :agent/sessionHistory (list :sessionId (plist-get session :sessionId))
+   (lambda (result)
+     (agent-lsp--draw-history server session result)
+     (pop-to-buffer agent-lsp--buffer))))
+
+(defun agent-lsp--draw-history (server session result)
+  "Draw the conversation SESSION of SERVER from its history RESULT; continue it."
+  (let ((root (agent-lsp--server-root server))
+        (id (plist-get result :sessionId)))
+    (agent-lsp--start-conversation server root)
+    (agent-lsp--say (format "_(reopened: %s)_\n\n"
+                            (agent-lsp--one-line (format "%s" (plist-get session :title)) 80)))
+    (seq-doseq (entry (plist-get result :entries))
+      (let ((content (agent-lsp-escape-control (format "%s" (or (plist-get entry :content) ""))
+                                               t)))
+        (if (equal (plist-get entry :role) "user")
+            (agent-lsp--say (format "## You\n\n%s\n\n## Agent\n\n" content))
+          (seq-doseq (call (plist-get entry :toolCalls))
+            (agent-lsp--tool-line
+             (list :sessionId id :callId (plist-get call :id) :name (plist-get call :name)
+                   :arguments (plist-get call :arguments)
+                   :status (if (eq (plist-get call :ok) t) "completed" "failed")
+                   :output (plist-get call :output))))
+          (unless (string-empty-p (string-trim content))
+            (agent-lsp--say (concat content "\n\n"))))))
+    (when (equal (plist-get session :state) "interrupted")
+      (agent-lsp--say "_(interrupted: its last ask never finished; ask to go on)_\n\n"))
+    (setq agent-lsp--session-id id)
+    (message "agent-lsp: reopened; the next ask continues this conversation")))
+
+(provide 'agent-lsp-history)
+;;; agent-lsp-history.el ends here
