@@ -432,6 +432,20 @@ async function finishedEntry(frame, mark, timeout = 60_000) {
   }, timeout);
 }
 
+/** Whether the chat's end is in sight (its scroll box within 32 px of the bottom). */
+async function chatAtEnd(frame) {
+  return frame.evaluate(() => {
+    const c = document.getElementById("conversation");
+    return c.scrollHeight - c.clientHeight - c.scrollTop <= 32;
+  });
+}
+
+/** Whether `locator`'s element is (at least partly) inside the chat's visible area. */
+async function inSight(frame, locator) {
+  const [box, view] = await Promise.all([locator.boundingBox(), frame.locator("#conversation").boundingBox()]);
+  return Boolean(box && view && box.height > 0 && box.y < view.y + view.height && box.y + box.height > view.y);
+}
+
 function pgrep(pattern) {
   const result = spawnSync("pgrep", ["-f", pattern], { encoding: "utf8" });
   return result.stdout.split("\n").filter((l) => l.trim() !== "" && Number(l) !== process.pid);
@@ -831,6 +845,24 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
   assert(bottom <= 32, `not following at the bottom after jump: ${bottom}px left`);
 });
 
+scenario("sending while scrolled up shows the new prompt and follows its answer", async ({ page }) => {
+  const frame = await panelFrame(page);
+  const box = await frame.locator("#conversation").boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await until("scrolled to the top", async () => {
+    await page.mouse.wheel(0, -5000);
+    return frame.evaluate(() => document.getElementById("conversation").scrollTop === 0);
+  }, 10_000);
+  await until("jump to latest offered", async () => frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible(), 5000);
+  await ask(page, "E2E-LONG once more, sent while scrolled up");
+  const prompt = frame.locator(".prompt-text", { hasText: "sent while scrolled up" });
+  await until("the new prompt in sight", async () => (await prompt.count()) === 1 && inSight(frame, prompt), 10_000);
+  await finishedEntry(frame, "sent while scrolled up");
+  const lastLine = frame.locator(".entry").last().getByText("Line 60 of a long answer.");
+  await until("the end of its answer in sight", async () => (await chatAtEnd(frame)) && inSight(frame, lastLine), 10_000);
+  assert(!(await frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible()), "jump to latest still offered at the end");
+});
+
 scenario("a tool row expands to its arguments and output; Open full output shows all of it", async ({ page, userData }) => {
   await ask(page, "E2E-BIG print a lot");
   const frame = await panelFrame(page);
@@ -944,6 +976,9 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   await runCommand(page, "Agent: Show Chat");
   frame = await panelFrame(page);
   await until("the conversation shown again", async () => JSON.stringify(await frame.locator(".prompt-text").allInnerTexts()) === JSON.stringify(before), 30_000);
+  // Reloaded, it opens at its end: the last prompt and its answer in sight.
+  const lastPrompt = frame.locator(".prompt-text", { hasText: "E2E-RELOAD-1" });
+  await until("the reloaded conversation at its end", async () => (await chatAtEnd(frame)) && inSight(frame, lastPrompt), 15_000);
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-RELOAD-2 which word?");
   await finishedEntry(frame, "E2E-RELOAD-2");
@@ -959,6 +994,19 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   await page.screenshot({ path: join(OUTPUT, "history.png") });
   await row.click();
   await until("the old conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" }).count()) === 1, 15_000);
+  // Reopened, it shows its end; scrolled away from it, "Jump to latest" brings it back.
+  const reopenedLast = frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" });
+  await until("the reopened conversation at its end", async () => (await chatAtEnd(frame)) && inSight(frame, reopenedLast), 15_000);
+  const jump = frame.getByRole("button", { name: "↓ Jump to latest" });
+  assert(!(await jump.isVisible()), "jump to latest offered at the end");
+  const area = await frame.locator("#conversation").boundingBox();
+  await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+  await until("scrolled up and jump offered", async () => {
+    await page.mouse.wheel(0, -3000);
+    return jump.isVisible();
+  }, 10_000);
+  await jump.click();
+  await until("back at the end", async () => (await chatAtEnd(frame)) && inSight(frame, reopenedLast), 10_000);
 });
 
 scenario("a conversation reopened from the history continues: the follow-up carries its earlier turns", async ({ page, model }) => {

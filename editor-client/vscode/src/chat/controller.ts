@@ -231,6 +231,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     const progress = this.host.workDoneToken();
     this.host.onAskStarted(prompt, this.session.sessionId);
     const startedAt = Date.now();
+    this.view.post({ type: "follow" }); // the user's own action: show it, even if they had scrolled up
     const outcome = this.session.send(prompt, {
       folder,
       context,

@@ -45,6 +45,8 @@ export type ToView =
   | { type: "setClass"; id: string; className: string }
   /** Whether an ask runs (Send becomes Stop), and the status line above the input. */
   | { type: "busy"; busy: boolean; status?: string }
+  /** An ask was sent (from the input, Retry, a command): scroll to it and follow its answer. */
+  | { type: "follow" }
   /** Focus the input; `text`, if given, replaces the draft. */
   | { type: "focusInput"; text?: string }
   /** The draft kept by the extension (after a reload); the page's own, if any, wins. */

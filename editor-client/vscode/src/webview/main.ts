@@ -164,6 +164,9 @@ function apply(message: ToView): void {
       if (element) element.className = message.className;
       break;
     }
+    case "follow":
+      follow();
+      break;
     case "busy":
       setBusy(message.busy, message.status);
       break;
@@ -246,15 +249,41 @@ window.addEventListener("message", (event: MessageEvent) => {
   const next = afterChange(wasAtBottom, root);
   if (next.scrollTo !== undefined) root.scrollTop = next.scrollTo;
   jump.hidden = !next.offerJump;
-  if (message.type === "reset") stick = true;
+  if (message.type === "reset") {
+    stick = true;
+    settle();
+  }
   timings.push({ what: message.type, ms: performance.now() - started });
   if (timings.length > 1000) timings.splice(0, timings.length - 1000);
 });
 
 root.addEventListener("scroll", () => {
   stick = isAtBottom(root);
-  if (stick) jump.hidden = true;
+  jump.hidden = stick;
 });
+
+/**
+ * Chunks out of sight have a placeholder height (content-visibility), so the end measured
+ * before they are laid out is not the end: a conversation drawn whole (reopened, reloaded)
+ * landed mid-way. While the reader follows, every change of the content's size scrolls to
+ * the end again; otherwise "Jump to latest" shows whenever the end is out of sight.
+ */
+function settle(): void {
+  if (stick) root.scrollTop = root.scrollHeight;
+  jump.hidden = stick || isAtBottom(root);
+}
+const resized = new ResizeObserver(() => settle());
+function observeChunks(): void {
+  for (const chunk of root.children) resized.observe(chunk);
+}
+new MutationObserver(() => observeChunks()).observe(root, { childList: true });
+resized.observe(root);
+
+/** The reader sent a prompt (or Retry): show it and follow its answer until they scroll away. */
+function follow(): void {
+  stick = true;
+  settle();
+}
 // A reader starting to scroll up is not followed, even before the first scroll event lands
 // (an update in between would otherwise pull them back to the bottom).
 root.addEventListener("wheel", (event) => {
@@ -373,6 +402,7 @@ function submit(): void {
   const choices = attached();
   if (choices.length) message.attach = choices;
   if (mentions.all.length) message.documents = mentions.all.map((m) => m.uri);
+  follow();
   vscode.postMessage(message);
   mentions.clear();
   clearInput();
@@ -421,7 +451,8 @@ input.addEventListener("input", () => {
 window.addEventListener("resize", autosize);
 
 chunkEntries();
+observeChunks();
 input.value = saved.draft ?? "";
 autosize();
-root.scrollTop = root.scrollHeight;
+settle();
 vscode.postMessage({ type: "ready" });
