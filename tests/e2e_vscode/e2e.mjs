@@ -1166,27 +1166,38 @@ scenario("with confirmEdits the user sees VS Code's preview and can reject the e
   }
 }, { changesSettings: true });
 
-scenario("a permission request is a modal dialog: always allow, then a changed call is asked and rejected; Manage Permissions revokes the grant", async ({ page, model }) => {
-  const dialog = page.locator(".monaco-dialog-box");
-  const waitForDialog = (text) =>
-    until(`the permission dialog for ${text}`, async () => (await dialog.count()) > 0 && (await dialog.first().innerText()).includes(text), 30_000);
+scenario("a permission request is answered on its chat card: always allow, then a changed call is asked and rejected by keyboard; Manage Permissions revokes the grant", async ({ page, model }) => {
+  const frame = await panelFrame(page);
+  const card = (command) => frame.getByRole("group", { name: /^Waiting for your permission/ }).filter({ hasText: command });
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-PERMISSION write next to the workspace");
-  await waitForDialog(PERMISSION_ALLOWED.command);
-  const text = await dialog.first().innerText();
-  for (const expected of ["The agent asks: Run outside the sandbox", "Reason: E2E writes a file next to the workspace", "Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]) {
-    assert(text.includes(expected), `the dialog lacks ${JSON.stringify(expected)}:\n${text}`);
+  const first = card(PERMISSION_ALLOWED.command);
+  await until("the permission card", async () => (await first.count()) === 1, 30_000);
+  assert((await page.locator(".monaco-dialog-box").count()) === 0, "a modal dialog opened");
+  const text = await first.innerText();
+  for (const expected of ["Waiting for your permission: Run outside the sandbox", "Reason: E2E writes a file next to the workspace", "only for this exact call"]) {
+    assert(text.includes(expected), `the card lacks ${JSON.stringify(expected)}:\n${text}`);
   }
-  await page.screenshot({ path: join(OUTPUT, "permission-dialog.png") });
-  await dialog.getByRole("button", { name: "Always Allow This Call" }).click();
-  // The same call runs again without a dialog; the changed one asks.
-  await waitForDialog(PERMISSION_CHANGED.command);
-  await dialog.getByRole("button", { name: "Reject", exact: true }).click();
-  const frame = await panelFrame(page);
+  // The command once, verbatim, in a code block.
+  assert((await first.locator("pre code").innerText()) === PERMISSION_ALLOWED.command, `code block: ${await first.locator("pre code").innerText()}`);
+  assert(text.split(PERMISSION_ALLOWED.command).length === 2, `the command is shown more than once on the card:\n${text}`);
+  for (const name of ["Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]) {
+    assert((await first.getByRole("button", { name, exact: true }).count()) === 1, `no ${name} button`);
+  }
+  await page.screenshot({ path: join(OUTPUT, "permission-card.png") });
+  await first.getByRole("button", { name: "Always Allow This Call" }).click();
+  await until("the card says what was chosen", async () => (await frame.getByText("You chose: Always Allow This Call.").count()) === 1, 15_000);
+  // The same call runs again without asking; the changed one asks, answered by keyboard.
+  const second = card(PERMISSION_CHANGED.command);
+  await until("the second permission card", async () => (await second.count()) === 1, 30_000);
+  await second.getByRole("button", { name: "Reject", exact: true }).focus();
+  await page.keyboard.press("Enter");
   await until("the answer", async () => {
     const last = frame.locator(".entry").last();
     return (await last.innerText()).includes("PERMISSION-DONE") && (await last.getAttribute("class")) === "entry done";
   }, 30_000);
+  assert((await frame.getByText("You chose: Reject.").count()) === 1, "the second card does not say Reject was chosen");
+  assert((await frame.locator(".entry").last().getByRole("button", { name: "Allow Once" }).count()) === 0, "answered cards still offer their choices");
   assert(readFileSync(PERMISSION_FILE, "utf8") === "allowed\nallowed\n", "the allowed call did not run twice");
   assert(!existsSync(PERMISSION_REJECTED_FILE), "the rejected call ran");
   const requests = modelRequests(model.recordFile).slice(count);
@@ -1542,17 +1553,18 @@ scenario("an MCP server of the user's settings: its tools listed under it, a cal
   const picker = page.locator(".quick-input-widget:visible");
   await until("tb's tools under their server", async () => /tb \(MCP\)/.test(await picker.innerText()) && /mcp__tb__echo/.test(await picker.innerText()), 15_000);
   await page.keyboard.press("Escape");
-  const dialog = page.locator(".monaco-dialog-box");
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-MCP use the toolbox");
-  await until("the permission dialog of write_note", async () => (await dialog.count()) > 0 && /on MCP server tb/.test(await dialog.first().innerText()), 30_000);
-  const text = await dialog.first().innerText();
-  for (const expected of ["write_note", "Arguments:", '"text": "note-1"', "Always Allow This Tool"]) {
-    assert(text.includes(expected), `the dialog lacks ${JSON.stringify(expected)}:\n${text}`);
-  }
-  await page.screenshot({ path: join(OUTPUT, "mcp-permission.png") });
-  await dialog.getByRole("button", { name: "Allow Once" }).click();
   const frame = await panelFrame(page);
+  const card = frame.getByRole("group", { name: /^Waiting for your permission/ });
+  await until("the permission card of write_note", async () => (await card.count()) > 0 && /on MCP server tb/.test(await card.first().innerText()), 30_000);
+  const text = await card.first().innerText();
+  for (const expected of ["write_note", "Arguments:", '"text": "note-1"', "every call of this tool"]) {
+    assert(text.includes(expected), `the card lacks ${JSON.stringify(expected)}:\n${text}`);
+  }
+  assert((await card.first().getByRole("button", { name: "Always Allow This Tool" }).count()) === 1, "no Always Allow This Tool");
+  await page.screenshot({ path: join(OUTPUT, "mcp-permission.png") });
+  await card.first().getByRole("button", { name: "Allow Once" }).click();
   const entry = await finishedEntry(frame, "MCP-DONE", 30_000);
   const rows = await entry.locator(".call").allInnerTexts();
   assert(rows.length === 2 && rows[0].includes("mcp__tb__echo") && rows[0].includes("hello-from-mcp"), `tool rows:\n${rows.join("\n")}`);

@@ -80,6 +80,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
     this.permissions = new PermissionRequests({
       ask: (message, detail, buttons) =>
         vscode.window.showWarningMessage(message, { modal: true, detail }, ...buttons),
+      inline: (request, card, withdrawn) => this.chat.askPermission(request, card, withdrawn),
     });
     this.trace = vscode.window.createOutputChannel("Agent Tool Trace", "log");
     this.statusItem = vscode.window.createStatusBarItem("agentLsp.status", vscode.StatusBarAlignment.Left, 10);
@@ -113,7 +114,6 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       runBuiltin: (route) => this.runBuiltin(route),
       workDoneToken: () => this.workDoneToken(),
     });
-    this.disposables.push(this.permissions.onRequest((request, answer) => this.chat.showPermission(request, answer)));
     this.checkpoints = new Checkpoints(
       {
         client: () => this.usableClient(),

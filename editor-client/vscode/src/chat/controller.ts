@@ -3,14 +3,14 @@
 // process and hands this a connection; features of later issues hook in through
 // registerAction / addCard / addEntryAction / onDidFinishAsk.
 
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
-import { escapeControl } from "../display";
 import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan, type PickedDocument, withDocuments } from "../editor-context";
 import { describeAskError, type ErrorReport, toastActions } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
-import { callSubject, shownCommand } from "../permissions";
+import type { PermissionCard, PermissionRequest } from "../permissions";
 import {
   type AnswerDelta,
   type AskContext,
@@ -69,6 +69,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
   /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
   readonly onDidFinishAsk = this.finished.event;
+  /** Permission requests waiting on a card, by their buttons' token. */
+  private readonly pendingPermissions = new Map<string, { buttons: PermissionCard["buttons"]; resolve: (label: string | undefined) => void }>();
 
   constructor(
     context: vscode.ExtensionContext,
@@ -453,28 +455,42 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   }
 
   /**
-   * A permission request of the running ask (src/permissions.ts asks in a modal dialog): shown
-   * in the conversation where it happens, then what the user chose.
+   * A permission request of the running ask, asked on a card in its entry: the command once,
+   * verbatim, the reason, what "always" covers, a button per choice. Each card's buttons carry
+   * a token of their own, so a click answers exactly that request and only while it waits.
+   * Undefined when the request is not this chat's running ask's (the modal asks then).
    */
-  showPermission(
-    request: { sessionId: string; callId: string; toolName: string; title: string; reason: string; arguments: Record<string, unknown>; options: { optionId: string; name: string }[] },
-    answer: PromiseLike<{ outcome: { outcome: string; optionId?: string } }>,
-  ): void {
-    if (request.sessionId !== this.session.sessionId || !this.session.runningEntry) return;
-    const entryId = this.session.runningEntry.id;
+  askPermission(request: PermissionRequest, card: PermissionCard, withdrawn: Promise<void>): Promise<string | undefined> | undefined {
+    const entry = this.session.runningEntry;
+    if (request.sessionId !== this.session.sessionId || !entry || card.buttons.length === 0) return undefined;
     const id = `permission-${request.callId}`;
-    // A command in a code block, line by line; what else the call does above the reason.
-    const command = shownCommand(request.toolName, request.arguments);
-    const code = command === undefined ? {} : { code: command };
-    const subject = command === undefined ? callSubject(request.toolName, request.arguments).join("\n") : "";
-    const body = `${subject}\n${request.reason ? `Reason: ${escapeControl(request.reason)}` : ""}`.trim();
-    const title = escapeControl(request.title || "The agent asks for permission");
-    this.addCard({ kind: "card", id, title: `Waiting for your permission — ${title}`, body, ...code, tone: "warning", buttons: [] }, entryId);
-    void Promise.resolve(answer).then((result) => {
-      const chosen = request.options.find((o) => o.optionId === result.outcome.optionId)?.name;
-      const said = result.outcome.outcome === "selected" && chosen ? `You chose: ${chosen}.` : "Not answered (withdrawn or dismissed).";
-      this.addCard({ kind: "card", id, title, body: body ? `${body}\n${said}` : said, ...code, tone: "info", buttons: [] }, entryId);
+    const token = randomBytes(12).toString("hex");
+    const answered = new Promise<string | undefined>((resolve) => this.pendingPermissions.set(token, { buttons: card.buttons, resolve }));
+    const code = card.code === undefined ? {} : { code: card.code };
+    const buttons: Button[] = card.buttons.map((b) => ({ title: b.label, action: "answerPermission", args: { request: token, option: b.optionId } }));
+    this.addCard({ kind: "card", id, title: `Waiting for your permission: ${card.title}`, body: card.body, ...code, tone: "warning", buttons }, entry.id);
+    if (!this.view.visible) {
+      // Not modal: the answer is given on the card, where the whole command is in sight.
+      void vscode.window.showWarningMessage(`Agent asks for your permission: ${card.title}`, "Show Chat").then((pick) => {
+        if (pick) void this.view.reveal(false);
+      });
+    }
+    const gone = withdrawn.then(() => WITHDRAWN);
+    void Promise.race([answered, gone]).then((label) => {
+      this.pendingPermissions.get(token)?.resolve(undefined);
+      this.pendingPermissions.delete(token);
+      const said = label === WITHDRAWN || label === undefined ? "Not answered (withdrawn or dismissed)." : `You chose: ${label}.`;
+      this.addCard({ kind: "card", id, title: card.title, body: `${card.body}\n${said}`.trim(), ...code, tone: "info", buttons: [] }, entry.id);
     });
+    return answered;
+  }
+
+  private answerPermission(args: Record<string, string>): void {
+    const pending = this.pendingPermissions.get(args.request ?? "");
+    const chosen = pending?.buttons.find((b) => b.optionId === args.option);
+    if (!pending || !chosen) return; // answered already, withdrawn, or not a choice it offered
+    this.pendingPermissions.delete(args.request ?? "");
+    pending.resolve(chosen.label);
   }
 
   removeCard(cardId: string, entryId?: string): void {
@@ -538,6 +554,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.registerAction("stop", () => this.stop()),
       this.registerAction("compact", () => this.compact()),
       this.registerAction("unpin", () => this.setPinned(undefined)),
+      this.registerAction("answerPermission", (args) => this.answerPermission(args)),
       ...["setApiKey", "checkConnection", "openSettings", "openReadme", "openFolder", "showLog"].map((name) =>
         this.registerAction(name, () => this.host.runAction(name)),
       ),
@@ -623,6 +640,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     for (const d of this.disposables) d.dispose();
   }
 }
+
+const WITHDRAWN = "\0withdrawn";
 
 const CONTEXT_CHOICES = [
   { id: "selection", label: "Selection" },

@@ -130,6 +130,8 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
 .card.warning { border-color: var(--vscode-editorWarning-foreground, #c90); }
 .card.error { border-color: var(--vscode-errorForeground, #d33); }
 .card-title { font-weight: 600; margin-bottom: 4px; }
+.card-code code { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size, inherit); }
+.button:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: 1px; }
 .card-body { white-space: pre-wrap; overflow-wrap: anywhere; }
 .empty { opacity: .85; margin-top: 12px; }
 .muted { opacity: .65; }
