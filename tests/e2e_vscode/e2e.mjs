@@ -1233,13 +1233,21 @@ scenario("show the changes of an ask, then undo it after a dry run", async ({ pa
   const readme = join(workspace, "README.md");
   const created = join(workspace, "src", "checkpoint-new.txt");
   const before = readFileSync(readme, "utf8");
-  await ask(page, "E2E-CHECKPOINT change the readme and add a file");
+  // An ask that changes nothing gets no Show changes / Undo.
+  await ask(page, "E2E-NOCHANGE just answer");
   const frame = await panelFrame(page);
+  const unchanged = await finishedEntry(frame, "E2E-NOCHANGE");
+  await ask(page, "E2E-CHECKPOINT change the readme and add a file");
   const entry = await finishedEntry(frame, "E2E-CHECKPOINT");
   assert(readFileSync(readme, "utf8").includes("DEMO CHANGED BY THE AGENT"), "bash did not change README.md");
   assert(existsSync(created), "write_file did not create the file");
-  const button = (title) => entry.locator(".buttons button", { hasText: new RegExp(`^${title}$`) });
-  await until("the buttons under the answer", async () => (await button("Show changes").count()) === 1 && (await button("Undo this ask").count()) === 1, 10_000);
+  const button = (title) => entry.getByRole("button", { name: title, exact: true });
+  await until("the buttons under the answer, with the count", async () =>
+    (await button("Show changes").count()) === 1 && (await button("Undo this ask").count()) === 1 && (await entry.getByText("2 files changed", { exact: true }).count()) === 1, 10_000);
+  for (const name of ["Show changes", "Undo this ask"]) {
+    assert((await unchanged.getByRole("button", { name }).count()) === 0, `${name} under an answer that changed nothing`);
+  }
+  assert((await unchanged.getByText(/files? changed/).count()) === 0, "a count under an answer that changed nothing");
 
   // The command picks an ask (newest first, with its files); VS Code's diff view opens.
   const picker = await pickAsk(page, "Agent: Show Changes of an Ask", "E2E-CHECKPOINT");

@@ -279,7 +279,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
     if (outcome.kind === "answered") {
       this.trace.appendLine(formatAnswerLine(outcome.result, elapsedMs, now));
       const { sessionId: session, checkpointId } = outcome.result;
-      if (checkpointId) this.checkpoints.answered(outcome.entry.id, session, checkpointId);
+      if (checkpointId) void this.checkpoints.answered(outcome.entry.id, session, checkpointId);
       this.setState({ kind: "idle" });
     } else if (outcome.kind === "failed" && outcome.report.cancelled) {
       this.trace.appendLine(formatOutcomeLine(sessionId, "cancelled", "", now));

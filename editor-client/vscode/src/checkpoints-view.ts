@@ -20,6 +20,11 @@ export function fileSummary(file: CheckpointFile): string {
   return [MARKS[file.status] ?? "?", file.path, ...counts].join(" ");
 }
 
+/** What an answer says of the files its ask changed: "1 file changed", "2 files changed". */
+export function changesText(count: number): string {
+  return `${count} file${count === 1 ? "" : "s"} changed`;
+}
+
 /** Quick pick items, newest ask first (the one usually undone). */
 export function checkpointItems(checkpoints: Checkpoint[], now: Date = new Date()): CheckpointItem[] {
   return [...checkpoints].reverse().map((checkpoint) => {

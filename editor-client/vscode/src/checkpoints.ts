@@ -6,7 +6,7 @@
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import type { Button, Conversation } from "./chat/model";
-import { checkpointItems, undoOutcome, undoQuestion } from "./checkpoints-view";
+import { changesText, checkpointItems, undoOutcome, undoQuestion } from "./checkpoints-view";
 import {
   type CheckpointsResult,
   type DiffResult,
@@ -28,6 +28,8 @@ export interface CheckpointHost {
 export interface ChatHooks {
   registerAction(name: string, handler: (args: Record<string, string>) => unknown): vscode.Disposable;
   addEntryAction(entryId: string, button: Button): void;
+  /** "2 files changed" under an answer. */
+  setEntryChanges(entryId: string, text: string): void;
   readonly session: {
     readonly sessionId: string | undefined;
     readonly conversation: Conversation;
@@ -56,11 +58,30 @@ export class Checkpoints implements vscode.Disposable {
     ];
   }
 
-  /** An ask answered: "Show changes" and "Undo this ask" under its answer. */
-  answered(entryId: string, sessionId: string, checkpointId: string): void {
+  /**
+   * An ask answered: if it changed files, "2 files changed" with "Show changes" and "Undo
+   * this ask" under its answer; nothing under an answer that changed nothing. A server that
+   * cannot list its checkpoints gets the buttons without the count.
+   */
+  async answered(entryId: string, sessionId: string, checkpointId: string): Promise<void> {
+    const changed = await this.changedFiles(sessionId, checkpointId);
+    if (changed === 0) return;
     const args = { sessionId, checkpointId };
+    if (changed !== undefined) this.chat.setEntryChanges(entryId, changesText(changed));
     this.chat.addEntryAction(entryId, { title: "Show changes", action: SHOW, args });
     this.chat.addEntryAction(entryId, { title: "Undo this ask", action: UNDO, args });
+  }
+
+  /** How many files the ask changed, from agent/checkpoints (undefined: not known). */
+  private async changedFiles(sessionId: string, checkpointId: string): Promise<number | undefined> {
+    const client = this.host.client();
+    if (!client) return undefined;
+    try {
+      const result = await client.sendRequest<CheckpointsResult>(Methods.checkpoints, { sessionId });
+      return result.checkpoints.find((c) => c.id === checkpointId)?.files.length;
+    } catch {
+      return undefined;
+    }
   }
 
   private withIds(args: Record<string, string>, run: (sessionId: string, checkpointId: string) => Promise<unknown>): unknown {

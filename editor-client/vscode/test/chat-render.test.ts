@@ -155,6 +155,9 @@ describe("entries", () => {
 
   it("show working status, and an empty conversation says how to start", () => {
     assert.match(renderTail(entry({ state: "working", status: "turn 2: running tools" })), /turn 2: running tools/);
+    const changed = renderTail(entry({ changes: "2 files changed", actions: [{ title: "Show changes", action: "showChanges" }] }));
+    assert.match(changed, /<span class="changes">2 files changed<\/span><button[^>]*>Show changes<\/button>/);
+    assert.ok(!renderTail(entry()).includes("class=\"buttons\""), "an answer with no changes and no buttons gets no button row");
     assert.match(renderConversation({ entries: [] }, options), /press <b>Enter<\/b>/);
   });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { checkpointItems, fileSummary, undoOutcome, undoQuestion } from "../src/checkpoints-view";
+import { changesText, checkpointItems, fileSummary, undoOutcome, undoQuestion } from "../src/checkpoints-view";
 import type { Checkpoint, RewindResult } from "../src/protocol";
 
 const NOW = new Date("2026-12-01T10:30:00Z");
@@ -104,5 +104,12 @@ describe("undoOutcome", () => {
       rewind({ restored: ["a", "b"], inEditor: ["b"], conflicts: [{ path: "c", reason: "x" }], dryRun: false }),
     );
     assert.equal(text, "Undid ask 2: 2 files put back (1 in open editors, unsaved); kept 1 you changed since: c.");
+  });
+});
+
+describe("changesText", () => {
+  it("counts the files an ask changed", () => {
+    assert.equal(changesText(1), "1 file changed");
+    assert.equal(changesText(2), "2 files changed");
   });
 });

@@ -499,6 +499,14 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     if (entry && removed) this.view.post({ type: "remove", id: partId.item(entry, removed) });
   }
 
+  /** What the ask changed ("2 files changed"), shown with the buttons under its answer. */
+  setEntryChanges(entryId: string, text: string): void {
+    const entry = this.session.entry(entryId);
+    if (!entry) return;
+    entry.changes = text;
+    this.view.changed([{ part: "tail", entry }]);
+  }
+
   /** Add a button under an answer (e.g. "Show changes"); replaces one with the same action. */
   addEntryAction(entryId: string, button: Button): void {
     const entry = this.session.entry(entryId);

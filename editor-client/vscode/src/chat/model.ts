@@ -98,6 +98,8 @@ export interface Entry {
   stopReason?: string;
   error?: ErrorView;
   footer?: Footer;
+  /** What the ask changed ("2 files changed"), when it changed files. */
+  changes?: string;
   /** Buttons under the answer (Retry, and later Show changes / Undo this ask). */
   actions: Button[];
 }

@@ -129,6 +129,7 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
   background: var(--vscode-editorWidget-background, #8881); }
 .card.warning { border-color: var(--vscode-editorWarning-foreground, #c90); }
 .card.error { border-color: var(--vscode-errorForeground, #d33); }
+.buttons .changes { align-self: center; opacity: .8; }
 .card-title { font-weight: 600; margin-bottom: 4px; }
 .card-code code { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size, inherit); }
 .button:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: 1px; }

@@ -223,7 +223,8 @@ export function renderTail(entry: Entry): string {
   const note = entry.stopReason ? STOP_NOTES[entry.stopReason] : undefined;
   if (note) parts.push(`<div class="stop-note">${escapeHtml(note)}</div>`);
   const buttons = [...(entry.state === "error" ? entry.error?.buttons ?? [] : []), ...entry.actions];
-  if (buttons.length) parts.push(`<div class="buttons">${buttons.map((b) => renderButton(b)).join("")}</div>`);
+  const changes = entry.changes ? `<span class="changes">${escapeHtml(entry.changes)}</span>` : "";
+  if (buttons.length || changes) parts.push(`<div class="buttons">${changes}${buttons.map((b) => renderButton(b)).join("")}</div>`);
   const footer = entry.footer ? formatFooter(entry.footer) : "";
   if (footer) parts.push(`<div class="footer">${escapeHtml(footer)}</div>`);
   return `<div class="tail"${partAttrs(partId.tail(entry))}>${parts.join("")}</div>`;
