@@ -504,6 +504,9 @@ const PERMISSION_CHANGED = { ...PERMISSION_ALLOWED, command: `echo rejected >> $
 // A multi-line command whose output is far longer than the preview.
 const BIG_COMMAND = "echo start\nhead -c 50000 /dev/zero | tr '\\0' y; echo; echo END-OF-BIG";
 
+// Streamed over about two seconds, short enough to fit the view with its prompt.
+const FOLLOW_TEXT = `${Array.from({ length: 8 }, (_, i) => `Follow line ${i + 1}.`).join("\n\n")}\n\nFOLLOW-END`;
+
 const STREAM_TEXT = `STREAM-BEGIN ${Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ")}\n\nA second paragraph with **bold** text. STREAM-END`;
 
 const SCRIPT = [
@@ -597,6 +600,7 @@ const SCRIPT = [
     ],
   },
   // Streamed slowly (6 characters every 50 ms: about 4 s), so the test sees it half written.
+  { match: "E2E-FOLLOW", replies: [{ content: FOLLOW_TEXT, chunk_size: 4, chunk_delay: 0.05 }] },
   { match: "E2E-STREAM", replies: [{ content: STREAM_TEXT, chunk_size: 6, chunk_delay: 0.05 }] },
   { match: "E2E-SELECTION", replies: [{ content: "It defines `main`, which prints a greeting (SELECTION-OK)." }] },
   {
@@ -854,11 +858,14 @@ scenario("sending while scrolled up shows the new prompt and follows its answer"
     return frame.evaluate(() => document.getElementById("conversation").scrollTop === 0);
   }, 10_000);
   await until("jump to latest offered", async () => frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible(), 5000);
-  await ask(page, "E2E-LONG once more, sent while scrolled up");
+  await ask(page, "E2E-FOLLOW sent while scrolled up");
   const prompt = frame.locator(".prompt-text", { hasText: "sent while scrolled up" });
-  await until("the new prompt in sight", async () => (await prompt.count()) === 1 && inSight(frame, prompt), 10_000);
+  const working = frame.locator(".entry.working", { hasText: "sent while scrolled up" });
+  // While its answer is being written: the prompt in sight, the view at the end.
+  await until("the new prompt in sight while it is answered", async () =>
+    (await working.count()) === 1 && (await inSight(frame, prompt)) && chatAtEnd(frame), 10_000);
   await finishedEntry(frame, "sent while scrolled up");
-  const lastLine = frame.locator(".entry").last().getByText("Line 60 of a long answer.");
+  const lastLine = frame.locator(".entry").last().getByText("FOLLOW-END");
   await until("the end of its answer in sight", async () => (await chatAtEnd(frame)) && inSight(frame, lastLine), 10_000);
   assert(!(await frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible()), "jump to latest still offered at the end");
 });
@@ -1198,6 +1205,11 @@ scenario("a permission request is answered on its chat card: always allow, then 
   }, 30_000);
   assert((await frame.getByText("You chose: Reject.").count()) === 1, "the second card does not say Reject was chosen");
   assert((await frame.locator(".entry").last().getByRole("button", { name: "Allow Once" }).count()) === 0, "answered cards still offer their choices");
+  // The escalated call's row header: one line, the command only (its justification in the body).
+  const head = frame.locator(".entry").last().locator(".call .disclosure-head").first();
+  const headText = await head.innerText();
+  assert(headText.includes("bash") && headText.includes("echo allowed") && !headText.includes("E2E writes a file"), `row header: ${headText}`);
+  assert(await head.evaluate((el) => el.getBoundingClientRect().height < parseFloat(getComputedStyle(el).fontSize) * 2.2), `the row header wraps: ${headText}`);
   assert(readFileSync(PERMISSION_FILE, "utf8") === "allowed\nallowed\n", "the allowed call did not run twice");
   assert(!existsSync(PERMISSION_REJECTED_FILE), "the rejected call ran");
   const requests = modelRequests(model.recordFile).slice(count);

@@ -87,8 +87,19 @@ describe("tool rows", () => {
     assert.match(html, /^<div class="call ok disclosure" id="part:e1\/tool\/call_1" data-id="e1\/tool\/call_1">/);
     assert.match(html, /<code class="tool">bash<\/code> <span class="args">ls<\/span> <span class="status">ok · 12ms<\/span>/);
     assert.ok(!/class="[^"]*\bopen\b/.test(html), "collapsed");
-    assert.match(html, /<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false">/);
+    assert.match(html, /<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false" title="ls">/);
     assert.ok(!html.includes("<details"), "no <details>: its cost in Chromium grows with their number");
+  });
+
+  it("a header says only what the call is about: the command, not its escalation or justification", () => {
+    const args = JSON.stringify({ command: `make test ${"x".repeat(200)}`, escalation: "network", justification: "fetch deps" });
+    const html = renderToolItem(entry(), tool({ arguments: args }), options);
+    const head = html.slice(0, html.indexOf('<div class="disclosure-body">'));
+    const shown = /<span class="args">([^<]*)<\/span>/.exec(head)?.[1] ?? "";
+    assert.ok(shown.startsWith("make test xxx") && shown.endsWith("…") && Array.from(shown).length === 120, shown);
+    assert.ok(!/<span class="args">[^<]*(escalation|fetch deps)/.test(head), head);
+    // The body has them all.
+    assert.match(html, /<span class="arg-key">justification<\/span><pre class="arg-value">fetch deps<\/pre>/);
   });
 
   it("expand to the arguments as written: a multi-line command keeps its lines", () => {
@@ -101,7 +112,8 @@ describe("tool rows", () => {
   it("show a failed call's error inline, without expanding", () => {
     const html = renderToolItem(entry(), tool({ state: "failed", output: "\nError: no such file: nope.py\nmore" }), options);
     const summary = html.slice(0, html.indexOf('<div class="disclosure-body">'));
-    assert.match(summary, /<div class="call-error">Error: no such file: nope.py<\/div>/);
+    // Under the one-line header, outside it: seen without expanding.
+    assert.match(summary, /<\/div><div class="call-error">Error: no such file: nope.py<\/div>$/);
   });
 
   it("say when the preview was cut, and offer the full output", () => {

@@ -74,7 +74,11 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 .disclosure-head { cursor: pointer; }
 .disclosure-head:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: -1px; }
 .call { border-radius: 4px; font-size: .95em; }
-.call > .disclosure-head { padding: 2px 4px; border-radius: 4px; overflow-wrap: anywhere; }
+/* A row's header is one line: the summary gives way (ellipsis), the tool and status do not. */
+.call > .disclosure-head { padding: 2px 4px; border-radius: 4px; display: flex; gap: .4em; align-items: baseline;
+  white-space: nowrap; overflow: hidden; }
+.call > .disclosure-head > * { flex: none; }
+.call > .disclosure-head > .args { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 .call > .disclosure-head::before { content: "▸"; display: inline-block; width: 1em; opacity: .6; }
 .call.open > .disclosure-head::before { content: "▾"; }
 .call > .disclosure-head:hover { background: var(--vscode-list-hoverBackground, #8882); }
@@ -84,7 +88,7 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 .call.ok .mark { color: var(--vscode-testing-iconPassed, #3a3); }
 .call.failed .mark, .call.failed .status, .call-error { color: var(--vscode-errorForeground, #d33); }
 .call.running .mark, .call.waiting .mark { color: var(--vscode-progressBar-background, #0078d4); }
-.call-error { display: block; margin: 2px 0 0 1.6em; font-size: .92em; white-space: pre-wrap; }
+.call-error { display: block; margin: 0 0 0 1.6em; font-size: .92em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .call-body { margin: 4px 0 8px 1.2em; padding: 6px 8px; border-left: 2px solid var(--vscode-widget-border, #8885); }
 .label { font-size: .8em; text-transform: uppercase; letter-spacing: .04em; opacity: .6; margin: 4px 0 2px; }
 .arg { margin: 2px 0; }

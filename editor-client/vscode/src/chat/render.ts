@@ -3,7 +3,7 @@
 // `data-id`, which the view's script uses to replace it in place.
 
 import { escapeControl } from "../display";
-import { formatDuration, summarizeArguments } from "../summary";
+import { formatDuration, headSummary, summarizeArguments } from "../summary";
 import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
 import { escapeHtml, type PathExists, renderMarkdown, renderPlainText, type StreamRender } from "./markdown";
 
@@ -28,11 +28,11 @@ export const partId = {
  * its closed content display-locked), so the 600th tool row cost twice the 30th; a class the
  * page toggles costs the same at any size.
  */
-function disclosure(cls: string, id: string, head: string, body: string): string {
+function disclosure(cls: string, id: string, head: string, body: string, between = "", title?: string): string {
   return (
     `<div class="${cls} disclosure"${partAttrs(id)}>` +
-    `<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false">${head}</div>` +
-    `<div class="disclosure-body">${body}</div></div>`
+    `<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false"${attrs({ title })}>${head}</div>` +
+    `${between}<div class="disclosure-body">${body}</div></div>`
   );
 }
 
@@ -100,7 +100,8 @@ function firstErrorLine(output: string | undefined): string {
 }
 
 export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOptions): string {
-  const summary = summarizeArguments(item.arguments, 160, item.summaryKey);
+  // One line: the tool, what the call is about (cut, with an ellipsis), its status.
+  const summary = headSummary(item.arguments, 120, item.summaryKey);
   const duration = formatDuration(item.durationMs);
   const done = item.state === "running" && item.progress ? ` · ${item.progress}` : "";
   const status = `${CALL_WORD[item.state]}${done}${duration ? ` · ${duration}` : ""}`;
@@ -130,9 +131,11 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
     `<span class="mark">${CALL_MARK[item.state]}</span> ` +
       `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> ` +
       `<span class="args">${escapeHtml(summary)}</span> ` +
-      `<span class="status">${escapeHtml(status)}</span>${error}`,
+      `<span class="status">${escapeHtml(status)}</span>`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
       `<div class="label">Output</div>${output}${open}</div>`,
+    error,
+    summarizeArguments(item.arguments, 300, item.summaryKey),
   );
 }
 
