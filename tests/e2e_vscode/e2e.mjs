@@ -882,10 +882,28 @@ scenario("a tool row expands to its arguments and output; Open full output shows
   assert((await row.locator(".disclosure-head .args").innerText()).includes("⏎"), "no line-break mark in the summary");
   const trace = traceFileLines(userData).find((l) => l.includes("✓ bash echo start ⏎ head"));
   assert(trace, `trace:\n${traceFileLines(userData).slice(-5).join("\n")}`);
-  const output = await row.locator("pre.output").innerText();
-  assert(output.startsWith("start\nyyyy") && output.length < 3000, `preview: ${output.length} chars`);
-  assert(/Preview cut: [\d,]+ more characters/.test(await row.locator(".cut-note").innerText()), "the cut is not said");
+  // The output as a terminal shows it: its end (fetched, the preview being the head), unwrapped.
+  const pre = row.locator("pre.output");
+  await until("the output's last line in the row", async () => (await pre.innerText()).endsWith("END-OF-BIG"), 15_000);
+  const tail = await pre.innerText();
+  assert(!tail.startsWith("start"), `the row shows the head: ${tail.slice(0, 40)}`);
+  assert(await row.getByText("The last 2 lines of 3.").isVisible(), `bar: ${await row.locator(".output-bar").innerText()}`);
+  const unwrapped = await pre.evaluate((el) => ({ sideways: el.scrollWidth > el.clientWidth, lines: el.getClientRects().length, height: el.clientHeight, font: parseFloat(getComputedStyle(el).fontSize) }));
+  assert(unwrapped.sideways && unwrapped.height < unwrapped.font * 8, `the output wraps: ${JSON.stringify(unwrapped)}`);
   await page.screenshot({ path: join(OUTPUT, "tool-row.png") });
+  // Show all: the whole output in place, from its first line.
+  await row.getByRole("button", { name: "Show all" }).click();
+  await until("the whole output in the row", async () => {
+    const text = await pre.innerText();
+    return text.startsWith("start\nyyyy") && text.endsWith("END-OF-BIG");
+  }, 15_000);
+  assert(await row.getByText("Lines 1–3 of 3.").isVisible(), `bar after Show all: ${await row.locator(".output-bar").innerText()}`);
+  // Copy output: the whole output on the clipboard.
+  await row.getByRole("button", { name: "Copy output" }).click();
+  await until("the output on the clipboard", async () => {
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    return copied.startsWith("start\nyyyy") && copied.includes("END-OF-BIG");
+  }, 10_000);
   await row.getByRole("button", { name: "Open full output" }).click();
   const editor = page.locator('.monaco-editor[data-uri^="agent-lsp-output:"]').first();
   await until("the full output editor", async () => (await editor.count()) > 0, 15_000);
@@ -1248,7 +1266,8 @@ scenario("show the changes of an ask, then undo it after a dry run", async ({ pa
   // An ask that changes nothing gets no Show changes / Undo.
   await ask(page, "E2E-NOCHANGE just answer");
   const frame = await panelFrame(page);
-  const unchanged = await finishedEntry(frame, "E2E-NOCHANGE");
+  await finishedEntry(frame, "E2E-NOCHANGE");
+  const unchanged = frame.locator(".entry", { hasText: "E2E-NOCHANGE" });
   await ask(page, "E2E-CHECKPOINT change the readme and add a file");
   const entry = await finishedEntry(frame, "E2E-CHECKPOINT");
   assert(readFileSync(readme, "utf8").includes("DEMO CHANGED BY THE AGENT"), "bash did not change README.md");

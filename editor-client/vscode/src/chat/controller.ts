@@ -25,7 +25,8 @@ import {
 } from "../protocol";
 import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
-import { partId, type RenderOptions } from "./render";
+import { cutCount, partId, type RenderOptions } from "./render";
+import { ToolOutputs } from "./tool-outputs";
 import { PathExistsCache } from "./path-cache";
 import { ProjectContext } from "./project";
 import { type BuiltinRoute, builtinRoute } from "../slash-commands";
@@ -69,6 +70,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
   /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
   readonly onDidFinishAsk = this.finished.event;
+  /** Tool rows' whole outputs: their tails, Show all, Copy output. */
+  private readonly outputs: ToolOutputs;
   /** Permission requests waiting on a card, by their buttons' token. */
   private readonly pendingPermissions = new Map<string, { buttons: PermissionCard["buttons"]; resolve: (label: string | undefined) => void }>();
 
@@ -95,6 +98,12 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         void vscode.commands.executeCommand("setContext", "agentLsp.busy", busy);
         this.view.post(status === undefined ? { type: "busy", busy } : { type: "busy", busy, status });
       },
+    });
+    this.outputs = new ToolOutputs({
+      connection: host.connection,
+      sessionId: () => this.session.sessionId,
+      changed: (changes) => this.view.changed(changes),
+      post: (message) => this.view.post(message),
     });
     this.project = new ProjectContext({
       connection: host.connection,
@@ -368,6 +377,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     // A tool call may create or remove files before the watcher says so.
     if (activity.status !== "started") this.paths.forget();
     this.session.onActivity(activity);
+    const entry = this.session.runningEntry;
+    if (entry && (activity.status === "completed" || activity.status === "failed") && cutCount(activity.output) !== undefined) {
+      void this.outputs.finished(entry, activity.callId);
+    }
   }
 
   onProgress(progress: AskProgress): void {
@@ -555,6 +568,9 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       }),
       this.registerAction("insertCode", (args) => insertAtCursor(args.text ?? "")),
       this.registerAction("openToolOutput", (args) => this.openToolOutput(args.callId ?? "", entryOf(args))),
+      this.registerAction("showAllOutput", (args) => this.outputs.page(entryOf(args), args.callId ?? "", 0)),
+      this.registerAction("moreOutput", (args) => this.outputs.page(entryOf(args), args.callId ?? "", Number(args.from) || 0)),
+      this.registerAction("copyToolOutput", (args) => this.outputs.copy(entryOf(args), args.callId ?? "")),
       this.registerAction("retry", async (args) => {
         const entry = entryOf(args);
         if (entry) await this.send(entry.prompt, [], entry);

@@ -45,6 +45,11 @@ export type ToView =
   | { type: "setClass"; id: string; className: string }
   /** Whether an ask runs (Send becomes Stop), and the status line above the input. */
   | { type: "busy"; busy: boolean; status?: string }
+  /**
+   * A page of a tool call's output: put `text` in the element `id` (in place of what it
+   * shows, or after it), and `barHtml` in place of the element `bar`.
+   */
+  | { type: "outputPage"; id: string; text: string; replace: boolean; bar: string; barHtml: string }
   /** An ask was sent (from the input, Retry, a command): scroll to it and follow its answer. */
   | { type: "follow" }
   /** Focus the input; `text`, if given, replaces the draft. */

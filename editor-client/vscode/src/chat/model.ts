@@ -40,6 +40,8 @@ export interface ToolItem {
   output?: string;
   /** How far a running call is, from agent/askProgress's numbers: "3/10", "40%". */
   progress?: string;
+  /** The end of the whole output (agent/toolOutput), when the preview was cut: shown instead. */
+  full?: { text: string; hiddenLines: number; totalLines: number };
 }
 
 export interface TextItem {

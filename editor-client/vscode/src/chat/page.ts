@@ -96,7 +96,10 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 3px; white-space: pre-wrap; overflow-wrap: anywhere;
   background: var(--vscode-textCodeBlock-background, #8881); font-family: var(--vscode-editor-font-family);
   font-size: var(--vscode-editor-font-size, inherit); max-height: 24em; overflow-y: auto; }
-.cut-note { font-size: .9em; color: var(--vscode-editorWarning-foreground, #c90); }
+/* Output as a terminal shows it: lines unwrapped (scroll sideways), the tail in full height. */
+pre.output { white-space: pre; overflow-wrap: normal; overflow-x: auto; max-height: 40em; margin-bottom: 2px; }
+.output-bar { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; font-size: .9em; color: var(--vscode-descriptionForeground); }
+.output-bar.cut-note { color: var(--vscode-editorWarning-foreground, #c90); }
 .call-actions { margin-top: 4px; }
 .attached { margin: 3px 0 0 2px; font-size: .85em; color: var(--vscode-descriptionForeground); }
 .note { font-size: .9em; color: var(--vscode-descriptionForeground); font-style: italic; }

@@ -6,6 +6,7 @@ import { escapeControl } from "../display";
 import { formatDuration, headSummary, summarizeArguments } from "../summary";
 import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
 import { escapeHtml, type PathExists, renderMarkdown, renderPlainText, type StreamRender } from "./markdown";
+import { tailOf } from "./tool-output";
 
 export interface RenderOptions {
   /** The server keeps each call's full output (`agent/toolOutput`): offer to open it. */
@@ -18,6 +19,9 @@ export const partId = {
   items: (entry: Entry) => `${entry.id}/items`,
   item: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}`,
   tail: (entry: Entry) => `${entry.id}/tail`,
+  /** A tool row's output text and the bar under it ("Show all", "Show more"). */
+  outputText: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}/output`,
+  outputBar: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}/bar`,
   /** The block of a streaming text still being written (its done blocks come before it). */
   open: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}/open`,
 };
@@ -110,21 +114,13 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
       ? `<div class="call-error">${renderPlainText(firstErrorLine(item.output))}</div>`
       : "";
   const finished = item.state === "ok" || item.state === "failed";
-  const cut = cutCount(item.output);
-  let output: string;
-  if (item.output === undefined) {
-    output = `<div class="muted">${finished ? "No output." : "Running…"}</div>`;
-  } else {
-    const shown = cut === undefined ? item.output : item.output.replace(CUT_MARK, "");
-    output = `<pre class="output">${escapeHtml(shown)}</pre>`;
-    if (cut !== undefined) {
-      output += `<div class="cut-note">Preview cut: ${cut.toLocaleString("en-US")} more characters${options.toolOutput ? " — open the full output to read them" : ""}.</div>`;
-    }
-  }
-  const open =
-    finished && options.toolOutput
-      ? `<div class="call-actions">${renderButton({ title: "Open full output", action: "openToolOutput", args: { callId: item.id, entryId: entry.id } })}</div>`
-      : "";
+  const output = item.output === undefined ? `<div class="muted">${finished ? "No output." : "Running…"}</div>` : renderOutput(entry, item, options);
+  const ids = { callId: item.id, entryId: entry.id };
+  const buttons = [
+    ...(item.output !== undefined && item.output !== "" ? [renderButton({ title: "Copy output", action: "copyToolOutput", args: ids })] : []),
+    ...(finished && options.toolOutput ? [renderButton({ title: "Open full output", action: "openToolOutput", args: ids })] : []),
+  ];
+  const open = buttons.length ? `<div class="call-actions buttons">${buttons.join("")}</div>` : "";
   return disclosure(
     `call ${item.state}`,
     partId.item(entry, item),
@@ -137,6 +133,40 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
     error,
     summarizeArguments(item.arguments, 300, item.summaryKey),
   );
+}
+
+/**
+ * A call's output as a terminal shows it: its last lines (TAIL_LINES), unwrapped, with a bar
+ * saying how many came before and "Show all" (the extension pages the whole output in from
+ * agent/toolOutput). Only a cut preview without its tail fetched (an older server, a reopened
+ * conversation) shows its head, and says so.
+ */
+function renderOutput(entry: Entry, item: ToolItem, options: RenderOptions): string {
+  const text = item.output ?? "";
+  const cut = cutCount(text);
+  const ids = { callId: item.id, entryId: entry.id };
+  const pre = (shown: string, tail: boolean) =>
+    `<pre class="output${tail ? " tail" : ""}"${partAttrs(partId.outputText(entry, item))}>${escapeHtml(shown)}</pre>`;
+  if (item.full === undefined && cut !== undefined) {
+    const more = options.toolOutput ? renderButton({ title: "Show all", action: "showAllOutput", args: ids }) : "";
+    return (
+      pre(text.replace(CUT_MARK, ""), false) +
+      outputBar(entry, item, `The first part only: ${cut.toLocaleString("en-US")} more characters.`, more, "cut-note")
+    );
+  }
+  const tail = item.full ?? tailOf(text);
+  const note = tail.hiddenLines > 0 ? `The last ${plural(tail.totalLines - tail.hiddenLines, "line")} of ${tail.totalLines.toLocaleString("en-US")}.` : "";
+  const more = tail.hiddenLines > 0 ? renderButton({ title: "Show all", action: "showAllOutput", args: ids }) : "";
+  return pre(tail.text, true) + (note ? outputBar(entry, item, note, more) : "");
+}
+
+/** The bar under a call's output: what is shown of it, and the button for more. */
+export function outputBar(entry: Entry, item: Item, note: string, button: string, cls = ""): string {
+  return `<div class="output-bar ${cls}"${partAttrs(partId.outputBar(entry, item))}><span>${escapeHtml(note)}</span>${button}</div>`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 }
 
 export function renderTextItem(entry: Entry, item: TextItem, options: RenderOptions): string {

@@ -85,12 +85,15 @@ function replace(old: Element, next: Element): void {
     for (const d of next.querySelectorAll<HTMLElement>(".disclosure[data-id]")) if (open.has(d.dataset.id ?? "")) setOpen(d, true);
   }
   old.replaceWith(next);
+  for (const pre of next.querySelectorAll<HTMLElement>(".open pre.output.tail")) pre.scrollTop = pre.scrollHeight;
 }
 
 /** Expand or collapse a row (a tool call, reasoning). */
 function setOpen(row: Element, open: boolean): void {
   row.classList.toggle("open", open);
   row.querySelector(":scope > .disclosure-head")?.setAttribute("aria-expanded", String(open));
+  // An output's tail opens at its last line, as a terminal shows it.
+  if (open) for (const pre of row.querySelectorAll<HTMLElement>("pre.output.tail")) pre.scrollTop = pre.scrollHeight;
 }
 
 // Entries live in chunks of CHUNK: a change inside one lays out that chunk's entries and the
@@ -162,6 +165,18 @@ function apply(message: ToView): void {
     case "setClass": {
       const element = byId(message.id);
       if (element) element.className = message.className;
+      break;
+    }
+    case "outputPage": {
+      const text = byId(message.id);
+      if (text) {
+        if (message.replace) text.textContent = message.text;
+        else text.append(`\n${message.text}`);
+        text.classList.remove("tail");
+      }
+      const bar = byId(message.bar);
+      const next = fromHtml(message.barHtml);
+      if (bar && next) bar.replaceWith(next);
       break;
     }
     case "follow":
