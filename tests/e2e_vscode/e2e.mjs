@@ -887,7 +887,7 @@ scenario("a tool row expands to its arguments and output; Open full output shows
   await until("the output's last line in the row", async () => (await pre.innerText()).endsWith("END-OF-BIG"), 15_000);
   const tail = await pre.innerText();
   assert(!tail.startsWith("start"), `the row shows the head: ${tail.slice(0, 40)}`);
-  assert(await row.getByText("The last 2 lines of 3.").isVisible(), `bar: ${await row.locator(".output-bar").innerText()}`);
+  assert(await row.getByText(/^The last \d+ lines? of \d+\.$/).isVisible(), `bar: ${await row.locator(".output-bar").innerText()}`);
   const unwrapped = await pre.evaluate((el) => ({ sideways: el.scrollWidth > el.clientWidth, lines: el.getClientRects().length, height: el.clientHeight, font: parseFloat(getComputedStyle(el).fontSize) }));
   assert(unwrapped.sideways && unwrapped.height < unwrapped.font * 8, `the output wraps: ${JSON.stringify(unwrapped)}`);
   await page.screenshot({ path: join(OUTPUT, "tool-row.png") });
@@ -897,7 +897,7 @@ scenario("a tool row expands to its arguments and output; Open full output shows
     const text = await pre.innerText();
     return text.startsWith("start\nyyyy") && text.endsWith("END-OF-BIG");
   }, 15_000);
-  assert(await row.getByText("Lines 1–3 of 3.").isVisible(), `bar after Show all: ${await row.locator(".output-bar").innerText()}`);
+  assert(await row.getByText(/^Lines 1–(\d+) of \1\.$/).isVisible(), `bar after Show all: ${await row.locator(".output-bar").innerText()}`);
   // Copy output: the whole output on the clipboard.
   await row.getByRole("button", { name: "Copy output" }).click();
   await until("the output on the clipboard", async () => {
@@ -1118,6 +1118,13 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     await until("the agent's change in the editor", async () => (await editorText(page, path)) === withEdit, 10_000);
     assert(readFileSync(file, "utf8") === GREET, `the file on disk changed:\n${readFileSync(file, "utf8")}`);
     assert((await page.locator(".tabs-container .tab.dirty", { hasText: "greet.py" }).count()) === 1, "greet.py is not dirty");
+    // The edit row shows its diff without expanding: the old line removed, the new one added.
+    const editRow = last.locator(".call").last();
+    const diff = editRow.locator("pre.diff");
+    assert(await diff.isVisible(), "the edit's diff is not shown in its collapsed row");
+    const diffText = await diff.innerText();
+    assert(diffText.includes(`-${GREET_OLD}`) && diffText.includes(`+${GREET_NEW}`), `the row's diff:\n${diffText}`);
+    assert(!(await editRow.locator(".disclosure-head").innerText()).includes("old_text="), "the row header still counts characters");
     // The edit_file result, for the screenshot. (force: Playwright's stability wait on a webview
     // element can stall for many seconds in headless Chromium; this click asserts nothing.)
     await last.locator(".call").last().locator(".disclosure-head").click({ force: true });
@@ -1130,6 +1137,12 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     const afterUndo = await editorText(page, path);
     assert(afterUndo === GREET + TYPED, `after one undo:\n${afterUndo}`);
     assert(readFileSync(file, "utf8") === GREET, "the file on disk changed after the undo");
+    // The row's file name opens that change in VS Code's diff editor.
+    await editRow.getByRole("link", { name: "src/greet.py" }).click();
+    const diffTab = page.locator(".tabs-container .tab", { hasText: "greet.py (the agent's edit)" });
+    await until("the edit's diff editor", async () => (await diffTab.count()) === 1 && (await page.locator(".part.editor").innerText()).replace(/\u00a0/g, " ").includes("AGENT-EDIT hello, "), 15_000);
+    await page.screenshot({ path: join(OUTPUT, "edit-diff.png") });
+    await runCommand(page, "View: Close Editor").catch(() => {});
   } finally {
     // Leave no dirty editor behind (a later "Close All Editors" would ask to save it).
     await focusEditor(page, path).catch(() => {});
@@ -1278,6 +1291,10 @@ scenario("show the changes of an ask, then undo it after a dry run", async ({ pa
   for (const name of ["Show changes", "Undo this ask"]) {
     assert((await unchanged.getByRole("button", { name }).count()) === 0, `${name} under an answer that changed nothing`);
   }
+  // The write's row: the new file's size and first lines, without expanding.
+  const writeRow = entry.locator(".call", { hasText: "write_file" });
+  const preview = await writeRow.locator(".edit-preview").innerText();
+  assert(preview.includes("src/checkpoint-new.txt") && preview.includes("1 line, 19 bytes") && preview.includes("+NEW FROM THE AGENT"), `the write's row:\n${preview}`);
   assert((await unchanged.getByText(/files? changed/).count()) === 0, "a count under an answer that changed nothing");
 
   // The command picks an ask (newest first, with its files); VS Code's diff view opens.

@@ -26,6 +26,7 @@ import {
 import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
 import { cutCount, partId, type RenderOptions } from "./render";
+import { EditDiffs } from "./edit-diffs";
 import { ToolOutputs } from "./tool-outputs";
 import { PathExistsCache } from "./path-cache";
 import { ProjectContext } from "./project";
@@ -70,6 +71,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
   /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
   readonly onDidFinishAsk = this.finished.event;
+  /** An edit row's file link: the change in VS Code's diff editor. */
+  private readonly edits = new EditDiffs(() => this.folderUri());
   /** Tool rows' whole outputs: their tails, Show all, Copy output. */
   private readonly outputs: ToolOutputs;
   /** Permission requests waiting on a card, by their buttons' token. */
@@ -121,6 +124,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       }),
       vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, this),
       this.watchFiles(),
+      this.edits,
       this.view,
       this.finished,
     );
@@ -570,6 +574,11 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.registerAction("openToolOutput", (args) => this.openToolOutput(args.callId ?? "", entryOf(args))),
       this.registerAction("showAllOutput", (args) => this.outputs.page(entryOf(args), args.callId ?? "", 0)),
       this.registerAction("moreOutput", (args) => this.outputs.page(entryOf(args), args.callId ?? "", Number(args.from) || 0)),
+      this.registerAction("openEditDiff", (args) => {
+        const item = entryOf(args)?.items.find((i) => i.kind === "tool" && i.id === args.callId);
+        if (item?.kind === "tool") return this.edits.open(item);
+        return undefined;
+      }),
       this.registerAction("copyToolOutput", (args) => this.outputs.copy(entryOf(args), args.callId ?? "")),
       this.registerAction("retry", async (args) => {
         const entry = entryOf(args);

@@ -98,6 +98,18 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
   font-size: var(--vscode-editor-font-size, inherit); max-height: 24em; overflow-y: auto; }
 /* Output as a terminal shows it: lines unwrapped (scroll sideways), the tail in full height. */
 pre.output { white-space: pre; overflow-wrap: normal; overflow-x: auto; max-height: 40em; margin-bottom: 2px; }
+/* An edit's diff, a write's first lines: in the row, without expanding it. */
+.edit-preview { margin: 2px 0 4px 1.6em; }
+.edit-head { font-size: .92em; }
+.edit-count { color: var(--vscode-descriptionForeground); }
+pre.diff { margin: 2px 0; padding: 4px 0; border-radius: 3px; overflow-x: auto; white-space: pre;
+  background: var(--vscode-textCodeBlock-background, #8881); font-family: var(--vscode-editor-font-family);
+  font-size: var(--vscode-editor-font-size, inherit); }
+.diff-line { display: block; padding: 0 8px; }
+.diff-line.add { background: var(--vscode-diffEditor-insertedLineBackground, #9bb95533); }
+.diff-line.del { background: var(--vscode-diffEditor-removedLineBackground, #ff000033); }
+.diff-line.ctx { opacity: .75; }
+.edit-more { font-size: .9em; color: var(--vscode-descriptionForeground); }
 .output-bar { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; font-size: .9em; color: var(--vscode-descriptionForeground); }
 .output-bar.cut-note { color: var(--vscode-editorWarning-foreground, #c90); }
 .call-actions { margin-top: 4px; }

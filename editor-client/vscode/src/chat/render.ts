@@ -6,6 +6,7 @@ import { escapeControl } from "../display";
 import { formatDuration, headSummary, summarizeArguments } from "../summary";
 import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
 import { escapeHtml, type PathExists, renderMarkdown, renderPlainText, type StreamRender } from "./markdown";
+import { renderEditPreview } from "./edit-render";
 import { tailOf } from "./tool-output";
 
 export interface RenderOptions {
@@ -130,7 +131,7 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
       `<span class="status">${escapeHtml(status)}</span>`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
       `<div class="label">Output</div>${output}${open}</div>`,
-    error,
+    error + renderEditPreview(entry, item),
     summarizeArguments(item.arguments, 300, item.summaryKey),
   );
 }
