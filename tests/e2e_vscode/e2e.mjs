@@ -1446,6 +1446,28 @@ scenario("unconfigured model shows the server's error text and the way to set th
   await page.keyboard.press("Escape");
 }, { unconfigured: true });
 
+scenario("an unreachable endpoint: the error's main button and the check's open the endpoint's settings, not the key", async ({ page }) => {
+  await ask(page, "E2E-UNREACHABLE hello");
+  const frame = await panelFrame(page);
+  const entry = await finishedEntry(frame, "E2E-UNREACHABLE", 120_000);
+  const buttons = await entry.locator(".tail .buttons button").allInnerTexts();
+  assert(buttons[0] === "Open Settings" && buttons.includes("Retry") && buttons.includes("Check Connection"), `the error's buttons: ${JSON.stringify(buttons)}`);
+  assert((await entry.getByRole("button", { name: "Open Settings" }).getAttribute("class"))?.includes("primary"), "Open Settings is not the main button");
+  assert(!buttons.includes("Set API Key"), `a key is offered for a refused connection: ${JSON.stringify(buttons)}`);
+  await page.screenshot({ path: join(OUTPUT, "unreachable.png") });
+  // Check Connection's report: the endpoint's settings first, no Set API Key.
+  await entry.getByRole("button", { name: "Check Connection" }).click();
+  const report = page.locator(".notifications-toasts .notification-toast", { hasText: "Nothing answers at" });
+  await until("the check's report", async () => (await report.count()) > 0, 60_000);
+  const toastButtons = await report.first().locator(".monaco-button").allInnerTexts();
+  assert(toastButtons[0] === "Open Settings" && !toastButtons.includes("Set API Key"), `the check's buttons: ${JSON.stringify(toastButtons)}`);
+  // The error's Open Settings shows the endpoint's setting.
+  await entry.getByRole("button", { name: "Open Settings" }).click();
+  await until("the base URL setting", async () => (await page.locator(".settings-editor .setting-item", { hasText: "Base Url" }).count()) > 0, 20_000);
+  await page.screenshot({ path: join(OUTPUT, "unreachable-settings.png") });
+  await runCommand(page, "View: Close All Editors").catch(() => {});
+}, { unreachable: true });
+
 // -- first run: the key from SecretStorage, the model picker, the connection check (issue 11) -----
 
 // The key the user types into "Agent: Set API Key"; the keyed model server accepts only it.
@@ -1874,6 +1896,12 @@ try {
       project: true,
       workspace: projectWorkspace,
     },
+    // Nothing listens at the endpoint's port (a wrong base URL, a local server not started).
+    {
+      name: "unreachable",
+      env: { ...withoutKey, BASE_URL: `http://127.0.0.1:${await freePort()}/v1`, MODEL_API_KEY: "test-key", MODEL: "scripted" },
+      unreachable: true,
+    },
     { name: "no-server", env: withoutKey, noServer: true, serverCommand: [join(tmp, "missing", "agent-lsp")] },
     // No key in the environment: the user sets it with "Agent: Set API Key". The LSP traffic and
     // the server's debug log are recorded, to show the key is in neither.
@@ -1892,6 +1920,7 @@ try {
         Boolean(sc.keyed) === Boolean(group.keyed) &&
         Boolean(sc.mcp) === Boolean(group.mcp) &&
         Boolean(sc.project) === Boolean(group.project) &&
+        Boolean(sc.unreachable) === Boolean(group.unreachable) &&
         (!only.length || only.some((o) => sc.name.includes(o))),
     );
     if (selected.length === 0) continue;

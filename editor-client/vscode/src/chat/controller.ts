@@ -588,7 +588,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.registerAction("compact", () => this.compact()),
       this.registerAction("unpin", () => this.setPinned(undefined)),
       this.registerAction("answerPermission", (args) => this.answerPermission(args)),
-      ...["setApiKey", "checkConnection", "openSettings", "openReadme", "openFolder", "showLog"].map((name) =>
+      ...["setApiKey", "checkConnection", "openSettings", "openEndpointSettings", "selectModel", "openReadme", "openFolder", "showLog"].map((name) =>
         this.registerAction(name, () => this.host.runAction(name)),
       ),
     );
