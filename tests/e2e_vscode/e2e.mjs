@@ -776,6 +776,34 @@ scenario("Ask About Selection sends the selected lines with the prompt, and the 
   await runCommand(page, "View: Close All Editors").catch(() => {});
 });
 
+scenario("the file you look at is a chip above the input: sent while it shows, not once ✕ leaves it out", async ({ page, model }) => {
+  await openFile(page, "src/app.py");
+  await focusEditor(page, pathToFileURL(join(tmp, "workspace", "src", "app.py")).pathname);
+  const frame = await focusChatInput(page);
+  const chip = frame.locator("#attach .chip.active-file");
+  await until("the app.py chip, attached", async () => (await chip.count()) === 1 && (await chip.innerText()).includes("app.py") && (await chip.getByRole("button", { name: "Don't attach app.py" }).count()) === 1, 15_000);
+  assert((await frame.getByRole("checkbox").count()) === 0, "the old unticked boxes are still shown");
+  await frame.locator("#composer").screenshot({ path: join(OUTPUT, "active-file-chip.png") });
+  let count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-CHIP-ON what is this file?");
+  const on = await finishedEntry(frame, "E2E-CHIP-ON");
+  assert((await on.locator(".attached").innerText()) === "file: src/app.py", `attached: ${await on.locator(".attached").innerText()}`);
+  let sent = lastUserText(modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-CHIP-ON")));
+  assert(sent.includes("The user's active editor shows src/app.py"), `the model got: ${sent}`);
+  // ✕: the chip says the file stays out, and it does.
+  await chip.getByRole("button", { name: "Don't attach app.py" }).click();
+  await until("the chip turned off", async () => (await chip.getByRole("button", { name: "Attach app.py" }).count()) === 1, 10_000);
+  count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-CHIP-OFF and now?");
+  const off = await finishedEntry(frame, "E2E-CHIP-OFF");
+  assert((await off.locator(".attached").count()) === 0, `attached: ${await off.locator(".attached").allInnerTexts()}`);
+  sent = lastUserText(modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-CHIP-OFF")));
+  assert(!sent.includes("src/app.py"), `the file was sent anyway: ${sent}`);
+  // ＋ puts it back (as the following scenarios expect).
+  await chip.getByRole("button", { name: "Attach app.py" }).click();
+  await until("the chip attached again", async () => (await chip.getByRole("button", { name: "Don't attach app.py" }).count()) === 1, 10_000);
+});
+
 scenario("Agent: Compact Conversation compacts this conversation and says by how much", async ({ page, model }) => {
   const frame = await panelFrame(page);
   const count = modelRequests(model.recordFile).length;

@@ -186,6 +186,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       return;
     }
     if (!this.chat.session.busy) this.setState({ kind: "idle" });
+    this.chat.refreshActiveFile(); // the chip needs a server that takes editor context
   }
 
   private onServerLost(): void {

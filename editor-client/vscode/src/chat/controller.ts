@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
-import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan, type PickedDocument, withDocuments } from "../editor-context";
+import { type BuiltContext, buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan, type PickedDocument, withDocuments } from "../editor-context";
 import { describeAskError, type ErrorReport, toastActions } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
 import type { PermissionCard, PermissionRequest } from "../permissions";
@@ -26,6 +26,7 @@ import {
 import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
 import { cutCount, partId, type RenderOptions } from "./render";
+import { ActiveFileChip } from "./active-file";
 import { EditDiffs } from "./edit-diffs";
 import { ToolOutputs } from "./tool-outputs";
 import { PathExistsCache } from "./path-cache";
@@ -71,6 +72,8 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
   /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
   readonly onDidFinishAsk = this.finished.event;
+  /** The chip of the file you are looking at, above the input. */
+  private readonly activeFile: ActiveFileChip;
   /** An edit row's file link: the change in VS Code's diff editor. */
   private readonly edits = new EditDiffs(() => this.folderUri());
   /** Tool rows' whole outputs: their tails, Show all, Copy output. */
@@ -95,12 +98,19 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         this.view.resetPage();
         this.remember(conversation);
         this.project.refresh(); // another conversation: its folder's, and what it was told
+        this.activeFile.refresh();
       },
       changed: (changes) => this.view.changed(changes),
       busy: (busy, status) => {
         void vscode.commands.executeCommand("setContext", "agentLsp.busy", busy);
         this.view.post(status === undefined ? { type: "busy", busy } : { type: "busy", busy, status });
       },
+    });
+    this.activeFile = new ActiveFileChip({
+      enabled: () => this.host.acceptsContext() && this.pinned === undefined,
+      sendActiveEditor: () => this.host.sendActiveEditor(),
+      folderPath: () => this.folderPath(),
+      post: (message) => this.view.post(message),
     });
     this.outputs = new ToolOutputs({
       connection: host.connection,
@@ -125,6 +135,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, this),
       this.watchFiles(),
       this.edits,
+      this.activeFile,
       this.view,
       this.finished,
     );
@@ -141,10 +152,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     const messages: ToView[] = [
       { type: "prompts", prompts: this.store.prompts },
       { type: "draft", text: this.store.draft },
-      { type: "context", choices: this.host.acceptsContext() ? CONTEXT_CHOICES : [] },
       this.pinned ? { type: "pinned", label: this.pinned.label } : { type: "pinned" },
       ...this.project.pageState(),
     ];
+    this.activeFile.refresh();
     const entry = this.session.runningEntry;
     messages.push(entry ? { type: "busy", busy: true, status: entry.status ?? "Working…" } : { type: "busy", busy: false });
     return messages;
@@ -234,7 +245,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
    * that entry, with the editor context it was sent with; `documents`: the URIs of the files
    * picked with `@`.
    */
-  async send(prompt: string, attach: readonly string[] = [], again?: Entry, documents: readonly string[] = []): Promise<boolean> {
+  async send(prompt: string, fromChips?: { activeFile?: string }, again?: Entry, documents: readonly string[] = []): Promise<boolean> {
     if (prompt.trim() === "") return false;
     if (this.session.busy) {
       void this.view.reveal(false);
@@ -242,7 +253,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     this.store.addPrompt(prompt);
     const folder = this.session.conversation.folder ? undefined : this.host.currentFolder()?.uri.toString();
-    const { context, label } = again ? retryContext(again) : this.askContext(attach, documents);
+    const { context, label } = again ? retryContext(again) : this.askContext(fromChips, documents);
     const progress = this.host.workDoneToken();
     this.host.onAskStarted(prompt, this.session.sessionId);
     const startedAt = Date.now();
@@ -275,22 +286,27 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   // -- editor context --------------------------------------------------------------------------
 
   /**
-   * The context of the next ask: what Ask About Selection attached, else the active editor
-   * (agentLsp.sendActiveEditor) or what the user ticked; only for a server that accepts it.
+   * The context of the next ask: what Ask About Selection attached, else what the chat's chips
+   * showed (`fromChips`: the active file's chip, if attached), else, for an ask from elsewhere
+   * (Quick Input, a command), the active editor when agentLsp.sendActiveEditor is on; only for
+   * a server that accepts it.
    */
-  private askContext(attach: readonly string[], documents: readonly string[] = []): { context?: AskContext; label?: string } {
+  private askContext(fromChips: { activeFile?: string } | undefined, documents: readonly string[] = []): { context?: AskContext; label?: string } {
     if (!this.host.acceptsContext()) return {};
     const pinned = this.pinned;
     if (pinned) this.setPinned(undefined);
     const editor = activeEditor();
-    const fromEditor = pinned
-      ? buildContext(pinned.editor, this.folderPath(), { auto: false, attach: ["selection"] }, pinned.shown)
-      : buildContext(
-          editor && snapshot(editor),
-          this.folderPath(),
-          { auto: this.host.sendActiveEditor(), attach },
-          editor ? vscode.workspace.asRelativePath(editor.document.uri, false) : "",
-        );
+    let fromEditor: BuiltContext;
+    if (pinned) fromEditor = buildContext(pinned.editor, this.folderPath(), { auto: false, attach: ["selection"] }, pinned.shown);
+    else if (fromChips) fromEditor = this.activeFile.context(fromChips.activeFile);
+    else {
+      fromEditor = buildContext(
+        editor && snapshot(editor),
+        this.folderPath(),
+        { auto: this.host.sendActiveEditor(), attach: [] },
+        editor ? vscode.workspace.asRelativePath(editor.document.uri, false) : "",
+      );
+    }
     const built = withDocuments(fromEditor, documents.map(pickedDocument), this.folderPath());
     if (built.skipped) vscode.window.setStatusBarMessage(`$(warning) Agent: not attached: ${built.skipped}`, 5000);
     const result: { context?: AskContext; label?: string } = {};
@@ -299,9 +315,15 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     return result;
   }
 
+  /** Show the active file's chip again (the server's capabilities are known now). */
+  refreshActiveFile(): void {
+    this.activeFile.refresh();
+  }
+
   private setPinned(pinned: { editor: EditorSnapshot; shown: string; label: string } | undefined): void {
     this.pinned = pinned;
     this.view.post(pinned ? { type: "pinned", label: pinned.label } : { type: "pinned" });
+    this.activeFile.refresh(); // the pinned selection stands for the file while it is there
   }
 
   /**
@@ -538,7 +560,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private async onMessage(message: FromView): Promise<void> {
     switch (message.type) {
       case "send":
-        await this.send(message.prompt, message.attach ?? [], undefined, strings(message.documents));
+        await this.send(message.prompt, typeof message.activeFile === "string" ? { activeFile: message.activeFile } : {}, undefined, strings(message.documents));
         break;
       case "builtin": {
         const route = builtinRoute(message.name, message.args);
@@ -582,11 +604,12 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.registerAction("copyToolOutput", (args) => this.outputs.copy(entryOf(args), args.callId ?? "")),
       this.registerAction("retry", async (args) => {
         const entry = entryOf(args);
-        if (entry) await this.send(entry.prompt, [], entry);
+        if (entry) await this.send(entry.prompt, undefined, entry);
       }),
       this.registerAction("stop", () => this.stop()),
       this.registerAction("compact", () => this.compact()),
       this.registerAction("unpin", () => this.setPinned(undefined)),
+      this.registerAction("toggleActiveFile", (args) => this.activeFile.toggle(args.key ?? "")),
       this.registerAction("answerPermission", (args) => this.answerPermission(args)),
       ...["setApiKey", "checkConnection", "openSettings", "openEndpointSettings", "selectModel", "openReadme", "openFolder", "showLog"].map((name) =>
         this.registerAction(name, () => this.host.runAction(name)),
@@ -601,7 +624,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     if (pick === "Show Chat") return this.view.reveal(false);
     const action = actions.find((a) => a.title === pick)?.action;
     if (action === "retry" && entry) {
-      await this.send(entry.prompt, [], entry);
+      await this.send(entry.prompt, undefined, entry);
       return;
     }
     if (action === "compact") return this.compact();
@@ -676,10 +699,6 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
 
 const WITHDRAWN = "\0withdrawn";
 
-const CONTEXT_CHOICES = [
-  { id: "selection", label: "Selection" },
-  { id: "file", label: "Current file" },
-];
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];

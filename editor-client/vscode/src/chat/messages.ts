@@ -58,8 +58,12 @@ export type ToView =
   | { type: "draft"; text: string }
   /** Earlier prompts of this workspace, oldest first, for Up/Down recall. */
   | { type: "prompts"; prompts: string[] }
-  /** Attach choices shown under the input (only when the server accepts editor context). */
-  | { type: "context"; choices: { id: string; label: string }[] }
+  /**
+   * The chip of the file you are looking at (none: no chip): `label` "app.py · lines 3-9",
+   * `attached` whether it goes with the next ask (✕ leaves it out, ＋ puts it in); the page
+   * sends `key` back with the ask when it shows it attached.
+   */
+  | { type: "activeFile"; key?: string; label?: string; title?: string; attached?: boolean }
   /** What "Ask About Selection" attached to the next prompt ("selection: src/app.py, lines 3-9"); none: cleared. */
   | { type: "pinned"; label?: string }
   /** The instruction files in force (chips above the input) and the skills listed (one chip). */
@@ -74,8 +78,11 @@ export type ToView =
 /** Webview -> extension. */
 export type FromView =
   | { type: "ready" }
-  /** `documents`: the URIs of the files picked with `@` (context.documents). */
-  | { type: "send"; prompt: string; attach?: string[]; documents?: string[] }
+  /**
+   * `documents`: the URIs of the files picked with `@` (context.documents); `activeFile`: the
+   * key of the active file's chip, when it was shown attached (absent: no file goes).
+   */
+  | { type: "send"; prompt: string; activeFile?: string; documents?: string[] }
   /** A built-in command (`/compact`, `/undo 3`): the extension runs it, nothing is sent. */
   | { type: "builtin"; name: string; args: string }
   /** `/` typed: send the commands again (prompt files may have changed). */

@@ -161,7 +161,10 @@ pre.diff { margin: 2px 0; padding: 4px 0; border-radius: 3px; overflow-x: auto; 
 #composer { position: relative; flex: 0 0 auto; padding: 8px 12px 10px; border-top: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, #8884)); }
 #status { font-size: .85em; opacity: .8; margin-bottom: 4px; font-style: italic; }
 #pinned { font-size: .9em; margin-bottom: 4px; }
-#attach { display: flex; gap: 12px; font-size: .9em; margin-bottom: 4px; opacity: .9; }
+#attach { display: flex; gap: 4px; font-size: .85em; margin-bottom: 4px; }
+.chip.active-file { display: inline-flex; gap: 2px; align-items: center; }
+.chip.active-file button { background: none; border: none; color: inherit; cursor: pointer; padding: 0 2px; font: inherit; }
+.chip.active-file.off { opacity: .6; font-style: italic; }
 .input-row { display: flex; gap: 6px; align-items: flex-end; }
 #input { flex: 1; resize: none; min-height: 2.4em; font: inherit; padding: 5px 8px; border-radius: 2px;
   color: var(--vscode-input-foreground); background: var(--vscode-input-background);

@@ -42,6 +42,8 @@ const project = document.getElementById("project") as HTMLElement;
 
 const history = new PromptHistory(saved.prompts ?? []);
 let busy = false;
+/** The key of the active file's chip while it is shown attached: what the next ask sends. */
+let activeFile: string | undefined;
 /** Whether to follow new output: the reader was at the bottom when they last scrolled. */
 let stick = true;
 
@@ -207,18 +209,28 @@ function apply(message: ToView): void {
       history.replace(message.prompts);
       save();
       break;
-    case "context":
-      attach.innerHTML = "";
-      for (const choice of message.choices) {
-        const label = document.createElement("label");
-        const box = document.createElement("input");
-        box.type = "checkbox";
-        box.value = choice.id;
-        label.append(box, ` ${choice.label}`);
-        attach.append(label);
+    case "activeFile": {
+      attach.replaceChildren();
+      activeFile = message.key !== undefined && message.attached ? message.key : undefined;
+      if (message.key !== undefined && message.label !== undefined) {
+        const chip = document.createElement("span");
+        chip.className = message.attached ? "chip active-file" : "chip active-file off";
+        chip.title = message.attached ? `Goes with the next ask: ${message.title ?? message.label}` : `Not sent: ${message.title ?? message.label}`;
+        const name = document.createElement("span");
+        name.textContent = message.label;
+        const toggle = document.createElement("button");
+        toggle.dataset.action = "toggleActiveFile";
+        toggle.dataset.key = message.key;
+        toggle.textContent = message.attached ? "✕" : "＋";
+        toggle.title = message.attached ? `Don't attach ${message.label}` : `Attach ${message.label}`;
+        toggle.setAttribute("aria-label", toggle.title);
+        if (message.attached) chip.append(name, toggle);
+        else chip.append(toggle, name);
+        attach.append(chip);
       }
-      attach.hidden = message.choices.length === 0;
+      attach.hidden = attach.childElementCount === 0;
       break;
+    }
     case "project":
       renderProject(project, message.instructions, message.skills);
       break;
@@ -385,9 +397,6 @@ function setBusy(value: boolean, text?: string): void {
   status.hidden = !text;
 }
 
-function attached(): string[] {
-  return Array.from(attach.querySelectorAll<HTMLInputElement>("input:checked")).map((b) => b.value);
-}
 
 function clearInput(): void {
   input.value = "";
@@ -414,8 +423,7 @@ function submit(): void {
   if (busy) return;
   history.add(prompt);
   const message: FromView & { type: "send" } = { type: "send", prompt };
-  const choices = attached();
-  if (choices.length) message.attach = choices;
+  if (activeFile !== undefined) message.activeFile = activeFile;
   if (mentions.all.length) message.documents = mentions.all.map((m) => m.uri);
   follow();
   vscode.postMessage(message);
