@@ -1345,29 +1345,36 @@ scenario("show the changes of an ask, then undo it after a dry run", async ({ pa
     await until("the diff view closed", async () => (await diffTab.count()) === 0, 10_000);
   };
   await closeDiff();
-  // The same from the button under the answer.
+  // The same from the button under the answer; left open: the undo closes it.
   await button("Show changes").click();
   await until("the diff view again", async () => (await diffTab.count()) === 1 && (await bothFiles()), 20_000);
-  await closeDiff();
+  // The ask's number as the chat shows it (its place among the asks on screen).
+  const shown = await frame.locator(".entry:not(.undone)").evaluateAll((els) => els.findIndex((e) => e.textContent.includes("E2E-CHECKPOINT")) + 1);
+  assert((await diffTab.innerText()).includes(`Changes of ask ${shown} `), `the diff tab: ${await diffTab.innerText()} (ask ${shown} on screen)`);
 
   // Undo this ask: the dry run is shown in a modal dialog; the user confirms.
   const chat = await panelFrame(page);
-  await (await finishedEntry(chat, "E2E-CHECKPOINT")).locator(".buttons button", { hasText: /^Undo this ask$/ }).click();
+  await chat.locator(".entry", { hasText: "E2E-CHECKPOINT" }).getByRole("button", { name: "Undo this ask", exact: true }).click();
   const dialog = page.locator(".monaco-dialog-box");
-  await until("the undo question", async () => /Undo ask \d+ and every later one\?/.test(await dialog.innerText()), 15_000);
+  await until("the undo question", async () => new RegExp(`Undo ask ${shown} and every later one\\?`).test(await dialog.innerText()), 15_000);
   const question = await dialog.innerText();
-  assert(question.includes("README.md") && question.includes("src/checkpoint-new.txt"), `dialog: ${question}`);
+  assert(/Will be put back:\s+README\.md/.test(question) && /Will be deleted \(the agent created them\):\s+src\/checkpoint-new\.txt/.test(question), `dialog: ${question}`);
   assert(readFileSync(readme, "utf8") !== before, "the dry run changed a file");
   await page.screenshot({ path: join(OUTPUT, "undo-dialog.png") });
   await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Undo$/ }).click();
-  await waitForNotification(page, /Undid ask \d+: 2 files put back/);
+  await waitForNotification(page, new RegExp(`Undid ask ${shown}: 1 file put back, 1 deleted`));
   assert(readFileSync(readme, "utf8") === before, `README.md not restored:\n${readFileSync(readme, "utf8")}`);
   assert(!existsSync(created), "the created file is still there");
+  await until("the stale diff view closed", async () => (await diffTab.count()) === 0, 10_000);
   const after = await panelFrame(page);
-  await until("the undone ask gone from the chat, the outcome said", async () => {
-    const text = await after.locator("#conversation").innerText();
-    return !text.includes("E2E-CHECKPOINT") && text.includes("Undid ask");
-  }, 10_000);
+  // The undone ask stays, marked and struck through, without its buttons; the outcome is news, not an error.
+  const undone = after.locator(".entry", { hasText: "E2E-CHECKPOINT" });
+  await until("the undone ask marked, the outcome said", async () =>
+    (await undone.getByText("Undone", { exact: true }).count()) === 1 && (await after.getByRole("status").filter({ hasText: "Undid ask" }).count()) === 1, 10_000);
+  assert((await undone.getByRole("button").count()) === 0, "the undone ask keeps its buttons");
+  assert(await undone.locator(".prompt-text").evaluate((el) => getComputedStyle(el).textDecorationLine.includes("line-through")), "the undone ask is not struck through");
+  const colours = await after.getByRole("status").filter({ hasText: "Undid ask" }).evaluate((el) => [getComputedStyle(el).color, getComputedStyle(document.body).color]);
+  assert(colours[0] === colours[1], `the undo's outcome is not in the text colour: ${colours}`);
   await page.screenshot({ path: join(OUTPUT, "after-undo.png") });
 });
 

@@ -137,6 +137,12 @@ pre.diff { margin: 2px 0; padding: 4px 0; border-radius: 3px; overflow-x: auto; 
 .outcome.error, .notice { color: var(--vscode-errorForeground, #d33); }
 .stop-note { margin-top: 6px; color: var(--vscode-editorWarning-foreground, #c90); }
 .notice { margin: 8px 0; }
+.notice.info { color: var(--vscode-foreground); border-left: 3px solid var(--vscode-notificationsInfoIcon-foreground, #3794ff); padding-left: 8px; }
+/* An undone ask: still readable, struck through, marked. */
+.entry.undone .prompt-text, .entry.undone .items { text-decoration: line-through; opacity: .55; }
+.entry.undone .tail { opacity: .55; }
+.undone-label { display: inline-block; font-size: .8em; padding: 0 6px; margin-bottom: 3px; border-radius: 3px;
+  background: var(--vscode-badge-background, #8883); color: var(--vscode-badge-foreground, inherit); }
 .footer { margin-top: 6px; font-size: .85em; color: var(--vscode-descriptionForeground); opacity: .85; }
 .buttons { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 6px; }
 .button { font: inherit; padding: 3px 10px; border-radius: 2px; cursor: pointer; border: 1px solid var(--vscode-button-border, transparent); }

@@ -265,13 +265,13 @@ export function renderTail(entry: Entry): string {
 }
 
 export function entryClass(entry: Entry): string {
-  return `entry ${entry.state}`;
+  return `entry ${entry.state}${entry.undone ? " undone" : ""}`;
 }
 
 export function renderEntry(entry: Entry, options: RenderOptions): string {
   return (
     `<section class="${entryClass(entry)}"${partAttrs(partId.entry(entry))}>` +
-    `<div class="prompt"><div class="prompt-text">${escapeHtml(entry.prompt)}</div>` +
+    `<div class="prompt">${entry.undone ? `<div class="undone-label">Undone</div>` : ""}<div class="prompt-text">${escapeHtml(entry.prompt)}</div>` +
     (entry.attached ? `<div class="attached">${escapeHtml(entry.attached)}</div>` : "") +
     `</div>` +
     `<div class="items"${partAttrs(partId.items(entry))}>${entry.items.map((i) => renderItem(entry, i, options)).join("")}</div>` +
@@ -286,7 +286,8 @@ export const EMPTY_HTML =
 
 /** The whole conversation (first show, reopen, new conversation). */
 export function renderConversation(conversation: Conversation, options: RenderOptions): string {
-  const notice = conversation.notice ? `<div class="notice"${partAttrs("notice")}>${renderPlainText(conversation.notice)}</div>` : "";
+  const tone = conversation.noticeTone === "info" ? " info" : "";
+  const notice = conversation.notice ? `<div class="notice${tone}" role="status"${partAttrs("notice")}>${renderPlainText(conversation.notice)}</div>` : "";
   if (conversation.entries.length === 0) return notice + EMPTY_HTML;
   return notice + conversation.entries.map((e) => renderEntry(e, options)).join("");
 }
