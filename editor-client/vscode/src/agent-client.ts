@@ -124,6 +124,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       },
       this.chat,
     );
+    this.disposables.push(this.chat.onDidReopen(() => void this.checkpoints.reopened()));
     this.mcp = new McpStatus({
       request: (method, params) => this.request(method, params),
       supports: (method) => this.supports(method),
@@ -264,7 +265,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
   }
 
   private onAskStarted(prompt: string, sessionId: string | undefined): void {
-    if (!this.traceRevealed && config().get<boolean>("trace.revealOnFirstAsk", true)) {
+    if (!this.traceRevealed && config().get<boolean>("trace.revealOnFirstAsk", false)) {
       this.trace.show(true); // preserveFocus: never steal the editor's focus
     }
     this.traceRevealed = true;
@@ -279,6 +280,11 @@ export class AgentClient implements vscode.Disposable, SetupHost {
     const sessionId = this.chat.session.sessionId;
     if (outcome.kind === "answered") {
       this.trace.appendLine(formatAnswerLine(outcome.result, elapsedMs, now));
+      // The model the server used: the status bar names it rather than "default model".
+      if (outcome.result.model && outcome.result.model !== this.modelStatus.serverCurrent) {
+        this.modelStatus.serverCurrent = outcome.result.model;
+        this.modelStatus.update();
+      }
       const { sessionId: session, checkpointId } = outcome.result;
       if (checkpointId) void this.checkpoints.answered(outcome.entry.id, session, checkpointId);
       this.setState({ kind: "idle" });

@@ -72,6 +72,42 @@ export class Checkpoints implements vscode.Disposable {
     this.chat.addEntryAction(entryId, { title: "Undo this ask", action: UNDO, args });
   }
 
+  /**
+   * A conversation reopened from the history: "Show changes" and "Undo this ask" under each ask
+   * that changed files, and under one that never finished (its server died mid-ask: state
+   * "interrupted"), matched to the entries by their prompts, in order.
+   */
+  async reopened(): Promise<void> {
+    const sessionId = this.chat.session.sessionId;
+    const client = this.host.client();
+    if (!sessionId || !client) return;
+    let result: CheckpointsResult;
+    try {
+      result = await client.sendRequest<CheckpointsResult>(Methods.checkpoints, { sessionId });
+    } catch {
+      return;
+    }
+    const conversation = this.chat.session.conversation;
+    if (conversation.sessionId !== sessionId) return;
+    const oneLine = (text: string) => text.replace(/\s+/g, " ").trim();
+    let next = 0;
+    for (const checkpoint of result.checkpoints) {
+      const start = oneLine(checkpoint.prompt).replace(/…$/, "");
+      const index = conversation.entries.findIndex((e, i) => i >= next && !e.undone && oneLine(e.prompt).startsWith(start));
+      if (index < 0) continue;
+      next = index + 1;
+      const entry = conversation.entries[index];
+      const interrupted = checkpoint.state === "interrupted";
+      if (!entry || (checkpoint.files.length === 0 && !interrupted)) continue;
+      if (entry.actions.some((b) => b.action === UNDO)) continue;
+      const args = { sessionId, checkpointId: checkpoint.id };
+      const changed = checkpoint.files.length ? changesText(checkpoint.files.length) : "";
+      this.chat.setEntryChanges(entry.id, interrupted ? ["Interrupted", changed].filter((t) => t).join(" · ") : changed);
+      this.chat.addEntryAction(entry.id, { title: "Show changes", action: SHOW, args });
+      this.chat.addEntryAction(entry.id, { title: "Undo this ask", action: UNDO, args });
+    }
+  }
+
   /** How many files the ask changed, from agent/checkpoints (undefined: not known). */
   private async changedFiles(sessionId: string, checkpointId: string): Promise<number | undefined> {
     const client = this.host.client();

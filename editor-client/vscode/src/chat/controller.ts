@@ -29,6 +29,7 @@ import { cutCount, partId, type RenderOptions } from "./render";
 import { ActiveFileChip } from "./active-file";
 import { EditDiffs } from "./edit-diffs";
 import { ToolOutputs } from "./tool-outputs";
+import { headSummary } from "../summary";
 import { PathExistsCache } from "./path-cache";
 import { ProjectContext } from "./project";
 import { type BuiltinRoute, builtinRoute } from "../slash-commands";
@@ -72,6 +73,9 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
   /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
   readonly onDidFinishAsk = this.finished.event;
+  private readonly reopenedEmitter = new vscode.EventEmitter<string | undefined>();
+  /** A past conversation was reopened (from the history, or after a reload): checkpoints add buttons. */
+  readonly onDidReopen = this.reopenedEmitter.event;
   /** The chip of the file you are looking at, above the input. */
   private readonly activeFile: ActiveFileChip;
   /** An edit row's file link: the change in VS Code's diff editor. */
@@ -138,6 +142,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.activeFile,
       this.view,
       this.finished,
+      this.reopenedEmitter,
     );
     this.registerActions();
   }
@@ -270,6 +275,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     const result = await outcome;
     progress?.dispose();
     this.host.onAskEnded(result, Date.now() - startedAt);
+    if (result.kind === "answered") this.retireRetries(result.entry);
     if (result.kind === "answered" || result.kind === "failed") {
       this.remember(this.session.conversation);
       this.finished.fire({ entry: result.entry, sessionId: this.session.sessionId });
@@ -281,6 +287,17 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
 
   stop(): boolean {
     return this.session.stop();
+  }
+
+  /** An ask answered: earlier failed ones lose their Retry (the conversation went on). */
+  private retireRetries(answered: Entry): void {
+    const changes: Change[] = [];
+    for (const entry of this.session.conversation.entries) {
+      if (entry === answered || entry.state !== "error" || !entry.error?.buttons.some((b) => b.action === "retry")) continue;
+      entry.error = { ...entry.error, buttons: entry.error.buttons.filter((b) => b.action !== "retry") };
+      changes.push({ part: "tail", entry });
+    }
+    if (changes.length) this.view.changed(changes);
   }
 
   // -- editor context --------------------------------------------------------------------------
@@ -453,8 +470,11 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     const current = this.session.sessionId;
     const items = sessions.map((s) => ({
-      label: `${s.sessionId === current ? "$(comment-discussion) " : ""}${s.title || "(untitled)"}`,
-      description: [ago(toDate(s.updated)), `${s.turns} ask${s.turns === 1 ? "" : "s"}`].filter((p) => p).join(" · "),
+      label: `${s.sessionId === current ? "$(comment-discussion) " : s.state === "interrupted" ? "$(warning) " : ""}${s.title || "(untitled)"}`,
+      // An ask that never finished (its server died): said, so the user can reopen it and undo it.
+      description: [s.state === "interrupted" ? "interrupted" : "", ago(toDate(s.updated)), `${s.turns} ask${s.turns === 1 ? "" : "s"}`]
+        .filter((p) => p)
+        .join(" · "),
       detail: folderLabel(s.workspaceFolder),
       sessionId: s.sessionId,
     }));
@@ -477,6 +497,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     const old = this.session.replace(conversation);
     this.store.save(old);
+    this.reopenedEmitter.fire(conversation.sessionId);
   }
 
   // -- hooks for other features ----------------------------------------------------------------
@@ -636,9 +657,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private async openToolOutput(callId: string, entry: Entry | undefined): Promise<void> {
     const sessionId = this.session.sessionId;
     const item = entry?.items.find((i) => i.kind === "tool" && i.id === callId);
-    const name = item?.kind === "tool" ? item.name : "tool";
+    // The tab is named after the call ("bash: npm test"), not its id; the query keeps it unique.
+    const name = item?.kind === "tool" ? `${item.name}: ${headSummary(item.arguments, 40, item.summaryKey)}` : "tool output";
     const query = new URLSearchParams({ session: sessionId ?? "", call: callId }).toString();
-    const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${name} ${callId}.txt`, query });
+    const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${name.replace(/[/\\]/g, "∕")}`, query });
     const document = await vscode.workspace.openTextDocument(uri);
     await vscode.window.showTextDocument(document, { preview: true, viewColumn: vscode.ViewColumn.Active });
   }

@@ -55,6 +55,8 @@ body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size
 .markdown-body td, .markdown-body th { border: 1px solid var(--vscode-widget-border, #8886); padding: 2px 6px; }
 .markdown-body code { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size, inherit); }
 .markdown-body :not(pre) > code { padding: 1px 4px; border-radius: 3px; background: var(--vscode-textPreformat-background, #8882); }
+.markdown-body blockquote { margin: 6px 0; padding: 2px 10px; border-left: 4px solid var(--vscode-textBlockQuote-border, #8886);
+  background: var(--vscode-textBlockQuote-background, transparent); }
 a { color: var(--vscode-textLink-foreground); cursor: pointer; text-decoration: none; }
 a:hover { text-decoration: underline; color: var(--vscode-textLink-activeForeground, var(--vscode-textLink-foreground)); }
 a.path-link code { color: var(--vscode-textLink-foreground); }

@@ -332,6 +332,16 @@ function codeOf(element: Element): string {
   return element.closest(".code-block")?.querySelector("pre code")?.textContent ?? "";
 }
 
+/** A copy button says it copied, for a moment. */
+function copied(button: HTMLElement): void {
+  const label = button.dataset.label ?? button.textContent ?? "";
+  button.dataset.label = label;
+  button.textContent = "Copied ✓";
+  setTimeout(() => {
+    if (button.isConnected) button.textContent = label;
+  }, 1500);
+}
+
 document.addEventListener("click", (event) => {
   const target = event.target instanceof Element ? event.target : null;
   if (!target) return;
@@ -342,6 +352,7 @@ document.addEventListener("click", (event) => {
     for (const [k, v] of Object.entries(actor.dataset)) if (k !== "action" && v !== undefined) args[k] = v;
     const action = actor.dataset.action ?? "";
     if (action === "copyCode" || action === "insertCode") args.text = codeOf(actor);
+    if (action === "copyCode" || action === "copyToolOutput") copied(actor);
     if (action === "stop") {
       vscode.postMessage({ type: "stop" });
       return;
