@@ -130,18 +130,18 @@ describe("tool rows", () => {
   it("show an output's last lines as a terminal does, with Show all and Copy output", () => {
     const output = Array.from({ length: 100 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
     const html = renderToolItem(entry(), tool({ output }), options);
-    const pre = /<pre class="output tail"[^>]*>([^<]*)<\/pre>/.exec(html)?.[1] ?? "";
+    const pre = /<pre class="output from-end"[^>]*>([^<]*)<\/pre>/.exec(html)?.[1] ?? "";
     assert.equal(pre.split("\n")[0], "line 61");
     assert.equal(pre.split("\n").at(-1), "line 100");
     assert.match(html, /<span>The last 40 lines of 100.<\/span><button[^>]*data-action="showAllOutput"[^>]*>Show all<\/button>/);
     assert.match(html, />Copy output</);
     // A fetched tail (the preview was cut) is shown instead of the head.
     const cut = renderToolItem(entry(), tool({ output: "head\n… [5000 more characters]", full: { text: "last line", hiddenLines: 300, totalLines: 301 } }), options);
-    assert.match(cut, /<pre class="output tail"[^>]*>last line<\/pre>/);
+    assert.match(cut, /<pre class="output from-end"[^>]*>last line<\/pre>/);
     assert.match(cut, /The last 1 line of 301\./);
     // A short output: all of it, no bar.
     const short = renderToolItem(entry(), tool({ output: "ok\n" }), options);
-    assert.ok(!short.includes("output-bar") && /<pre class="output tail"[^>]*>ok<\/pre>/.test(short), short);
+    assert.ok(!short.includes("output-bar") && /<pre class="output from-end"[^>]*>ok<\/pre>/.test(short), short);
   });
 });
 

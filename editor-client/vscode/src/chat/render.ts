@@ -147,7 +147,7 @@ function renderOutput(entry: Entry, item: ToolItem, options: RenderOptions): str
   const cut = cutCount(text);
   const ids = { callId: item.id, entryId: entry.id };
   const pre = (shown: string, tail: boolean) =>
-    `<pre class="output${tail ? " tail" : ""}"${partAttrs(partId.outputText(entry, item))}>${escapeHtml(shown)}</pre>`;
+    `<pre class="output${tail ? " from-end" : ""}"${partAttrs(partId.outputText(entry, item))}>${escapeHtml(shown)}</pre>`;
   if (item.full === undefined && cut !== undefined) {
     const more = options.toolOutput ? renderButton({ title: "Show all", action: "showAllOutput", args: ids }) : "";
     return (

@@ -87,7 +87,7 @@ function replace(old: Element, next: Element): void {
     for (const d of next.querySelectorAll<HTMLElement>(".disclosure[data-id]")) if (open.has(d.dataset.id ?? "")) setOpen(d, true);
   }
   old.replaceWith(next);
-  for (const pre of next.querySelectorAll<HTMLElement>(".open pre.output.tail")) pre.scrollTop = pre.scrollHeight;
+  for (const pre of next.querySelectorAll<HTMLElement>(".open pre.output.from-end")) pre.scrollTop = pre.scrollHeight;
 }
 
 /** Expand or collapse a row (a tool call, reasoning). */
@@ -95,7 +95,7 @@ function setOpen(row: Element, open: boolean): void {
   row.classList.toggle("open", open);
   row.querySelector(":scope > .disclosure-head")?.setAttribute("aria-expanded", String(open));
   // An output's tail opens at its last line, as a terminal shows it.
-  if (open) for (const pre of row.querySelectorAll<HTMLElement>("pre.output.tail")) pre.scrollTop = pre.scrollHeight;
+  if (open) for (const pre of row.querySelectorAll<HTMLElement>("pre.output.from-end")) pre.scrollTop = pre.scrollHeight;
 }
 
 // Entries live in chunks of CHUNK: a change inside one lays out that chunk's entries and the
@@ -174,7 +174,7 @@ function apply(message: ToView): void {
       if (text) {
         if (message.replace) text.textContent = message.text;
         else text.append(`\n${message.text}`);
-        text.classList.remove("tail");
+        text.classList.remove("from-end");
       }
       const bar = byId(message.bar);
       const next = fromHtml(message.barHtml);
