@@ -441,6 +441,15 @@ async function chatAtEnd(frame) {
   });
 }
 
+/** The prompt of the entry at the top of the chat's visible area. */
+async function topEntryPrompt(frame) {
+  return frame.evaluate(() => {
+    const box = document.getElementById("conversation").getBoundingClientRect();
+    const entry = document.elementFromPoint(box.left + box.width / 2, box.top + 2)?.closest("section.entry");
+    return entry?.querySelector(".prompt-text")?.textContent ?? null;
+  });
+}
+
 /** Whether `locator`'s element is (at least partly) inside the chat's visible area. */
 async function inSight(frame, locator) {
   const [box, view] = await Promise.all([locator.boundingBox(), frame.locator("#conversation").boundingBox()]);
@@ -565,6 +574,14 @@ const SCRIPT = [
       { tool_calls: [{ name: "bash", arguments: PERMISSION_ALLOWED }] }, // same call: no dialog
       { tool_calls: [{ name: "bash", arguments: PERMISSION_CHANGED }] }, // changed: asked again
       { content: "PERMISSION-DONE" },
+    ],
+  },
+  {
+    // Asks after a pause, while the test has the chat hidden.
+    match: "E2E-HIDDEN-PERMISSION",
+    replies: [
+      { tool_calls: [{ name: "bash", arguments: { ...PERMISSION_ALLOWED, command: `echo hidden >> ${PERMISSION_REJECTED_FILE}` } }], delay: 8 },
+      { content: "HIDDEN-DONE" },
     ],
   },
   { match: "E2E-LONG", replies: [{ content: Array.from({ length: 60 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n") }] },
@@ -1050,6 +1067,16 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   const request = modelRequests(model.recordFile).slice(count)[0];
   const users = request.messages.filter((m) => m.role === "user").map((m) => m.content);
   assert(users.some((u) => u.includes("PAPAYA")) && users[users.length - 1].includes("E2E-RELOAD-2"), `continued with ${JSON.stringify(users)}`);
+  // The reader scrolls up in it (when it is long enough to), then starts a new one.
+  const scrollable = await frame.evaluate(() => document.getElementById("conversation").scrollHeight > document.getElementById("conversation").clientHeight + 400);
+  let leftAt;
+  if (scrollable) {
+    const area = await frame.locator("#conversation").boundingBox();
+    await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+    await page.mouse.wheel(0, -300);
+    await until("scrolled up a little", async () => frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible(), 10_000);
+    leftAt = await topEntryPrompt(frame);
+  } else log("the conversation fits the view: reopening where the reader left it not checked");
   // New Conversation: an empty view; the old one is in the history and reopens.
   await runCommand(page, "Agent: New Conversation");
   await until("an empty conversation", async () => (await frame.locator(".entry").count()) === 0, 10_000);
@@ -1059,22 +1086,17 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   await page.screenshot({ path: join(OUTPUT, "history.png") });
   await row.click();
   await until("the old conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" }).count()) === 1, 15_000);
-  // Reopened, it shows its end; scrolled away from it, "Jump to latest" brings it back.
+  // Reopened, it shows where the reader left it (else its end), with "Jump to latest" back to the end.
   const reopenedLast = frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" });
-  await until("the reopened conversation at its end", async () => (await chatAtEnd(frame)) && inSight(frame, reopenedLast), 15_000);
   const jump = frame.getByRole("button", { name: "↓ Jump to latest" });
-  assert(!(await jump.isVisible()), "jump to latest offered at the end");
-  // (Only when it does not fit the view: in a full run, the long answers before make sure it does not.)
-  if (await frame.evaluate(() => document.getElementById("conversation").scrollHeight > document.getElementById("conversation").clientHeight + 100)) {
-    const area = await frame.locator("#conversation").boundingBox();
-    await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
-    await until("scrolled up and jump offered", async () => {
-      await page.mouse.wheel(0, -3000);
-      return jump.isVisible();
-    }, 10_000);
+  if (leftAt !== undefined) {
+    await until("the reopened conversation where the reader left it", async () => (await topEntryPrompt(frame)) === leftAt && jump.isVisible(), 15_000).catch(async (e) => {
+      throw new Error(`${e.message}: left at ${JSON.stringify(leftAt)}, now ${JSON.stringify(await topEntryPrompt(frame))}; ${JSON.stringify(await frame.evaluate(() => window.agentLspPlaces()))}`);
+    });
     await jump.click();
-    await until("back at the end", async () => (await chatAtEnd(frame)) && inSight(frame, reopenedLast), 10_000);
-  } else log("the reopened conversation fits the view: no scrolling checked");
+  }
+  await until("the reopened conversation at its end", async () => (await chatAtEnd(frame)) && inSight(frame, reopenedLast), 15_000);
+  assert(!(await jump.isVisible()), "jump to latest offered at the end");
 });
 
 scenario("a conversation reopened from the history continues: the follow-up carries its earlier turns", async ({ page, model }) => {
@@ -1314,6 +1336,25 @@ async function pickAsk(page, command, ask) {
   }, 45_000, 500);
   return picker;
 }
+
+scenario("with the chat hidden, a permission request is a notification (not modal) that shows the chat, where the card is answered", async ({ page }) => {
+  await ask(page, "E2E-HIDDEN-PERMISSION wait, then ask");
+  const frame = await panelFrame(page);
+  await runCommand(page, "View: Show Explorer"); // the chat's side bar shows another view
+  await until("the Explorer in the side bar, the chat hidden", async () => (await page.locator(".part.sidebar .title-label", { hasText: /^Explorer$/i }).count()) === 1, 10_000);
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "Agent asks for your permission" });
+  await until("the permission notification", async () => (await toast.count()) > 0, 30_000);
+  assert((await page.locator(".monaco-dialog-box").count()) === 0, "a modal dialog opened");
+  assert((await toast.first().getByRole("button", { name: "Allow Once" }).count()) === 0, "the notification answers the request: only the card should");
+  await toast.first().getByRole("button", { name: "Show Chat" }).click();
+  await until("the chat in the side bar again", async () => (await page.locator(".part.sidebar .title-label", { hasText: /Agent/i }).count()) === 1, 10_000);
+  const chat = await panelFrame(page);
+  const card = chat.getByRole("group", { name: /^Waiting for your permission/ });
+  await until("the card in sight", async () => (await card.count()) === 1 && card.isVisible(), 15_000);
+  await card.getByRole("button", { name: "Reject", exact: true }).click();
+  await finishedEntry(chat, "HIDDEN-DONE", 30_000);
+  assert(!existsSync(PERMISSION_REJECTED_FILE), "the rejected call ran");
+});
 
 scenario("show the changes of an ask, then undo it after a dry run", async ({ page, workspace }) => {
   const readme = join(workspace, "README.md");

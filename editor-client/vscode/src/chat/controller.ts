@@ -3,7 +3,6 @@
 // process and hands this a connection; features of later issues hook in through
 // registerAction / addCard / addEntryAction / onDidFinishAsk.
 
-import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
@@ -27,6 +26,7 @@ import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
 import { cutCount, partId, type RenderOptions } from "./render";
 import { ActiveFileChip } from "./active-file";
+import { PermissionCards } from "./permission-cards";
 import { EditDiffs } from "./edit-diffs";
 import { ToolOutputs } from "./tool-outputs";
 import { headSummary } from "../summary";
@@ -82,8 +82,14 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private readonly edits = new EditDiffs(() => this.folderUri());
   /** Tool rows' whole outputs: their tails, Show all, Copy output. */
   private readonly outputs: ToolOutputs;
-  /** Permission requests waiting on a card, by their buttons' token. */
-  private readonly pendingPermissions = new Map<string, { buttons: PermissionCard["buttons"]; resolve: (label: string | undefined) => void }>();
+  /** Permission requests asked on cards in the chat. */
+  private readonly permissionCards = new PermissionCards({
+    sessionId: () => this.session.sessionId,
+    runningEntry: () => this.session.runningEntry,
+    addCard: (card, entryId) => this.addCard(card, entryId),
+    visible: () => this.view.visible,
+    reveal: () => void this.view.reveal(false),
+  });
 
   constructor(
     context: vscode.ExtensionContext,
@@ -514,43 +520,9 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     return true;
   }
 
-  /**
-   * A permission request of the running ask, asked on a card in its entry: the command once,
-   * verbatim, the reason, what "always" covers, a button per choice. Each card's buttons carry
-   * a token of their own, so a click answers exactly that request and only while it waits.
-   * Undefined when the request is not this chat's running ask's (the modal asks then).
-   */
+  /** A permission request of the running ask, asked on a card in its entry (permission-cards.ts). */
   askPermission(request: PermissionRequest, card: PermissionCard, withdrawn: Promise<void>): Promise<string | undefined> | undefined {
-    const entry = this.session.runningEntry;
-    if (request.sessionId !== this.session.sessionId || !entry || card.buttons.length === 0) return undefined;
-    const id = `permission-${request.callId}`;
-    const token = randomBytes(12).toString("hex");
-    const answered = new Promise<string | undefined>((resolve) => this.pendingPermissions.set(token, { buttons: card.buttons, resolve }));
-    const code = card.code === undefined ? {} : { code: card.code };
-    const buttons: Button[] = card.buttons.map((b) => ({ title: b.label, action: "answerPermission", args: { request: token, option: b.optionId } }));
-    this.addCard({ kind: "card", id, title: `Waiting for your permission: ${card.title}`, body: card.body, ...code, tone: "warning", buttons }, entry.id);
-    if (!this.view.visible) {
-      // Not modal: the answer is given on the card, where the whole command is in sight.
-      void vscode.window.showWarningMessage(`Agent asks for your permission: ${card.title}`, "Show Chat").then((pick) => {
-        if (pick) void this.view.reveal(false);
-      });
-    }
-    const gone = withdrawn.then(() => WITHDRAWN);
-    void Promise.race([answered, gone]).then((label) => {
-      this.pendingPermissions.get(token)?.resolve(undefined);
-      this.pendingPermissions.delete(token);
-      const said = label === WITHDRAWN || label === undefined ? "Not answered (withdrawn or dismissed)." : `You chose: ${label}.`;
-      this.addCard({ kind: "card", id, title: card.title, body: `${card.body}\n${said}`.trim(), ...code, tone: "info", buttons: [] }, entry.id);
-    });
-    return answered;
-  }
-
-  private answerPermission(args: Record<string, string>): void {
-    const pending = this.pendingPermissions.get(args.request ?? "");
-    const chosen = pending?.buttons.find((b) => b.optionId === args.option);
-    if (!pending || !chosen) return; // answered already, withdrawn, or not a choice it offered
-    this.pendingPermissions.delete(args.request ?? "");
-    pending.resolve(chosen.label);
+    return this.permissionCards.ask(request, card, withdrawn);
   }
 
   removeCard(cardId: string, entryId?: string): void {
@@ -631,7 +603,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       this.registerAction("compact", () => this.compact()),
       this.registerAction("unpin", () => this.setPinned(undefined)),
       this.registerAction("toggleActiveFile", (args) => this.activeFile.toggle(args.key ?? "")),
-      this.registerAction("answerPermission", (args) => this.answerPermission(args)),
+      this.registerAction("answerPermission", (args) => this.permissionCards.answer(args)),
       ...["setApiKey", "checkConnection", "openSettings", "openEndpointSettings", "selectModel", "openReadme", "openFolder", "showLog"].map((name) =>
         this.registerAction(name, () => this.host.runAction(name)),
       ),
@@ -718,8 +690,6 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     for (const d of this.disposables) d.dispose();
   }
 }
-
-const WITHDRAWN = "\0withdrawn";
 
 
 function strings(value: unknown): string[] {

@@ -27,8 +27,11 @@ export interface FileChoice {
 
 /** Extension -> webview. */
 export type ToView =
-  /** The whole conversation (first show, reopen, new conversation). */
-  | { type: "reset"; html: string; title?: string }
+  /**
+   * The whole conversation (first show, reopen, new conversation); `key` names it (its
+   * session), so the page can put the reader back where they were in it.
+   */
+  | { type: "reset"; html: string; title?: string; key?: string }
   /**
    * Put `html` (one element with `data-id` = `id`) in place of the element with that id;
    * if there is none, insert it before the element `before`, else append it to `parent`

@@ -12,7 +12,7 @@ import { DraftSync, restoredDraft } from "./draft";
 import { InputCompletion } from "./input-completion";
 import { caretLines, inputAction } from "./keys";
 import { PromptHistory } from "./prompt-history";
-import { afterChange, isAtBottom } from "./scroll";
+import { afterChange, isAtBottom, type Place, rememberPlace, type SavedPlaces } from "./scroll";
 
 interface VsCodeApi {
   postMessage(message: FromView): void;
@@ -26,6 +26,8 @@ interface PageState {
   prompts?: string[];
   /** The files picked with `@` for the next ask. */
   mentions?: FileChoice[];
+  /** Where the reader left conversations they had scrolled up in (scroll.ts). */
+  places?: SavedPlaces;
 }
 
 const vscode = acquireVsCodeApi();
@@ -50,9 +52,15 @@ let stick = true;
 /** Render times of the last updates (read by bench/view-render.mjs). */
 const timings: { what: string; ms: number }[] = [];
 (window as unknown as { agentLspTimings: typeof timings }).agentLspTimings = timings;
+/** The places kept and the conversation shown (read by the E2E tests when one fails). */
+(window as unknown as { agentLspPlaces: () => unknown }).agentLspPlaces = () => ({ shownKey, places });
+
+/** The conversation shown (its session), and where readers left the ones they scrolled in. */
+let shownKey: string | undefined;
+let places: SavedPlaces = saved.places ?? {};
 
 function save(): void {
-  const state: PageState = { draft: input.value, prompts: [...history.all], mentions: [...mentions.all] };
+  const state: PageState = { draft: input.value, prompts: [...history.all], mentions: [...mentions.all], places };
   vscode.setState(state);
 }
 
@@ -121,6 +129,7 @@ function apply(message: ToView): void {
     case "reset":
       root.innerHTML = message.html;
       chunkEntries();
+      shownKey = message.key;
       break;
     case "upsert": {
       const next = fromHtml(message.html);
@@ -277,7 +286,11 @@ window.addEventListener("message", (event: MessageEvent) => {
   if (next.scrollTo !== undefined) root.scrollTop = next.scrollTo;
   jump.hidden = !next.offerJump;
   if (message.type === "reset") {
-    stick = true;
+    // At its end, unless the reader had scrolled up in this conversation: back there, once
+    // its entries are laid out (till then they have a placeholder height: see settle()).
+    const place = shownKey === undefined ? undefined : places[shownKey];
+    stick = place === undefined;
+    if (place !== undefined) restorePlace(place);
     settle();
   }
   timings.push({ what: message.type, ms: performance.now() - started });
@@ -285,9 +298,40 @@ window.addEventListener("message", (event: MessageEvent) => {
 });
 
 root.addEventListener("scroll", () => {
+  if (restoring) return;
   stick = isAtBottom(root);
   jump.hidden = stick;
+  // Where the reader is, for when this conversation is shown again; at its end (following a
+  // running ask, the usual case) there is nothing to keep and nothing is written.
+  if (shownKey === undefined || (stick && places[shownKey] === undefined)) return;
+  places = rememberPlace(places, shownKey, stick ? undefined : placeNow());
+  save();
 });
+
+/** Set while a reopened conversation goes back to where the reader was (scroll events ignored). */
+let restoring = false;
+
+function restorePlace(place: Place): void {
+  restoring = true;
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => {
+      restoring = false;
+      const entry = root.querySelectorAll<HTMLElement>("section.entry")[place.entry];
+      if (entry) root.scrollTop += entry.getBoundingClientRect().top - root.getBoundingClientRect().top + place.offset;
+      else stick = true;
+      settle();
+    }),
+  );
+}
+
+/** The entry at the top of the view and how far into it the reader is. */
+function placeNow(): Place | undefined {
+  const box = root.getBoundingClientRect();
+  const entry = document.elementFromPoint(box.left + box.width / 2, box.top + 2)?.closest<HTMLElement>("section.entry");
+  if (!entry) return undefined;
+  const index = Array.prototype.indexOf.call(root.querySelectorAll("section.entry"), entry);
+  return index < 0 ? undefined : { entry: index, offset: box.top - entry.getBoundingClientRect().top };
+}
 
 /**
  * Chunks out of sight have a placeholder height (content-visibility), so the end measured
