@@ -340,6 +340,10 @@ def test_a_first_ask_cut_short_by_kill_9_is_listed_interrupted_and_can_be_undone
             ("user", "rewrite the notes"),
             ("assistant", INTERRUPTED_NOTE),
         ]
+        # Loaded now (its history was asked for): still interrupted, until its next ask.
+        send(proc, {"id": 41, "method": "agent/sessions", "params": {}})
+        (loaded,) = reader.wait_for(lambda m: m.get("id") == 41)["result"]["sessions"]
+        assert loaded["state"] == "interrupted"
         send(proc, {"id": 5, "method": "agent/checkpoints", "params": {"sessionId": session}})
         (checkpoint,) = reader.wait_for(lambda m: m.get("id") == 5)["result"]["checkpoints"]
         assert checkpoint["state"] == "interrupted"

@@ -140,9 +140,12 @@ def test_an_ask_that_never_finished_is_listed_interrupted_with_a_note_for_its_an
         {"role": "user", "content": "the first ask"},
         {"role": "assistant", "content": INTERRUPTED_NOTE},
     ]
-    (running,) = store.summaries(tmp_path)  # in memory now, not asking: done
-    assert running.state == "done"
+    # In memory now (a client asked about it), its last ask still never finished.
+    (still,) = store.summaries(tmp_path)
+    assert still.state == "interrupted"
     ask(loaded, "a follow-up")
+    (continued,) = store.summaries(tmp_path)  # a new ask since: no longer interrupted
+    assert continued.state == "done"
     store.save(loaded)
     again = SessionFiles(tmp_path).load(ID)
     assert again is not None and again.messages == loaded.messages

@@ -48,6 +48,15 @@ class Conversation:
     # none), and those given: in memory only (a reloaded conversation is told again).
     instruction_folders: set[Path] = field(default_factory=set, repr=False)
     nested_instructions: list[Instruction] = field(default_factory=list, repr=False)
+    # The note a conversation loaded mid-ask got for the answer that never came
+    # (server.engine.session_files); while it is the last message, it is interrupted.
+    interrupted_note: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def interrupted(self) -> bool:
+        """Its last ask never finished (its server stopped), and none has started since."""
+        note = self.interrupted_note
+        return note is not None and bool(self.messages) and self.messages[-1] is note
 
     @property
     def title(self) -> str:
@@ -167,7 +176,7 @@ class ConversationStore:
                 c.created,
                 c.updated,
                 c.asks,
-                "running" if c.busy else "done",
+                "running" if c.busy else "interrupted" if c.interrupted else "done",
             )
             for c in self._items.values()
             if workspace_root is None or c.workspace_root == workspace_root

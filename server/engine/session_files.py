@@ -207,9 +207,11 @@ class SessionFiles:
             context = line.get("context", context)
             lines += 1
         meta = self._read_meta(self._path(conversation_id, ".meta.json"))
+        note: dict[str, Any] | None = None
         if meta is not None and meta.state == "running" and messages[-1:]:
             if messages[-1].get("role") == "user":
-                messages.append({"role": "assistant", "content": INTERRUPTED_NOTE})
+                note = {"role": "assistant", "content": INTERRUPTED_NOTE}
+                messages.append(note)
         conversation = Conversation(
             id=conversation_id,
             workspace_root=Path(data["workspace_root"]),
@@ -220,6 +222,8 @@ class SessionFiles:
         )
         if meta is not None:
             conversation.updated = meta.updated
+        # Listed as interrupted while the note is its last message (server.engine.conversations).
+        conversation.interrupted_note = note
         if isinstance(data.get("base"), str) and lines < MAX_LOG_LINES:
             with self._mutex:  # the next save appends to this log
                 mark = _archive_mark(conversation)

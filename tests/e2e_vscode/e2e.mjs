@@ -29,6 +29,7 @@ const only = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const KEEP = process.argv.includes("--keep");
 // Unique per run, so a process left by an earlier run can't be mistaken for this one's.
 const CANCEL_MARK = `sleep ${9000 + Math.floor(Math.random() * 999)}`;
+const INTERRUPT_MARK = `sleep ${8000 + Math.floor(Math.random() * 999)}`;
 
 const tmp = mkdtempSync(join(tmpdir(), "agent-lsp-e2e-"));
 rmSync(OUTPUT, { recursive: true, force: true }); // this run's screenshots and logs only
@@ -75,8 +76,8 @@ async function stop(child) {
 
 async function stopAll() {
   for (const child of children.reverse()) await stop(child);
-  // The long command of the cancel scenario is ours: never leave it behind.
-  for (const pid of pgrep(CANCEL_MARK)) {
+  // The long commands of the cancel and interrupt scenarios are ours: never leave them behind.
+  for (const pid of [...pgrep(CANCEL_MARK), ...pgrep(INTERRUPT_MARK)]) {
     try {
       process.kill(Number(pid), "SIGKILL");
     } catch {
@@ -432,6 +433,29 @@ async function finishedEntry(frame, mark, timeout = 60_000) {
   }, timeout);
 }
 
+/** Whether the chat's end is in sight (its scroll box within 32 px of the bottom). */
+async function chatAtEnd(frame) {
+  return frame.evaluate(() => {
+    const c = document.getElementById("conversation");
+    return c.scrollHeight - c.clientHeight - c.scrollTop <= 32;
+  });
+}
+
+/** The prompt of the entry at the top of the chat's visible area. */
+async function topEntryPrompt(frame) {
+  return frame.evaluate(() => {
+    const box = document.getElementById("conversation").getBoundingClientRect();
+    const entry = document.elementFromPoint(box.left + box.width / 2, box.top + 2)?.closest("section.entry");
+    return entry?.querySelector(".prompt-text")?.textContent ?? null;
+  });
+}
+
+/** Whether `locator`'s element is (at least partly) inside the chat's visible area. */
+async function inSight(frame, locator) {
+  const [box, view] = await Promise.all([locator.boundingBox(), frame.locator("#conversation").boundingBox()]);
+  return Boolean(box && view && box.height > 0 && box.y < view.y + view.height && box.y + box.height > view.y);
+}
+
 function pgrep(pattern) {
   const result = spawnSync("pgrep", ["-f", pattern], { encoding: "utf8" });
   return result.stdout.split("\n").filter((l) => l.trim() !== "" && Number(l) !== process.pid);
@@ -489,6 +513,9 @@ const PERMISSION_CHANGED = { ...PERMISSION_ALLOWED, command: `echo rejected >> $
 
 // A multi-line command whose output is far longer than the preview.
 const BIG_COMMAND = "echo start\nhead -c 50000 /dev/zero | tr '\\0' y; echo; echo END-OF-BIG";
+
+// Streamed over about two seconds, short enough to fit the view with its prompt.
+const FOLLOW_TEXT = `${Array.from({ length: 8 }, (_, i) => `Follow line ${i + 1}.`).join("\n\n")}\n\nFOLLOW-END`;
 
 const STREAM_TEXT = `STREAM-BEGIN ${Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ")}\n\nA second paragraph with **bold** text. STREAM-END`;
 
@@ -549,6 +576,14 @@ const SCRIPT = [
       { content: "PERMISSION-DONE" },
     ],
   },
+  {
+    // Asks after a pause, while the test has the chat hidden.
+    match: "E2E-HIDDEN-PERMISSION",
+    replies: [
+      { tool_calls: [{ name: "bash", arguments: { ...PERMISSION_ALLOWED, command: `echo hidden >> ${PERMISSION_REJECTED_FILE}` } }], delay: 8 },
+      { content: "HIDDEN-DONE" },
+    ],
+  },
   { match: "E2E-LONG", replies: [{ content: Array.from({ length: 60 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n") }] },
   {
     match: "E2E-SCROLL",
@@ -583,6 +618,15 @@ const SCRIPT = [
     ],
   },
   // Streamed slowly (6 characters every 50 ms: about 4 s), so the test sees it half written.
+  {
+    match: "E2E-INTERRUPT",
+    replies: [
+      { tool_calls: [{ name: "write_file", arguments: { path: "src/interrupted.txt", content: "HALF DONE\n" } }] },
+      { tool_calls: [{ name: "bash", arguments: { command: `${INTERRUPT_MARK}; echo never` } }] },
+      { content: "never reached" },
+    ],
+  },
+  { match: "E2E-FOLLOW", replies: [{ content: FOLLOW_TEXT, chunk_size: 4, chunk_delay: 0.05 }] },
   { match: "E2E-STREAM", replies: [{ content: STREAM_TEXT, chunk_size: 6, chunk_delay: 0.05 }] },
   { match: "E2E-SELECTION", replies: [{ content: "It defines `main`, which prints a greeting (SELECTION-OK)." }] },
   {
@@ -668,7 +712,9 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
   assert(calls.length === expected.length, `trace lines:\n${lines.join("\n")}`);
   expected.forEach((re, i) => assert(re.test(calls[i]), `trace line ${i} ${JSON.stringify(calls[i])} !~ ${re}`));
   assert(/^\d\d:\d\d:\d\d\.\d{3} \[[0-9a-zA-Z-]{1,8}\] turn 1 ✓ bash/.test(calls[0]), `line format: ${calls[0]}`);
-  // The trace channel opened by itself (first ask) and shows the same lines.
+  // The trace channel opens on request only (not by itself on the first ask), with the same lines.
+  assert(!(await visibleOutputLines(page)).some((l) => l.includes("answered")), "the trace opened by itself");
+  await runCommand(page, "Agent: Show Tool Trace");
   const visible = await until("the trace in the Output view", async () => {
     const v = await visibleOutputLines(page);
     return v.some((l) => l.includes("answered")) ? v : undefined;
@@ -758,6 +804,34 @@ scenario("Ask About Selection sends the selected lines with the prompt, and the 
   await runCommand(page, "View: Close All Editors").catch(() => {});
 });
 
+scenario("the file you look at is a chip above the input: sent while it shows, not once ✕ leaves it out", async ({ page, model }) => {
+  await openFile(page, "src/app.py");
+  await focusEditor(page, pathToFileURL(join(tmp, "workspace", "src", "app.py")).pathname);
+  const frame = await focusChatInput(page);
+  const chip = frame.locator("#attach .chip.active-file");
+  await until("the app.py chip, attached", async () => (await chip.count()) === 1 && (await chip.innerText()).includes("app.py") && (await chip.getByRole("button", { name: "Don't attach app.py" }).count()) === 1, 15_000);
+  assert((await frame.getByRole("checkbox").count()) === 0, "the old unticked boxes are still shown");
+  await frame.locator("#composer").screenshot({ path: join(OUTPUT, "active-file-chip.png") });
+  let count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-CHIP-ON what is this file?");
+  const on = await finishedEntry(frame, "E2E-CHIP-ON");
+  assert((await on.locator(".attached").innerText()) === "file: src/app.py", `attached: ${await on.locator(".attached").innerText()}`);
+  let sent = lastUserText(modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-CHIP-ON")));
+  assert(sent.includes("The user's active editor shows src/app.py"), `the model got: ${sent}`);
+  // ✕: the chip says the file stays out, and it does.
+  await chip.getByRole("button", { name: "Don't attach app.py" }).click();
+  await until("the chip turned off", async () => (await chip.getByRole("button", { name: "Attach app.py" }).count()) === 1, 10_000);
+  count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-CHIP-OFF and now?");
+  const off = await finishedEntry(frame, "E2E-CHIP-OFF");
+  assert((await off.locator(".attached").count()) === 0, `attached: ${await off.locator(".attached").allInnerTexts()}`);
+  sent = lastUserText(modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-CHIP-OFF")));
+  assert(!sent.includes("src/app.py"), `the file was sent anyway: ${sent}`);
+  // ＋ puts it back (as the following scenarios expect).
+  await chip.getByRole("button", { name: "Attach app.py" }).click();
+  await until("the chip attached again", async () => (await chip.getByRole("button", { name: "Don't attach app.py" }).count()) === 1, 10_000);
+});
+
 scenario("Agent: Compact Conversation compacts this conversation and says by how much", async ({ page, model }) => {
   const frame = await panelFrame(page);
   const count = modelRequests(model.recordFile).length;
@@ -831,6 +905,27 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
   assert(bottom <= 32, `not following at the bottom after jump: ${bottom}px left`);
 });
 
+scenario("sending while scrolled up shows the new prompt and follows its answer", async ({ page }) => {
+  const frame = await panelFrame(page);
+  const box = await frame.locator("#conversation").boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await until("scrolled to the top", async () => {
+    await page.mouse.wheel(0, -5000);
+    return frame.evaluate(() => document.getElementById("conversation").scrollTop === 0);
+  }, 10_000);
+  await until("jump to latest offered", async () => frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible(), 5000);
+  await ask(page, "E2E-FOLLOW sent while scrolled up");
+  const prompt = frame.locator(".prompt-text", { hasText: "sent while scrolled up" });
+  const working = frame.locator(".entry.working", { hasText: "sent while scrolled up" });
+  // While its answer is being written: the prompt in sight, the view at the end.
+  await until("the new prompt in sight while it is answered", async () =>
+    (await working.count()) === 1 && (await inSight(frame, prompt)) && chatAtEnd(frame), 10_000);
+  await finishedEntry(frame, "sent while scrolled up");
+  const lastLine = frame.locator(".entry").last().getByText("FOLLOW-END");
+  await until("the end of its answer in sight", async () => (await chatAtEnd(frame)) && inSight(frame, lastLine), 10_000);
+  assert(!(await frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible()), "jump to latest still offered at the end");
+});
+
 scenario("a tool row expands to its arguments and output; Open full output shows all of it", async ({ page, userData }) => {
   await ask(page, "E2E-BIG print a lot");
   const frame = await panelFrame(page);
@@ -843,15 +938,34 @@ scenario("a tool row expands to its arguments and output; Open full output shows
   assert((await row.locator(".disclosure-head .args").innerText()).includes("⏎"), "no line-break mark in the summary");
   const trace = traceFileLines(userData).find((l) => l.includes("✓ bash echo start ⏎ head"));
   assert(trace, `trace:\n${traceFileLines(userData).slice(-5).join("\n")}`);
-  const output = await row.locator("pre.output").innerText();
-  assert(output.startsWith("start\nyyyy") && output.length < 3000, `preview: ${output.length} chars`);
-  assert(/Preview cut: [\d,]+ more characters/.test(await row.locator(".cut-note").innerText()), "the cut is not said");
+  // The output as a terminal shows it: its end (fetched, the preview being the head), unwrapped.
+  const pre = row.locator("pre.output");
+  await until("the output's last line in the row", async () => (await pre.innerText()).endsWith("END-OF-BIG"), 15_000);
+  const tail = await pre.innerText();
+  assert(!tail.startsWith("start"), `the row shows the head: ${tail.slice(0, 40)}`);
+  assert(await row.getByText(/^The last \d+ lines? of \d+\.$/).isVisible(), `bar: ${await row.locator(".output-bar").innerText()}`);
+  const unwrapped = await pre.evaluate((el) => ({ sideways: el.scrollWidth > el.clientWidth, lines: el.getClientRects().length, height: el.clientHeight, font: parseFloat(getComputedStyle(el).fontSize) }));
+  assert(unwrapped.sideways && unwrapped.height < unwrapped.font * 8, `the output wraps: ${JSON.stringify(unwrapped)}`);
   await page.screenshot({ path: join(OUTPUT, "tool-row.png") });
+  // Show all: the whole output in place, from its first line.
+  await row.getByRole("button", { name: "Show all" }).click();
+  await until("the whole output in the row", async () => {
+    const text = await pre.innerText();
+    return text.startsWith("start\nyyyy") && text.endsWith("END-OF-BIG");
+  }, 15_000);
+  assert(await row.getByText(/^Lines 1–(\d+) of \1\.$/).isVisible(), `bar after Show all: ${await row.locator(".output-bar").innerText()}`);
+  // Copy output: the whole output on the clipboard; the button says so for a moment.
+  await row.getByRole("button", { name: "Copy output" }).click();
+  await until("the button saying Copied", async () => (await row.getByRole("button", { name: "Copied ✓" }).count()) === 1, 5000);
+  await until("the output on the clipboard", async () => {
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    return copied.startsWith("start\nyyyy") && copied.includes("END-OF-BIG");
+  }, 10_000);
   await row.getByRole("button", { name: "Open full output" }).click();
   const editor = page.locator('.monaco-editor[data-uri^="agent-lsp-output:"]').first();
   await until("the full output editor", async () => (await editor.count()) > 0, 15_000);
   await until("the end of the output in it", async () => (await editor.innerText()).includes("END-OF-BIG"), 15_000);
-  assert((await page.locator(".tabs-container .tab.active", { hasText: "bash" }).count()) > 0, "tab not named after the tool");
+  assert((await page.locator(".tabs-container .tab.active", { hasText: "bash: echo start" }).count()) > 0, `tab not named after the command: ${await page.locator(".tabs-container .tab.active").innerText()}`);
   // Read-only: typing changes nothing.
   await editor.locator(".view-lines").click();
   await page.keyboard.type("TYPED");
@@ -944,12 +1058,25 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   await runCommand(page, "Agent: Show Chat");
   frame = await panelFrame(page);
   await until("the conversation shown again", async () => JSON.stringify(await frame.locator(".prompt-text").allInnerTexts()) === JSON.stringify(before), 30_000);
+  // Reloaded, it opens at its end: the last prompt and its answer in sight.
+  const lastPrompt = frame.locator(".prompt-text", { hasText: "E2E-RELOAD-1" });
+  await until("the reloaded conversation at its end", async () => (await chatAtEnd(frame)) && inSight(frame, lastPrompt), 15_000);
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-RELOAD-2 which word?");
   await finishedEntry(frame, "E2E-RELOAD-2");
   const request = modelRequests(model.recordFile).slice(count)[0];
   const users = request.messages.filter((m) => m.role === "user").map((m) => m.content);
   assert(users.some((u) => u.includes("PAPAYA")) && users[users.length - 1].includes("E2E-RELOAD-2"), `continued with ${JSON.stringify(users)}`);
+  // The reader scrolls up in it (when it is long enough to), then starts a new one.
+  const scrollable = await frame.evaluate(() => document.getElementById("conversation").scrollHeight > document.getElementById("conversation").clientHeight + 400);
+  let leftAt;
+  if (scrollable) {
+    const area = await frame.locator("#conversation").boundingBox();
+    await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+    await page.mouse.wheel(0, -300);
+    await until("scrolled up a little", async () => frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible(), 10_000);
+    leftAt = await topEntryPrompt(frame);
+  } else log("the conversation fits the view: reopening where the reader left it not checked");
   // New Conversation: an empty view; the old one is in the history and reopens.
   await runCommand(page, "Agent: New Conversation");
   await until("an empty conversation", async () => (await frame.locator(".entry").count()) === 0, 10_000);
@@ -959,6 +1086,17 @@ scenario("a conversation survives a window reload and continues; New Conversatio
   await page.screenshot({ path: join(OUTPUT, "history.png") });
   await row.click();
   await until("the old conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" }).count()) === 1, 15_000);
+  // Reopened, it shows where the reader left it (else its end), with "Jump to latest" back to the end.
+  const reopenedLast = frame.locator(".prompt-text", { hasText: "E2E-RELOAD-2" });
+  const jump = frame.getByRole("button", { name: "↓ Jump to latest" });
+  if (leftAt !== undefined) {
+    await until("the reopened conversation where the reader left it", async () => (await topEntryPrompt(frame)) === leftAt && jump.isVisible(), 15_000).catch(async (e) => {
+      throw new Error(`${e.message}: left at ${JSON.stringify(leftAt)}, now ${JSON.stringify(await topEntryPrompt(frame))}; ${JSON.stringify(await frame.evaluate(() => window.agentLspPlaces()))}`);
+    });
+    await jump.click();
+  }
+  await until("the reopened conversation at its end", async () => (await chatAtEnd(frame)) && inSight(frame, reopenedLast), 15_000);
+  assert(!(await jump.isVisible()), "jump to latest offered at the end");
 });
 
 scenario("a conversation reopened from the history continues: the follow-up carries its earlier turns", async ({ page, model }) => {
@@ -1045,6 +1183,13 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     await until("the agent's change in the editor", async () => (await editorText(page, path)) === withEdit, 10_000);
     assert(readFileSync(file, "utf8") === GREET, `the file on disk changed:\n${readFileSync(file, "utf8")}`);
     assert((await page.locator(".tabs-container .tab.dirty", { hasText: "greet.py" }).count()) === 1, "greet.py is not dirty");
+    // The edit row shows its diff without expanding: the old line removed, the new one added.
+    const editRow = last.locator(".call").last();
+    const diff = editRow.locator("pre.diff");
+    assert(await diff.isVisible(), "the edit's diff is not shown in its collapsed row");
+    const diffText = await diff.innerText();
+    assert(diffText.includes(`-${GREET_OLD}`) && diffText.includes(`+${GREET_NEW}`), `the row's diff:\n${diffText}`);
+    assert(!(await editRow.locator(".disclosure-head").innerText()).includes("old_text="), "the row header still counts characters");
     // The edit_file result, for the screenshot. (force: Playwright's stability wait on a webview
     // element can stall for many seconds in headless Chromium; this click asserts nothing.)
     await last.locator(".call").last().locator(".disclosure-head").click({ force: true });
@@ -1057,6 +1202,12 @@ scenario("the agent reads an unsaved buffer and edits another line in it, undoab
     const afterUndo = await editorText(page, path);
     assert(afterUndo === GREET + TYPED, `after one undo:\n${afterUndo}`);
     assert(readFileSync(file, "utf8") === GREET, "the file on disk changed after the undo");
+    // The row's file name opens that change in VS Code's diff editor.
+    await editRow.getByRole("link", { name: "src/greet.py" }).click();
+    const diffTab = page.locator(".tabs-container .tab", { hasText: "greet.py (the agent's edit)" });
+    await until("the edit's diff editor", async () => (await diffTab.count()) === 1 && (await page.locator(".part.editor").innerText()).replace(/\u00a0/g, " ").includes("AGENT-EDIT hello, "), 15_000);
+    await page.screenshot({ path: join(OUTPUT, "edit-diff.png") });
+    await runCommand(page, "View: Close Editor").catch(() => {});
   } finally {
     // Leave no dirty editor behind (a later "Close All Editors" would ask to save it).
     await focusEditor(page, path).catch(() => {});
@@ -1118,27 +1269,43 @@ scenario("with confirmEdits the user sees VS Code's preview and can reject the e
   }
 }, { changesSettings: true });
 
-scenario("a permission request is a modal dialog: always allow, then a changed call is asked and rejected; Manage Permissions revokes the grant", async ({ page, model }) => {
-  const dialog = page.locator(".monaco-dialog-box");
-  const waitForDialog = (text) =>
-    until(`the permission dialog for ${text}`, async () => (await dialog.count()) > 0 && (await dialog.first().innerText()).includes(text), 30_000);
+scenario("a permission request is answered on its chat card: always allow, then a changed call is asked and rejected by keyboard; Manage Permissions revokes the grant", async ({ page, model }) => {
+  const frame = await panelFrame(page);
+  const card = (command) => frame.getByRole("group", { name: /^Waiting for your permission/ }).filter({ hasText: command });
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-PERMISSION write next to the workspace");
-  await waitForDialog(PERMISSION_ALLOWED.command);
-  const text = await dialog.first().innerText();
-  for (const expected of ["The agent asks: Run outside the sandbox", "Reason: E2E writes a file next to the workspace", "Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]) {
-    assert(text.includes(expected), `the dialog lacks ${JSON.stringify(expected)}:\n${text}`);
+  const first = card(PERMISSION_ALLOWED.command);
+  await until("the permission card", async () => (await first.count()) === 1, 30_000);
+  assert((await page.locator(".monaco-dialog-box").count()) === 0, "a modal dialog opened");
+  const text = await first.innerText();
+  for (const expected of ["Waiting for your permission: Run outside the sandbox", "Reason: E2E writes a file next to the workspace", "only for this exact call"]) {
+    assert(text.includes(expected), `the card lacks ${JSON.stringify(expected)}:\n${text}`);
   }
-  await page.screenshot({ path: join(OUTPUT, "permission-dialog.png") });
-  await dialog.getByRole("button", { name: "Always Allow This Call" }).click();
-  // The same call runs again without a dialog; the changed one asks.
-  await waitForDialog(PERMISSION_CHANGED.command);
-  await dialog.getByRole("button", { name: "Reject", exact: true }).click();
-  const frame = await panelFrame(page);
+  // The command once, verbatim, in a code block.
+  assert((await first.locator("pre code").innerText()) === PERMISSION_ALLOWED.command, `code block: ${await first.locator("pre code").innerText()}`);
+  assert(text.split(PERMISSION_ALLOWED.command).length === 2, `the command is shown more than once on the card:\n${text}`);
+  for (const name of ["Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]) {
+    assert((await first.getByRole("button", { name, exact: true }).count()) === 1, `no ${name} button`);
+  }
+  await page.screenshot({ path: join(OUTPUT, "permission-card.png") });
+  await first.getByRole("button", { name: "Always Allow This Call" }).click();
+  await until("the card says what was chosen", async () => (await frame.getByText("You chose: Always Allow This Call.").count()) === 1, 15_000);
+  // The same call runs again without asking; the changed one asks, answered by keyboard.
+  const second = card(PERMISSION_CHANGED.command);
+  await until("the second permission card", async () => (await second.count()) === 1, 30_000);
+  await second.getByRole("button", { name: "Reject", exact: true }).focus();
+  await page.keyboard.press("Enter");
   await until("the answer", async () => {
     const last = frame.locator(".entry").last();
     return (await last.innerText()).includes("PERMISSION-DONE") && (await last.getAttribute("class")) === "entry done";
   }, 30_000);
+  assert((await frame.getByText("You chose: Reject.").count()) === 1, "the second card does not say Reject was chosen");
+  assert((await frame.locator(".entry").last().getByRole("button", { name: "Allow Once" }).count()) === 0, "answered cards still offer their choices");
+  // The escalated call's row header: one line, the command only (its justification in the body).
+  const head = frame.locator(".entry").last().locator(".call .disclosure-head").first();
+  const headText = await head.innerText();
+  assert(headText.includes("bash") && headText.includes("echo allowed") && !headText.includes("E2E writes a file"), `row header: ${headText}`);
+  assert(await head.evaluate((el) => el.getBoundingClientRect().height < parseFloat(getComputedStyle(el).fontSize) * 2.2), `the row header wraps: ${headText}`);
   assert(readFileSync(PERMISSION_FILE, "utf8") === "allowed\nallowed\n", "the allowed call did not run twice");
   assert(!existsSync(PERMISSION_REJECTED_FILE), "the rejected call ran");
   const requests = modelRequests(model.recordFile).slice(count);
@@ -1170,17 +1337,49 @@ async function pickAsk(page, command, ask) {
   return picker;
 }
 
+scenario("with the chat hidden, a permission request is a notification (not modal) that shows the chat, where the card is answered", async ({ page }) => {
+  await ask(page, "E2E-HIDDEN-PERMISSION wait, then ask");
+  const frame = await panelFrame(page);
+  await runCommand(page, "View: Show Explorer"); // the chat's side bar shows another view
+  await until("the Explorer in the side bar, the chat hidden", async () => (await page.locator(".part.sidebar .title-label", { hasText: /^Explorer$/i }).count()) === 1, 10_000);
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "Agent asks for your permission" });
+  await until("the permission notification", async () => (await toast.count()) > 0, 30_000);
+  assert((await page.locator(".monaco-dialog-box").count()) === 0, "a modal dialog opened");
+  assert((await toast.first().getByRole("button", { name: "Allow Once" }).count()) === 0, "the notification answers the request: only the card should");
+  await toast.first().getByRole("button", { name: "Show Chat" }).click();
+  await until("the chat in the side bar again", async () => (await page.locator(".part.sidebar .title-label", { hasText: /Agent/i }).count()) === 1, 10_000);
+  const chat = await panelFrame(page);
+  const card = chat.getByRole("group", { name: /^Waiting for your permission/ });
+  await until("the card in sight", async () => (await card.count()) === 1 && card.isVisible(), 15_000);
+  await card.getByRole("button", { name: "Reject", exact: true }).click();
+  await finishedEntry(chat, "HIDDEN-DONE", 30_000);
+  assert(!existsSync(PERMISSION_REJECTED_FILE), "the rejected call ran");
+});
+
 scenario("show the changes of an ask, then undo it after a dry run", async ({ page, workspace }) => {
   const readme = join(workspace, "README.md");
   const created = join(workspace, "src", "checkpoint-new.txt");
   const before = readFileSync(readme, "utf8");
-  await ask(page, "E2E-CHECKPOINT change the readme and add a file");
+  // An ask that changes nothing gets no Show changes / Undo.
+  await ask(page, "E2E-NOCHANGE just answer");
   const frame = await panelFrame(page);
+  await finishedEntry(frame, "E2E-NOCHANGE");
+  const unchanged = frame.locator(".entry", { hasText: "E2E-NOCHANGE" });
+  await ask(page, "E2E-CHECKPOINT change the readme and add a file");
   const entry = await finishedEntry(frame, "E2E-CHECKPOINT");
   assert(readFileSync(readme, "utf8").includes("DEMO CHANGED BY THE AGENT"), "bash did not change README.md");
   assert(existsSync(created), "write_file did not create the file");
-  const button = (title) => entry.locator(".buttons button", { hasText: new RegExp(`^${title}$`) });
-  await until("the buttons under the answer", async () => (await button("Show changes").count()) === 1 && (await button("Undo this ask").count()) === 1, 10_000);
+  const button = (title) => entry.getByRole("button", { name: title, exact: true });
+  await until("the buttons under the answer, with the count", async () =>
+    (await button("Show changes").count()) === 1 && (await button("Undo this ask").count()) === 1 && (await entry.getByText("2 files changed", { exact: true }).count()) === 1, 10_000);
+  for (const name of ["Show changes", "Undo this ask"]) {
+    assert((await unchanged.getByRole("button", { name }).count()) === 0, `${name} under an answer that changed nothing`);
+  }
+  // The write's row: the new file's size and first lines, without expanding.
+  const writeRow = entry.locator(".call", { hasText: "write_file" });
+  const preview = await writeRow.locator(".edit-preview").innerText();
+  assert(preview.includes("src/checkpoint-new.txt") && preview.includes("1 line, 19 bytes") && preview.includes("+NEW FROM THE AGENT"), `the write's row:\n${preview}`);
+  assert((await unchanged.getByText(/files? changed/).count()) === 0, "a count under an answer that changed nothing");
 
   // The command picks an ask (newest first, with its files); VS Code's diff view opens.
   const picker = await pickAsk(page, "Agent: Show Changes of an Ask", "E2E-CHECKPOINT");
@@ -1202,29 +1401,36 @@ scenario("show the changes of an ask, then undo it after a dry run", async ({ pa
     await until("the diff view closed", async () => (await diffTab.count()) === 0, 10_000);
   };
   await closeDiff();
-  // The same from the button under the answer.
+  // The same from the button under the answer; left open: the undo closes it.
   await button("Show changes").click();
   await until("the diff view again", async () => (await diffTab.count()) === 1 && (await bothFiles()), 20_000);
-  await closeDiff();
+  // The ask's number as the chat shows it (its place among the asks on screen).
+  const askNo = await frame.locator(".entry:not(.undone)").evaluateAll((els) => els.findIndex((e) => e.textContent.includes("E2E-CHECKPOINT")) + 1);
+  assert((await diffTab.innerText()).includes(`Changes of ask ${askNo} `), `the diff tab: ${await diffTab.innerText()} (ask ${askNo} on screen)`);
 
   // Undo this ask: the dry run is shown in a modal dialog; the user confirms.
   const chat = await panelFrame(page);
-  await (await finishedEntry(chat, "E2E-CHECKPOINT")).locator(".buttons button", { hasText: /^Undo this ask$/ }).click();
+  await chat.locator(".entry", { hasText: "E2E-CHECKPOINT" }).getByRole("button", { name: "Undo this ask", exact: true }).click();
   const dialog = page.locator(".monaco-dialog-box");
-  await until("the undo question", async () => /Undo ask \d+ and every later one\?/.test(await dialog.innerText()), 15_000);
+  await until("the undo question", async () => new RegExp(`Undo ask ${askNo} and every later one\\?`).test(await dialog.innerText()), 15_000);
   const question = await dialog.innerText();
-  assert(question.includes("README.md") && question.includes("src/checkpoint-new.txt"), `dialog: ${question}`);
+  assert(/Will be put back:\s+README\.md/.test(question) && /Will be deleted \(the agent created them\):\s+src\/checkpoint-new\.txt/.test(question), `dialog: ${question}`);
   assert(readFileSync(readme, "utf8") !== before, "the dry run changed a file");
   await page.screenshot({ path: join(OUTPUT, "undo-dialog.png") });
   await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Undo$/ }).click();
-  await waitForNotification(page, /Undid ask \d+: 2 files put back/);
+  await waitForNotification(page, new RegExp(`Undid ask ${askNo}: 1 file put back, 1 deleted`));
   assert(readFileSync(readme, "utf8") === before, `README.md not restored:\n${readFileSync(readme, "utf8")}`);
   assert(!existsSync(created), "the created file is still there");
+  await until("the stale diff view closed", async () => (await diffTab.count()) === 0, 10_000);
   const after = await panelFrame(page);
-  await until("the undone ask gone from the chat, the outcome said", async () => {
-    const text = await after.locator("#conversation").innerText();
-    return !text.includes("E2E-CHECKPOINT") && text.includes("Undid ask");
-  }, 10_000);
+  // The undone ask stays, marked and struck through, without its buttons; the outcome is news, not an error.
+  const undone = after.locator(".entry", { hasText: "E2E-CHECKPOINT" });
+  await until("the undone ask marked, the outcome said", async () =>
+    (await undone.getByText("Undone", { exact: true }).count()) === 1 && (await after.getByRole("status").filter({ hasText: "Undid ask" }).count()) === 1, 10_000);
+  assert((await undone.locator(".tail").getByRole("button").count()) === 0, `the undone ask keeps its buttons: ${await undone.locator(".tail").innerText()}`);
+  assert(await undone.locator(".prompt-text").evaluate((el) => getComputedStyle(el).textDecorationLine.includes("line-through")), "the undone ask is not struck through");
+  const colours = await after.getByRole("status").filter({ hasText: "Undid ask" }).evaluate((el) => [getComputedStyle(el).color, getComputedStyle(document.body).color]);
+  assert(colours[0] === colours[1], `the undo's outcome is not in the text colour: ${colours}`);
   await page.screenshot({ path: join(OUTPUT, "after-undo.png") });
 });
 
@@ -1254,6 +1460,40 @@ scenario("a dead server is restarted and the user is told", async ({ page, model
   assert(users.length > 1 && users.some((u) => u.includes("E2E-RELOAD-2")), `the conversation did not continue: ${JSON.stringify(users)}`);
   assert((await frame.locator(".notice").count()) === 0, "a notice says the conversation is gone");
   await page.screenshot({ path: join(OUTPUT, "restarted.png") });
+});
+
+scenario("an ask whose server died is listed as interrupted in the history, reopens, and its changes can be undone", async ({ page, codeServerPid, workspace }) => {
+  const servers = () => descendants(codeServerPid).filter((p) => p.cmdline.includes("-m server") && p.cmdline.includes("--stdio"));
+  const written = join(workspace, "src", "interrupted.txt");
+  await runCommand(page, "Agent: New Conversation");
+  const frame = await panelFrame(page);
+  await until("an empty conversation", async () => (await frame.locator(".entry").count()) === 0, 10_000);
+  await ask(page, "E2E-INTERRUPT write, then wait long");
+  await until("the file written and the long command running", async () =>
+    existsSync(written) && (await frame.locator(".entry.working .call.running", { hasText: "sleep" }).count()) === 1, 60_000);
+  const before = await until("one agent server process", () => (servers().length === 1 ? servers() : undefined), 40_000);
+  process.kill(before[0].pid, "SIGKILL");
+  await until("a new agent server process", () => {
+    const now = servers();
+    return now.length === 1 && now[0].pid !== before[0].pid;
+  }, 30_000);
+  for (const pid of pgrep(INTERRUPT_MARK)) process.kill(Number(pid), "SIGKILL");
+  await until("the ask ended in the chat", async () => (await frame.locator(".entry.working").count()) === 0, 30_000);
+  await runCommand(page, "Agent: New Conversation");
+  await runCommand(page, "Agent: Conversation History");
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "E2E-INTERRUPT" }).first();
+  await until("the conversation in the history, marked interrupted", async () => (await row.count()) > 0 && /interrupted/.test(await row.innerText()), 20_000);
+  await page.screenshot({ path: join(OUTPUT, "history-interrupted.png") });
+  await row.click();
+  const entry = frame.locator(".entry", { hasText: "E2E-INTERRUPT" });
+  await until("the reopened ask, with its Undo", async () =>
+    (await entry.getByText(/^Interrupted/).count()) === 1 && (await entry.getByRole("button", { name: "Undo this ask", exact: true }).count()) === 1, 20_000);
+  await entry.getByRole("button", { name: "Undo this ask", exact: true }).click();
+  const dialog = page.locator(".monaco-dialog-box");
+  await until("the undo question", async () => /Will be deleted \(the agent created them\):\s+src\/interrupted\.txt/.test(await dialog.innerText()), 15_000);
+  await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Undo$/ }).click();
+  await until("the interrupted ask's file removed", () => !existsSync(written), 15_000);
+  await until("the ask marked undone", async () => (await entry.getByText("Undone", { exact: true }).count()) === 1, 10_000);
 });
 
 scenario("a workspace's settings cannot choose the server program or the endpoint", async ({ page, model, codeServerPid }) => {
@@ -1330,6 +1570,28 @@ scenario("unconfigured model shows the server's error text and the way to set th
   await until("the Set API Key box", async () => (await box.count()) > 0 && (await box.innerText()).includes("secret storage"), 10_000);
   await page.keyboard.press("Escape");
 }, { unconfigured: true });
+
+scenario("an unreachable endpoint: the error's main button and the check's open the endpoint's settings, not the key", async ({ page }) => {
+  await ask(page, "E2E-UNREACHABLE hello");
+  const frame = await panelFrame(page);
+  const entry = await finishedEntry(frame, "E2E-UNREACHABLE", 120_000);
+  const buttons = await entry.locator(".tail .buttons button").allInnerTexts();
+  assert(buttons[0] === "Open Settings" && buttons.includes("Retry") && buttons.includes("Check Connection"), `the error's buttons: ${JSON.stringify(buttons)}`);
+  assert((await entry.getByRole("button", { name: "Open Settings" }).getAttribute("class"))?.includes("primary"), "Open Settings is not the main button");
+  assert(!buttons.includes("Set API Key"), `a key is offered for a refused connection: ${JSON.stringify(buttons)}`);
+  await page.screenshot({ path: join(OUTPUT, "unreachable.png") });
+  // Check Connection's report: the endpoint's settings first, no Set API Key.
+  await entry.getByRole("button", { name: "Check Connection" }).click();
+  const report = page.locator(".notifications-toasts .notification-toast", { hasText: "Nothing answers at" });
+  await until("the check's report", async () => (await report.count()) > 0, 60_000);
+  const toastButtons = await report.first().locator(".monaco-button").allInnerTexts();
+  assert(toastButtons[0] === "Open Settings" && !toastButtons.includes("Set API Key"), `the check's buttons: ${JSON.stringify(toastButtons)}`);
+  // The error's Open Settings shows the endpoint's setting.
+  await entry.getByRole("button", { name: "Open Settings" }).click();
+  await until("the base URL setting", async () => (await page.locator(".settings-editor .setting-item", { hasText: "Base Url" }).count()) > 0, 20_000);
+  await page.screenshot({ path: join(OUTPUT, "unreachable-settings.png") });
+  await runCommand(page, "View: Close All Editors").catch(() => {});
+}, { unreachable: true });
 
 // -- first run: the key from SecretStorage, the model picker, the connection check (issue 11) -----
 
@@ -1494,17 +1756,18 @@ scenario("an MCP server of the user's settings: its tools listed under it, a cal
   const picker = page.locator(".quick-input-widget:visible");
   await until("tb's tools under their server", async () => /tb \(MCP\)/.test(await picker.innerText()) && /mcp__tb__echo/.test(await picker.innerText()), 15_000);
   await page.keyboard.press("Escape");
-  const dialog = page.locator(".monaco-dialog-box");
   const count = modelRequests(model.recordFile).length;
   await ask(page, "E2E-MCP use the toolbox");
-  await until("the permission dialog of write_note", async () => (await dialog.count()) > 0 && /on MCP server tb/.test(await dialog.first().innerText()), 30_000);
-  const text = await dialog.first().innerText();
-  for (const expected of ["write_note", "Arguments:", '"text": "note-1"', "Always Allow This Tool"]) {
-    assert(text.includes(expected), `the dialog lacks ${JSON.stringify(expected)}:\n${text}`);
-  }
-  await page.screenshot({ path: join(OUTPUT, "mcp-permission.png") });
-  await dialog.getByRole("button", { name: "Allow Once" }).click();
   const frame = await panelFrame(page);
+  const card = frame.getByRole("group", { name: /^Waiting for your permission/ });
+  await until("the permission card of write_note", async () => (await card.count()) > 0 && /on MCP server tb/.test(await card.first().innerText()), 30_000);
+  const text = await card.first().innerText();
+  for (const expected of ["write_note", "Arguments:", '"text": "note-1"', "every call of this tool"]) {
+    assert(text.includes(expected), `the card lacks ${JSON.stringify(expected)}:\n${text}`);
+  }
+  assert((await card.first().getByRole("button", { name: "Always Allow This Tool" }).count()) === 1, "no Always Allow This Tool");
+  await page.screenshot({ path: join(OUTPUT, "mcp-permission.png") });
+  await card.first().getByRole("button", { name: "Allow Once" }).click();
   const entry = await finishedEntry(frame, "MCP-DONE", 30_000);
   const rows = await entry.locator(".call").allInnerTexts();
   assert(rows.length === 2 && rows[0].includes("mcp__tb__echo") && rows[0].includes("hello-from-mcp"), `tool rows:\n${rows.join("\n")}`);
@@ -1758,6 +2021,12 @@ try {
       project: true,
       workspace: projectWorkspace,
     },
+    // Nothing listens at the endpoint's port (a wrong base URL, a local server not started).
+    {
+      name: "unreachable",
+      env: { ...withoutKey, BASE_URL: `http://127.0.0.1:${await freePort()}/v1`, MODEL_API_KEY: "test-key", MODEL: "scripted" },
+      unreachable: true,
+    },
     { name: "no-server", env: withoutKey, noServer: true, serverCommand: [join(tmp, "missing", "agent-lsp")] },
     // No key in the environment: the user sets it with "Agent: Set API Key". The LSP traffic and
     // the server's debug log are recorded, to show the key is in neither.
@@ -1776,6 +2045,7 @@ try {
         Boolean(sc.keyed) === Boolean(group.keyed) &&
         Boolean(sc.mcp) === Boolean(group.mcp) &&
         Boolean(sc.project) === Boolean(group.project) &&
+        Boolean(sc.unreachable) === Boolean(group.unreachable) &&
         (!only.length || only.some((o) => sc.name.includes(o))),
     );
     if (selected.length === 0) continue;

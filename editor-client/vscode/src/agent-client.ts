@@ -80,6 +80,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
     this.permissions = new PermissionRequests({
       ask: (message, detail, buttons) =>
         vscode.window.showWarningMessage(message, { modal: true, detail }, ...buttons),
+      inline: (request, card, withdrawn) => this.chat.askPermission(request, card, withdrawn),
     });
     this.trace = vscode.window.createOutputChannel("Agent Tool Trace", "log");
     this.statusItem = vscode.window.createStatusBarItem("agentLsp.status", vscode.StatusBarAlignment.Left, 10);
@@ -113,7 +114,6 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       runBuiltin: (route) => this.runBuiltin(route),
       workDoneToken: () => this.workDoneToken(),
     });
-    this.disposables.push(this.permissions.onRequest((request, answer) => this.chat.showPermission(request, answer)));
     this.checkpoints = new Checkpoints(
       {
         client: () => this.usableClient(),
@@ -124,6 +124,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       },
       this.chat,
     );
+    this.disposables.push(this.chat.onDidReopen(() => void this.checkpoints.reopened()));
     this.mcp = new McpStatus({
       request: (method, params) => this.request(method, params),
       supports: (method) => this.supports(method),
@@ -186,6 +187,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       return;
     }
     if (!this.chat.session.busy) this.setState({ kind: "idle" });
+    this.chat.refreshActiveFile(); // the chip needs a server that takes editor context
   }
 
   private onServerLost(): void {
@@ -263,7 +265,7 @@ export class AgentClient implements vscode.Disposable, SetupHost {
   }
 
   private onAskStarted(prompt: string, sessionId: string | undefined): void {
-    if (!this.traceRevealed && config().get<boolean>("trace.revealOnFirstAsk", true)) {
+    if (!this.traceRevealed && config().get<boolean>("trace.revealOnFirstAsk", false)) {
       this.trace.show(true); // preserveFocus: never steal the editor's focus
     }
     this.traceRevealed = true;
@@ -278,8 +280,13 @@ export class AgentClient implements vscode.Disposable, SetupHost {
     const sessionId = this.chat.session.sessionId;
     if (outcome.kind === "answered") {
       this.trace.appendLine(formatAnswerLine(outcome.result, elapsedMs, now));
+      // The model the server used: the status bar names it rather than "default model".
+      if (outcome.result.model && outcome.result.model !== this.modelStatus.serverCurrent) {
+        this.modelStatus.serverCurrent = outcome.result.model;
+        this.modelStatus.update();
+      }
       const { sessionId: session, checkpointId } = outcome.result;
-      if (checkpointId) this.checkpoints.answered(outcome.entry.id, session, checkpointId);
+      if (checkpointId) void this.checkpoints.answered(outcome.entry.id, session, checkpointId);
       this.setState({ kind: "idle" });
     } else if (outcome.kind === "failed" && outcome.report.cancelled) {
       this.trace.appendLine(formatOutcomeLine(sessionId, "cancelled", "", now));

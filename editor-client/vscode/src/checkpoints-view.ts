@@ -20,6 +20,11 @@ export function fileSummary(file: CheckpointFile): string {
   return [MARKS[file.status] ?? "?", file.path, ...counts].join(" ");
 }
 
+/** What an answer says of the files its ask changed: "1 file changed", "2 files changed". */
+export function changesText(count: number): string {
+  return `${count} file${count === 1 ? "" : "s"} changed`;
+}
+
 /** Quick pick items, newest ask first (the one usually undone). */
 export function checkpointItems(checkpoints: Checkpoint[], now: Date = new Date()): CheckpointItem[] {
   return [...checkpoints].reverse().map((checkpoint) => {
@@ -55,15 +60,42 @@ export interface UndoQuestion {
   actionable: boolean;
 }
 
-/** The modal question for "Undo this ask", from its dry run. */
-export function undoQuestion(checkpointId: string, dry: RewindResult): UndoQuestion {
+/**
+ * The files undoing asks from `checkpointId` on deletes: those the first of these asks to
+ * touch them created (they did not exist before it).
+ */
+export function createdFiles(checkpoints: readonly Checkpoint[], checkpointId: string): Set<string> {
+  const from = checkpoints.findIndex((c) => c.id === checkpointId);
+  const created = new Set<string>();
+  const seen = new Set<string>();
+  for (const checkpoint of from < 0 ? [] : checkpoints.slice(from)) {
+    for (const file of checkpoint.files) {
+      if (seen.has(file.path)) continue;
+      seen.add(file.path);
+      if (file.status === "added") created.add(file.path);
+    }
+  }
+  return created;
+}
+
+/**
+ * The modal question for "Undo this ask", from its dry run. `shown` is the ask's number as the
+ * chat shows it; `created` the files the undo deletes rather than puts back (createdFiles).
+ */
+export function undoQuestion(checkpointId: string, dry: RewindResult, created: ReadonlySet<string> = new Set(), shown = checkpointId): UndoQuestion {
   const lines: string[] = [];
   const inEditor = new Set(dry.inEditor);
-  if (dry.restored.length) {
+  const editorNote = (path: string) => (inEditor.has(path) ? " (in its editor, unsaved: Undo works there)" : "");
+  const back = dry.restored.filter((p) => !created.has(p));
+  const deleted = dry.restored.filter((p) => created.has(p));
+  if (back.length) {
     lines.push("Will be put back:");
-    for (const path of dry.restored) {
-      lines.push(`  ${path}${inEditor.has(path) ? " (in its editor, unsaved: Undo works there)" : ""}`);
-    }
+    for (const path of back) lines.push(`  ${path}${editorNote(path)}`);
+  }
+  if (deleted.length) {
+    if (lines.length) lines.push("");
+    lines.push("Will be deleted (the agent created them):");
+    for (const path of deleted) lines.push(`  ${path}${editorNote(path)}`);
   }
   if (dry.conflicts.length) {
     if (lines.length) lines.push("");
@@ -75,16 +107,18 @@ export function undoQuestion(checkpointId: string, dry: RewindResult): UndoQuest
     lines.push("", "The conversation goes back to before this ask: the agent forgets it and every later one.");
   }
   return {
-    message: `Undo ask ${checkpointId} and every later one?`,
+    message: `Undo ask ${shown} and every later one?`,
     detail: lines.join("\n"),
     actionable: dry.restored.length > 0 || dry.conversationTruncated,
   };
 }
 
-/** The notification after a rewind. */
-export function undoOutcome(checkpointId: string, result: RewindResult): string {
-  const restored = result.restored.length;
-  let text = `Undid ask ${checkpointId}: ${restored} file${restored === 1 ? "" : "s"} put back`;
+/** The notification after a rewind (`shown`: the ask's number as the chat shows it). */
+export function undoOutcome(shown: string, result: RewindResult, created: ReadonlySet<string> = new Set()): string {
+  const deleted = result.restored.filter((p) => created.has(p)).length;
+  const restored = result.restored.length - deleted;
+  const done = [`${restored} file${restored === 1 ? "" : "s"} put back`, ...(deleted ? [`${deleted} deleted`] : [])];
+  let text = `Undid ask ${shown}: ${done.join(", ")}`;
   if (result.inEditor.length) text += ` (${result.inEditor.length} in open editors, unsaved)`;
   if (result.conflicts.length) {
     text += `; kept ${result.conflicts.length} you changed since: ${result.conflicts.map((c) => c.path).join(", ")}`;

@@ -6,7 +6,7 @@
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import type { Button, Conversation } from "./chat/model";
-import { checkpointItems, undoOutcome, undoQuestion } from "./checkpoints-view";
+import { changesText, checkpointItems, createdFiles, undoOutcome, undoQuestion } from "./checkpoints-view";
 import {
   type CheckpointsResult,
   type DiffResult,
@@ -28,6 +28,8 @@ export interface CheckpointHost {
 export interface ChatHooks {
   registerAction(name: string, handler: (args: Record<string, string>) => unknown): vscode.Disposable;
   addEntryAction(entryId: string, button: Button): void;
+  /** "2 files changed" under an answer. */
+  setEntryChanges(entryId: string, text: string): void;
   readonly session: {
     readonly sessionId: string | undefined;
     readonly conversation: Conversation;
@@ -56,11 +58,66 @@ export class Checkpoints implements vscode.Disposable {
     ];
   }
 
-  /** An ask answered: "Show changes" and "Undo this ask" under its answer. */
-  answered(entryId: string, sessionId: string, checkpointId: string): void {
+  /**
+   * An ask answered: if it changed files, "2 files changed" with "Show changes" and "Undo
+   * this ask" under its answer; nothing under an answer that changed nothing. A server that
+   * cannot list its checkpoints gets the buttons without the count.
+   */
+  async answered(entryId: string, sessionId: string, checkpointId: string): Promise<void> {
+    const changed = await this.changedFiles(sessionId, checkpointId);
+    if (changed === 0) return;
     const args = { sessionId, checkpointId };
+    if (changed !== undefined) this.chat.setEntryChanges(entryId, changesText(changed));
     this.chat.addEntryAction(entryId, { title: "Show changes", action: SHOW, args });
     this.chat.addEntryAction(entryId, { title: "Undo this ask", action: UNDO, args });
+  }
+
+  /**
+   * A conversation reopened from the history: "Show changes" and "Undo this ask" under each ask
+   * that changed files, and under one that never finished (its server died mid-ask: state
+   * "interrupted"), matched to the entries by their prompts, in order.
+   */
+  async reopened(): Promise<void> {
+    const sessionId = this.chat.session.sessionId;
+    const client = this.host.client();
+    if (!sessionId || !client) return;
+    let result: CheckpointsResult;
+    try {
+      result = await client.sendRequest<CheckpointsResult>(Methods.checkpoints, { sessionId });
+    } catch {
+      return;
+    }
+    const conversation = this.chat.session.conversation;
+    if (conversation.sessionId !== sessionId) return;
+    const oneLine = (text: string) => text.replace(/\s+/g, " ").trim();
+    let next = 0;
+    for (const checkpoint of result.checkpoints) {
+      const start = oneLine(checkpoint.prompt).replace(/…$/, "");
+      const index = conversation.entries.findIndex((e, i) => i >= next && !e.undone && oneLine(e.prompt).startsWith(start));
+      if (index < 0) continue;
+      next = index + 1;
+      const entry = conversation.entries[index];
+      const interrupted = checkpoint.state === "interrupted";
+      if (!entry || (checkpoint.files.length === 0 && !interrupted)) continue;
+      if (entry.actions.some((b) => b.action === UNDO)) continue;
+      const args = { sessionId, checkpointId: checkpoint.id };
+      const changed = checkpoint.files.length ? changesText(checkpoint.files.length) : "";
+      this.chat.setEntryChanges(entry.id, interrupted ? ["Interrupted", changed].filter((t) => t).join(" · ") : changed);
+      this.chat.addEntryAction(entry.id, { title: "Show changes", action: SHOW, args });
+      this.chat.addEntryAction(entry.id, { title: "Undo this ask", action: UNDO, args });
+    }
+  }
+
+  /** How many files the ask changed, from agent/checkpoints (undefined: not known). */
+  private async changedFiles(sessionId: string, checkpointId: string): Promise<number | undefined> {
+    const client = this.host.client();
+    if (!client) return undefined;
+    try {
+      const result = await client.sendRequest<CheckpointsResult>(Methods.checkpoints, { sessionId });
+      return result.checkpoints.find((c) => c.id === checkpointId)?.files.length;
+    } catch {
+      return undefined;
+    }
   }
 
   private withIds(args: Record<string, string>, run: (sessionId: string, checkpointId: string) => Promise<unknown>): unknown {
@@ -68,15 +125,43 @@ export class Checkpoints implements vscode.Disposable {
     return sessionId && checkpointId ? run(sessionId, checkpointId) : undefined;
   }
 
-  /** After an undo the server's conversation ends before that ask: so does the view. */
-  private cutView(sessionId: string, checkpointId: string, result: RewindResult): void {
+  /** The entry of the chat whose buttons act on this checkpoint. */
+  private entryIndex(sessionId: string, checkpointId: string): number {
     const conversation = this.chat.session.conversation;
+    if (conversation.sessionId !== sessionId) return -1;
+    return conversation.entries.findIndex((entry) => entry.actions.some((b) => b.args?.["checkpointId"] === checkpointId));
+  }
+
+  /** The ask's number as the chat shows it (its entry's place, undone ones not counted). */
+  private shownNumber(sessionId: string, checkpointId: string): string {
+    const index = this.entryIndex(sessionId, checkpointId);
+    if (index < 0) return checkpointId;
+    return String(this.chat.session.conversation.entries.slice(0, index + 1).filter((e) => !e.undone).length);
+  }
+
+  /**
+   * After an undo the server's conversation ends before that ask. The view keeps the undone
+   * asks, struck through and marked "Undone" (their text stays readable), without their buttons.
+   */
+  private markUndone(sessionId: string, checkpointId: string, notice: string): void {
+    const conversation = this.chat.session.conversation;
+    const index = this.entryIndex(sessionId, checkpointId);
     if (conversation.sessionId !== sessionId) return;
-    const index = conversation.entries.findIndex((entry) =>
-      entry.actions.some((b) => b.action === UNDO && b.args?.["checkpointId"] === checkpointId),
-    );
-    const entries = index >= 0 ? conversation.entries.slice(0, index) : conversation.entries;
-    this.chat.session.replace({ ...conversation, entries, notice: undoOutcome(checkpointId, result) });
+    const entries = conversation.entries.map((entry, i) => {
+      if (index < 0 || i < index || entry.undone) return entry;
+      const { changes: _changes, ...rest } = entry;
+      return { ...rest, undone: true, actions: entry.actions.filter((b) => b.action !== SHOW && b.action !== UNDO) };
+    });
+    this.chat.session.replace({ ...conversation, entries, notice, noticeTone: "info" });
+  }
+
+  /** Close the diff views of the undone asks' changes: what they show is gone. */
+  private async closeChangeViews(shownNumbers: readonly string[]): Promise<void> {
+    const titles = shownNumbers.map((n) => `Changes of ask ${n}`);
+    const stale = vscode.window.tabGroups.all
+      .flatMap((group) => group.tabs)
+      .filter((tab) => titles.some((t) => tab.label === t || tab.label.startsWith(`${t}:`) || tab.label.startsWith(`${t} (`)));
+    if (stale.length) await vscode.window.tabGroups.close(stale);
   }
 
   /** Open VS Code's diff view for each file the ask changed. */
@@ -95,13 +180,13 @@ export class Checkpoints implements vscode.Disposable {
       return;
     }
     if (!result.files.length) {
-      void vscode.window.showInformationMessage(`Agent: ask ${checkpointId} changed no files.`);
+      void vscode.window.showInformationMessage(`Agent: ask ${this.shownNumber(sessionId, checkpointId)} changed no files.`);
       return;
     }
     const key = ++this.shown;
     this.forgetOlderThan(key - 20);
     const resources = result.files.map((file) => this.resources(file, checkpointId, key));
-    const title = `Changes of ask ${checkpointId}`;
+    const title = `Changes of ask ${this.shownNumber(sessionId, checkpointId)}`;
     const only = resources.length === 1 ? resources[0] : undefined;
     if (only) {
       const [resource, left, right] = only;
@@ -125,21 +210,33 @@ export class Checkpoints implements vscode.Disposable {
     const client = this.host.client();
     if (!client) return false;
     const params = { sessionId, checkpointId };
+    const shown = this.shownNumber(sessionId, checkpointId);
     try {
       const dry = await client.sendRequest<RewindResult>(Methods.rewind, { ...params, dryRun: true });
-      const question = undoQuestion(checkpointId, dry);
+      // Which of its files the undo deletes (the agent created them) rather than puts back.
+      const listed = await client.sendRequest<CheckpointsResult>(Methods.checkpoints, { sessionId }).catch(() => undefined);
+      const created = createdFiles(listed?.checkpoints ?? [], checkpointId);
+      const question = undoQuestion(checkpointId, dry, created, shown);
       const pick = await vscode.window.showWarningMessage(
         question.message,
         { modal: true, detail: question.detail },
         ...(question.actionable ? ["Undo"] : []),
       );
       if (pick !== "Undo") return false;
+      // The asks undone, numbered as the chat shows them (their diff views close).
+      const index = this.entryIndex(sessionId, checkpointId);
+      const undone =
+        index < 0
+          ? [shown]
+          : this.chat.session.conversation.entries.slice(index).filter((e) => !e.undone).map((_, i) => String(Number(shown) + i));
       const result = await client.sendRequest<RewindResult>(Methods.rewind, params);
-      this.cutView(sessionId, checkpointId, result);
-      void vscode.window.showInformationMessage(`Agent: ${undoOutcome(checkpointId, result)}`);
+      const outcome = undoOutcome(shown, result, created);
+      this.markUndone(sessionId, checkpointId, outcome);
+      await this.closeChangeViews(undone);
+      void vscode.window.showInformationMessage(`Agent: ${outcome}`);
       return true;
     } catch (error) {
-      void vscode.window.showErrorMessage(`Agent: could not undo ask ${checkpointId}: ${message(error)}`);
+      void vscode.window.showErrorMessage(`Agent: could not undo ask ${shown}: ${message(error)}`);
       return false;
     }
   }

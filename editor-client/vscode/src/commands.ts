@@ -126,6 +126,9 @@ async function getStarted(context: vscode.ExtensionContext): Promise<void> {
 
 // -- the actions of buttons ----------------------------------------------------------------------
 
+/** The settings that say where the model is (a refused connection, an unknown host, no model list). */
+const ENDPOINT_SETTINGS = "agentLsp.baseUrl";
+
 /** What the actions need of the client. */
 export interface ActionHost {
   readonly log: vscode.LogOutputChannel;
@@ -139,6 +142,12 @@ export async function routeAction(context: vscode.ExtensionContext, host: Action
   switch (action) {
     case "openSettings":
       await openSettings(context, host.log);
+      break;
+    case "openEndpointSettings":
+      await openSettings(context, host.log, ENDPOINT_SETTINGS);
+      break;
+    case "selectModel":
+      await host.selectModel();
       break;
     case "openReadme":
       await openReadme(context);
@@ -173,6 +182,8 @@ export async function routeCheckAction(
       return host.selectModel();
     case "openSettings":
       return openSettings(context, host.log);
+    case "openEndpointSettings":
+      return openSettings(context, host.log, ENDPOINT_SETTINGS);
     case "showLog":
       host.log.show(true);
   }

@@ -54,6 +54,12 @@ export function lineSpan(range: Range): string {
   return first === last ? `line ${first}` : `lines ${first}-${last}`;
 }
 
+/** The active file's chip above the chat input: the file's name, and the selection's lines. */
+export function chipLabel(shownPath: string, snapshot: EditorSnapshot): string {
+  const name = shownPath.split("/").pop() ?? shownPath;
+  return isEmpty(snapshot.selection) ? name : `${name} · ${lineSpan(snapshot.selection)}`;
+}
+
 /** The label of an active-document context, with the path as the user reads it. */
 export function contextLabel(document: NonNullable<AskContext["activeDocument"]>, shownPath: string): string {
   return document.selection ? `selection: ${shownPath}, ${lineSpan(document.selection)}` : `file: ${shownPath}`;

@@ -7,6 +7,8 @@ import { formatDuration } from "./summary";
 
 export type ErrorAction =
   | "openSettings"
+  | "openEndpointSettings"
+  | "selectModel"
   | "openReadme"
   | "openFolder"
   | "showLog"
@@ -85,11 +87,36 @@ function requestFailure(message: string, data: RequestFailure): Pick<ErrorReport
       ],
     };
   }
-  const transient =
-    data.kind === "timeout" || data.kind === "connection" || status === 429 || (status !== undefined && status >= 500);
   const attempts = attemptsText(data);
   // Say how often it was tried unless the server's text already does.
   const text = attempts && !/attempt/i.test(message) ? `${message} (${attempts})` : message;
+  if (data.kind === "connection") {
+    // Nothing answers at the base URL (refused, no such host): most often the setting is
+    // wrong or a local server is not running; the endpoint's setting first.
+    return {
+      kind: "transient",
+      message: text,
+      actions: [
+        { title: "Open Settings", action: "openEndpointSettings" },
+        { title: "Retry", action: "retry" },
+        { title: "Check Connection", action: "checkConnection" },
+        { title: "Show Server Log", action: "showLog" },
+      ],
+    };
+  }
+  if (status === 404) {
+    // No such model, or no such path (a base URL without /v1): the model picker, then settings.
+    return {
+      kind: "request",
+      message: text,
+      actions: [
+        { title: "Select Model", action: "selectModel" },
+        { title: "Open Settings", action: "openEndpointSettings" },
+        { title: "Check Connection", action: "checkConnection" },
+      ],
+    };
+  }
+  const transient = data.kind === "timeout" || status === 429 || (status !== undefined && status >= 500);
   if (transient) {
     return {
       kind: "transient",

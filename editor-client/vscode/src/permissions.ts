@@ -1,7 +1,8 @@
 // agent/requestPermission (docs/protocol.md): the server asks before a call it may not run
 // on its own — a bash escalation (network, or outside the sandbox), any bash call where the
 // system has no sandbox, or any change when agentLsp.approval is "always". The user answers
-// in a modal dialog: the command in full, the reason, the four choices. The answer has ACP's
+// on a card in the chat (the running ask's), else in a modal dialog (an MCP server's approval):
+// the command in full, the reason, the four choices. The answer has ACP's
 // shape. Pure apart from the `PermissionUi` it is given, so tests drive it without VS Code.
 // Everything shown is escaped (./display): the arguments are the model's raw data, and an
 // escape sequence or bidi override in them must not hide part of what the user allows.
@@ -38,6 +39,13 @@ export const PERMISSION_CAPABILITY = { agent: { requestPermission: true } } as c
 export interface PermissionUi {
   /** Show a modal with `buttons`; resolves to the clicked one, undefined for Cancel/Escape. */
   ask(message: string, detail: string, buttons: string[]): PromiseLike<string | undefined>;
+  /**
+   * Ask in the chat instead, on a card of the running ask: resolves to the clicked button's
+   * label (undefined: dismissed). Returns undefined when no card can show this request (not
+   * the chat's running ask, e.g. an MCP server's approval): the modal asks then.
+   * `withdrawn` resolves when the server takes the request back.
+   */
+  inline?(request: PermissionRequest, card: PermissionCard, withdrawn: Promise<void>): PromiseLike<string | undefined> | undefined;
 }
 
 /** The slice of a CancellationToken this module needs. */
@@ -188,6 +196,43 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
   return { message: `The agent asks: ${escapeControl(String(what))}`, detail: lines.join("\n"), buttons };
 }
 
+/** The request as the chat's card shows it: the command once, verbatim, in `code`. */
+export interface PermissionCard {
+  /** What the agent wants, without the command the code block shows ("Run outside the sandbox"). */
+  title: string;
+  code?: string;
+  /** What else the call does (a file, its content), the reason, what "always" covers. */
+  body: string;
+  buttons: Array<{ label: string; optionId: string }>;
+}
+
+/**
+ * The chat card of a request. The server's title ends with the command on one line
+ * ("Run outside the sandbox: echo hi"); the code block shows it whole, so the title stops
+ * before it rather than say it twice.
+ */
+export function permissionCard(request: PermissionRequest): PermissionCard {
+  const dialog = permissionDialog(request);
+  const command = shownCommand(request.toolName, request.arguments);
+  let title = typeof request.title === "string" && request.title !== "" ? escapeControl(request.title) : escapeControl(request.toolName);
+  if (command !== undefined) {
+    const oneLine = escapeControl(String(request.arguments["command"]));
+    if (title.endsWith(`: ${oneLine}`)) title = title.slice(0, -oneLine.length - 2);
+  }
+  const lines = command === undefined ? callSubject(request.toolName, request.arguments) : [];
+  if (typeof request.reason === "string" && request.reason.trim() !== "") lines.push(`Reason: ${escapeControl(request.reason)}`);
+  if (request.toolName !== MCP_SERVER_APPROVAL) {
+    lines.push(
+      isMcpTool(request.toolName)
+        ? "“Always” holds for this conversation and every call of this tool."
+        : "“Always” holds for this conversation and only for this exact call; a changed command asks again.",
+    );
+  }
+  const card: PermissionCard = { title, body: lines.join("\n"), buttons: dialog.buttons };
+  if (command !== undefined) card.code = command;
+  return card;
+}
+
 const CANCELLED: PermissionResult = { outcome: { outcome: "cancelled" } };
 
 /**
@@ -208,10 +253,10 @@ export async function answerPermission(
     subscription = token?.onCancellationRequested(() => resolve(undefined));
   });
   try {
-    const clicked = await Promise.race([
-      ui.ask(dialog.message, dialog.detail, dialog.buttons.map((b) => b.label)),
-      withdrawn,
-    ]);
+    const asked =
+      ui.inline?.(request, permissionCard(request), withdrawn.then(() => undefined)) ??
+      ui.ask(dialog.message, dialog.detail, dialog.buttons.map((b) => b.label));
+    const clicked = await Promise.race([asked, withdrawn]);
     if (token?.isCancellationRequested) return CANCELLED;
     const chosen = dialog.buttons.find((b) => b.label === clicked);
     return chosen ? { outcome: { outcome: "selected", optionId: chosen.optionId } } : CANCELLED;

@@ -83,7 +83,7 @@ export function describeModelStatus(setting: string | undefined, serverCurrent: 
   };
 }
 
-export type CheckAction = "setApiKey" | "selectModel" | "openSettings" | "showLog";
+export type CheckAction = "setApiKey" | "selectModel" | "openSettings" | "openEndpointSettings" | "showLog";
 
 export interface CheckReport {
   ok: boolean;
@@ -98,8 +98,33 @@ const ACTION_TITLES: Record<CheckAction, string> = {
   setApiKey: "Set API Key",
   selectModel: "Select Model",
   openSettings: "Open Settings",
+  openEndpointSettings: "Open Settings",
   showLog: "Show Details",
 };
+
+/**
+ * The buttons for a failed check, the one that fixes it first. The check's name says which
+ * step failed; for "models" and "request" its words say why (the server's own phrases, see
+ * server/model/connection_check.py): a refused key wants the key, nothing answering (refused
+ * connection, unknown host, a timeout) or no model list wants the endpoint's settings, an
+ * unknown model the model picker.
+ */
+export function checkActions(name: string | undefined, message: string): CheckAction[] {
+  const keyRefused = /refused the API key|\b40[13]\b/i.test(message);
+  switch (name) {
+    case "configuration":
+      return /key/i.test(message) ? ["setApiKey", "openSettings", "showLog"] : ["openSettings", "setApiKey", "showLog"];
+    case "model":
+      return ["selectModel", "showLog"];
+    case "models":
+    case "request":
+      if (keyRefused) return ["setApiKey", "openEndpointSettings", "showLog"];
+      if (name === "request" && /test request for/i.test(message)) return ["selectModel", "openEndpointSettings", "showLog"];
+      return ["openEndpointSettings", "showLog"];
+    default:
+      return ["openSettings", "showLog"];
+  }
+}
 
 /** What the user is told after agent/checkConnection; the buttons follow the failed check's name. */
 export function describeCheck(result: CheckConnectionResult): CheckReport {
@@ -115,18 +140,7 @@ export function describeCheck(result: CheckConnectionResult): CheckReport {
       actions: [{ title: ACTION_TITLES.showLog, action: "showLog" }],
     };
   }
-  let actions: CheckAction[];
-  switch (failed?.name) {
-    case "configuration":
-    case "models":
-      actions = ["setApiKey", "openSettings", "showLog"];
-      break;
-    case "model":
-      actions = ["selectModel", "showLog"];
-      break;
-    default:
-      actions = ["openSettings", "showLog"];
-  }
+  const actions = checkActions(failed?.name, failed?.message ?? "");
   return {
     ok: false,
     headline: failed ? failed.message : "The connection check failed.",

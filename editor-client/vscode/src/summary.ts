@@ -85,6 +85,27 @@ export function summarizeArguments(
   return truncate(parts.join(" "), maxLength);
 }
 
+/**
+ * What a tool row's one-line header says of the call: only the argument the call is about
+ * (the command, the path; summaryKey first), else the whole summary; the rest is in the row's
+ * body. `bash {"command": "make", "escalation": "network", ...}` -> `make`.
+ */
+export function headSummary(argumentsJson: string, maxLength = 120, summaryKey?: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(argumentsJson);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) {
+    const record = parsed as Record<string, unknown>;
+    const keys = summaryKey ? [summaryKey, ...PRIMARY_KEYS] : PRIMARY_KEYS;
+    const key = keys.find((k) => Object.hasOwn(record, k));
+    if (key !== undefined) return truncate(markedLines(describeValue(record[key])), maxLength);
+  }
+  return summarizeArguments(argumentsJson, maxLength, summaryKey);
+}
+
 /** First non-blank line of a tool's output, for failure lines. */
 export function firstLine(output: string | undefined, maxLength = 160): string {
   if (!output) return "";

@@ -87,8 +87,19 @@ describe("tool rows", () => {
     assert.match(html, /^<div class="call ok disclosure" id="part:e1\/tool\/call_1" data-id="e1\/tool\/call_1">/);
     assert.match(html, /<code class="tool">bash<\/code> <span class="args">ls<\/span> <span class="status">ok · 12ms<\/span>/);
     assert.ok(!/class="[^"]*\bopen\b/.test(html), "collapsed");
-    assert.match(html, /<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false">/);
+    assert.match(html, /<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false" title="ls">/);
     assert.ok(!html.includes("<details"), "no <details>: its cost in Chromium grows with their number");
+  });
+
+  it("a header says only what the call is about: the command, not its escalation or justification", () => {
+    const args = JSON.stringify({ command: `make test ${"x".repeat(200)}`, escalation: "network", justification: "fetch deps" });
+    const html = renderToolItem(entry(), tool({ arguments: args }), options);
+    const head = html.slice(0, html.indexOf('<div class="disclosure-body">'));
+    const shown = /<span class="args">([^<]*)<\/span>/.exec(head)?.[1] ?? "";
+    assert.ok(shown.startsWith("make test xxx") && shown.endsWith("…") && Array.from(shown).length === 120, shown);
+    assert.ok(!/<span class="args">[^<]*(escalation|fetch deps)/.test(head), head);
+    // The body has them all.
+    assert.match(html, /<span class="arg-key">justification<\/span><pre class="arg-value">fetch deps<\/pre>/);
   });
 
   it("expand to the arguments as written: a multi-line command keeps its lines", () => {
@@ -101,17 +112,36 @@ describe("tool rows", () => {
   it("show a failed call's error inline, without expanding", () => {
     const html = renderToolItem(entry(), tool({ state: "failed", output: "\nError: no such file: nope.py\nmore" }), options);
     const summary = html.slice(0, html.indexOf('<div class="disclosure-body">'));
-    assert.match(summary, /<div class="call-error">Error: no such file: nope.py<\/div>/);
+    // Under the one-line header, outside it: seen without expanding.
+    assert.match(summary, /<\/div><div class="call-error">Error: no such file: nope.py<\/div>$/);
   });
 
   it("say when the preview was cut, and offer the full output", () => {
     const output = `${"x".repeat(100)}\n… [48000 more characters]`;
     assert.equal(cutCount(output), 48000);
     const html = renderToolItem(entry(), tool({ output }), options);
-    assert.match(html, /Preview cut: 48,000 more characters/);
+    // Its tail not fetched yet (an older server, a reopened conversation): the head, said so.
+    assert.match(html, /<pre class="output" [^>]*>x{100}<\/pre><div class="output-bar cut-note"[^>]*><span>The first part only: 48,000 more characters.<\/span><button[^>]*data-action="showAllOutput"[^>]*>Show all</);
     assert.match(html, /data-action="openToolOutput" data-call-id="call_1" data-entry-id="e1"[^>]*>Open full output</);
     const without = renderToolItem(entry(), tool({ output }), { toolOutput: false });
-    assert.ok(!without.includes("openToolOutput"), "no button when the server keeps no output");
+    assert.ok(!without.includes("openToolOutput") && !without.includes("showAllOutput"), "no button when the server keeps no output");
+  });
+
+  it("show an output's last lines as a terminal does, with Show all and Copy output", () => {
+    const output = Array.from({ length: 100 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    const html = renderToolItem(entry(), tool({ output }), options);
+    const pre = /<pre class="output from-end"[^>]*>([^<]*)<\/pre>/.exec(html)?.[1] ?? "";
+    assert.equal(pre.split("\n")[0], "line 61");
+    assert.equal(pre.split("\n").at(-1), "line 100");
+    assert.match(html, /<span>The last 40 lines of 100.<\/span><button[^>]*data-action="showAllOutput"[^>]*>Show all<\/button>/);
+    assert.match(html, />Copy output</);
+    // A fetched tail (the preview was cut) is shown instead of the head.
+    const cut = renderToolItem(entry(), tool({ output: "head\n… [5000 more characters]", full: { text: "last line", hiddenLines: 300, totalLines: 301 } }), options);
+    assert.match(cut, /<pre class="output from-end"[^>]*>last line<\/pre>/);
+    assert.match(cut, /The last 1 line of 301\./);
+    // A short output: all of it, no bar.
+    const short = renderToolItem(entry(), tool({ output: "ok\n" }), options);
+    assert.ok(!short.includes("output-bar") && /<pre class="output from-end"[^>]*>ok<\/pre>/.test(short), short);
   });
 });
 
@@ -155,6 +185,9 @@ describe("entries", () => {
 
   it("show working status, and an empty conversation says how to start", () => {
     assert.match(renderTail(entry({ state: "working", status: "turn 2: running tools" })), /turn 2: running tools/);
+    const changed = renderTail(entry({ changes: "2 files changed", actions: [{ title: "Show changes", action: "showChanges" }] }));
+    assert.match(changed, /<span class="changes">2 files changed<\/span><button[^>]*>Show changes<\/button>/);
+    assert.ok(!renderTail(entry()).includes("class=\"buttons\""), "an answer with no changes and no buttons gets no button row");
     assert.match(renderConversation({ entries: [] }, options), /press <b>Enter<\/b>/);
   });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { checkpointItems, fileSummary, undoOutcome, undoQuestion } from "../src/checkpoints-view";
+import { changesText, checkpointItems, createdFiles, fileSummary, undoOutcome, undoQuestion } from "../src/checkpoints-view";
 import type { Checkpoint, RewindResult } from "../src/protocol";
 
 const NOW = new Date("2026-12-01T10:30:00Z");
@@ -104,5 +104,28 @@ describe("undoOutcome", () => {
       rewind({ restored: ["a", "b"], inEditor: ["b"], conflicts: [{ path: "c", reason: "x" }], dryRun: false }),
     );
     assert.equal(text, "Undid ask 2: 2 files put back (1 in open editors, unsaved); kept 1 you changed since: c.");
+  });
+});
+
+describe("changesText", () => {
+  it("counts the files an ask changed", () => {
+    assert.equal(changesText(1), "1 file changed");
+    assert.equal(changesText(2), "2 files changed");
+  });
+});
+
+describe("an undo that deletes what the agent created", () => {
+  it("says the created files will be deleted, not put back, numbered as the chat shows the ask", () => {
+    const checkpoints = [
+      checkpoint("3", { files: [{ path: "new.txt", status: "added", added: 1, removed: 0 }, { path: "README.md", status: "modified", added: 1, removed: 1 }] }),
+      checkpoint("4", { files: [{ path: "new.txt", status: "modified", added: 1, removed: 0 }, { path: "later.txt", status: "added", added: 1, removed: 0 }] }),
+    ];
+    const created = createdFiles(checkpoints, "3");
+    assert.deepEqual([...created].sort(), ["later.txt", "new.txt"]);
+    assert.deepEqual([...createdFiles(checkpoints, "4")], ["later.txt"], "new.txt existed before ask 4");
+    const question = undoQuestion("3", rewind({ restored: ["README.md", "new.txt"] }), created, "1");
+    assert.equal(question.message, "Undo ask 1 and every later one?");
+    assert.match(question.detail, /^Will be put back:\n  README\.md\n\nWill be deleted \(the agent created them\):\n  new\.txt\n/);
+    assert.equal(undoOutcome("1", rewind({ restored: ["README.md", "new.txt"], dryRun: false }), created), "Undid ask 1: 1 file put back, 1 deleted.");
   });
 });

@@ -1,7 +1,7 @@
 // What goes with an ask as editor context (agent/ask `context`), and what the view says was attached.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { buildContext, type EditorSnapshot, insideFolder, lineSpan } from "../src/editor-context";
+import { buildContext, chipLabel, type EditorSnapshot, insideFolder, lineSpan } from "../src/editor-context";
 import { renderEntry } from "../src/chat/render";
 import { newEntry } from "../src/chat/model";
 
@@ -54,5 +54,14 @@ describe("the active editor with every ask (agentLsp.sendActiveEditor)", () => {
     const html = renderEntry(entry, { toolOutput: false });
     assert.match(html, /<div class="prompt"><div class="prompt-text">Explain &lt;this&gt;<\/div><div class="attached">selection: src\/app.py, lines 3-9<\/div><\/div>/);
     assert.ok(!renderEntry(newEntry("plain"), { toolOutput: false }).includes("attached"));
+  });
+});
+
+describe("the active file's chip", () => {
+  it("names the file, and the selection's lines when there is one", () => {
+    const at = (l1: number, c1: number, l2: number, c2: number) => ({ start: { line: l1, character: c1 }, end: { line: l2, character: c2 } });
+    const snap = (selection: ReturnType<typeof at>) => ({ uri: "file:///w/src/app.py", scheme: "file", fsPath: "/w/src/app.py", selection });
+    assert.equal(chipLabel("src/app.py", snap(at(4, 2, 4, 2))), "app.py");
+    assert.equal(chipLabel("src/app.py", snap(at(2, 0, 8, 5))), "app.py · lines 3-9");
   });
 });

@@ -39,6 +39,14 @@ describe("describeAskError", () => {
     assert.equal(server.actions[0]?.action, "retry");
   });
 
+  it("points a refused connection or an unknown host to the endpoint's settings, a 404 to the model picker", () => {
+    const refused = describeAskError({ code: -32002, message: "Cannot reach http://127.0.0.1:9/v1: Connection refused", data: { status: null, kind: "connection", attempts: 3 } });
+    assert.deepEqual(refused.actions.map((a) => a.title), ["Open Settings", "Retry", "Check Connection", "Show Server Log"]);
+    assert.equal(refused.actions[0]?.action, "openEndpointSettings");
+    const missing = describeAskError({ code: -32002, message: "HTTP 404: model gpt-x does not exist", data: { status: 404, kind: "status" } });
+    assert.deepEqual(missing.actions.map((a) => a.action), ["selectModel", "openEndpointSettings", "checkConnection"]);
+  });
+
   it("offers to open a folder when none is open, the log otherwise", () => {
     assert.deepEqual(describeAskError({ code: -32003, message: "no folder" }).actions.map((a) => a.action), ["openFolder"]);
     assert.deepEqual(describeAskError({ code: -32002, message: "bad request", data: { status: 400 } }).actions.map((a) => a.action), ["retry", "checkConnection", "openSettings"]);

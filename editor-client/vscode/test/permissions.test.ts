@@ -8,6 +8,8 @@ import {
   type PermissionRequest,
   PermissionRequests,
   permissionCapabilityFeature,
+  type PermissionCard,
+  permissionCard,
   permissionDialog,
   type PermissionUi,
   QUOTE_CHARS,
@@ -153,6 +155,52 @@ describe("answerPermission", () => {
     const ui = user("Allow Once");
     assert.deepEqual(await answerPermission(request(), ui, token), { outcome: { outcome: "cancelled" } });
     assert.equal(ui.shown.length, 0);
+  });
+});
+
+describe("the chat's permission card", () => {
+  it("shows the command once (in the code block, not the title), the reason, what always covers, the four choices", () => {
+    const card = permissionCard(request());
+    assert.equal(card.title, "Run with network access");
+    assert.equal(card.code, "npm ci --no-audit");
+    assert.equal(card.body, "Reason: install the dependencies\n“Always” holds for this conversation and only for this exact call; a changed command asks again.");
+    assert.deepEqual(card.buttons.map((b) => b.label), ["Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]);
+  });
+
+  it("keeps a multi-line command's lines and the server's title when it does not end with the command", () => {
+    const card = permissionCard(request({ arguments: { command: "a\nb" }, title: "Run without a sandbox: a⏎b", reason: "" }));
+    assert.equal(card.title, "Run without a sandbox");
+    assert.equal(card.code, "a\nb");
+    const other = permissionCard(request({ title: "Something else", reason: "" }));
+    assert.equal(other.title, "Something else");
+  });
+
+  it("names the file of a write in the body, with no code block", () => {
+    const card = permissionCard(request({ toolName: "write_file", arguments: { path: "src/a.ts", content: "x" }, title: "Write file: src/a.ts", reason: "" }));
+    assert.equal(card.code, undefined);
+    assert.match(card.body, /^File: src\/a\.ts\nWrites 1 line \(1 byte\):\nx\n/);
+  });
+
+  it("is answered on the card when the chat shows it: the clicked label is the answer, the modal never opens", async () => {
+    const ui = user("Allow Once");
+    const cards: PermissionCard[] = [];
+    const inline: PermissionUi = { ...ui, inline: (_req, card) => (cards.push(card), Promise.resolve("Reject")) };
+    assert.deepEqual(await answerPermission(request(), inline), { outcome: { outcome: "selected", optionId: "reject_once" } });
+    assert.equal(cards.length, 1);
+    assert.equal(ui.shown.length, 0);
+  });
+
+  it("falls back to the modal when no card can show it, and a withdrawn card answers cancelled", async () => {
+    const ui = user("Allow Once");
+    assert.deepEqual(await answerPermission(request(), { ...ui, inline: () => undefined }), { outcome: { outcome: "selected", optionId: "allow_once" } });
+    assert.equal(ui.shown.length, 1);
+    const token = new Token();
+    let withdrawnSeen = false;
+    const answer = answerPermission(request(), { ...ui, inline: (_r, _c, withdrawn) => (void withdrawn.then(() => (withdrawnSeen = true)), new Promise(() => {})) }, token);
+    token.cancel();
+    assert.deepEqual(await answer, { outcome: { outcome: "cancelled" } });
+    await Promise.resolve();
+    assert.ok(withdrawnSeen);
   });
 });
 

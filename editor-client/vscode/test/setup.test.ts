@@ -79,7 +79,18 @@ describe("describeCheck", () => {
   it("leads with the first failure and offers the fix for that check", () => {
     const refused = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, message: "The endpoint refused the API key." }] });
     assert.equal(refused.headline, "The endpoint refused the API key.");
-    assert.deepEqual(refused.actions.map((a) => a.action), ["setApiKey", "openSettings", "showLog"]);
+    assert.deepEqual(refused.actions.map((a) => a.action), ["setApiKey", "openEndpointSettings", "showLog"]);
+    // Nothing answers (a refused connection, an unknown host): the endpoint's settings, not the key.
+    const nothing = describeCheck({
+      ok: false,
+      checks: [configured, { name: "models", ok: false, message: "Nothing answers at http://127.0.0.1:9/v1 (Connection refused). Check the base URL." }],
+    });
+    assert.deepEqual(nothing.actions.map((a) => a.title), ["Open Settings", "Show Details"]);
+    assert.equal(nothing.actions[0]?.action, "openEndpointSettings");
+    const noList = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, message: "http://x/models did not give a model list (HTTP 404)." }] });
+    assert.equal(noList.actions[0]?.action, "openEndpointSettings");
+    const badModel = describeCheck({ ok: false, checks: [configured, { name: "models", ok: true, message: "" }, { name: "request", ok: false, message: "The test request for gpt-x failed (HTTP 404: no such model)." }] });
+    assert.equal(badModel.actions[0]?.action, "selectModel");
     const unknown = describeCheck({
       ok: false,
       checks: [configured, { name: "models", ok: true, message: "" }, { name: "model", ok: false, message: "x is not served." }, { name: "request", ok: false, message: "404" }],

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { caretLines, inputAction, type KeyPress } from "../src/webview/keys";
 import { PromptHistory } from "../src/webview/prompt-history";
-import { afterChange, isAtBottom } from "../src/webview/scroll";
+import { afterChange, isAtBottom, MAX_PLACES, rememberPlace } from "../src/webview/scroll";
 
 const key = (k: string, extra: Partial<KeyPress> = {}): KeyPress => ({
   key: k, shiftKey: false, ctrlKey: false, altKey: false, metaKey: false, isComposing: false, ...extra,
@@ -63,5 +63,19 @@ describe("scroll follow", () => {
     assert.equal(isAtBottom({ scrollTop: 100, clientHeight: 500, scrollHeight: 1010 }), false);
     assert.deepEqual(afterChange(true, { scrollTop: 500, clientHeight: 500, scrollHeight: 1400 }), { scrollTo: 1400, offerJump: false });
     assert.deepEqual(afterChange(false, { scrollTop: 100, clientHeight: 500, scrollHeight: 1400 }), { offerJump: true });
+  });
+});
+
+describe("where the reader left a conversation", () => {
+  it("is kept only when they had scrolled away from its end, newest last, at most MAX_PLACES", () => {
+    let places = rememberPlace({}, "s1", { entry: 3, offset: 120.4 });
+    assert.deepEqual(places, { s1: { entry: 3, offset: 120 } });
+    places = rememberPlace(places, "s2", { entry: 0, offset: 0 });
+    places = rememberPlace(places, "s1", { entry: 5, offset: 10 });
+    assert.deepEqual(Object.keys(places), ["s2", "s1"]);
+    assert.deepEqual(rememberPlace(places, "s1", undefined), { s2: { entry: 0, offset: 0 } }, "at the end: it opens there anyway");
+    for (let i = 0; i < MAX_PLACES + 5; i++) places = rememberPlace(places, `k${i}`, { entry: i, offset: 0 });
+    assert.equal(Object.keys(places).length, MAX_PLACES);
+    assert.ok(!("s2" in places) && `k${MAX_PLACES + 4}` in places, "the oldest go first");
   });
 });

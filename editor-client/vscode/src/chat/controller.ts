@@ -6,11 +6,10 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import * as vscode from "vscode";
-import { escapeControl } from "../display";
-import { buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan, type PickedDocument, withDocuments } from "../editor-context";
+import { type BuiltContext, buildContext, contextLabel, type EditorSnapshot, isEmpty, lineSpan, type PickedDocument, withDocuments } from "../editor-context";
 import { describeAskError, type ErrorReport, toastActions } from "../errors";
 import { joinWorkspacePath, resolveLink } from "../links";
-import { callSubject, shownCommand } from "../permissions";
+import type { PermissionCard, PermissionRequest } from "../permissions";
 import {
   type AnswerDelta,
   type AskContext,
@@ -25,7 +24,12 @@ import {
 } from "../protocol";
 import type { FromView, ToView } from "./messages";
 import { applyCard, type Button, type CardItem, type Change, type Conversation, type Entry, missingEntries, removeItem } from "./model";
-import { partId, type RenderOptions } from "./render";
+import { cutCount, partId, type RenderOptions } from "./render";
+import { ActiveFileChip } from "./active-file";
+import { PermissionCards } from "./permission-cards";
+import { EditDiffs } from "./edit-diffs";
+import { ToolOutputs } from "./tool-outputs";
+import { headSummary } from "../summary";
 import { PathExistsCache } from "./path-cache";
 import { ProjectContext } from "./project";
 import { type BuiltinRoute, builtinRoute } from "../slash-commands";
@@ -69,6 +73,23 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private readonly finished = new vscode.EventEmitter<{ entry: Entry; sessionId: string | undefined }>();
   /** An ask ended: `entry` is in the conversation of `sessionId` (checkpoints add buttons here). */
   readonly onDidFinishAsk = this.finished.event;
+  private readonly reopenedEmitter = new vscode.EventEmitter<string | undefined>();
+  /** A past conversation was reopened (from the history, or after a reload): checkpoints add buttons. */
+  readonly onDidReopen = this.reopenedEmitter.event;
+  /** The chip of the file you are looking at, above the input. */
+  private readonly activeFile: ActiveFileChip;
+  /** An edit row's file link: the change in VS Code's diff editor. */
+  private readonly edits = new EditDiffs(() => this.folderUri());
+  /** Tool rows' whole outputs: their tails, Show all, Copy output. */
+  private readonly outputs: ToolOutputs;
+  /** Permission requests asked on cards in the chat. */
+  private readonly permissionCards = new PermissionCards({
+    sessionId: () => this.session.sessionId,
+    runningEntry: () => this.session.runningEntry,
+    addCard: (card, entryId) => this.addCard(card, entryId),
+    visible: () => this.view.visible,
+    reveal: () => void this.view.reveal(false),
+  });
 
   constructor(
     context: vscode.ExtensionContext,
@@ -87,12 +108,25 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         this.view.resetPage();
         this.remember(conversation);
         this.project.refresh(); // another conversation: its folder's, and what it was told
+        this.activeFile.refresh();
       },
       changed: (changes) => this.view.changed(changes),
       busy: (busy, status) => {
         void vscode.commands.executeCommand("setContext", "agentLsp.busy", busy);
         this.view.post(status === undefined ? { type: "busy", busy } : { type: "busy", busy, status });
       },
+    });
+    this.activeFile = new ActiveFileChip({
+      enabled: () => this.host.acceptsContext() && this.pinned === undefined,
+      sendActiveEditor: () => this.host.sendActiveEditor(),
+      folderPath: () => this.folderPath(),
+      post: (message) => this.view.post(message),
+    });
+    this.outputs = new ToolOutputs({
+      connection: host.connection,
+      sessionId: () => this.session.sessionId,
+      changed: (changes) => this.view.changed(changes),
+      post: (message) => this.view.post(message),
     });
     this.project = new ProjectContext({
       connection: host.connection,
@@ -110,8 +144,11 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       }),
       vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, this),
       this.watchFiles(),
+      this.edits,
+      this.activeFile,
       this.view,
       this.finished,
+      this.reopenedEmitter,
     );
     this.registerActions();
   }
@@ -126,10 +163,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     const messages: ToView[] = [
       { type: "prompts", prompts: this.store.prompts },
       { type: "draft", text: this.store.draft },
-      { type: "context", choices: this.host.acceptsContext() ? CONTEXT_CHOICES : [] },
       this.pinned ? { type: "pinned", label: this.pinned.label } : { type: "pinned" },
       ...this.project.pageState(),
     ];
+    this.activeFile.refresh();
     const entry = this.session.runningEntry;
     messages.push(entry ? { type: "busy", busy: true, status: entry.status ?? "Working…" } : { type: "busy", busy: false });
     return messages;
@@ -219,7 +256,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
    * that entry, with the editor context it was sent with; `documents`: the URIs of the files
    * picked with `@`.
    */
-  async send(prompt: string, attach: readonly string[] = [], again?: Entry, documents: readonly string[] = []): Promise<boolean> {
+  async send(prompt: string, fromChips?: { activeFile?: string }, again?: Entry, documents: readonly string[] = []): Promise<boolean> {
     if (prompt.trim() === "") return false;
     if (this.session.busy) {
       void this.view.reveal(false);
@@ -227,10 +264,11 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     this.store.addPrompt(prompt);
     const folder = this.session.conversation.folder ? undefined : this.host.currentFolder()?.uri.toString();
-    const { context, label } = again ? retryContext(again) : this.askContext(attach, documents);
+    const { context, label } = again ? retryContext(again) : this.askContext(fromChips, documents);
     const progress = this.host.workDoneToken();
     this.host.onAskStarted(prompt, this.session.sessionId);
     const startedAt = Date.now();
+    this.view.post({ type: "follow" }); // the user's own action: show it, even if they had scrolled up
     const outcome = this.session.send(prompt, {
       folder,
       context,
@@ -243,6 +281,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     const result = await outcome;
     progress?.dispose();
     this.host.onAskEnded(result, Date.now() - startedAt);
+    if (result.kind === "answered") this.retireRetries(result.entry);
     if (result.kind === "answered" || result.kind === "failed") {
       this.remember(this.session.conversation);
       this.finished.fire({ entry: result.entry, sessionId: this.session.sessionId });
@@ -256,25 +295,41 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     return this.session.stop();
   }
 
+  /** An ask answered: earlier failed ones lose their Retry (the conversation went on). */
+  private retireRetries(answered: Entry): void {
+    const changes: Change[] = [];
+    for (const entry of this.session.conversation.entries) {
+      if (entry === answered || entry.state !== "error" || !entry.error?.buttons.some((b) => b.action === "retry")) continue;
+      entry.error = { ...entry.error, buttons: entry.error.buttons.filter((b) => b.action !== "retry") };
+      changes.push({ part: "tail", entry });
+    }
+    if (changes.length) this.view.changed(changes);
+  }
+
   // -- editor context --------------------------------------------------------------------------
 
   /**
-   * The context of the next ask: what Ask About Selection attached, else the active editor
-   * (agentLsp.sendActiveEditor) or what the user ticked; only for a server that accepts it.
+   * The context of the next ask: what Ask About Selection attached, else what the chat's chips
+   * showed (`fromChips`: the active file's chip, if attached), else, for an ask from elsewhere
+   * (Quick Input, a command), the active editor when agentLsp.sendActiveEditor is on; only for
+   * a server that accepts it.
    */
-  private askContext(attach: readonly string[], documents: readonly string[] = []): { context?: AskContext; label?: string } {
+  private askContext(fromChips: { activeFile?: string } | undefined, documents: readonly string[] = []): { context?: AskContext; label?: string } {
     if (!this.host.acceptsContext()) return {};
     const pinned = this.pinned;
     if (pinned) this.setPinned(undefined);
     const editor = activeEditor();
-    const fromEditor = pinned
-      ? buildContext(pinned.editor, this.folderPath(), { auto: false, attach: ["selection"] }, pinned.shown)
-      : buildContext(
-          editor && snapshot(editor),
-          this.folderPath(),
-          { auto: this.host.sendActiveEditor(), attach },
-          editor ? vscode.workspace.asRelativePath(editor.document.uri, false) : "",
-        );
+    let fromEditor: BuiltContext;
+    if (pinned) fromEditor = buildContext(pinned.editor, this.folderPath(), { auto: false, attach: ["selection"] }, pinned.shown);
+    else if (fromChips) fromEditor = this.activeFile.context(fromChips.activeFile);
+    else {
+      fromEditor = buildContext(
+        editor && snapshot(editor),
+        this.folderPath(),
+        { auto: this.host.sendActiveEditor(), attach: [] },
+        editor ? vscode.workspace.asRelativePath(editor.document.uri, false) : "",
+      );
+    }
     const built = withDocuments(fromEditor, documents.map(pickedDocument), this.folderPath());
     if (built.skipped) vscode.window.setStatusBarMessage(`$(warning) Agent: not attached: ${built.skipped}`, 5000);
     const result: { context?: AskContext; label?: string } = {};
@@ -283,9 +338,15 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     return result;
   }
 
+  /** Show the active file's chip again (the server's capabilities are known now). */
+  refreshActiveFile(): void {
+    this.activeFile.refresh();
+  }
+
   private setPinned(pinned: { editor: EditorSnapshot; shown: string; label: string } | undefined): void {
     this.pinned = pinned;
     this.view.post(pinned ? { type: "pinned", label: pinned.label } : { type: "pinned" });
+    this.activeFile.refresh(); // the pinned selection stands for the file while it is there
   }
 
   /**
@@ -365,6 +426,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     // A tool call may create or remove files before the watcher says so.
     if (activity.status !== "started") this.paths.forget();
     this.session.onActivity(activity);
+    const entry = this.session.runningEntry;
+    if (entry && (activity.status === "completed" || activity.status === "failed") && cutCount(activity.output) !== undefined) {
+      void this.outputs.finished(entry, activity.callId);
+    }
   }
 
   onProgress(progress: AskProgress): void {
@@ -411,8 +476,11 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     const current = this.session.sessionId;
     const items = sessions.map((s) => ({
-      label: `${s.sessionId === current ? "$(comment-discussion) " : ""}${s.title || "(untitled)"}`,
-      description: [ago(toDate(s.updated)), `${s.turns} ask${s.turns === 1 ? "" : "s"}`].filter((p) => p).join(" · "),
+      label: `${s.sessionId === current ? "$(comment-discussion) " : s.state === "interrupted" ? "$(warning) " : ""}${s.title || "(untitled)"}`,
+      // An ask that never finished (its server died): said, so the user can reopen it and undo it.
+      description: [s.state === "interrupted" ? "interrupted" : "", ago(toDate(s.updated)), `${s.turns} ask${s.turns === 1 ? "" : "s"}`]
+        .filter((p) => p)
+        .join(" · "),
       detail: folderLabel(s.workspaceFolder),
       sessionId: s.sessionId,
     }));
@@ -435,6 +503,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     }
     const old = this.session.replace(conversation);
     this.store.save(old);
+    this.reopenedEmitter.fire(conversation.sessionId);
   }
 
   // -- hooks for other features ----------------------------------------------------------------
@@ -451,35 +520,23 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     return true;
   }
 
-  /**
-   * A permission request of the running ask (src/permissions.ts asks in a modal dialog): shown
-   * in the conversation where it happens, then what the user chose.
-   */
-  showPermission(
-    request: { sessionId: string; callId: string; toolName: string; title: string; reason: string; arguments: Record<string, unknown>; options: { optionId: string; name: string }[] },
-    answer: PromiseLike<{ outcome: { outcome: string; optionId?: string } }>,
-  ): void {
-    if (request.sessionId !== this.session.sessionId || !this.session.runningEntry) return;
-    const entryId = this.session.runningEntry.id;
-    const id = `permission-${request.callId}`;
-    // A command in a code block, line by line; what else the call does above the reason.
-    const command = shownCommand(request.toolName, request.arguments);
-    const code = command === undefined ? {} : { code: command };
-    const subject = command === undefined ? callSubject(request.toolName, request.arguments).join("\n") : "";
-    const body = `${subject}\n${request.reason ? `Reason: ${escapeControl(request.reason)}` : ""}`.trim();
-    const title = escapeControl(request.title || "The agent asks for permission");
-    this.addCard({ kind: "card", id, title: `Waiting for your permission — ${title}`, body, ...code, tone: "warning", buttons: [] }, entryId);
-    void Promise.resolve(answer).then((result) => {
-      const chosen = request.options.find((o) => o.optionId === result.outcome.optionId)?.name;
-      const said = result.outcome.outcome === "selected" && chosen ? `You chose: ${chosen}.` : "Not answered (withdrawn or dismissed).";
-      this.addCard({ kind: "card", id, title, body: body ? `${body}\n${said}` : said, ...code, tone: "info", buttons: [] }, entryId);
-    });
+  /** A permission request of the running ask, asked on a card in its entry (permission-cards.ts). */
+  askPermission(request: PermissionRequest, card: PermissionCard, withdrawn: Promise<void>): Promise<string | undefined> | undefined {
+    return this.permissionCards.ask(request, card, withdrawn);
   }
 
   removeCard(cardId: string, entryId?: string): void {
     const entry = entryId ? this.session.entry(entryId) : this.session.runningEntry;
     const removed = entry ? removeItem(entry, cardId) : undefined;
     if (entry && removed) this.view.post({ type: "remove", id: partId.item(entry, removed) });
+  }
+
+  /** What the ask changed ("2 files changed"), shown with the buttons under its answer. */
+  setEntryChanges(entryId: string, text: string): void {
+    const entry = this.session.entry(entryId);
+    if (!entry) return;
+    entry.changes = text;
+    this.view.changed([{ part: "tail", entry }]);
   }
 
   /** Add a button under an answer (e.g. "Show changes"); replaces one with the same action. */
@@ -496,7 +553,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private async onMessage(message: FromView): Promise<void> {
     switch (message.type) {
       case "send":
-        await this.send(message.prompt, message.attach ?? [], undefined, strings(message.documents));
+        await this.send(message.prompt, typeof message.activeFile === "string" ? { activeFile: message.activeFile } : {}, undefined, strings(message.documents));
         break;
       case "builtin": {
         const route = builtinRoute(message.name, message.args);
@@ -530,14 +587,24 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       }),
       this.registerAction("insertCode", (args) => insertAtCursor(args.text ?? "")),
       this.registerAction("openToolOutput", (args) => this.openToolOutput(args.callId ?? "", entryOf(args))),
+      this.registerAction("showAllOutput", (args) => this.outputs.page(entryOf(args), args.callId ?? "", 0)),
+      this.registerAction("moreOutput", (args) => this.outputs.page(entryOf(args), args.callId ?? "", Number(args.from) || 0)),
+      this.registerAction("openEditDiff", (args) => {
+        const item = entryOf(args)?.items.find((i) => i.kind === "tool" && i.id === args.callId);
+        if (item?.kind === "tool") return this.edits.open(item);
+        return undefined;
+      }),
+      this.registerAction("copyToolOutput", (args) => this.outputs.copy(entryOf(args), args.callId ?? "")),
       this.registerAction("retry", async (args) => {
         const entry = entryOf(args);
-        if (entry) await this.send(entry.prompt, [], entry);
+        if (entry) await this.send(entry.prompt, undefined, entry);
       }),
       this.registerAction("stop", () => this.stop()),
       this.registerAction("compact", () => this.compact()),
       this.registerAction("unpin", () => this.setPinned(undefined)),
-      ...["setApiKey", "checkConnection", "openSettings", "openReadme", "openFolder", "showLog"].map((name) =>
+      this.registerAction("toggleActiveFile", (args) => this.activeFile.toggle(args.key ?? "")),
+      this.registerAction("answerPermission", (args) => this.permissionCards.answer(args)),
+      ...["setApiKey", "checkConnection", "openSettings", "openEndpointSettings", "selectModel", "openReadme", "openFolder", "showLog"].map((name) =>
         this.registerAction(name, () => this.host.runAction(name)),
       ),
     );
@@ -550,7 +617,7 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     if (pick === "Show Chat") return this.view.reveal(false);
     const action = actions.find((a) => a.title === pick)?.action;
     if (action === "retry" && entry) {
-      await this.send(entry.prompt, [], entry);
+      await this.send(entry.prompt, undefined, entry);
       return;
     }
     if (action === "compact") return this.compact();
@@ -562,9 +629,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private async openToolOutput(callId: string, entry: Entry | undefined): Promise<void> {
     const sessionId = this.session.sessionId;
     const item = entry?.items.find((i) => i.kind === "tool" && i.id === callId);
-    const name = item?.kind === "tool" ? item.name : "tool";
+    // The tab is named after the call ("bash: npm test"), not its id; the query keeps it unique.
+    const name = item?.kind === "tool" ? `${item.name}: ${headSummary(item.arguments, 40, item.summaryKey)}` : "tool output";
     const query = new URLSearchParams({ session: sessionId ?? "", call: callId }).toString();
-    const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${name} ${callId}.txt`, query });
+    const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${name.replace(/[/\\]/g, "∕")}`, query });
     const document = await vscode.workspace.openTextDocument(uri);
     await vscode.window.showTextDocument(document, { preview: true, viewColumn: vscode.ViewColumn.Active });
   }
@@ -623,10 +691,6 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   }
 }
 
-const CONTEXT_CHOICES = [
-  { id: "selection", label: "Selection" },
-  { id: "file", label: "Current file" },
-];
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];

@@ -27,8 +27,11 @@ export interface FileChoice {
 
 /** Extension -> webview. */
 export type ToView =
-  /** The whole conversation (first show, reopen, new conversation). */
-  | { type: "reset"; html: string; title?: string }
+  /**
+   * The whole conversation (first show, reopen, new conversation); `key` names it (its
+   * session), so the page can put the reader back where they were in it.
+   */
+  | { type: "reset"; html: string; title?: string; key?: string }
   /**
    * Put `html` (one element with `data-id` = `id`) in place of the element with that id;
    * if there is none, insert it before the element `before`, else append it to `parent`
@@ -45,14 +48,25 @@ export type ToView =
   | { type: "setClass"; id: string; className: string }
   /** Whether an ask runs (Send becomes Stop), and the status line above the input. */
   | { type: "busy"; busy: boolean; status?: string }
+  /**
+   * A page of a tool call's output: put `text` in the element `id` (in place of what it
+   * shows, or after it), and `barHtml` in place of the element `bar`.
+   */
+  | { type: "outputPage"; id: string; text: string; replace: boolean; bar: string; barHtml: string }
+  /** An ask was sent (from the input, Retry, a command): scroll to it and follow its answer. */
+  | { type: "follow" }
   /** Focus the input; `text`, if given, replaces the draft. */
   | { type: "focusInput"; text?: string }
   /** The draft kept by the extension (after a reload); the page's own, if any, wins. */
   | { type: "draft"; text: string }
   /** Earlier prompts of this workspace, oldest first, for Up/Down recall. */
   | { type: "prompts"; prompts: string[] }
-  /** Attach choices shown under the input (only when the server accepts editor context). */
-  | { type: "context"; choices: { id: string; label: string }[] }
+  /**
+   * The chip of the file you are looking at (none: no chip): `label` "app.py · lines 3-9",
+   * `attached` whether it goes with the next ask (✕ leaves it out, ＋ puts it in); the page
+   * sends `key` back with the ask when it shows it attached.
+   */
+  | { type: "activeFile"; key?: string; label?: string; title?: string; attached?: boolean }
   /** What "Ask About Selection" attached to the next prompt ("selection: src/app.py, lines 3-9"); none: cleared. */
   | { type: "pinned"; label?: string }
   /** The instruction files in force (chips above the input) and the skills listed (one chip). */
@@ -67,8 +81,11 @@ export type ToView =
 /** Webview -> extension. */
 export type FromView =
   | { type: "ready" }
-  /** `documents`: the URIs of the files picked with `@` (context.documents). */
-  | { type: "send"; prompt: string; attach?: string[]; documents?: string[] }
+  /**
+   * `documents`: the URIs of the files picked with `@` (context.documents); `activeFile`: the
+   * key of the active file's chip, when it was shown attached (absent: no file goes).
+   */
+  | { type: "send"; prompt: string; activeFile?: string; documents?: string[] }
   /** A built-in command (`/compact`, `/undo 3`): the extension runs it, nothing is sent. */
   | { type: "builtin"; name: string; args: string }
   /** `/` typed: send the commands again (prompt files may have changed). */

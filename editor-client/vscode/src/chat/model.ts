@@ -40,6 +40,8 @@ export interface ToolItem {
   output?: string;
   /** How far a running call is, from agent/askProgress's numbers: "3/10", "40%". */
   progress?: string;
+  /** The end of the whole output (agent/toolOutput), when the preview was cut: shown instead. */
+  full?: { text: string; hiddenLines: number; totalLines: number };
 }
 
 export interface TextItem {
@@ -98,6 +100,10 @@ export interface Entry {
   stopReason?: string;
   error?: ErrorView;
   footer?: Footer;
+  /** Undone ("Undo this ask"): the server forgot it; the view keeps it struck through. */
+  undone?: boolean;
+  /** What the ask changed ("2 files changed"), when it changed files. */
+  changes?: string;
   /** Buttons under the answer (Retry, and later Show changes / Undo this ask). */
   actions: Button[];
 }
@@ -109,6 +115,8 @@ export interface Conversation {
   title?: string | undefined;
   /** Shown above the entries, e.g. "The server restarted; this is a new conversation." */
   notice?: string | undefined;
+  /** "info" for news that is not an error (an undo's outcome); default error. */
+  noticeTone?: "info" | "error" | undefined;
   entries: Entry[];
 }
 

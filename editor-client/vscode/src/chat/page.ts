@@ -55,6 +55,8 @@ body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size
 .markdown-body td, .markdown-body th { border: 1px solid var(--vscode-widget-border, #8886); padding: 2px 6px; }
 .markdown-body code { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size, inherit); }
 .markdown-body :not(pre) > code { padding: 1px 4px; border-radius: 3px; background: var(--vscode-textPreformat-background, #8882); }
+.markdown-body blockquote { margin: 6px 0; padding: 2px 10px; border-left: 4px solid var(--vscode-textBlockQuote-border, #8886);
+  background: var(--vscode-textBlockQuote-background, transparent); }
 a { color: var(--vscode-textLink-foreground); cursor: pointer; text-decoration: none; }
 a:hover { text-decoration: underline; color: var(--vscode-textLink-activeForeground, var(--vscode-textLink-foreground)); }
 a.path-link code { color: var(--vscode-textLink-foreground); }
@@ -74,7 +76,11 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 .disclosure-head { cursor: pointer; }
 .disclosure-head:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: -1px; }
 .call { border-radius: 4px; font-size: .95em; }
-.call > .disclosure-head { padding: 2px 4px; border-radius: 4px; overflow-wrap: anywhere; }
+/* A row's header is one line: the summary gives way (ellipsis), the tool and status do not. */
+.call > .disclosure-head { padding: 2px 4px; border-radius: 4px; display: flex; gap: .4em; align-items: baseline;
+  white-space: nowrap; overflow: hidden; }
+.call > .disclosure-head > * { flex: none; }
+.call > .disclosure-head > .args { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 .call > .disclosure-head::before { content: "▸"; display: inline-block; width: 1em; opacity: .6; }
 .call.open > .disclosure-head::before { content: "▾"; }
 .call > .disclosure-head:hover { background: var(--vscode-list-hoverBackground, #8882); }
@@ -84,7 +90,7 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 .call.ok .mark { color: var(--vscode-testing-iconPassed, #3a3); }
 .call.failed .mark, .call.failed .status, .call-error { color: var(--vscode-errorForeground, #d33); }
 .call.running .mark, .call.waiting .mark { color: var(--vscode-progressBar-background, #0078d4); }
-.call-error { display: block; margin: 2px 0 0 1.6em; font-size: .92em; white-space: pre-wrap; }
+.call-error { display: block; margin: 0 0 0 1.6em; font-size: .92em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .call-body { margin: 4px 0 8px 1.2em; padding: 6px 8px; border-left: 2px solid var(--vscode-widget-border, #8885); }
 .label { font-size: .8em; text-transform: uppercase; letter-spacing: .04em; opacity: .6; margin: 4px 0 2px; }
 .arg { margin: 2px 0; }
@@ -92,7 +98,22 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 3px; white-space: pre-wrap; overflow-wrap: anywhere;
   background: var(--vscode-textCodeBlock-background, #8881); font-family: var(--vscode-editor-font-family);
   font-size: var(--vscode-editor-font-size, inherit); max-height: 24em; overflow-y: auto; }
-.cut-note { font-size: .9em; color: var(--vscode-editorWarning-foreground, #c90); }
+/* Output as a terminal shows it: lines unwrapped (scroll sideways), the tail in full height. */
+pre.output { white-space: pre; overflow-wrap: normal; overflow-x: auto; max-height: 40em; margin-bottom: 2px; }
+/* An edit's diff, a write's first lines: in the row, without expanding it. */
+.edit-preview { margin: 2px 0 4px 1.6em; }
+.edit-head { font-size: .92em; }
+.edit-count { color: var(--vscode-descriptionForeground); }
+pre.diff { margin: 2px 0; padding: 4px 0; border-radius: 3px; overflow-x: auto; white-space: pre;
+  background: var(--vscode-textCodeBlock-background, #8881); font-family: var(--vscode-editor-font-family);
+  font-size: var(--vscode-editor-font-size, inherit); }
+.diff-line { display: block; padding: 0 8px; }
+.diff-line.add { background: var(--vscode-diffEditor-insertedLineBackground, #9bb95533); }
+.diff-line.del { background: var(--vscode-diffEditor-removedLineBackground, #ff000033); }
+.diff-line.ctx { opacity: .75; }
+.edit-more { font-size: .9em; color: var(--vscode-descriptionForeground); }
+.output-bar { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; font-size: .9em; color: var(--vscode-descriptionForeground); }
+.output-bar.cut-note { color: var(--vscode-editorWarning-foreground, #c90); }
 .call-actions { margin-top: 4px; }
 .attached { margin: 3px 0 0 2px; font-size: .85em; color: var(--vscode-descriptionForeground); }
 .note { font-size: .9em; color: var(--vscode-descriptionForeground); font-style: italic; }
@@ -118,6 +139,12 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
 .outcome.error, .notice { color: var(--vscode-errorForeground, #d33); }
 .stop-note { margin-top: 6px; color: var(--vscode-editorWarning-foreground, #c90); }
 .notice { margin: 8px 0; }
+.notice.info { color: var(--vscode-foreground); border-left: 3px solid var(--vscode-notificationsInfoIcon-foreground, #3794ff); padding-left: 8px; }
+/* An undone ask: still readable, struck through, marked. */
+.entry.undone .prompt-text, .entry.undone .items { text-decoration: line-through; opacity: .55; }
+.entry.undone .tail { opacity: .55; }
+.undone-label { display: inline-block; font-size: .8em; padding: 0 6px; margin-bottom: 3px; border-radius: 3px;
+  background: var(--vscode-badge-background, #8883); color: var(--vscode-badge-foreground, inherit); }
 .footer { margin-top: 6px; font-size: .85em; color: var(--vscode-descriptionForeground); opacity: .85; }
 .buttons { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 6px; }
 .button { font: inherit; padding: 3px 10px; border-radius: 2px; cursor: pointer; border: 1px solid var(--vscode-button-border, transparent); }
@@ -129,7 +156,10 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
   background: var(--vscode-editorWidget-background, #8881); }
 .card.warning { border-color: var(--vscode-editorWarning-foreground, #c90); }
 .card.error { border-color: var(--vscode-errorForeground, #d33); }
+.buttons .changes { align-self: center; opacity: .8; }
 .card-title { font-weight: 600; margin-bottom: 4px; }
+.card-code code { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size, inherit); }
+.button:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: 1px; }
 .card-body { white-space: pre-wrap; overflow-wrap: anywhere; }
 .empty { opacity: .85; margin-top: 12px; }
 .muted { opacity: .65; }
@@ -139,7 +169,10 @@ pre.arg-value, pre.output { margin: 2px 0 6px; padding: 6px 8px; border-radius: 
 #composer { position: relative; flex: 0 0 auto; padding: 8px 12px 10px; border-top: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, #8884)); }
 #status { font-size: .85em; opacity: .8; margin-bottom: 4px; font-style: italic; }
 #pinned { font-size: .9em; margin-bottom: 4px; }
-#attach { display: flex; gap: 12px; font-size: .9em; margin-bottom: 4px; opacity: .9; }
+#attach { display: flex; gap: 4px; font-size: .85em; margin-bottom: 4px; }
+.chip.active-file { display: inline-flex; gap: 2px; align-items: center; }
+.chip.active-file button { background: none; border: none; color: inherit; cursor: pointer; padding: 0 2px; font: inherit; }
+.chip.active-file.off { opacity: .6; font-style: italic; }
 .input-row { display: flex; gap: 6px; align-items: flex-end; }
 #input { flex: 1; resize: none; min-height: 2.4em; font: inherit; padding: 5px 8px; border-radius: 2px;
   color: var(--vscode-input-foreground); background: var(--vscode-input-background);

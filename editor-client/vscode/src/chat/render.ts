@@ -3,9 +3,11 @@
 // `data-id`, which the view's script uses to replace it in place.
 
 import { escapeControl } from "../display";
-import { formatDuration, summarizeArguments } from "../summary";
+import { formatDuration, headSummary, summarizeArguments } from "../summary";
 import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
 import { escapeHtml, type PathExists, renderMarkdown, renderPlainText, type StreamRender } from "./markdown";
+import { renderEditPreview } from "./edit-render";
+import { tailOf } from "./tool-output";
 
 export interface RenderOptions {
   /** The server keeps each call's full output (`agent/toolOutput`): offer to open it. */
@@ -18,6 +20,9 @@ export const partId = {
   items: (entry: Entry) => `${entry.id}/items`,
   item: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}`,
   tail: (entry: Entry) => `${entry.id}/tail`,
+  /** A tool row's output text and the bar under it ("Show all", "Show more"). */
+  outputText: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}/output`,
+  outputBar: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}/bar`,
   /** The block of a streaming text still being written (its done blocks come before it). */
   open: (entry: Entry, item: Item) => `${entry.id}/${item.kind}/${item.id}/open`,
 };
@@ -28,11 +33,11 @@ export const partId = {
  * its closed content display-locked), so the 600th tool row cost twice the 30th; a class the
  * page toggles costs the same at any size.
  */
-function disclosure(cls: string, id: string, head: string, body: string): string {
+function disclosure(cls: string, id: string, head: string, body: string, between = "", title?: string): string {
   return (
     `<div class="${cls} disclosure"${partAttrs(id)}>` +
-    `<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false">${head}</div>` +
-    `<div class="disclosure-body">${body}</div></div>`
+    `<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false"${attrs({ title })}>${head}</div>` +
+    `${between}<div class="disclosure-body">${body}</div></div>`
   );
 }
 
@@ -100,7 +105,8 @@ function firstErrorLine(output: string | undefined): string {
 }
 
 export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOptions): string {
-  const summary = summarizeArguments(item.arguments, 160, item.summaryKey);
+  // One line: the tool, what the call is about (cut, with an ellipsis), its status.
+  const summary = headSummary(item.arguments, 120, item.summaryKey);
   const duration = formatDuration(item.durationMs);
   const done = item.state === "running" && item.progress ? ` · ${item.progress}` : "";
   const status = `${CALL_WORD[item.state]}${done}${duration ? ` · ${duration}` : ""}`;
@@ -109,31 +115,59 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
       ? `<div class="call-error">${renderPlainText(firstErrorLine(item.output))}</div>`
       : "";
   const finished = item.state === "ok" || item.state === "failed";
-  const cut = cutCount(item.output);
-  let output: string;
-  if (item.output === undefined) {
-    output = `<div class="muted">${finished ? "No output." : "Running…"}</div>`;
-  } else {
-    const shown = cut === undefined ? item.output : item.output.replace(CUT_MARK, "");
-    output = `<pre class="output">${escapeHtml(shown)}</pre>`;
-    if (cut !== undefined) {
-      output += `<div class="cut-note">Preview cut: ${cut.toLocaleString("en-US")} more characters${options.toolOutput ? " — open the full output to read them" : ""}.</div>`;
-    }
-  }
-  const open =
-    finished && options.toolOutput
-      ? `<div class="call-actions">${renderButton({ title: "Open full output", action: "openToolOutput", args: { callId: item.id, entryId: entry.id } })}</div>`
-      : "";
+  const output = item.output === undefined ? `<div class="muted">${finished ? "No output." : "Running…"}</div>` : renderOutput(entry, item, options);
+  const ids = { callId: item.id, entryId: entry.id };
+  const buttons = [
+    ...(item.output !== undefined && item.output !== "" ? [renderButton({ title: "Copy output", action: "copyToolOutput", args: ids })] : []),
+    ...(finished && options.toolOutput ? [renderButton({ title: "Open full output", action: "openToolOutput", args: ids })] : []),
+  ];
+  const open = buttons.length ? `<div class="call-actions buttons">${buttons.join("")}</div>` : "";
   return disclosure(
     `call ${item.state}`,
     partId.item(entry, item),
     `<span class="mark">${CALL_MARK[item.state]}</span> ` +
       `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> ` +
       `<span class="args">${escapeHtml(summary)}</span> ` +
-      `<span class="status">${escapeHtml(status)}</span>${error}`,
+      `<span class="status">${escapeHtml(status)}</span>`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
       `<div class="label">Output</div>${output}${open}</div>`,
+    error + renderEditPreview(entry, item),
+    summarizeArguments(item.arguments, 300, item.summaryKey),
   );
+}
+
+/**
+ * A call's output as a terminal shows it: its last lines (TAIL_LINES), unwrapped, with a bar
+ * saying how many came before and "Show all" (the extension pages the whole output in from
+ * agent/toolOutput). Only a cut preview without its tail fetched (an older server, a reopened
+ * conversation) shows its head, and says so.
+ */
+function renderOutput(entry: Entry, item: ToolItem, options: RenderOptions): string {
+  const text = item.output ?? "";
+  const cut = cutCount(text);
+  const ids = { callId: item.id, entryId: entry.id };
+  const pre = (shown: string, tail: boolean) =>
+    `<pre class="output${tail ? " from-end" : ""}"${partAttrs(partId.outputText(entry, item))}>${escapeHtml(shown)}</pre>`;
+  if (item.full === undefined && cut !== undefined) {
+    const more = options.toolOutput ? renderButton({ title: "Show all", action: "showAllOutput", args: ids }) : "";
+    return (
+      pre(text.replace(CUT_MARK, ""), false) +
+      outputBar(entry, item, `The first part only: ${cut.toLocaleString("en-US")} more characters.`, more, "cut-note")
+    );
+  }
+  const tail = item.full ?? tailOf(text);
+  const note = tail.hiddenLines > 0 ? `The last ${plural(tail.totalLines - tail.hiddenLines, "line")} of ${tail.totalLines.toLocaleString("en-US")}.` : "";
+  const more = tail.hiddenLines > 0 ? renderButton({ title: "Show all", action: "showAllOutput", args: ids }) : "";
+  return pre(tail.text, true) + (note ? outputBar(entry, item, note, more) : "");
+}
+
+/** The bar under a call's output: what is shown of it, and the button for more. */
+export function outputBar(entry: Entry, item: Item, note: string, button: string, cls = ""): string {
+  return `<div class="output-bar ${cls}"${partAttrs(partId.outputBar(entry, item))}><span>${escapeHtml(note)}</span>${button}</div>`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 }
 
 export function renderTextItem(entry: Entry, item: TextItem, options: RenderOptions): string {
@@ -159,9 +193,9 @@ export function renderStreamingTextItem(entry: Entry, item: TextItem, rendered: 
 
 export function renderCardItem(entry: Entry, item: CardItem): string {
   return (
-    `<div class="card ${item.tone ?? "info"}"${partAttrs(partId.item(entry, item))}>` +
+    `<div class="card ${item.tone ?? "info"}" role="group" aria-label="${escapeHtml(item.title)}"${partAttrs(partId.item(entry, item))}>` +
     `<div class="card-title">${escapeHtml(item.title)}</div>` +
-    (item.code === undefined ? "" : `<pre class="arg-value">${escapeHtml(item.code)}</pre>`) +
+    (item.code === undefined ? "" : `<pre class="arg-value card-code"><code>${escapeHtml(item.code)}</code></pre>`) +
     `<div class="card-body">${renderPlainText(item.body)}</div>` +
     `<div class="buttons">${item.buttons.map((b) => renderButton(b)).join("")}</div></div>`
   );
@@ -223,20 +257,21 @@ export function renderTail(entry: Entry): string {
   const note = entry.stopReason ? STOP_NOTES[entry.stopReason] : undefined;
   if (note) parts.push(`<div class="stop-note">${escapeHtml(note)}</div>`);
   const buttons = [...(entry.state === "error" ? entry.error?.buttons ?? [] : []), ...entry.actions];
-  if (buttons.length) parts.push(`<div class="buttons">${buttons.map((b) => renderButton(b)).join("")}</div>`);
+  const changes = entry.changes ? `<span class="changes">${escapeHtml(entry.changes)}</span>` : "";
+  if (buttons.length || changes) parts.push(`<div class="buttons">${changes}${buttons.map((b) => renderButton(b)).join("")}</div>`);
   const footer = entry.footer ? formatFooter(entry.footer) : "";
   if (footer) parts.push(`<div class="footer">${escapeHtml(footer)}</div>`);
   return `<div class="tail"${partAttrs(partId.tail(entry))}>${parts.join("")}</div>`;
 }
 
 export function entryClass(entry: Entry): string {
-  return `entry ${entry.state}`;
+  return `entry ${entry.state}${entry.undone ? " undone" : ""}`;
 }
 
 export function renderEntry(entry: Entry, options: RenderOptions): string {
   return (
     `<section class="${entryClass(entry)}"${partAttrs(partId.entry(entry))}>` +
-    `<div class="prompt"><div class="prompt-text">${escapeHtml(entry.prompt)}</div>` +
+    `<div class="prompt">${entry.undone ? `<div class="undone-label">Undone</div>` : ""}<div class="prompt-text">${escapeHtml(entry.prompt)}</div>` +
     (entry.attached ? `<div class="attached">${escapeHtml(entry.attached)}</div>` : "") +
     `</div>` +
     `<div class="items"${partAttrs(partId.items(entry))}>${entry.items.map((i) => renderItem(entry, i, options)).join("")}</div>` +
@@ -251,7 +286,8 @@ export const EMPTY_HTML =
 
 /** The whole conversation (first show, reopen, new conversation). */
 export function renderConversation(conversation: Conversation, options: RenderOptions): string {
-  const notice = conversation.notice ? `<div class="notice"${partAttrs("notice")}>${renderPlainText(conversation.notice)}</div>` : "";
+  const tone = conversation.noticeTone === "info" ? " info" : "";
+  const notice = conversation.notice ? `<div class="notice${tone}" role="status"${partAttrs("notice")}>${renderPlainText(conversation.notice)}</div>` : "";
   if (conversation.entries.length === 0) return notice + EMPTY_HTML;
   return notice + conversation.entries.map((e) => renderEntry(e, options)).join("");
 }

@@ -89,7 +89,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   /** Draw the whole conversation again (new, reopened, or the page reloaded). */
   resetPage(): void {
     this.patcher.reset();
-    this.post({ type: "reset", html: renderConversation(this.host.conversation(), this.host.renderOptions()) });
+    const conversation = this.host.conversation();
+    const html = renderConversation(conversation, this.host.renderOptions());
+    this.post(conversation.sessionId ? { type: "reset", html, key: conversation.sessionId } : { type: "reset", html });
   }
 
   /** Send only the parts the changes touched. */

@@ -12,7 +12,7 @@ import { DraftSync, restoredDraft } from "./draft";
 import { InputCompletion } from "./input-completion";
 import { caretLines, inputAction } from "./keys";
 import { PromptHistory } from "./prompt-history";
-import { afterChange, isAtBottom } from "./scroll";
+import { afterChange, isAtBottom, type Place, rememberPlace, type SavedPlaces } from "./scroll";
 
 interface VsCodeApi {
   postMessage(message: FromView): void;
@@ -26,6 +26,8 @@ interface PageState {
   prompts?: string[];
   /** The files picked with `@` for the next ask. */
   mentions?: FileChoice[];
+  /** Where the reader left conversations they had scrolled up in (scroll.ts). */
+  places?: SavedPlaces;
 }
 
 const vscode = acquireVsCodeApi();
@@ -42,15 +44,23 @@ const project = document.getElementById("project") as HTMLElement;
 
 const history = new PromptHistory(saved.prompts ?? []);
 let busy = false;
+/** The key of the active file's chip while it is shown attached: what the next ask sends. */
+let activeFile: string | undefined;
 /** Whether to follow new output: the reader was at the bottom when they last scrolled. */
 let stick = true;
 
 /** Render times of the last updates (read by bench/view-render.mjs). */
 const timings: { what: string; ms: number }[] = [];
 (window as unknown as { agentLspTimings: typeof timings }).agentLspTimings = timings;
+/** The places kept and the conversation shown (read by the E2E tests when one fails). */
+(window as unknown as { agentLspPlaces: () => unknown }).agentLspPlaces = () => ({ shownKey, places });
+
+/** The conversation shown (its session), and where readers left the ones they scrolled in. */
+let shownKey: string | undefined;
+let places: SavedPlaces = saved.places ?? {};
 
 function save(): void {
-  const state: PageState = { draft: input.value, prompts: [...history.all], mentions: [...mentions.all] };
+  const state: PageState = { draft: input.value, prompts: [...history.all], mentions: [...mentions.all], places };
   vscode.setState(state);
 }
 
@@ -85,12 +95,15 @@ function replace(old: Element, next: Element): void {
     for (const d of next.querySelectorAll<HTMLElement>(".disclosure[data-id]")) if (open.has(d.dataset.id ?? "")) setOpen(d, true);
   }
   old.replaceWith(next);
+  for (const pre of next.querySelectorAll<HTMLElement>(".open pre.output.from-end")) pre.scrollTop = pre.scrollHeight;
 }
 
 /** Expand or collapse a row (a tool call, reasoning). */
 function setOpen(row: Element, open: boolean): void {
   row.classList.toggle("open", open);
   row.querySelector(":scope > .disclosure-head")?.setAttribute("aria-expanded", String(open));
+  // An output's tail opens at its last line, as a terminal shows it.
+  if (open) for (const pre of row.querySelectorAll<HTMLElement>("pre.output.from-end")) pre.scrollTop = pre.scrollHeight;
 }
 
 // Entries live in chunks of CHUNK: a change inside one lays out that chunk's entries and the
@@ -116,6 +129,7 @@ function apply(message: ToView): void {
     case "reset":
       root.innerHTML = message.html;
       chunkEntries();
+      shownKey = message.key;
       break;
     case "upsert": {
       const next = fromHtml(message.html);
@@ -164,6 +178,21 @@ function apply(message: ToView): void {
       if (element) element.className = message.className;
       break;
     }
+    case "outputPage": {
+      const text = byId(message.id);
+      if (text) {
+        if (message.replace) text.textContent = message.text;
+        else text.append(`\n${message.text}`);
+        text.classList.remove("from-end");
+      }
+      const bar = byId(message.bar);
+      const next = fromHtml(message.barHtml);
+      if (bar && next) bar.replaceWith(next);
+      break;
+    }
+    case "follow":
+      follow();
+      break;
     case "busy":
       setBusy(message.busy, message.status);
       break;
@@ -189,18 +218,28 @@ function apply(message: ToView): void {
       history.replace(message.prompts);
       save();
       break;
-    case "context":
-      attach.innerHTML = "";
-      for (const choice of message.choices) {
-        const label = document.createElement("label");
-        const box = document.createElement("input");
-        box.type = "checkbox";
-        box.value = choice.id;
-        label.append(box, ` ${choice.label}`);
-        attach.append(label);
+    case "activeFile": {
+      attach.replaceChildren();
+      activeFile = message.key !== undefined && message.attached ? message.key : undefined;
+      if (message.key !== undefined && message.label !== undefined) {
+        const chip = document.createElement("span");
+        chip.className = message.attached ? "chip active-file" : "chip active-file off";
+        chip.title = message.attached ? `Goes with the next ask: ${message.title ?? message.label}` : `Not sent: ${message.title ?? message.label}`;
+        const name = document.createElement("span");
+        name.textContent = message.label;
+        const toggle = document.createElement("button");
+        toggle.dataset.action = "toggleActiveFile";
+        toggle.dataset.key = message.key;
+        toggle.textContent = message.attached ? "✕" : "＋";
+        toggle.title = message.attached ? `Don't attach ${message.label}` : `Attach ${message.label}`;
+        toggle.setAttribute("aria-label", toggle.title);
+        if (message.attached) chip.append(name, toggle);
+        else chip.append(toggle, name);
+        attach.append(chip);
       }
-      attach.hidden = message.choices.length === 0;
+      attach.hidden = attach.childElementCount === 0;
       break;
+    }
     case "project":
       renderProject(project, message.instructions, message.skills);
       break;
@@ -246,15 +285,76 @@ window.addEventListener("message", (event: MessageEvent) => {
   const next = afterChange(wasAtBottom, root);
   if (next.scrollTo !== undefined) root.scrollTop = next.scrollTo;
   jump.hidden = !next.offerJump;
-  if (message.type === "reset") stick = true;
+  if (message.type === "reset") {
+    // At its end, unless the reader had scrolled up in this conversation: back there, once
+    // its entries are laid out (till then they have a placeholder height: see settle()).
+    const place = shownKey === undefined ? undefined : places[shownKey];
+    stick = place === undefined;
+    if (place !== undefined) restorePlace(place);
+    settle();
+  }
   timings.push({ what: message.type, ms: performance.now() - started });
   if (timings.length > 1000) timings.splice(0, timings.length - 1000);
 });
 
 root.addEventListener("scroll", () => {
+  if (restoring) return;
   stick = isAtBottom(root);
-  if (stick) jump.hidden = true;
+  jump.hidden = stick;
+  // Where the reader is, for when this conversation is shown again; at its end (following a
+  // running ask, the usual case) there is nothing to keep and nothing is written.
+  if (shownKey === undefined || (stick && places[shownKey] === undefined)) return;
+  places = rememberPlace(places, shownKey, stick ? undefined : placeNow());
+  save();
 });
+
+/** Set while a reopened conversation goes back to where the reader was (scroll events ignored). */
+let restoring = false;
+
+function restorePlace(place: Place): void {
+  restoring = true;
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => {
+      restoring = false;
+      const entry = root.querySelectorAll<HTMLElement>("section.entry")[place.entry];
+      if (entry) root.scrollTop += entry.getBoundingClientRect().top - root.getBoundingClientRect().top + place.offset;
+      else stick = true;
+      settle();
+    }),
+  );
+}
+
+/** The entry at the top of the view and how far into it the reader is. */
+function placeNow(): Place | undefined {
+  const box = root.getBoundingClientRect();
+  const entry = document.elementFromPoint(box.left + box.width / 2, box.top + 2)?.closest<HTMLElement>("section.entry");
+  if (!entry) return undefined;
+  const index = Array.prototype.indexOf.call(root.querySelectorAll("section.entry"), entry);
+  return index < 0 ? undefined : { entry: index, offset: box.top - entry.getBoundingClientRect().top };
+}
+
+/**
+ * Chunks out of sight have a placeholder height (content-visibility), so the end measured
+ * before they are laid out is not the end: a conversation drawn whole (reopened, reloaded)
+ * landed mid-way. While the reader follows, every change of the content's size scrolls to
+ * the end again; otherwise "Jump to latest" shows whenever the end is out of sight.
+ */
+function settle(): void {
+  if (stick) root.scrollTop = root.scrollHeight;
+  jump.hidden = stick || isAtBottom(root);
+}
+const resized = new ResizeObserver(() => settle());
+function observeChunks(): void {
+  for (const chunk of root.children) resized.observe(chunk);
+}
+new MutationObserver(() => observeChunks()).observe(root, { childList: true });
+resized.observe(root);
+
+/** The reader sent a prompt (or Retry): show it and follow its answer until they scroll away. */
+function follow(): void {
+  stick = true;
+  settle();
+}
 // A reader starting to scroll up is not followed, even before the first scroll event lands
 // (an update in between would otherwise pull them back to the bottom).
 root.addEventListener("wheel", (event) => {
@@ -276,6 +376,16 @@ function codeOf(element: Element): string {
   return element.closest(".code-block")?.querySelector("pre code")?.textContent ?? "";
 }
 
+/** A copy button says it copied, for a moment. */
+function copied(button: HTMLElement): void {
+  const label = button.dataset.label ?? button.textContent ?? "";
+  button.dataset.label = label;
+  button.textContent = "Copied ✓";
+  setTimeout(() => {
+    if (button.isConnected) button.textContent = label;
+  }, 1500);
+}
+
 document.addEventListener("click", (event) => {
   const target = event.target instanceof Element ? event.target : null;
   if (!target) return;
@@ -286,6 +396,7 @@ document.addEventListener("click", (event) => {
     for (const [k, v] of Object.entries(actor.dataset)) if (k !== "action" && v !== undefined) args[k] = v;
     const action = actor.dataset.action ?? "";
     if (action === "copyCode" || action === "insertCode") args.text = codeOf(actor);
+    if (action === "copyCode" || action === "copyToolOutput") copied(actor);
     if (action === "stop") {
       vscode.postMessage({ type: "stop" });
       return;
@@ -341,9 +452,6 @@ function setBusy(value: boolean, text?: string): void {
   status.hidden = !text;
 }
 
-function attached(): string[] {
-  return Array.from(attach.querySelectorAll<HTMLInputElement>("input:checked")).map((b) => b.value);
-}
 
 function clearInput(): void {
   input.value = "";
@@ -370,9 +478,9 @@ function submit(): void {
   if (busy) return;
   history.add(prompt);
   const message: FromView & { type: "send" } = { type: "send", prompt };
-  const choices = attached();
-  if (choices.length) message.attach = choices;
+  if (activeFile !== undefined) message.activeFile = activeFile;
   if (mentions.all.length) message.documents = mentions.all.map((m) => m.uri);
+  follow();
   vscode.postMessage(message);
   mentions.clear();
   clearInput();
@@ -421,7 +529,8 @@ input.addEventListener("input", () => {
 window.addEventListener("resize", autosize);
 
 chunkEntries();
+observeChunks();
 input.value = saved.draft ?? "";
 autosize();
-root.scrollTop = root.scrollHeight;
+settle();
 vscode.postMessage({ type: "ready" });
