@@ -301,6 +301,7 @@ class ConnectionCheck:
     name: str  # configuration, models, model, request
     ok: bool
     message: str  # plain words: what works, or what to fix
+    kind: str | None = None  # a failed check's fix: unreachable | url | auth | model | other
 
 
 @attrs.define

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +166,7 @@ async def test_check_a_good_endpoint(workspace: Path) -> None:
         assert result["ok"] is True
         assert list(checks) == ["configuration", "models", "model", "request"]
         assert all(c["ok"] for c in checks.values())
+        assert all(c.get("kind") is None for c in checks.values())  # only failures have one
         assert "Key from environment MODEL_API_KEY" in checks["configuration"]["message"]
         assert "lists 2 models" in checks["models"]["message"]
         # One tiny request, to the configured model.
@@ -184,6 +187,8 @@ async def test_check_a_wrong_url(workspace: Path) -> None:
     assert "usually ends in /v1" in checks["models"]["message"]
     assert checks["request"]["ok"] is False
     assert "the base URL is probably wrong" in checks["request"]["message"]
+    # Something answers, but not the API: the base URL is the fix.
+    assert (checks["models"]["kind"], checks["request"]["kind"]) == ("url", "url")
 
 
 async def test_check_an_address_where_nothing_listens(workspace: Path) -> None:
@@ -193,6 +198,7 @@ async def test_check_an_address_where_nothing_listens(workspace: Path) -> None:
     assert result["ok"] is False
     assert list(checks) == ["configuration", "models"]
     assert checks["models"]["message"].startswith(f"Nothing answers at {url}")
+    assert checks["models"]["kind"] == "unreachable"
 
 
 async def test_check_a_refused_key(workspace: Path) -> None:
@@ -204,6 +210,7 @@ async def test_check_a_refused_key(workspace: Path) -> None:
     message = checks["models"]["message"]
     assert "The endpoint refused the API key from environment MODEL_API_KEY" in message
     assert "HTTP 401" in message and "Agent: Set API Key" in message
+    assert checks["models"]["kind"] == "auth"
     assert "test-key-123" not in repr(result)
 
 
@@ -218,6 +225,18 @@ async def test_check_an_unknown_model(workspace: Path) -> None:
     assert "gpt-5-typo is not a model this endpoint serves" in checks["model"]["message"]
     assert "deepseek-chat, deepseek-reasoner" in checks["model"]["message"]
     assert checks["request"]["ok"] is False
+    assert (checks["model"]["kind"], checks["request"]["kind"]) == ("model", "model")
+    assert "kind" not in checks["models"] or checks["models"]["kind"] is None
+
+
+async def test_check_a_rate_limited_endpoint(workspace: Path) -> None:
+    with ScriptedModel(models=["scripted"]) as model:
+        model.reply(status=429, error_message="You exceeded your current quota.")
+        result = await check(server_env(model.base_url), workspace)
+    checks = by_name(result)
+    assert checks["request"]["ok"] is False
+    assert "rate-limiting or out of quota" in checks["request"]["message"]
+    assert checks["request"]["kind"] == "other"  # nothing to set: the words say what to do
 
 
 async def test_check_without_a_key(tmp_path: Path, workspace: Path) -> None:
@@ -226,6 +245,31 @@ async def test_check_without_a_key(tmp_path: Path, workspace: Path) -> None:
     [only] = result["checks"]
     assert (only["name"], only["ok"]) == ("configuration", False)
     assert only["message"].startswith("No model API key.")
+    assert only["kind"] == "auth"
+
+
+async def test_check_a_base_url_without_a_scheme(workspace: Path) -> None:
+    result = await check(server_env("127.0.0.1:11434/v1"), workspace)
+    [only] = result["checks"]
+    assert (only["name"], only["ok"], only["kind"]) == ("configuration", False, "url")
+    assert "must start with http:// or https://" in only["message"]
+
+
+async def test_check_a_broken_user_file(tmp_path: Path, workspace: Path) -> None:
+    config_home = tmp_path / "xdg"
+    user_file(config_home, "api_key = [unterminated\n")
+    result = await check(file_env(config_home), workspace)
+    [only] = result["checks"]
+    assert (only["name"], only["ok"], only["kind"]) == ("configuration", False, "other")
+
+
+def test_every_kind_is_documented() -> None:
+    from server.model.connection_check import Kind
+
+    protocol_md = (Path(__file__).resolve().parents[1] / "docs/protocol.md").read_text()
+    table = protocol_md.split("| `kind` | what failed | the fix |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `([a-z]+)` \| ", table, re.MULTILINE)
+    assert rows == list(typing.get_args(Kind))
 
 
 async def test_both_requests_are_advertised(workspace: Path, model: ScriptedModel) -> None:
@@ -243,6 +287,7 @@ async def test_check_an_endpoint_that_does_not_answer_in_time() -> None:
         report = await check_connection(environ=env, list_timeout=0.3)
     assert [(c.name, c.ok) for c in report.checks] == [("configuration", True), ("models", False)]
     assert report.checks[1].message.startswith(f"{env['BASE_URL']} did not answer within 0.3 s")
+    assert report.checks[1].kind == "unreachable"
 
     with ScriptedModel() as model:
         model.reply("late", delay=5)
@@ -252,4 +297,5 @@ async def test_check_an_endpoint_that_does_not_answer_in_time() -> None:
     assert checks["models"].ok is True
     assert checks["request"].ok is False
     assert "did not answer within 0.3 s" in checks["request"].message
+    assert checks["request"].kind == "unreachable"
     assert ENV_KEY not in repr(report)

@@ -12,6 +12,9 @@ The check, in order (it stops where going on cannot tell more):
 3. ``model``: the configured model is among them (an endpoint may serve a model
    it does not list, so the request below has the last word);
 4. ``request``: one tiny chat request answers.
+
+A failed check carries a ``kind``, what to fix, so that a client picks its button
+without reading the words: one of :data:`Kind` (docs/protocol.md lists them).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..config.sources import ModelSources, resolve_model_sources
 from ..config.user_config import UserConfigError
@@ -48,12 +51,21 @@ SET_MODEL_HINT: Final = (
     '"Agent: Select Model" in VS Code, `agent-lsp config set model NAME`, or agentLsp.model'
 )
 
+# What a failed check asks the user to fix:
+# - unreachable: nothing answers at the base URL (refused, unknown host, timeout);
+# - url: no base URL, or something answers there but not the API (no model list, a 404);
+# - auth: no key, or the endpoint refused it (401/403);
+# - model: the endpoint does not serve the model;
+# - other: nothing to set (rate limit, a server error, a broken user file...): the words say.
+Kind = Literal["unreachable", "url", "auth", "model", "other"]
+
 
 @dataclass(frozen=True)
 class Check:
     name: str
     ok: bool
     message: str
+    kind: Kind | None = None  # a failed check's; None when it passed
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,8 @@ async def check_connection(
         settings = load_model_settings(overrides, environ=env)
         sources = resolve_model_sources(overrides, environ=env)
     except (ModelNotConfiguredError, UserConfigError) as exc:
-        return CheckReport((Check("configuration", False, str(exc)),))
+        kind = _configuration_kind(overrides, env)
+        return CheckReport((Check("configuration", False, str(exc), kind),))
     # Building the SDK client loads TLS certificates: not on the loop.
     client = await asyncio.to_thread(client_factory, settings)
     try:
@@ -113,7 +126,22 @@ async def check_connection(
     finally:
         await client.close()
     secrets = [settings.api_key]
-    return CheckReport(tuple(Check(c.name, c.ok, scrub(c.message, secrets)) for c in checks))
+    return CheckReport(
+        tuple(Check(c.name, c.ok, scrub(c.message, secrets), c.kind) for c in checks)
+    )
+
+
+def _configuration_kind(overrides: Mapping[str, Any] | None, env: Mapping[str, str]) -> Kind:
+    """Which setting the configuration lacks (load_model_settings checks them in this order)."""
+    try:
+        sources = resolve_model_sources(overrides, environ=env)
+    except UserConfigError:
+        return "other"  # the user file itself is broken: its words say where
+    if sources.api_key is None:
+        return "auth"
+    if sources.base_url is None or not sources.base_url.value.startswith(("http://", "https://")):
+        return "url"
+    return "other"  # e.g. a timeout setting that is not a number
 
 
 # --- the steps ---------------------------------------------------------------------------
@@ -148,7 +176,8 @@ async def _probe(
         listing_error = exc
         stop = _unreachable(exc, url, list_timeout, key_from)
         if stop is not None:
-            return [*checks, Check("models", False, stop)]
+            kind, message = stop
+            return [*checks, Check("models", False, message, kind)]
 
     request_error: ModelRequestError | None = None
     started = time.monotonic()
@@ -178,6 +207,7 @@ async def _probe(
                 f"{url}/models did not give a model list ({_said(listing_error)}). Check "
                 f"the base URL: it usually ends in /v1 (e.g. https://api.openai.com/v1). "
                 f"Set it with {SET_URL_HINT}.",
+                "url",
             )
         )
 
@@ -198,6 +228,7 @@ async def _probe(
                     False,
                     f"{model} is not a model this endpoint serves; it lists "
                     f"{_sample(models)}. Choose one with {SET_MODEL_HINT}.",
+                    "model",
                 )
             )
     elif model_failed:
@@ -207,6 +238,7 @@ async def _probe(
                 False,
                 f"The endpoint does not know the model {model} ({_said(request_error)}). "
                 f"Choose another with {SET_MODEL_HINT}.",
+                "model",
             )
         )
 
@@ -216,13 +248,10 @@ async def _probe(
             Check("request", True, f"{model} answered a test request in {elapsed:.1f} s.")
         )
     else:
-        checks.append(
-            Check(
-                "request",
-                False,
-                _request_failure(request_error, url, model, request_timeout, key_from, models),
-            )
+        kind, message = _request_failure(
+            request_error, url, model, request_timeout, key_from, models
         )
+        checks.append(Check("request", False, message, kind))
     return checks
 
 
@@ -242,21 +271,23 @@ async def _tiny_request(client: AsyncOpenAI, model: str, *, http_timeout: float)
         raise ModelRequestError("the endpoint answered without a choice", kind="malformed")
 
 
-def _unreachable(error: ModelRequestError, url: str, timeout: float, key_from: str) -> str | None:
-    """The message when nothing more can be learnt (no answer, or the key refused)."""
+def _unreachable(
+    error: ModelRequestError, url: str, timeout: float, key_from: str
+) -> tuple[Kind, str] | None:
+    """Kind and message when nothing more can be learnt (no answer, or the key refused)."""
     if error.kind == "connection":
         detail = f" ({error.provider_message})" if error.provider_message else ""
-        return (
+        return "unreachable", (
             f"Nothing answers at {url}{detail}. Check the base URL ({SET_URL_HINT}) and, "
             f"for a local server, that it is running."
         )
     if error.kind == "timeout":
-        return (
+        return "unreachable", (
             f"{url} did not answer within {timeout:g} s. Check the base URL, your network "
             f"or proxy; a local server may still be loading its model."
         )
     if error.status in (401, 403):
-        return (
+        return "auth", (
             f"The endpoint refused the API key from {key_from} ({_said(error)}). Set a valid "
             f"key: {SET_KEY_HINT}."
         )
@@ -270,24 +301,25 @@ def _request_failure(
     timeout: float,
     key_from: str,
     models: list[str] | None,
-) -> str:
-    if error.kind in ("connection", "timeout") or error.status in (401, 403):
-        return _unreachable(error, url, timeout, key_from) or error.message
+) -> tuple[Kind, str]:
+    stop = _unreachable(error, url, timeout, key_from)
+    if stop is not None:
+        return stop
     if _about_the_model(error, models):
-        return f"The test request for {model} failed ({_said(error)})."
+        return "model", f"The test request for {model} failed ({_said(error)})."
     if error.status == 404:
-        return (
+        return "url", (
             f"{url}/chat/completions does not exist ({_said(error)}): the base URL is "
             f"probably wrong; it usually ends in /v1. Set it with {SET_URL_HINT}."
         )
     if error.status == 429:
-        return (
+        return "other", (
             f"The endpoint is rate-limiting or out of quota ({_said(error)}): check your "
             f"plan or billing, or try again later."
         )
     if error.status is not None and error.status >= 500:
-        return f"The endpoint failed ({_said(error)}); try again later."
-    return f"The test request failed: {error.message}."
+        return "other", f"The endpoint failed ({_said(error)}); try again later."
+    return "other", f"The test request failed: {error.message}."
 
 
 def _about_the_model(error: ModelRequestError, models: list[str] | None) -> bool:

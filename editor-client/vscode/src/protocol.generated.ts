@@ -429,6 +429,10 @@ export interface ConnectionCheck {
    * plain words: what works, or what to fix
    */
   message: string;
+  /**
+   * a failed check's fix: unreachable | url | auth | model | other
+   */
+  kind?: string | null;
 }
 export interface GrantsResult {
   grants: GrantInfo[];

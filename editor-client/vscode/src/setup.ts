@@ -2,7 +2,7 @@
 // model picker's items, the model status bar text, and how a connection check is reported.
 // Pure (no `vscode` import), so unit tests drive them directly.
 
-import type { CheckConnectionResult, ListModelsResult } from "./protocol";
+import type { CheckConnectionResult, ConnectionCheck, ListModelsResult } from "./protocol";
 
 /** The SecretStorage key under which the API key is kept. */
 export const API_KEY_SECRET = "agentLsp.apiKey";
@@ -103,30 +103,27 @@ const ACTION_TITLES: Record<CheckAction, string> = {
 };
 
 /**
- * The buttons for a failed check, the one that fixes it first. The check's name says which
- * step failed; for "models" and "request" its words say why (the server's own phrases, see
- * server/model/connection_check.py): a refused key wants the key, nothing answering (refused
- * connection, unknown host, a timeout) or no model list wants the endpoint's settings, an
- * unknown model the model picker.
+ * The buttons for a failed check, the one that fixes it first, chosen by the check's `kind`
+ * (docs/protocol.md), never by its words: nothing answering or no API at the base URL wants
+ * the endpoint's settings, a missing or refused key the key, an unknown model the model picker.
+ * Anything else (a rate limit, a server error, a broken user file; a kind this client does
+ * not know) has nothing one setting fixes: the settings, and the details.
  */
-export function checkActions(name: string | undefined, message: string): CheckAction[] {
-  const keyRefused = /refused the API key|\b40[13]\b/i.test(message);
-  switch (name) {
-    case "configuration":
-      return /key/i.test(message) ? ["setApiKey", "openSettings", "showLog"] : ["openSettings", "setApiKey", "showLog"];
-    case "model":
-      return ["selectModel", "showLog"];
-    case "models":
-    case "request":
-      if (keyRefused) return ["setApiKey", "openEndpointSettings", "showLog"];
-      if (name === "request" && /test request for/i.test(message)) return ["selectModel", "openEndpointSettings", "showLog"];
+export function checkActions(check: Pick<ConnectionCheck, "kind"> | undefined): CheckAction[] {
+  switch (check?.kind) {
+    case "unreachable":
+    case "url":
       return ["openEndpointSettings", "showLog"];
+    case "auth":
+      return ["setApiKey", "openEndpointSettings", "showLog"];
+    case "model":
+      return ["selectModel", "openEndpointSettings", "showLog"];
     default:
       return ["openSettings", "showLog"];
   }
 }
 
-/** What the user is told after agent/checkConnection; the buttons follow the failed check's name. */
+/** What the user is told after agent/checkConnection; the buttons follow the failed check's kind. */
 export function describeCheck(result: CheckConnectionResult): CheckReport {
   const checks = result.checks ?? [];
   const lines = checks.map((c) => `${c.ok ? "✓" : "✗"} ${c.name}: ${c.message}`);
@@ -140,7 +137,7 @@ export function describeCheck(result: CheckConnectionResult): CheckReport {
       actions: [{ title: ACTION_TITLES.showLog, action: "showLog" }],
     };
   }
-  const actions = checkActions(failed?.name, failed?.message ?? "");
+  const actions = checkActions(failed);
   return {
     ok: false,
     headline: failed ? failed.message : "The connection check failed.",

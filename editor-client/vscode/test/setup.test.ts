@@ -76,28 +76,49 @@ describe("describeCheck", () => {
     assert.deepEqual(report.lines, ["✓ configuration: Key from VS Code.", "✓ models: lists 2 models.", "✓ request: m answered in 0.1 s."]);
   });
 
-  it("leads with the first failure and offers the fix for that check", () => {
-    const refused = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, message: "The endpoint refused the API key." }] });
+  it("leads with the first failure and offers the fix for its kind", () => {
+    const refused = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, kind: "auth", message: "The endpoint refused the API key." }] });
     assert.equal(refused.headline, "The endpoint refused the API key.");
     assert.deepEqual(refused.actions.map((a) => a.action), ["setApiKey", "openEndpointSettings", "showLog"]);
-    // Nothing answers (a refused connection, an unknown host): the endpoint's settings, not the key.
+    // Nothing answers (a refused connection, an unknown host, a timeout): the endpoint's settings, not the key.
     const nothing = describeCheck({
       ok: false,
-      checks: [configured, { name: "models", ok: false, message: "Nothing answers at http://127.0.0.1:9/v1 (Connection refused). Check the base URL." }],
+      checks: [configured, { name: "models", ok: false, kind: "unreachable", message: "Nothing answers at http://127.0.0.1:9/v1 (Connection refused). Check the base URL." }],
     });
     assert.deepEqual(nothing.actions.map((a) => a.title), ["Open Settings", "Show Details"]);
     assert.equal(nothing.actions[0]?.action, "openEndpointSettings");
-    const noList = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, message: "http://x/models did not give a model list (HTTP 404)." }] });
-    assert.equal(noList.actions[0]?.action, "openEndpointSettings");
-    const badModel = describeCheck({ ok: false, checks: [configured, { name: "models", ok: true, message: "" }, { name: "request", ok: false, message: "The test request for gpt-x failed (HTTP 404: no such model)." }] });
-    assert.equal(badModel.actions[0]?.action, "selectModel");
+    const noList = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, kind: "url", message: "http://x/models did not give a model list (HTTP 404)." }] });
+    assert.deepEqual(noList.actions.map((a) => a.action), ["openEndpointSettings", "showLog"]);
+    const badModel = describeCheck({
+      ok: false,
+      checks: [configured, { name: "models", ok: true, message: "" }, { name: "request", ok: false, kind: "model", message: "The test request for gpt-x failed (HTTP 404: no such model)." }],
+    });
+    assert.deepEqual(badModel.actions.map((a) => a.action), ["selectModel", "openEndpointSettings", "showLog"]);
     const unknown = describeCheck({
       ok: false,
-      checks: [configured, { name: "models", ok: true, message: "" }, { name: "model", ok: false, message: "x is not served." }, { name: "request", ok: false, message: "404" }],
+      checks: [configured, { name: "models", ok: true, message: "" }, { name: "model", ok: false, kind: "model", message: "x is not served." }, { name: "request", ok: false, kind: "model", message: "404" }],
     });
     assert.equal(unknown.headline, "x is not served.");
-    assert.deepEqual(unknown.actions.map((a) => a.action), ["selectModel", "showLog"]);
-    const noKey = describeCheck({ ok: false, checks: [{ name: "configuration", ok: false, message: "No model API key." }] });
+    assert.equal(unknown.actions[0]?.action, "selectModel");
+    const noKey = describeCheck({ ok: false, checks: [{ name: "configuration", ok: false, kind: "auth", message: "No model API key." }] });
     assert.deepEqual(noKey.actions.map((a) => a.title), ["Set API Key", "Open Settings", "Show Details"]);
+    const noUrl = describeCheck({ ok: false, checks: [{ name: "configuration", ok: false, kind: "url", message: "No model base URL." }] });
+    assert.equal(noUrl.actions[0]?.action, "openEndpointSettings");
+    const limited = describeCheck({ ok: false, checks: [configured, { name: "request", ok: false, kind: "other", message: "rate-limiting (HTTP 429)" }] });
+    assert.deepEqual(limited.actions.map((a) => a.action), ["openSettings", "showLog"]);
+  });
+
+  it("goes by the kind, not the words", () => {
+    // The words of one failure under the kind of another: the kind decides.
+    const byKind = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, kind: "unreachable", message: "The endpoint refused the API key (HTTP 401)." }] });
+    assert.equal(byKind.actions[0]?.action, "openEndpointSettings");
+    const reworded = describeCheck({ ok: false, checks: [configured, { name: "request", ok: false, kind: "model", message: "Unbekanntes Modell gpt-x." }] });
+    assert.equal(reworded.actions[0]?.action, "selectModel");
+    // No kind (a check that names none) or one this client does not know: nothing to guess from.
+    for (const kind of [undefined, null, "quota"]) {
+      const failed = { name: "models", ok: false, message: "Nothing answers at http://x (refused the API key).", ...(kind === undefined ? {} : { kind }) };
+      const report = describeCheck({ ok: false, checks: [configured, failed] });
+      assert.deepEqual(report.actions.map((a) => a.action), ["openSettings", "showLog"], String(kind));
+    }
   });
 });
