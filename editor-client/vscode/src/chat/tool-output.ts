@@ -17,10 +17,18 @@ export interface OutputTail {
   totalLines: number;
 }
 
-/** Split into lines, a final newline not counting as an empty last line. */
-function lines(text: string): string[] {
+// The last text split, kept: "Show more" pages the same 10 MB output again and again, and
+// splitting it anew each time cost 5-10 ms a page (bench/results/vscode_tool_output.md).
+let splitText: string | undefined;
+let splitLines: readonly string[] = [];
+
+/** Split into lines, a final newline not counting as an empty last line (read only). */
+function lines(text: string): readonly string[] {
+  if (text === splitText) return splitLines;
   const all = text.split("\n");
   if (all.length > 1 && all[all.length - 1] === "") all.pop();
+  splitText = text;
+  splitLines = all;
   return all;
 }
 
