@@ -908,13 +908,13 @@ def test_a_server_killed_by_a_signal_is_reported_as_killed(
     # Issue 27: "exited (code 0)" for a server killed with signal 9.
     import signal
 
-    from tests.support.procs import pids_with, unique_tag
+    from tests.support.procs import root_pids_with, unique_tag
 
     tag = str(tmp_path / unique_tag())
     model.reply("never seen", delay=30)
 
     def kill_the_server() -> None:
-        (pid,) = pids_with(tag)
+        (pid,) = root_pids_with(tag)  # a child between fork and exec shows the tag too
         os.kill(pid, signal.SIGKILL)
 
     body = r"""
@@ -1160,7 +1160,7 @@ def test_a_conversation_is_reopened_after_a_restart(
     # server keeps conversations; an interrupted one (its server killed mid-ask) is marked.
     import signal
 
-    from tests.support.procs import pids_with, unique_tag, wait_until
+    from tests.support.procs import pids_with, root_pids_with, unique_tag, wait_until
 
     tag = str(tmp_path / unique_tag())
     command = [*SERVER_COMMAND, "--session-dir", tag]
@@ -1184,7 +1184,7 @@ def test_a_conversation_is_reopened_after_a_restart(
 
     def kill_the_server() -> None:
         assert model.wait_for_requests(3, timeout=30)  # the hanging ask reached the model
-        (pid,) = pids_with(tag)
+        (pid,) = root_pids_with(tag)  # a child between fork and exec shows the tag too
         os.kill(pid, signal.SIGKILL)
 
     body = r"""

@@ -27,6 +27,23 @@ def pids_with(tag: str) -> list[int]:
     return found
 
 
+def root_pids_with(tag: str) -> list[int]:
+    """The processes of ``pids_with`` whose parent is not one of them: a process caught
+    between fork and exec (the server starting git, say) still shows its parent's command
+    line, and is left out."""
+    found = pids_with(tag)
+    roots = []
+    for pid in found:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(") ", 1)[1].split()[1])
+        if parent not in found:
+            roots.append(pid)
+    return roots
+
+
 def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
