@@ -13,12 +13,13 @@
 //   BASELINE=<commit> (default: dd63989, main before the tool-output work), TOOL_BENCH_ROUNDS=3,
 //   TOOL_BENCH_WHOLE=0 (skip putting the whole 10 MB in the row, the slowest step)
 import { execFileSync, execSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { ANSWER, finishedEntry, findE2eCache } from "./fixtures.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const EXT = join(HERE, "..");
@@ -90,34 +91,7 @@ const ARGS = JSON.stringify({ command: "pytest -v tests/" });
 // agent/toolOutput's result as it arrives (parsed from JSON by the real connection too).
 const RESPONSE = JSON.stringify({ callId: CALL, name: "bash", arguments: ARGS, ok: true, output: OUTPUT, truncated: false });
 
-const ANSWER = [
-  "## What I found",
-  "",
-  "The entry point `src/app.py:12` calls **main()**, which reads the config and starts the server.",
-  "",
-  "```python",
-  "def main():",
-  "    config = load_config()",
-  "    serve(config, port=8080)",
-  "```",
-  "",
-  "| file | role |",
-  "|---|---|",
-  "| `src/app.py` | entry |",
-  "| `src/config.py` | settings |",
-].join("\n");
 
-/** A finished entry as in view-render.mjs: a prompt, three tool rows, a Markdown answer. */
-function finishedEntry(lib, i) {
-  const entry = lib.newEntry(`Question ${i}: what does the app do, and where is it configured?`);
-  for (let c = 0; c < 3; c++) {
-    lib.applyActivity(entry, { sessionId: "s", callId: `c${i}-${c}`, name: "read_file", arguments: JSON.stringify({ path: `src/file${c}.py` }), status: "completed", durationMs: 3, output: "x = 1\n".repeat(40) });
-  }
-  entry.items.push({ kind: "text", id: `t${i}`, text: ANSWER, channel: "answer" });
-  entry.state = "done";
-  entry.footer = { model: "gpt-4o-mini", elapsedMs: 4200, usage: { total_tokens: 1234 } };
-  return entry;
-}
 
 const ENTRIES = 200;
 /** 199 finished entries and the running one, whose bash call has started. */
@@ -132,15 +106,6 @@ const options = { toolOutput: true, exists: (p) => p === "src/app.py" };
 
 // -- the page --------------------------------------------------------------------------------
 
-function findE2eCache(name) {
-  const base = process.env.AGENT_LSP_E2E_CACHE ?? join(process.env.HOME ?? "", ".cache", "agent-lsp-e2e");
-  if (!existsSync(base)) return undefined;
-  for (const key of readdirSync(base)) {
-    const candidate = join(base, key, "app", "node_modules", name);
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
-}
 const playwrightPath = process.env.PLAYWRIGHT_CORE ?? findE2eCache("playwright-core");
 const chromiumPath = process.env.CHROMIUM ?? execSync("command -v chromium || true", { encoding: "utf8" }).trim();
 if (!playwrightPath || !chromiumPath) throw new Error("no playwright-core/chromium: run tests/e2e_vscode/run.sh once, or set PLAYWRIGHT_CORE and CHROMIUM");

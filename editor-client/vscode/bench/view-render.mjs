@@ -10,12 +10,13 @@
 //
 //   npm run bench          (after npm run build)   -> ../../bench/results/vscode_view.md
 import { execSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { ANSWER, finishedEntry, findE2eCache } from "./fixtures.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const EXT = join(HERE, "..");
@@ -49,38 +50,10 @@ const uptime = () => {
 const loadStart = load();
 const uptimeStart = uptime();
 
-const ANSWER = [
-  "## What I found",
-  "",
-  "The entry point `src/app.py:12` calls **main()**, which reads the config and starts the server.",
-  "",
-  "```python",
-  "def main():",
-  "    config = load_config()",
-  "    serve(config, port=8080)",
-  "```",
-  "",
-  "| file | role |",
-  "|---|---|",
-  "| `src/app.py` | entry |",
-  "| `src/config.py` | settings |",
-].join("\n");
 
-/** A finished entry like a real one: a prompt, three tool rows, a Markdown answer. */
-function finishedEntry(i) {
-  const entry = lib.newEntry(`Question ${i}: what does the app do, and where is it configured?`);
-  for (let c = 0; c < 3; c++) {
-    const callId = `c${i}-${c}`;
-    lib.applyActivity(entry, { sessionId: "s", callId, name: "read_file", arguments: JSON.stringify({ path: `src/file${c}.py` }), status: "completed", durationMs: 3, output: "x = 1\n".repeat(40) });
-  }
-  entry.items.push({ kind: "text", id: `t${i}`, text: ANSWER, channel: "answer" });
-  entry.state = "done";
-  entry.footer = { model: "gpt-4o-mini", elapsedMs: 4200, usage: { total_tokens: 1234 } };
-  return entry;
-}
 
 function conversation(n) {
-  const entries = Array.from({ length: n - 1 }, (_, i) => finishedEntry(i));
+  const entries = Array.from({ length: n - 1 }, (_, i) => finishedEntry(lib, i));
   const running = lib.newEntry("The running ask");
   entries.push(running);
   return { sessionId: "s", entries };
@@ -180,15 +153,6 @@ function lengthSide(length, mode) {
 
 // -- the page ------------------------------------------------------------------------------------
 
-function findE2eCache(name) {
-  const base = process.env.AGENT_LSP_E2E_CACHE ?? join(process.env.HOME ?? "", ".cache", "agent-lsp-e2e");
-  if (!existsSync(base)) return undefined;
-  for (const key of readdirSync(base)) {
-    const candidate = join(base, key, "app", "node_modules", name);
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
-}
 
 const playwrightPath = process.env.PLAYWRIGHT_CORE ?? findE2eCache("playwright-core");
 const chromiumPath = process.env.CHROMIUM ?? (() => {
