@@ -218,7 +218,8 @@ class ToolCallResult:
     arguments: str
     ok: bool
     output: str  # a preview; agent/toolOutput serves the whole output
-    duration_ms: float
+    duration_ms: float  # without the time its permission request waited for the user
+    waited_ms: float = 0.0  # that time (0: nobody was asked)
 
 
 @attrs.define
@@ -393,7 +394,10 @@ class ToolActivity:
     turn: int
     status: str  # waiting (for the user's permission), started, completed or failed
     output: str | None = None  # completed/failed: the result's first 2,000 characters
-    duration_ms: float | None = None  # completed/failed
+    # completed/failed: the call's time, without the time the user took to answer its
+    # permission request (waited_ms): a call is not slow because its user was thinking.
+    duration_ms: float | None = None
+    waited_ms: float | None = None  # completed/failed, after a permission request
     # The argument a one-line summary of the call shows (the tool's definition says which);
     # absent for a tool the server does not know. Clients then try path, command, pattern.
     summary_key: str | None = None

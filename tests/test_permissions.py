@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,6 +34,7 @@ from tests.support.procs import wait_until
 
 CAN_ASK = types.ClientCapabilities(experimental={"agent": {"requestPermission": True}})
 NEVER = "never-answer"  # an answer that makes the client wait until it is cancelled
+THINK, THINK_S = "think:", 2.0  # "think:allow_once": that answer, after 2 s
 
 
 class PermissionClient(AgentTestClient):
@@ -51,6 +53,9 @@ def permission_client() -> PermissionClient:
     async def on_request(params: dict[str, Any]) -> dict[str, Any]:
         client.requests.append(params)
         answer = client.answers.pop(0) if client.answers else "reject_once"
+        if answer.startswith(THINK):  # the user takes THINK_S to answer
+            await asyncio.sleep(THINK_S)
+            answer = answer.removeprefix(THINK)
         if answer == NEVER:
             try:
                 await asyncio.Event().wait()
@@ -140,6 +145,34 @@ async def test_allow_once_runs_the_escalated_call(
     messages = [getattr(r, "message", "") or "" for r in client.progress_reports[token]]
     assert any("waiting for you: Run with network access" in m for m in messages)
     assert "permission" in [progress["phase"] for progress in client.progress]
+
+
+async def test_a_call_s_duration_leaves_out_the_time_the_user_took_to_answer(
+    client: PermissionClient, model: ScriptedModel
+) -> None:
+    # A call is not slow because its user was thinking: every client shows durationMs as
+    # the call's time, and waitedMs apart.
+    model.reply(
+        tool_calls=[
+            tool_call("bash", escalated("true"), id="asked"),
+            tool_call("bash", {"command": "true"}, id="sandboxed"),
+        ]
+    )
+    model.reply("done")
+    client.answers = [THINK + "allow_once"]
+    started = time.perf_counter()
+    result = await ask(client, prompt="run it")
+    elapsed_ms = (time.perf_counter() - started) * 1000
+
+    ended = {a["callId"]: a for a in client.activity if a["status"] == "completed"}
+    asked, sandboxed = ended["asked"], ended["sandboxed"]
+    assert asked["waitedMs"] >= THINK_S * 1000, asked
+    assert asked["durationMs"] + asked["waitedMs"] <= elapsed_ms, (asked, elapsed_ms)
+    assert "waitedMs" not in sandboxed, sandboxed
+    calls = {c["id"]: c for c in result["toolCalls"]}
+    assert calls["asked"]["waitedMs"] == asked["waitedMs"]
+    assert calls["asked"]["durationMs"] == asked["durationMs"]
+    assert "waitedMs" not in calls["sandboxed"]  # 0: left out, as every default is
 
 
 async def test_a_rejected_call_is_declined_and_the_ask_goes_on(

@@ -29,6 +29,14 @@ OutputKeeper = Callable[[str, str], None]
 PathNotes = Callable[[str], Awaitable[str | None]]
 
 
+@dataclass
+class CallWaits:
+    """The time one call spent waiting for the user (its permission request), filled
+    by the runtime and read by whoever timed the call."""
+
+    seconds: float = 0.0
+
+
 @dataclass(frozen=True)
 class ToolContext:
     # What this conversation has seen of each file (stale-edit protection). A fresh
@@ -51,10 +59,16 @@ class ToolContext:
     keep_whole_output: OutputKeeper | None = None
     # Notes for the paths calls read or change (the runtime appends them to the output).
     path_notes: PathNotes | None = None
+    # This call's time spent waiting for the user. Set per call.
+    waits: CallWaits = field(default_factory=CallWaits)
 
     def for_call(self, call_id: str, progress: ProgressSink | None = None) -> ToolContext:
-        """This context for one tool call: same conversation state, own cancel flag and
-        progress sink."""
+        """This context for one tool call: same conversation state, own cancel flag,
+        progress sink and wait clock."""
         return dataclasses.replace(
-            self, call_id=call_id, cancelled=threading.Event(), progress=progress
+            self,
+            call_id=call_id,
+            cancelled=threading.Event(),
+            progress=progress,
+            waits=CallWaits(),
         )

@@ -51,6 +51,9 @@ class PermissionDecision:
     allowed: bool
     # For the model when refused: what happened and what to do instead.
     message: str = ""
+    # How long the user took to answer (0: nobody was asked): the loop takes it out of
+    # the call's duration, since a call is not slow because its user was thinking.
+    waited_s: float = 0.0
 
 
 class Permissions(Protocol):

@@ -94,6 +94,7 @@ class ToolRuntime:
                     decision = refused_without_asker(request)
                 else:
                     decision = await context.permissions.authorize(request)
+                context.waits.seconds += decision.waited_s
                 if not decision.allowed:
                     return f"Error: {decision.message}"
             if not tool.read_only and context.journal is not None:

@@ -91,10 +91,15 @@ Without one of those, ARGUMENTS itself on one line."
      ((equal status "waiting")
       (format "%s ⏸ %s %s (waiting for permission)" stamp name summary))
      (t
+      ;; The server keeps the time the user took to answer out of durationMs: waitedMs.
       (let* ((ms (plist-get params :durationMs))
-             (line (format "%s %s %s %s (%.0f ms)" stamp
+             (waited (plist-get params :waitedMs))
+             (line (format "%s %s %s %s (%.0f ms%s)" stamp
                            (if (equal status "completed") "✓" "✗")
-                           name summary (if (numberp ms) ms 0)))
+                           name summary (if (numberp ms) ms 0)
+                           (if (and (numberp waited) (> waited 0))
+                               (format "; %.1f s waiting for permission" (/ waited 1000.0))
+                             "")))
              (output (plist-get params :output))
              (first (and (equal status "failed") (stringp output)
                          (car (split-string (string-trim output) "[\r\n]")))))

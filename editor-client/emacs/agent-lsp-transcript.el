@@ -251,49 +251,13 @@ new paragraph."
 
 ;;; What the server reports while an ask runs
 
-(defvar agent-lsp--permission-waits (make-hash-table :test #'equal)
-  "Call id -> when its call began waiting for permission (a float time), or
-\(waited . SECONDS) once it was answered.")
-
-(defun agent-lsp--without-permission-wait (params)
-  "PARAMS of `agent/toolActivity', the time its call waited for the user's
-permission taken out of its durationMs (the server counts it), and kept as
-:waited (seconds): a call is not slow because the user took time to answer."
-  (let* ((id (plist-get params :callId))
-         (status (plist-get params :status))
-         (wait (and id (gethash id agent-lsp--permission-waits))))
-    (cond
-     ((equal status "waiting")
-      (puthash id (float-time) agent-lsp--permission-waits)
-      params)
-     ((and (equal status "started") (numberp wait))
-      (puthash id (cons 'waited (- (float-time) wait)) agent-lsp--permission-waits)
-      params)
-     ((and wait (member status '("completed" "failed")))
-      (remhash id agent-lsp--permission-waits)
-      (let ((waited (if (numberp wait) (- (float-time) wait) (cdr wait)))
-            (ms (plist-get params :durationMs)))
-        (append (list :waited waited
-                      :durationMs (if (numberp ms) (max 0 (- ms (* 1000 waited))) ms))
-                params)))
-     (t params))))
-
-(defun agent-lsp--activity-line (params)
-  "The trace line of PARAMS, saying how long its call waited for permission."
-  (let ((line (agent-lsp-format-activity params))
-        (waited (plist-get params :waited)))
-    (if (and waited (string-match " ms)" line))
-        (replace-match (format " ms; %.1f s waiting for permission)" waited) t t line)
-      line)))
-
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/toolActivity)) &rest params
    &key &allow-other-keys)
   "Add a trace line for the tool call activity in PARAMS.
 A finished call gets a line in the conversation too, with a button to its
 whole output."
-  (setq params (agent-lsp--without-permission-wait params))
-  (agent-lsp--trace-insert (agent-lsp--activity-line params))
+  (agent-lsp--trace-insert (agent-lsp-format-activity params))
   (when (and agent-lsp--request
              (member (plist-get params :status) '("completed" "failed"))
              (stringp (plist-get params :callId)))
@@ -305,7 +269,7 @@ whole output."
   "One line in the conversation for the finished tool call of PARAMS."
   (let ((session (plist-get params :sessionId))
         (call (plist-get params :callId))
-        (line (substring (agent-lsp--activity-line params) 9)))  ; no time of day
+        (line (substring (agent-lsp-format-activity params) 9)))  ; no time of day
     (agent-lsp--insert-above-status
      (lambda ()
        (let ((start (point)))

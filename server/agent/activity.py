@@ -63,6 +63,8 @@ def activity_params(session_id: str, event: ToolCallStarted | ToolCallFinished) 
         params["status"] = "completed" if event.ok else "failed"
         params["output"] = event.output  # already a preview (agent_loop.preview)
         params["durationMs"] = round(event.duration_ms, 1)
+        if event.waited_ms:
+            params["waitedMs"] = round(event.waited_ms, 1)
     return params
 
 

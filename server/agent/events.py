@@ -54,8 +54,9 @@ class ToolCallFinished:
     arguments: str
     ok: bool
     output: str  # preview, at most 2,000 characters (the model gets the full text)
-    duration_ms: float
+    duration_ms: float  # the time its permission request waited for the user excluded
     summary_key: str | None = None  # as in ToolCallStarted
+    waited_ms: float = 0.0  # that time (0: nobody was asked)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tooling.context import ProgressSink, ToolContext
+from tooling.context import CallWaits, ProgressSink, ToolContext
 from tooling.contract import is_error
 
 from ..model.request import complete
@@ -84,7 +84,8 @@ class ToolCallRecord:
     arguments: str
     ok: bool
     output: str  # preview, at most PREVIEW_LIMIT characters
-    duration_ms: float
+    duration_ms: float  # the time the user took to answer its permission request excluded
+    waited_ms: float = 0.0  # that time
 
 
 @dataclass
@@ -263,6 +264,7 @@ async def _run_tool_calls(
     outputs: dict[int, str] = {}
     finished: dict[int, ToolCallRecord] = {}
     started: dict[int, float] = {}
+    waits: dict[int, CallWaits] = {}
     appended = 0
 
     async def run(index: int) -> None:
@@ -276,18 +278,28 @@ async def _run_tool_calls(
             output = f"Error: unsupported tool call type {call['type']}"
         else:
             sink = _progress_sink(emit, turn, call["id"], name)
-            output = await runtime.execute(name, arguments, context.for_call(call["id"], sink))
+            call_context = context.for_call(call["id"], sink)
+            waits[index] = call_context.waits
+            output = await runtime.execute(name, arguments, call_context)
         outputs[index] = output
         _finish(index, output, ok=not is_error(output))
 
     def _finish(index: int, output: str, *, ok: bool) -> None:
         call = calls[index]
         name, arguments = _describe(call)
-        duration_ms = (time.perf_counter() - started[index]) * 1000
+        # A call is not slow because its user took time to answer: that time is its own.
+        waited_ms = waits[index].seconds * 1000 if index in waits else 0.0
+        duration_ms = max(0.0, (time.perf_counter() - started[index]) * 1000 - waited_ms)
         shown = preview(output)
-        finished[index] = ToolCallRecord(call["id"], name, arguments, ok, shown, duration_ms)
+        finished[index] = ToolCallRecord(
+            call["id"], name, arguments, ok, shown, duration_ms, waited_ms
+        )
         key = runtime.summary_key(name)
-        emit(ToolCallFinished(turn, call["id"], name, arguments, ok, shown, duration_ms, key))
+        emit(
+            ToolCallFinished(
+                turn, call["id"], name, arguments, ok, shown, duration_ms, key, waited_ms
+            )
+        )
 
     def append(index: int, output: str) -> None:
         if index in finished:

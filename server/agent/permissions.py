@@ -262,11 +262,13 @@ class PermissionGate:
             )
         )
         choice: str | None
+        asked = time.perf_counter()
         try:
             async with asyncio.timeout(self._policy.timeout):
                 choice = await asker.ask(prompt)
         except TimeoutError:
             choice = "timeout"
+        waited = time.perf_counter() - asked
         allowed = choice in (ALLOW_ONCE, ALLOW_ALWAYS)
         self._emit(
             PermissionAnswered(
@@ -280,7 +282,7 @@ class PermissionGate:
         if choice in (ALLOW_ALWAYS, REJECT_ALWAYS):
             self._grants.add(request, title, "allow" if allowed else "reject")
         if allowed:
-            return PermissionDecision(True)
+            return PermissionDecision(True, waited_s=waited)
         if choice == "timeout":
             detail = f" (no answer within {self._policy.timeout:g} s counts as declined)"
         elif choice is None:
@@ -293,6 +295,7 @@ class PermissionGate:
             False,
             f"the user declined this call ({title}){detail}. Do not retry it the same way; "
             "continue without it, or ask the user what to do.",
+            waited_s=waited,
         )
 
 

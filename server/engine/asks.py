@@ -71,7 +71,13 @@ def ask_result(
         turns=loop.turns,
         tool_calls=[
             p.ToolCallResult(
-                call.id, call.name, call.arguments, call.ok, call.output, round(call.duration_ms, 1)
+                call.id,
+                call.name,
+                call.arguments,
+                call.ok,
+                call.output,
+                round(call.duration_ms, 1),
+                round(call.waited_ms, 1),
             )
             for call in loop.tool_calls
         ],

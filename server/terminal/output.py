@@ -47,7 +47,11 @@ def format_activity(params: dict[str, Any]) -> str:
     if status == "waiting":
         return f"{stamp} ⏸ {name} {summary} (waiting for permission)"
     mark = "✓" if status == "completed" else "✗"
-    line = f"{stamp} {mark} {name} {summary} ({params.get('durationMs', 0):.0f} ms)"
+    took = f"{params.get('durationMs', 0):.0f} ms"
+    waited = params.get("waitedMs")
+    if isinstance(waited, int | float) and waited > 0:
+        took += f"; {waited / 1000:.1f} s waiting for permission"
+    line = f"{stamp} {mark} {name} {summary} ({took})"
     if status == "failed":
         # Cut at CR or LF only, as the editors do (splitlines also cuts at NEL, FF, ...).
         first = re.split(r"[\r\n]", (params.get("output") or "").strip(), maxsplit=1)[0]

@@ -37,6 +37,15 @@ FORMAT_CASES: list[dict[str, Any]] = [
         "output": "",
         "durationMs": 0.4,
     },
+    # The time the user took to answer the call's permission request is said apart.
+    {
+        "name": "bash",
+        "arguments": '{"command": "npm ci"}',
+        "status": "completed",
+        "output": "added 3 packages",
+        "durationMs": 40.2,
+        "waitedMs": 8049.6,
+    },
     {"name": "glob", "arguments": '{"path": 7, "pattern": "**/*.ts"}', "status": "started"},
     {"name": "bash", "arguments": '{"command": "npm  ci"}', "status": "waiting"},
     {"name": "write_file", "arguments": '{"path": "' + "é" * 120 + '"}', "status": "started"},

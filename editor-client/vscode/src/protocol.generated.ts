@@ -242,7 +242,14 @@ export interface ToolCallResult {
    * a preview; agent/toolOutput serves the whole output
    */
   output: string;
+  /**
+   * without the time its permission request waited for the user
+   */
   durationMs: number;
+  /**
+   * that time (0: nobody was asked)
+   */
+  waitedMs?: number;
 }
 /**
  * Params of requests that act on one open folder (default: the first).
@@ -629,10 +636,11 @@ export interface ToolActivity {
    * completed/failed: the result's first 2,000 characters
    */
   output?: string | null;
-  /**
-   * completed/failed
-   */
   durationMs?: number | null;
+  /**
+   * completed/failed, after a permission request
+   */
+  waitedMs?: number | null;
   summaryKey?: string | null;
 }
 /**

@@ -153,7 +153,9 @@ export interface ToolCallRecord {
   ok: boolean;
   /** A preview of the tool's output. */
   output?: string;
+  /** Without the time its permission request waited for the user (waitedMs). */
   durationMs?: number;
+  waitedMs?: number;
 }
 
 export interface AskResult {
@@ -176,7 +178,10 @@ export interface ToolActivity {
   arguments: string;
   status: "started" | "waiting" | "completed" | "failed" | string;
   output?: string;
+  /** Without the time its permission request waited for the user (waitedMs). */
   durationMs?: number;
+  /** How long the call waited for the user's answer to its permission request. */
+  waitedMs?: number;
   turn?: number;
   /** The argument a one-line summary leads with (the tool's definition says; absent for an unknown tool). */
   summaryKey?: string;

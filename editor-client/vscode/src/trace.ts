@@ -38,7 +38,8 @@ export function formatActivityLine(activity: ToolActivity, now: Date): string {
   if (activity.status === "waiting") return `${head}${turn} ${mark} ${call} — waiting for your permission`;
   const status = activity.status === "completed" ? "ok" : activity.status;
   const duration = formatDuration(activity.durationMs);
-  let line = `${head}${turn} ${mark} ${call} — ${status}${duration ? " " + duration : ""}`;
+  const waited = activity.waitedMs ? ` (waited ${formatDuration(activity.waitedMs)} for permission)` : "";
+  let line = `${head}${turn} ${mark} ${call} — ${status}${duration ? " " + duration : ""}${waited}`;
   if (activity.status === "failed") {
     const first = firstLine(activity.output);
     if (first !== "") line += `: ${first}`;

@@ -91,6 +91,11 @@ describe("tool rows", () => {
     assert.ok(!html.includes("<details"), "no <details>: its cost in Chromium grows with their number");
   });
 
+  it("a call that waited for permission says so beside its own time", () => {
+    const html = renderToolItem(entry(), tool({ durationMs: 12, waitedMs: 8_000 }), options);
+    assert.match(html, /<span class="status">ok · 12ms · waited 8.00s for permission<\/span>/);
+  });
+
   it("a header says only what the call is about: the command, not its escalation or justification", () => {
     const args = JSON.stringify({ command: `make test ${"x".repeat(200)}`, escalation: "network", justification: "fetch deps" });
     const html = renderToolItem(entry(), tool({ arguments: args }), options);

@@ -247,7 +247,8 @@ describe("the model's pieces", () => {
     assert.deepEqual(changes.map((c) => c.part), ["item", "tail"]);
     assert.equal(progressText(40, 100), "40%");
     assert.equal(progressText(2.5, null), "2.5");
-    applyActivity(entry, { sessionId: "s", callId: "c", name: "mcp__idx__reindex", arguments: "{}", status: "completed", durationMs: 5 });
+    applyActivity(entry, { sessionId: "s", callId: "c", name: "mcp__idx__reindex", arguments: "{}", status: "completed", durationMs: 5, waitedMs: 700 });
+    assert.deepEqual([item.durationMs, item.waitedMs], [5, 700]);
     applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, callId: "c", progress: 4, total: 10 });
     assert.equal(item.progress, "3/10"); // a finished call takes no more
   });

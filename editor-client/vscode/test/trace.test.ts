@@ -53,6 +53,11 @@ describe("trace lines", () => {
     assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms");
   });
 
+  it("says how long a call waited for permission, apart from its duration", () => {
+    const line = formatActivityLine(activity({ status: "completed", durationMs: 290, waitedMs: 12_500 }), at);
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms (waited 12.5s for permission)");
+  });
+
   it("adds the first output line for failures only", () => {
     const line = formatActivityLine(
       activity({

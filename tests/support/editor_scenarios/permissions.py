@@ -7,6 +7,7 @@ the answers is checked here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.support.model_server import tool_call
@@ -58,6 +59,11 @@ class PermissionRequests(Scenario):
             "⏸ bash echo once > ../once.txt (waiting for permission)" in line
             for line in records["trace"]
         )
+        # The time the user took to answer is said apart from the call's own.
+        waited = re.compile(
+            r"✓ bash echo once > \.\./once\.txt \(\d+ ms; \d+\.\d s waiting for permission\)"
+        )
+        assert any(waited.search(line) for line in records["trace"]), records["trace"]
         assert "All done." in records["conversation"]
 
 

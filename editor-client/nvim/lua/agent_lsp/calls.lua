@@ -29,7 +29,7 @@ local MARKS = { started = '→', waiting = '⏸', completed = '✓', failed = '�
 local shown = {}
 
 --- The lines of a call: `call` holds an agent/toolActivity's fields (`status`, `output`,
---- `durationMs`, `summaryKey`) or a history entry's (`ok`, `output`).
+--- `durationMs`, `waitedMs`, `summaryKey`) or a history entry's (`ok`, `output`).
 function M.lines(call)
   local status = call.status or (call.ok == false and 'failed' or 'completed')
   local name = type(call.name) == 'string' and format.escape_control(call.name) or '?'
@@ -37,7 +37,7 @@ function M.lines(call)
   if status == 'waiting' then
     head = head .. ' (waiting for permission)'
   elseif tonumber(call.durationMs) then
-    head = head .. string.format(' (%d ms)', math.floor(tonumber(call.durationMs) + 0.5))
+    head = head .. ' (' .. format.took(call) .. ')'
   end
   local lines = { head }
   if status ~= 'completed' and status ~= 'failed' then

@@ -103,6 +103,17 @@ local function first_line(output)
   return vim.fn.strcharpart(M.escape_control(line), 0, FIRST_LINE_CHARS)
 end
 
+--- How long a finished call took: "12 ms", and "12 ms; 8.0 s waiting for permission" when
+--- it asked (the server keeps the user's time out of durationMs: waitedMs).
+function M.took(params)
+  local took = string.format('%.0f ms', round_half_even(tonumber(params.durationMs) or 0))
+  local waited = tonumber(params.waitedMs)
+  if waited and waited > 0 then
+    took = took .. string.format('; %.1f s waiting for permission', waited / 1000)
+  end
+  return took
+end
+
 --- One trace line for an agent/toolActivity notification.
 function M.activity_line(params, now)
   local stamp = os.date('%H:%M:%S', now)
@@ -116,8 +127,7 @@ function M.activity_line(params, now)
     return string.format('%s ⏸ %s %s (waiting for permission)', stamp, name, summary)
   end
   local mark = params.status == 'completed' and '✓' or '✗'
-  local ms = tonumber(params.durationMs) or 0
-  local line = string.format('%s %s %s %s (%.0f ms)', stamp, mark, name, summary, round_half_even(ms))
+  local line = string.format('%s %s %s %s (%s)', stamp, mark, name, summary, M.took(params))
   if params.status == 'failed' then
     local first = first_line(params.output)
     if first ~= '' then

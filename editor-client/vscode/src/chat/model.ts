@@ -37,6 +37,8 @@ export interface ToolItem {
   state: CallState;
   turn?: number;
   durationMs?: number;
+  /** The time its permission request waited for the user (not in durationMs). */
+  waitedMs?: number;
   output?: string;
   /** How far a running call is, from agent/askProgress's numbers: "3/10", "40%". */
   progress?: string;
@@ -219,6 +221,7 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
       item.state = "failed";
   }
   if (activity.durationMs !== undefined) item.durationMs = activity.durationMs;
+  if (activity.waitedMs !== undefined) item.waitedMs = activity.waitedMs;
   if (activity.output !== undefined) item.output = activity.output;
   return [{ part: "item", entry, item }];
 }
@@ -273,6 +276,7 @@ function recordItem(record: ToolCallRecord): ToolItem {
     state: record.ok ? "ok" : "failed",
   };
   if (record.durationMs !== undefined) item.durationMs = record.durationMs;
+  if (record.waitedMs) item.waitedMs = record.waitedMs;
   if (record.output !== undefined) item.output = record.output;
   return item;
 }

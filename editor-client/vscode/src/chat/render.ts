@@ -109,7 +109,8 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
   const summary = headSummary(item.arguments, 120, item.summaryKey);
   const duration = formatDuration(item.durationMs);
   const done = item.state === "running" && item.progress ? ` · ${item.progress}` : "";
-  const status = `${CALL_WORD[item.state]}${done}${duration ? ` · ${duration}` : ""}`;
+  const waited = item.waitedMs ? ` · waited ${formatDuration(item.waitedMs)} for permission` : "";
+  const status = `${CALL_WORD[item.state]}${done}${duration ? ` · ${duration}` : ""}${waited}`;
   const error =
     item.state === "failed" && item.output
       ? `<div class="call-error">${renderPlainText(firstErrorLine(item.output))}</div>`
