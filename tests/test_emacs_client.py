@@ -98,6 +98,12 @@ SETUP = r"""
   "Wait until buffer NAME's text matches REGEXP (a request's answer came)."
   (test-wait (format "%s in %s" regexp name)
              (lambda () (string-match-p regexp (test-text name)))))
+(defun test-server ()
+  "The project's server, started if needed: the test waits for it."
+  (let ((server nil))
+    (agent-lsp--with-server (lambda (s) (setq server s)))
+    (test-wait "the server to start" (lambda () server) 30)
+    server))
 (defun test-idle ()
   (test-wait "the ask to finish" (lambda () (null agent-lsp--request))))
 (defvar test-prompts nil "The permission requests shown, newest first (their plists).")
@@ -989,7 +995,7 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
                      :conversation (test-text "*agent-lsp*")
                      :messages (test-text "*Messages*")))
         (global-set-key (kbd "<f5>") #'test-state)
-        (agent-lsp--ensure-server)
+        (test-server)
         (test-when-file "go" (lambda () (agent-lsp-ask "write it")))
         (test-emit :ready t)
         """,
@@ -1060,7 +1066,7 @@ def test_emacs_stays_usable_while_the_server_waits_on_a_silent_endpoint(
             """
             (defvar test-ticks 0)
             (run-with-timer 0.05 0.05 (lambda () (cl-incf test-ticks)))
-            (agent-lsp--ensure-server)
+            (test-server)
             (call-interactively #'agent-lsp-check-connection)
             (setq right-after (test-text "*agent-lsp-check*"))
             (call-interactively #'agent-lsp-select-model)
@@ -1463,7 +1469,7 @@ def test_the_model_choice_is_offered_when_the_list_comes_in_a_real_emacs(
                                         (minibuffer-prompt)))
                                  "")))
         (global-set-key (kbd "<f5>") #'test-state)
-        (agent-lsp--ensure-server)
+        (test-server)
         (test-emit :ready t)
         """,
     )
@@ -1523,3 +1529,151 @@ def test_the_next_request_shows_in_the_request_buffer_only_on_g(
     assert records["second"] == "answered"
     assert (workspace.parent / "first.txt").exists()
     assert not (workspace.parent / "second.txt").exists()
+
+
+# Starting the server: nothing waits for it either.
+START_HELPERS = """
+(defun test-messages ()
+  "The agent-lsp lines of *Messages*, oldest first."
+  (vconcat (cl-remove-if-not (lambda (line) (string-prefix-p "agent-lsp: " line))
+                             (split-string (test-text "*Messages*") "\n"))))
+(defun test-server-processes ()
+  (length (cl-remove-if-not (lambda (p) (and (process-live-p p) (eq (process-type p) 'real)
+                                             (string-prefix-p "EGLOT" (process-name p))))
+                            (process-list))))
+(defun test-wrapped (wrapper)
+  "The server command, run by WRAPPER (a shell script given the command)."
+  (cons (expand-file-name wrapper (plist-get test-config :sync_dir))
+        (plist-get test-config :cmd)))
+"""
+
+
+def write_wrapper(tmp_path: Path, name: str, body: str) -> None:
+    """A shell script in the sync folder that runs before (or instead of) the server."""
+    (tmp_path / "sync").mkdir(exist_ok=True)
+    script = tmp_path / "sync" / name
+    script.write_text(f'#!/bin/sh\n{body}\nexec "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+
+
+def test_the_first_ask_returns_at_once_while_the_server_starts(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server takes 2 s to start: M-x agent-lsp-ask returns at once (the echo area
+    says the server is starting, once); the ask waits for the server and its answer
+    still comes."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    model.reply("Hello after the start.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (setq before (float-time))
+        (agent-lsp-ask "hello")
+        (setq took (- (float-time) before))
+        (setq waiting (and agent-lsp--request (plist-get agent-lsp--request :starting) t))
+        (setq running (length agent-lsp--servers))
+        (test-wait "the answer" (lambda () (string-match-p "Hello after the start"
+                                                           (test-text "*agent-lsp*")))
+                   30)
+        (test-idle)
+        (test-emit :took took :waiting (if waiting t :false) :running running
+                   :conversation (test-text "*agent-lsp*")
+                   :messages (test-messages))
+        """,
+    )
+    assert records["took"] < 0.5, records["took"]
+    assert records["waiting"] is True
+    assert records["running"] == 0
+    assert "## You\n\nhello" in records["conversation"]
+    assert "Hello after the start." in records["conversation"]
+    assert records["messages"].count("agent-lsp: starting the server…") == 1
+
+
+def test_commands_run_while_the_server_starts_share_it_in_order(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Three commands while the server starts: one server starts (one process, said
+    once), and their requests go to it in the order the commands ran."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    model.reply("Answered.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (defvar test-methods nil)
+        (advice-add 'agent-lsp--async-request :before
+                    (lambda (_server method &rest _) (push method test-methods)))
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (agent-lsp-list-tools)
+        (agent-lsp-ask "hello")
+        (agent-lsp-sandbox)
+        (setq queued (length (plist-get (cdar agent-lsp--starting) :queue)))
+        (test-until "*agent-lsp-tools*" "bash")
+        (test-until "*agent-lsp-sandbox*" "sandbox")
+        (test-idle)
+        (test-emit :queued queued :servers (length agent-lsp--servers)
+                   :processes (test-server-processes)
+                   :methods (vconcat (mapcar #'symbol-name (reverse test-methods)))
+                   :conversation (test-text "*agent-lsp*")
+                   :messages (test-messages))
+        """,
+    )
+    assert records["queued"] == 3
+    assert records["servers"] == 1
+    assert records["processes"] == 1
+    assert records["methods"][:3] == [":agent/listTools", ":agent/ask", ":agent/sandboxStatus"]
+    assert "Answered." in records["conversation"]
+    assert records["messages"].count("agent-lsp: starting the server…") == 1
+
+
+def test_a_server_that_exits_while_starting_is_said_and_the_next_command_retries(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server exits (status 3) before it answers: the ask and the listing that
+    waited for it are dropped, the echo area says so once, nothing stays 'starting';
+    the next ask starts the server again and is answered."""
+    write_wrapper(tmp_path, "exits.sh", "sleep 1\nexit 3")
+    model.reply("Second time lucky.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "exits.sh"))
+        (agent-lsp-ask "hello")
+        (agent-lsp-list-tools)
+        (test-wait "the failure"
+                   (lambda () (cl-some (lambda (m) (string-match-p "did not start" m))
+                                       (test-messages))))
+        (setq request (if agent-lsp--request t :false)
+              starting (length agent-lsp--starting)
+              failed (test-messages))
+        (setq agent-lsp-server-command (plist-get test-config :cmd))
+        (agent-lsp-ask "hello again")
+        (test-idle)
+        (test-emit :request request :starting starting :failed failed
+                   :servers (length agent-lsp--servers)
+                   :tools (test-text "*agent-lsp-tools*")
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert records["request"] is False
+    assert records["starting"] == 0
+    failures = [m for m in records["failed"] if "did not start" in m]
+    assert len(failures) == 1, records["failed"]
+    assert records["failed"].count("agent-lsp: starting the server…") == 1
+    assert "stderr*" in failures[0]
+    assert records["tools"] == ""
+    assert records["servers"] == 1
+    assert "Second time lucky." in records["conversation"]
+    assert "## You\n\nhello\n" not in records["conversation"]
