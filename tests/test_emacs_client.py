@@ -1597,8 +1597,9 @@ def test_the_first_ask_returns_at_once_while_the_server_starts(
 def test_commands_run_while_the_server_starts_share_it_in_order(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:
-    """Three commands while the server starts: one server starts (one process, said
-    once), and their requests go to it in the order the commands ran."""
+    """Commands run while the server starts: one server starts (one process, said once),
+    and their requests go to it in the order the commands ran; completion offers the
+    built-ins at once, the MCP listing shows its buffer at once, saying so."""
     write_wrapper(tmp_path, "slow.sh", "sleep 2")
     model.reply("Answered.")
     records = run_emacs(
@@ -1615,21 +1616,43 @@ def test_commands_run_while_the_server_starts_share_it_in_order(
         (agent-lsp-list-tools)
         (agent-lsp-ask "hello")
         (agent-lsp-sandbox)
+        ;; Completion offers what it has (the built-ins) and fetches for next time.
+        (setq before (float-time)
+              offered (vconcat (mapcar (lambda (c) (plist-get c :name))
+                                       (agent-lsp--commands (agent-lsp--ask-root))))
+              took (- (float-time) before))
+        ;; A listing shows its buffer at once.
+        (setq mcp (buffer-name (agent-lsp-mcp-servers))
+              mcp-at-once (test-text "*agent-lsp-mcp*"))
         (setq queued (length (plist-get (cdar agent-lsp--starting) :queue)))
         (test-until "*agent-lsp-tools*" "bash")
         (test-until "*agent-lsp-sandbox*" "sandbox")
+        (test-until "*agent-lsp-mcp*" "g: list again")
         (test-idle)
         (test-emit :queued queued :servers (length agent-lsp--servers)
+                   :offered offered :took took :mcp mcp :mcp_at_once mcp-at-once
+                   :mcp_later (test-text "*agent-lsp-mcp*")
                    :processes (test-server-processes)
                    :methods (vconcat (mapcar #'symbol-name (reverse test-methods)))
                    :conversation (test-text "*agent-lsp*")
                    :messages (test-messages))
         """,
     )
-    assert records["queued"] == 3
+    assert records["queued"] == 5
     assert records["servers"] == 1
     assert records["processes"] == 1
-    assert records["methods"][:3] == [":agent/listTools", ":agent/ask", ":agent/sandboxStatus"]
+    assert records["methods"][:5] == [
+        ":agent/listTools",
+        ":agent/ask",
+        ":agent/sandboxStatus",
+        ":agent/listCommands",
+        ":agent/mcpServers",
+    ]
+    assert records["took"] < 0.5, records["took"]
+    assert "compact" in records["offered"]
+    assert records["mcp"] == "*agent-lsp-mcp*"
+    assert records["mcp_at_once"].endswith("\n\nstarting the server…\n")
+    assert "starting the server" not in records["mcp_later"]
     assert "Answered." in records["conversation"]
     assert records["messages"].count("agent-lsp: starting the server…") == 1
 
@@ -1677,3 +1700,39 @@ def test_a_server_that_exits_while_starting_is_said_and_the_next_command_retries
     assert records["servers"] == 1
     assert "Second time lucky." in records["conversation"]
     assert "## You\n\nhello\n" not in records["conversation"]
+
+
+def test_a_choice_asked_for_while_the_server_starts_never_takes_later_keys(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """M-x agent-lsp-select-model while the server starts, then another command: the
+    list comes after the user went on, so the choice is not offered (the echo area says
+    it came late), also when the wait was for the server."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (defvar test-offered nil)
+        (advice-add 'completing-read :before (lambda (&rest _) (setq test-offered t)))
+        (agent-lsp-select-model)
+        (setq starting (length agent-lsp--starting))
+        (agent-lsp--count-command)  ; the user runs another command meanwhile
+        (test-wait "the late note"
+                   (lambda () (cl-some (lambda (m) (string-match-p "came after you went on" m))
+                                       (test-messages)))
+                   30)
+        (test-emit :starting starting :offered (if test-offered t :false)
+                   :messages (test-messages))
+        """,
+    )
+    assert records["starting"] == 1
+    assert records["offered"] is False
+    assert (
+        "agent-lsp: the list of models came after you went on; run the command again"
+        in records["messages"]
+    )
