@@ -1736,3 +1736,41 @@ def test_a_choice_asked_for_while_the_server_starts_never_takes_later_keys(
         "agent-lsp: the list of models came after you went on; run the command again"
         in records["messages"]
     )
+
+
+def test_a_server_that_does_not_answer_in_time_is_said_and_the_next_command_retries(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server does not answer `initialize` within eglot-connect-timeout: eglot stops
+    it, the waiting ask is dropped and the echo area says so once; the next ask starts
+    the server again and is answered."""
+    write_wrapper(tmp_path, "stuck.sh", "sleep 10")
+    model.reply("Answered in time.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "stuck.sh")
+              eglot-connect-timeout 1)
+        (agent-lsp-ask "hello")
+        (test-wait "the failure"
+                   (lambda () (cl-some (lambda (m) (string-match-p "did not start" m))
+                                       (test-messages))))
+        (setq request (if agent-lsp--request t :false)
+              starting (length agent-lsp--starting)
+              failed (test-messages))
+        (setq agent-lsp-server-command (plist-get test-config :cmd)
+              eglot-connect-timeout 30)
+        (agent-lsp-ask "hello again")
+        (test-idle)
+        (test-emit :request request :starting starting :failed failed
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert records["request"] is False
+    assert records["starting"] == 0
+    assert len([m for m in records["failed"] if "did not start" in m]) == 1, records["failed"]
+    assert "Answered in time." in records["conversation"]
