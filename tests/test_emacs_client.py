@@ -1575,18 +1575,20 @@ def test_the_first_ask_returns_at_once_while_the_server_starts(
         (setq before (float-time))
         (agent-lsp-ask "hello")
         (setq took (- (float-time) before))
+        (setq said (car (last (split-string (test-text "*Messages*") "\n" t))))
         (setq waiting (and agent-lsp--request (plist-get agent-lsp--request :starting) t))
         (setq running (length agent-lsp--servers))
         (test-wait "the answer" (lambda () (string-match-p "Hello after the start"
                                                            (test-text "*agent-lsp*")))
                    30)
         (test-idle)
-        (test-emit :took took :waiting (if waiting t :false) :running running
+        (test-emit :took took :said said :waiting (if waiting t :false) :running running
                    :conversation (test-text "*agent-lsp*")
                    :messages (test-messages))
         """,
     )
     assert records["took"] < 0.5, records["took"]
+    assert records["said"] == "agent-lsp: starting the server…"  # the echo area, last
     assert records["waiting"] is True
     assert records["running"] == 0
     assert "## You\n\nhello" in records["conversation"]

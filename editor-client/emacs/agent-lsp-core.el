@@ -221,16 +221,18 @@ is not found is said in the conversation, with how to install it or set
       (agent-lsp-register-with-eglot)
       (setq entry (list root :queue (list waiting)))
       (push entry agent-lsp--starting)
-      (message "agent-lsp: starting the server…")
       (condition-case err
-          ;; A temporary buffer: `eglot' must not see (and replace) a server
-          ;; that manages the current buffer.  eglot 1.9 takes one language id
-          ;; string; later versions also accept one.
-          (with-temp-buffer
-            (setq default-directory root)
-            (let ((eglot-sync-connect nil))
-              (eglot (agent-lsp--modes) project 'agent-lsp-server
-                     agent-lsp-server-command "plaintext")))
+          (progn
+            ;; A temporary buffer: `eglot' must not see (and replace) a server
+            ;; that manages the current buffer.  eglot 1.9 takes one language id
+            ;; string; later versions also accept one.
+            (with-temp-buffer
+              (setq default-directory root)
+              (let ((eglot-sync-connect nil))
+                (eglot (agent-lsp--modes) project 'agent-lsp-server
+                       agent-lsp-server-command "plaintext")))
+            ;; After eglot's own "Waiting in background" in the echo area.
+            (message "agent-lsp: starting the server…"))
         (error (agent-lsp--start-failed root (plist-get (cdr entry) :server)
                                         (error-message-string err))))))))
 
