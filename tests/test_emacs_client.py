@@ -1776,3 +1776,39 @@ def test_a_server_that_does_not_answer_in_time_is_said_and_the_next_command_retr
     assert records["starting"] == 0
     assert len([m for m in records["failed"] if "did not start" in m]) == 1, records["failed"]
     assert "Answered in time." in records["conversation"]
+
+
+def test_an_ask_cancelled_while_the_server_starts_is_never_sent(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """M-x agent-lsp-cancel while the ask waits for the server: the ask ends at once and
+    is not sent once the server is up; the next ask is."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    model.reply("Only the second.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (defvar test-methods nil)
+        (advice-add 'agent-lsp--async-request :before
+                    (lambda (_server method &rest _) (push method test-methods)))
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (agent-lsp-ask "first")
+        (agent-lsp-cancel)
+        (setq after-cancel (if agent-lsp--request t :false))
+        (test-server)
+        (agent-lsp-ask "second")
+        (test-idle)
+        (test-emit :after_cancel after-cancel
+                   :methods (vconcat (mapcar #'symbol-name (reverse test-methods)))
+                   :conversation (test-text "*agent-lsp*") :messages (test-messages))
+        """,
+    )
+    assert records["after_cancel"] is False
+    assert records["methods"].count(":agent/ask") == 1
+    assert "## You\n\nfirst" not in records["conversation"]
+    assert "Only the second." in records["conversation"]
+    assert "agent-lsp: cancelled before it was sent" in records["messages"]
