@@ -98,6 +98,12 @@ SETUP = r"""
   "Wait until buffer NAME's text matches REGEXP (a request's answer came)."
   (test-wait (format "%s in %s" regexp name)
              (lambda () (string-match-p regexp (test-text name)))))
+(defun test-server ()
+  "The project's server, started if needed: the test waits for it."
+  (let ((server nil))
+    (agent-lsp--with-server (lambda (s) (setq server s)))
+    (test-wait "the server to start" (lambda () server) 30)
+    server))
 (defun test-idle ()
   (test-wait "the ask to finish" (lambda () (null agent-lsp--request))))
 (defvar test-prompts nil "The permission requests shown, newest first (their plists).")
@@ -989,7 +995,7 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
                      :conversation (test-text "*agent-lsp*")
                      :messages (test-text "*Messages*")))
         (global-set-key (kbd "<f5>") #'test-state)
-        (agent-lsp--ensure-server)
+        (test-server)
         (test-when-file "go" (lambda () (agent-lsp-ask "write it")))
         (test-emit :ready t)
         """,
@@ -1060,7 +1066,7 @@ def test_emacs_stays_usable_while_the_server_waits_on_a_silent_endpoint(
             """
             (defvar test-ticks 0)
             (run-with-timer 0.05 0.05 (lambda () (cl-incf test-ticks)))
-            (agent-lsp--ensure-server)
+            (test-server)
             (call-interactively #'agent-lsp-check-connection)
             (setq right-after (test-text "*agent-lsp-check*"))
             (call-interactively #'agent-lsp-select-model)
@@ -1463,7 +1469,7 @@ def test_the_model_choice_is_offered_when_the_list_comes_in_a_real_emacs(
                                         (minibuffer-prompt)))
                                  "")))
         (global-set-key (kbd "<f5>") #'test-state)
-        (agent-lsp--ensure-server)
+        (test-server)
         (test-emit :ready t)
         """,
     )
@@ -1523,3 +1529,286 @@ def test_the_next_request_shows_in_the_request_buffer_only_on_g(
     assert records["second"] == "answered"
     assert (workspace.parent / "first.txt").exists()
     assert not (workspace.parent / "second.txt").exists()
+
+
+# Starting the server: nothing waits for it either.
+START_HELPERS = """
+(defun test-messages ()
+  "The agent-lsp lines of *Messages*, oldest first."
+  (vconcat (cl-remove-if-not (lambda (line) (string-prefix-p "agent-lsp: " line))
+                             (split-string (test-text "*Messages*") "\n"))))
+(defun test-server-processes ()
+  (length (cl-remove-if-not (lambda (p) (and (process-live-p p) (eq (process-type p) 'real)
+                                             (string-prefix-p "EGLOT" (process-name p))))
+                            (process-list))))
+(defun test-wrapped (wrapper)
+  "The server command, run by WRAPPER (a shell script given the command)."
+  (cons (expand-file-name wrapper (plist-get test-config :sync_dir))
+        (plist-get test-config :cmd)))
+"""
+
+
+def write_wrapper(tmp_path: Path, name: str, body: str) -> None:
+    """A shell script in the sync folder that runs before (or instead of) the server."""
+    (tmp_path / "sync").mkdir(exist_ok=True)
+    script = tmp_path / "sync" / name
+    script.write_text(f'#!/bin/sh\n{body}\nexec "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+
+
+def test_the_first_ask_returns_at_once_while_the_server_starts(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server takes 2 s to start: M-x agent-lsp-ask returns at once (the echo area
+    says the server is starting, once); the ask waits for the server and its answer
+    still comes."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    model.reply("Hello after the start.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (setq before (float-time))
+        (agent-lsp-ask "hello")
+        (setq took (- (float-time) before))
+        (setq said (car (last (split-string (test-text "*Messages*") "\n" t))))
+        (setq waiting (and agent-lsp--request (plist-get agent-lsp--request :starting) t))
+        (setq running (length agent-lsp--servers))
+        (test-wait "the answer" (lambda () (string-match-p "Hello after the start"
+                                                           (test-text "*agent-lsp*")))
+                   30)
+        (test-idle)
+        (test-emit :took took :said said :waiting (if waiting t :false) :running running
+                   :conversation (test-text "*agent-lsp*")
+                   :messages (test-messages))
+        """,
+    )
+    assert records["took"] < 0.5, records["took"]
+    assert records["said"] == "agent-lsp: starting the server…"  # the echo area, last
+    assert records["waiting"] is True
+    assert records["running"] == 0
+    assert "## You\n\nhello" in records["conversation"]
+    assert "Hello after the start." in records["conversation"]
+    assert records["messages"].count("agent-lsp: starting the server…") == 1
+
+
+def test_commands_run_while_the_server_starts_share_it_in_order(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Commands run while the server starts: one server starts (one process, said once),
+    and their requests go to it in the order the commands ran; completion offers the
+    built-ins at once, the MCP listing shows its buffer at once, saying so."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    model.reply("Answered.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (defvar test-methods nil)
+        (advice-add 'agent-lsp--async-request :before
+                    (lambda (_server method &rest _) (push method test-methods)))
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (agent-lsp-list-tools)
+        (agent-lsp-ask "hello")
+        (agent-lsp-sandbox)
+        ;; Completion offers what it has (the built-ins) and fetches for next time.
+        (setq before (float-time)
+              offered (vconcat (mapcar (lambda (c) (plist-get c :name))
+                                       (agent-lsp--commands (agent-lsp--ask-root))))
+              took (- (float-time) before))
+        ;; A listing shows its buffer at once.
+        (setq mcp (buffer-name (agent-lsp-mcp-servers))
+              mcp-at-once (test-text "*agent-lsp-mcp*"))
+        (setq queued (length (plist-get (cdar agent-lsp--starting) :queue)))
+        (test-until "*agent-lsp-tools*" "bash")
+        (test-until "*agent-lsp-sandbox*" "sandbox")
+        (test-until "*agent-lsp-mcp*" "g: list again")
+        (test-idle)
+        (test-emit :queued queued :servers (length agent-lsp--servers)
+                   :offered offered :took took :mcp mcp :mcp_at_once mcp-at-once
+                   :mcp_later (test-text "*agent-lsp-mcp*")
+                   :processes (test-server-processes)
+                   :methods (vconcat (mapcar #'symbol-name (reverse test-methods)))
+                   :conversation (test-text "*agent-lsp*")
+                   :messages (test-messages))
+        """,
+    )
+    assert records["queued"] == 5
+    assert records["servers"] == 1
+    assert records["processes"] == 1
+    assert records["methods"][:5] == [
+        ":agent/listTools",
+        ":agent/ask",
+        ":agent/sandboxStatus",
+        ":agent/listCommands",
+        ":agent/mcpServers",
+    ]
+    assert records["took"] < 0.5, records["took"]
+    assert "compact" in records["offered"]
+    assert records["mcp"] == "*agent-lsp-mcp*"
+    assert records["mcp_at_once"].endswith("\n\nstarting the server…\n")
+    assert "starting the server" not in records["mcp_later"]
+    assert "Answered." in records["conversation"]
+    assert records["messages"].count("agent-lsp: starting the server…") == 1
+
+
+def test_a_server_that_exits_while_starting_is_said_and_the_next_command_retries(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server exits (status 3) before it answers: the ask and the listing that
+    waited for it are dropped, the echo area says so once, nothing stays 'starting';
+    the next ask starts the server again and is answered."""
+    write_wrapper(tmp_path, "exits.sh", "sleep 1\nexit 3")
+    model.reply("Second time lucky.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "exits.sh"))
+        (agent-lsp-ask "hello")
+        (agent-lsp-list-tools)
+        (test-wait "the failure"
+                   (lambda () (cl-some (lambda (m) (string-match-p "did not start" m))
+                                       (test-messages))))
+        (setq request (if agent-lsp--request t :false)
+              starting (length agent-lsp--starting)
+              failed (test-messages))
+        (setq agent-lsp-server-command (plist-get test-config :cmd))
+        (agent-lsp-ask "hello again")
+        (test-idle)
+        (test-emit :request request :starting starting :failed failed
+                   :servers (length agent-lsp--servers)
+                   :tools (test-text "*agent-lsp-tools*")
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert records["request"] is False
+    assert records["starting"] == 0
+    failures = [m for m in records["failed"] if "did not start" in m]
+    assert len(failures) == 1, records["failed"]
+    assert records["failed"].count("agent-lsp: starting the server…") == 1
+    assert "stderr*" in failures[0]
+    assert records["tools"] == ""
+    assert records["servers"] == 1
+    assert "Second time lucky." in records["conversation"]
+    assert "## You\n\nhello\n" not in records["conversation"]
+
+
+def test_a_choice_asked_for_while_the_server_starts_never_takes_later_keys(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """M-x agent-lsp-select-model while the server starts, then another command: the
+    list comes after the user went on, so the choice is not offered (the echo area says
+    it came late), also when the wait was for the server."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (defvar test-offered nil)
+        (advice-add 'completing-read :before (lambda (&rest _) (setq test-offered t)))
+        (agent-lsp-select-model)
+        (setq starting (length agent-lsp--starting))
+        (agent-lsp--count-command)  ; the user runs another command meanwhile
+        (test-wait "the late note"
+                   (lambda () (cl-some (lambda (m) (string-match-p "came after you went on" m))
+                                       (test-messages)))
+                   30)
+        (test-emit :starting starting :offered (if test-offered t :false)
+                   :messages (test-messages))
+        """,
+    )
+    assert records["starting"] == 1
+    assert records["offered"] is False
+    assert (
+        "agent-lsp: the list of models came after you went on; run the command again"
+        in records["messages"]
+    )
+
+
+def test_a_server_that_does_not_answer_in_time_is_said_and_the_next_command_retries(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server does not answer `initialize` within eglot-connect-timeout: eglot stops
+    it, the waiting ask is dropped and the echo area says so once; the next ask starts
+    the server again and is answered."""
+    write_wrapper(tmp_path, "stuck.sh", "sleep 10")
+    model.reply("Answered in time.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (setq agent-lsp-server-command (test-wrapped "stuck.sh")
+              eglot-connect-timeout 1)
+        (agent-lsp-ask "hello")
+        (test-wait "the failure"
+                   (lambda () (cl-some (lambda (m) (string-match-p "did not start" m))
+                                       (test-messages))))
+        (setq request (if agent-lsp--request t :false)
+              starting (length agent-lsp--starting)
+              failed (test-messages))
+        (setq agent-lsp-server-command (plist-get test-config :cmd)
+              eglot-connect-timeout 30)
+        (agent-lsp-ask "hello again")
+        (test-idle)
+        (test-emit :request request :starting starting :failed failed
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert records["request"] is False
+    assert records["starting"] == 0
+    assert len([m for m in records["failed"] if "did not start" in m]) == 1, records["failed"]
+    assert "Answered in time." in records["conversation"]
+
+
+def test_an_ask_cancelled_while_the_server_starts_is_never_sent(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """M-x agent-lsp-cancel while the ask waits for the server: the ask ends at once and
+    is not sent once the server is up; the next ask is."""
+    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    model.reply("Only the second.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        START_HELPERS
+        + """
+        (defvar test-methods nil)
+        (advice-add 'agent-lsp--async-request :before
+                    (lambda (_server method &rest _) (push method test-methods)))
+        (setq agent-lsp-server-command (test-wrapped "slow.sh"))
+        (agent-lsp-ask "first")
+        (agent-lsp-cancel)
+        (setq after-cancel (if agent-lsp--request t :false))
+        (test-server)
+        (agent-lsp-ask "second")
+        (test-idle)
+        (test-emit :after_cancel after-cancel
+                   :methods (vconcat (mapcar #'symbol-name (reverse test-methods)))
+                   :conversation (test-text "*agent-lsp*") :messages (test-messages))
+        """,
+    )
+    assert records["after_cancel"] is False
+    assert records["methods"].count(":agent/ask") == 1
+    assert "## You\n\nfirst" not in records["conversation"]
+    assert "Only the second." in records["conversation"]
+    assert "agent-lsp: cancelled before it was sent" in records["messages"]

@@ -169,30 +169,49 @@ sent as typed (the server expands it), as is an unknown /word."
 
 (defun agent-lsp--send (prompt region)
   "Send PROMPT (with REGION, see `agent-lsp-ask') as `agent/ask'.
-Return the request."
+Return the request.  Nothing waits: while the project's server starts the
+request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
   (when agent-lsp--request
     (user-error "An ask is already running (M-x agent-lsp-cancel stops it)"))
   (let* ((root (agent-lsp--ask-root))
          (default-directory root)
-         (server (agent-lsp--ensure-server)))
+         (request (list :root root :prompt prompt :starting t)))
     (when agent-lsp-save-before-ask
       (save-some-buffers nil (lambda ()
                                (and buffer-file-name
                                     (string-prefix-p root (expand-file-name buffer-file-name))))))
+    (setq agent-lsp--request request)
+    (condition-case err
+        (agent-lsp--with-server
+         (lambda (server)
+           (when (eq agent-lsp--request request)
+             (let ((default-directory root))
+               (agent-lsp--send-to server request region))))
+         (lambda () (when (eq agent-lsp--request request) (setq agent-lsp--request nil))))
+      (error (when (eq agent-lsp--request request) (setq agent-lsp--request nil))
+             (signal (car err) (cdr err))))
+    request))
+
+(defun agent-lsp--send-to (server request region)
+  "Send REQUEST (a plist with :root and :prompt) to SERVER, with REGION."
+  (let ((root (plist-get request :root))
+        (prompt (plist-get request :prompt)))
     (unless (eq server agent-lsp--conversation-server)
       (agent-lsp--start-conversation server root))
     (agent-lsp--say (format "## You\n\n%s\n\n%s## Agent\n\n" prompt
                             (if region (concat (agent-lsp--region-note region) "\n\n") "")))
     (let* ((token (format "agent-lsp-emacs-%d" (cl-incf agent-lsp--asks)))
            (marker (with-current-buffer agent-lsp--buffer (copy-marker (point-max))))
-           (request (list :server server :token token :root root :status-marker marker
-                          :prompt prompt))
            (context (and region (agent-lsp--context region server)))
            (params (append (list :prompt prompt :workDoneToken token)
                            (and agent-lsp--session-id
                                 (list :sessionId agent-lsp--session-id))
                            (and context (list :context context)))))
-      (setq agent-lsp--request request)
+      ;; The same plist: `agent-lsp--request' stays eq to it.
+      (plist-put request :starting nil)
+      (plist-put request :server server)
+      (plist-put request :token token)
+      (plist-put request :status-marker marker)
       (agent-lsp--flush-changes server)
       (agent-lsp--set-status "working: waiting for the model")
       (display-buffer agent-lsp--buffer)
@@ -214,7 +233,12 @@ Return the request."
   (let ((request agent-lsp--request))
     (unless request
       (user-error "No agent-lsp ask is running"))
-    (unless (plist-get request :cancelling)
+    (cond
+     ((plist-get request :starting)
+      ;; Not sent yet: its server is starting.
+      (setq agent-lsp--request nil)
+      (message "agent-lsp: cancelled before it was sent"))
+     ((not (plist-get request :cancelling))
       (plist-put request :cancelling t)
       (agent-lsp--set-status "cancelling…")
       (jsonrpc-notify (plist-get request :server) :$/cancelRequest
@@ -224,7 +248,7 @@ Return the request."
                  (run-with-timer
                   10 nil (lambda ()
                            (agent-lsp--finish
-                            request "_(cancelled; the server did not confirm)_")))))))
+                            request "_(cancelled; the server did not confirm)_"))))))))
 
 (defun agent-lsp-new-conversation ()
   "Start a new conversation; a running ask is cancelled."
@@ -272,9 +296,11 @@ result is a line in the conversation and the trace."
 (defun agent-lsp-list-tools ()
   "Show the tools the agent can call in `*agent-lsp-tools*'."
   (interactive)
-  (let ((server (agent-lsp--ensure-server)))
-    (agent-lsp--call server :agent/listTools (make-hash-table)
-                     (lambda (result) (agent-lsp--show-tools server (plist-get result :tools))))))
+  (agent-lsp--with-server
+   (lambda (server)
+     (agent-lsp--call server :agent/listTools (make-hash-table)
+                      (lambda (result)
+                        (agent-lsp--show-tools server (plist-get result :tools)))))))
 
 (defun agent-lsp--show-tools (server tools)
   "Show SERVER's TOOLS in `*agent-lsp-tools*'."

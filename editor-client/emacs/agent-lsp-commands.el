@@ -70,21 +70,26 @@ first answer, the built-ins."
 (defun agent-lsp--fetch-commands (root)
   "Fetch ROOT's commands into `agent-lsp--commands-cache', without waiting."
   (unless (member root agent-lsp--commands-fetching)
-    (let ((server (ignore-errors (let ((default-directory root))
-                                   (agent-lsp--ensure-server)))))
-      (when server
-        (push root agent-lsp--commands-fetching)
-        (let ((done (lambda () (setq agent-lsp--commands-fetching
-                                     (delete root agent-lsp--commands-fetching)))))
-          (agent-lsp--call server :agent/listCommands
-                           (list :workspaceFolder (agent-lsp--folder-uri root))
-                           (lambda (result)
-                             (funcall done)
-                             (puthash root (cons (float-time)
-                                                 (append (plist-get result :commands) nil))
-                                      agent-lsp--commands-cache))
-                           :timeout 10
-                           :on-error (lambda (_) (funcall done))))))))
+    (push root agent-lsp--commands-fetching)
+    (let ((done (lambda () (setq agent-lsp--commands-fetching
+                                 (delete root agent-lsp--commands-fetching)))))
+      ;; A server not running yet starts in the background: this completion
+      ;; has the built-ins, the next one the folder's commands.
+      (condition-case nil
+          (let ((default-directory root))
+            (agent-lsp--with-server
+             (lambda (server)
+               (agent-lsp--call server :agent/listCommands
+                                (list :workspaceFolder (agent-lsp--folder-uri root))
+                                (lambda (result)
+                                  (funcall done)
+                                  (puthash root (cons (float-time)
+                                                      (append (plist-get result :commands) nil))
+                                           agent-lsp--commands-cache))
+                                :timeout 10
+                                :on-error (lambda (_) (funcall done))))
+             done))
+        (error (funcall done))))))
 
 (defun agent-lsp-command-capf ()
   "Complete a /word typed first in the prompt: the folder's commands.

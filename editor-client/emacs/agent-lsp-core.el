@@ -91,15 +91,62 @@ While the answer streams, :turn and :channel name the part being written,
                      (agent-lsp--settings-object)))
                  items)))
 
-(defun agent-lsp--remember-server (server)
-  "Track SERVER (from `eglot-server-initialized-hook') if it is ours.
-Eglot runs the hook with `default-directory' bound to the project root."
-  (when (cl-typep server 'agent-lsp-server)
-    (setf (agent-lsp--server-root server)
-          (file-name-as-directory (expand-file-name default-directory)))
-    (push server agent-lsp--servers)))
+(defvar agent-lsp--starting nil
+  "Servers being started, without waiting: an alist of (ROOT . START).
+START is a plist: :server (once eglot made it) and :queue, the functions
+to call with the server once it answered `initialize', oldest first, each
+a list (FUNCTION BUFFER ON-FAILURE).")
 
-(add-hook 'eglot-server-initialized-hook #'agent-lsp--remember-server)
+(defun agent-lsp--server-made (server)
+  "Note SERVER's root (from `eglot-server-initialized-hook') if it is ours.
+Eglot runs the hook before the handshake, with `default-directory' bound to
+the project root.  A server started here is watched: its process ending
+before it answered `initialize' (an exit, an error reply, eglot's time limit
+all end there) fails the start."
+  (when (cl-typep server 'agent-lsp-server)
+    (let ((root (file-name-as-directory (expand-file-name default-directory))))
+      (setf (agent-lsp--server-root server) root)
+      (when-let ((start (cdr (assoc root agent-lsp--starting)))
+                 (process (jsonrpc--process server)))
+        (unless (plist-get start :server)
+          (plist-put start :server server)
+          (add-function :around (process-sentinel process)
+                        (lambda (sentinel proc change)
+                          (agent-lsp--watch-start root server sentinel proc change))))))))
+
+(defun agent-lsp--watch-start (root server sentinel process change)
+  "Run jsonrpc's SENTINEL of SERVER's PROCESS for CHANGE; if the process ended
+while it started for ROOT, the start failed.  Eglot 1.9 then signals its own
+error from the sentinel (\"Server died\"): said once, here, instead."
+  (let ((starting (lambda () (eq (plist-get (cdr (assoc root agent-lsp--starting)) :server)
+                                 server))))
+    (condition-case err
+        (funcall sentinel process change)
+      (error (unless (funcall starting) (signal (car err) (cdr err)))))
+    (when (and (not (process-live-p process)) (funcall starting))
+      (agent-lsp--start-failed root server
+                               (format "it ended (%s, status %s)" (process-status process)
+                                       (process-exit-status process))))))
+
+(defun agent-lsp--remember-server (server)
+  "Track SERVER (from `eglot-connect-hook': it answered `initialize') if it is
+ours, and call the functions waiting for it."
+  (when (cl-typep server 'agent-lsp-server)
+    (unless (agent-lsp--server-root server)
+      (setf (agent-lsp--server-root server)
+            (file-name-as-directory (expand-file-name default-directory))))
+    (push server agent-lsp--servers)
+    (let* ((root (agent-lsp--server-root server))
+           (entry (assoc root agent-lsp--starting)))
+      (when entry
+        (setq agent-lsp--starting (delq entry agent-lsp--starting))
+        ;; Outside eglot's process filter: a waiting function may fail, or
+        ;; read from the minibuffer.
+        (run-at-time 0 nil #'agent-lsp--run-queue server
+                     (plist-get (cdr entry) :queue))))))
+
+(add-hook 'eglot-server-initialized-hook #'agent-lsp--server-made)
+(add-hook 'eglot-connect-hook #'agent-lsp--remember-server)
 
 (defun agent-lsp--modes ()
   "The major modes the server is started for.
@@ -146,30 +193,79 @@ agent-lsp-transcript sets it: the conversation says how to install or set it.")
              (file-executable-p program)
            (executable-find program)))))
 
-(defun agent-lsp--ensure-server ()
-  "Return the server for the current project, started (synchronously) if needed.
-A server program that is not found is said in the conversation, with how to
-install it or set `agent-lsp-server-command'."
+(defun agent-lsp--with-server (function &optional on-failure)
+  "Call FUNCTION with the current project's server; start it if needed.
+Nothing waits: with a running server FUNCTION is called at once; else the
+server starts in the background (the echo area says so) and FUNCTION is
+called, in its buffer, once the server answered `initialize', after the
+functions queued before it for that project.  If the server does not
+start, the echo area says so once and ON-FAILURE, if given, is called with
+no argument instead; the next command tries again.  A server program that
+is not found is said in the conversation, with how to install it or set
+`agent-lsp-server-command', before anything starts."
   (let* ((project (agent-lsp--project))
-         (root (agent-lsp--root project)))
-    (or (agent-lsp--live-server root)
-        (progn
-          (unless (agent-lsp--server-program-found-p)
-            (when agent-lsp-missing-server-function
-              (funcall agent-lsp-missing-server-function (car agent-lsp-server-command)))
-            (user-error "agent-lsp: the server program %s was not found; see *agent-lsp*"
-                        (car agent-lsp-server-command)))
-          (agent-lsp-register-with-eglot)
-          ;; A temporary buffer: `eglot' must not see (and replace) a server
-          ;; that manages the current buffer.  eglot 1.9 takes one language id
-          ;; string; later versions also accept one.
-          (with-temp-buffer
-            (setq default-directory root)
-            (let ((eglot-sync-connect t))
-              (eglot (agent-lsp--modes) project 'agent-lsp-server
-                     agent-lsp-server-command "plaintext")))
-          (or (agent-lsp--live-server root)
-              (error "The agent-lsp server did not start (see its *EGLOT ... stderr* buffer)"))))))
+         (root (agent-lsp--root project))
+         (server (agent-lsp--live-server root))
+         (entry (assoc root agent-lsp--starting))
+         (waiting (list function (current-buffer) on-failure)))
+    (cond
+     (server (funcall function server))
+     (entry (plist-put (cdr entry) :queue
+                       (append (plist-get (cdr entry) :queue) (list waiting))))
+     (t
+      (unless (agent-lsp--server-program-found-p)
+        (when agent-lsp-missing-server-function
+          (funcall agent-lsp-missing-server-function (car agent-lsp-server-command)))
+        (user-error "agent-lsp: the server program %s was not found; see *agent-lsp*"
+                    (car agent-lsp-server-command)))
+      (agent-lsp-register-with-eglot)
+      (setq entry (list root :queue (list waiting)))
+      (push entry agent-lsp--starting)
+      (condition-case err
+          (progn
+            ;; A temporary buffer: `eglot' must not see (and replace) a server
+            ;; that manages the current buffer.  eglot 1.9 takes one language id
+            ;; string; later versions also accept one.
+            (with-temp-buffer
+              (setq default-directory root)
+              (let ((eglot-sync-connect nil))
+                (eglot (agent-lsp--modes) project 'agent-lsp-server
+                       agent-lsp-server-command "plaintext")))
+            ;; After eglot's own "Waiting in background" in the echo area.
+            (message "agent-lsp: starting the server…"))
+        (error (agent-lsp--start-failed root (plist-get (cdr entry) :server)
+                                        (error-message-string err))))))))
+
+(defun agent-lsp--run-queue (server queue)
+  "Call the functions of QUEUE (see `agent-lsp--starting') with SERVER, in order.
+One that fails says so in the echo area; the others still run."
+  (dolist (waiting queue)
+    (pcase-let ((`(,function ,buffer ,_on-failure) waiting))
+      (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
+        (condition-case err
+            (funcall function server)
+          (error (message "agent-lsp: %s" (error-message-string err))))))))
+
+(defun agent-lsp--start-failed (root server &optional reason)
+  "The server started for ROOT (SERVER, if eglot made it) did not start.
+Drop what waited for it (their on-failure functions run) and say so once;
+the next command starts it again.  REASON says why, when known."
+  (let ((entry (assoc root agent-lsp--starting)))
+    (when (and entry (memq (plist-get (cdr entry) :server) (list nil server)))
+      (setq agent-lsp--starting (delq entry agent-lsp--starting))
+      (let ((text (format "agent-lsp: the server did not start%s; see %s.  \
+The next command tries again"
+                          (if reason (concat ": " reason) "")
+                          (if server
+                              (format "*%s stderr*" (jsonrpc-name server))
+                            "*Messages*"))))
+        ;; After eglot's own error, which the process sentinel reports.
+        (run-at-time 0 nil (lambda () (message "%s" text))))
+      (dolist (waiting (plist-get (cdr entry) :queue))
+        (pcase-let ((`(,_function ,buffer ,on-failure) waiting))
+          (when on-failure
+            (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
+              (with-demoted-errors "agent-lsp: %S" (funcall on-failure)))))))))
 
 ;;; Requests
 

@@ -25,26 +25,30 @@
 
 (defun agent-lsp-tool-output (session call-id)
   "Show the whole output of tool call CALL-ID of SESSION in `*agent-lsp-output*'."
-  (let ((server (or (and agent-lsp--conversation-server
-                         (jsonrpc-running-p agent-lsp--conversation-server)
-                         agent-lsp--conversation-server)
-                    (agent-lsp--ensure-server))))
-    (agent-lsp--call
-     server :agent/toolOutput (list :sessionId session :callId call-id)
-     (lambda (result)
-       (with-current-buffer (agent-lsp--get-buffer agent-lsp--output-buffer
-                                                   #'agent-lsp-trace-mode)
-         (let ((inhibit-read-only t))
-           (erase-buffer)
-           (insert (format "%s %s: %s%s\n\n"
-                           (agent-lsp-escape-control (format "%s" (plist-get result :name)))
-                           (agent-lsp-summarize-arguments (plist-get result :arguments))
-                           (if (eq (plist-get result :ok) t) "ok" "failed")
-                           (if (eq (plist-get result :truncated) t)
-                               " (cut by the server)" ""))
-                   (agent-lsp-escape-control (or (plist-get result :output) "") t))
-           (goto-char (point-min))))
-       (pop-to-buffer agent-lsp--output-buffer)))))
+  (if (and agent-lsp--conversation-server
+           (jsonrpc-running-p agent-lsp--conversation-server))
+      (agent-lsp--tool-output agent-lsp--conversation-server session call-id)
+    (agent-lsp--with-server
+     (lambda (server) (agent-lsp--tool-output server session call-id)))))
+
+(defun agent-lsp--tool-output (server session call-id)
+  "Ask SERVER for the output of SESSION's CALL-ID; show it when it comes."
+  (agent-lsp--call
+   server :agent/toolOutput (list :sessionId session :callId call-id)
+   (lambda (result)
+     (with-current-buffer (agent-lsp--get-buffer agent-lsp--output-buffer
+                                                 #'agent-lsp-trace-mode)
+       (let ((inhibit-read-only t))
+         (erase-buffer)
+         (insert (format "%s %s: %s%s\n\n"
+                         (agent-lsp-escape-control (format "%s" (plist-get result :name)))
+                         (agent-lsp-summarize-arguments (plist-get result :arguments))
+                         (if (eq (plist-get result :ok) t) "ok" "failed")
+                         (if (eq (plist-get result :truncated) t)
+                             " (cut by the server)" ""))
+                 (agent-lsp-escape-control (or (plist-get result :output) "") t))
+         (goto-char (point-min))))
+     (pop-to-buffer agent-lsp--output-buffer))))
 
 (defun agent-lsp-tool-output-at-point ()
   "Show the whole output of the tool call on this line of the conversation."
@@ -84,8 +88,11 @@
 Interrupted ones (their server stopped mid-ask) are marked; the next ask
 continues a reopened conversation."
   (interactive)
-  (let* ((server (agent-lsp--ensure-server))
-         (root (agent-lsp--server-root server)))
+  (agent-lsp--with-server #'agent-lsp--history-list))
+
+(defun agent-lsp--history-list (server)
+  "List SERVER's folder's past conversations when it answers."
+  (let ((root (agent-lsp--server-root server)))
     (agent-lsp--call
      server :agent/sessions (list :workspaceFolder (agent-lsp--folder-uri root))
      (lambda (result)

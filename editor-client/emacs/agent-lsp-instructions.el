@@ -96,11 +96,10 @@ A line that names a file carries it as its `agent-lsp-file' property."
 \\[revert-buffer] lists them again."
   (setq-local revert-buffer-function
               (lambda (&rest _)
-                (agent-lsp--instructions-list (if (and agent-lsp--instructions-server
-                                                       (jsonrpc-running-p
-                                                        agent-lsp--instructions-server))
-                                                  agent-lsp--instructions-server
-                                                (agent-lsp--ensure-server)))))
+                (if (and agent-lsp--instructions-server
+                         (jsonrpc-running-p agent-lsp--instructions-server))
+                    (agent-lsp--instructions-list agent-lsp--instructions-server)
+                  (agent-lsp--with-server #'agent-lsp--instructions-list))))
   (setq-local truncate-lines nil))
 
 (defun agent-lsp--instructions-list (server &optional show)
@@ -141,10 +140,8 @@ when there is one (then also the subfolders' instruction files it was given).
 In the buffer, \\[agent-lsp-instructions-open] opens the file at point and
 \\[revert-buffer] lists them again.  The buffer shows when the server answers."
   (interactive)
-  (agent-lsp--instructions-list
-   (let ((default-directory (agent-lsp--ask-root)))
-     (agent-lsp--ensure-server))
-   t))
+  (let ((default-directory (agent-lsp--ask-root)))
+    (agent-lsp--with-server (lambda (server) (agent-lsp--instructions-list server t)))))
 
 (defun agent-lsp-instructions-open ()
   "Open the file the line at point names."

@@ -163,16 +163,19 @@ TRIES counts the refreshes in a row."
          :error-fn #'ignore
          :timeout 30)))))
 
+(defun agent-lsp--mcp-buffer (root text)
+  "`*agent-lsp-mcp*'; made for ROOT's servers and saying TEXT if new."
+  (or (get-buffer agent-lsp--mcp-buffer)
+      (with-current-buffer (get-buffer-create agent-lsp--mcp-buffer)
+        (agent-lsp-mcp-mode)
+        (let ((inhibit-read-only t))
+          (insert "# agent-lsp MCP servers: " root "\n\n" text "\n"))
+        (current-buffer))))
+
 (defun agent-lsp--mcp-list (server)
   "List SERVER's folder's MCP servers in `*agent-lsp-mcp*'; return the buffer.
 Nothing waits: the buffer says it is listing until the answer comes."
-  (let ((buffer (or (get-buffer agent-lsp--mcp-buffer)
-                    (with-current-buffer (get-buffer-create agent-lsp--mcp-buffer)
-                      (agent-lsp-mcp-mode)
-                      (let ((inhibit-read-only t))
-                        (insert "# agent-lsp MCP servers: " (agent-lsp--server-root server)
-                                "\n\nlisting…\n"))
-                      (current-buffer)))))
+  (let ((buffer (agent-lsp--mcp-buffer (agent-lsp--server-root server) "listing…")))
     (agent-lsp--call server :agent/mcpServers (make-hash-table)
                      (lambda (result)
                        (when (buffer-live-p buffer)
@@ -188,7 +191,11 @@ transport, command or URL, tools, error and warnings.  In the buffer,
 \\<agent-lsp-mcp-mode-map>\\[agent-lsp-mcp-approve] approves the folder's own server at point and \\[revert-buffer] lists
 them again.  Returns the buffer."
   (interactive)
-  (let ((buffer (agent-lsp--mcp-list (agent-lsp--ensure-server))))
+  (let ((buffer (if (agent-lsp--live-server (agent-lsp--root))
+                    (agent-lsp--with-server #'agent-lsp--mcp-list)
+                  ;; Shown at once; filled once the server started and answered.
+                  (prog1 (agent-lsp--mcp-buffer (agent-lsp--root) "starting the server…")
+                    (agent-lsp--with-server #'agent-lsp--mcp-list)))))
     (with-current-buffer buffer
       (goto-char (point-min))
       (forward-line 2))
@@ -201,9 +208,9 @@ them again.  Returns the buffer."
   (let ((buffer (get-buffer agent-lsp--mcp-buffer)))
     (unless buffer (user-error "No MCP server list yet: M-x agent-lsp-mcp-servers"))
     (let ((server (buffer-local-value 'agent-lsp--mcp-server buffer)))
-      (agent-lsp--mcp-list (if (and server (jsonrpc-running-p server))
-                               server
-                             (with-current-buffer buffer (agent-lsp--ensure-server)))))))
+      (if (and server (jsonrpc-running-p server))
+          (agent-lsp--mcp-list server)
+        (with-current-buffer buffer (agent-lsp--with-server #'agent-lsp--mcp-list))))))
 
 (defun agent-lsp-mcp-approve (&optional name)
   "Approve the folder's own MCP server NAME (default: the one at point).
@@ -213,31 +220,36 @@ allow it, that exact definition starts, and a changed one asks again."
   (let* ((at (unless name (get-text-property (line-beginning-position) 'agent-lsp-mcp)))
          (name (or name (plist-get at :name)
                    (user-error "No MCP server at point")))
-         (server (or (and (derived-mode-p 'agent-lsp-mcp-mode) agent-lsp--mcp-server)
-                     (agent-lsp--ensure-server))))
+         (server (and (derived-mode-p 'agent-lsp-mcp-mode) agent-lsp--mcp-server)))
     (when (and at (not (equal (plist-get at :state) "awaiting-approval")))
       (user-error "%s is %s: only a server awaiting approval is approved here"
                   (agent-lsp-escape-control name)
                   (agent-lsp-escape-control (agent-lsp--mcp-string (plist-get at :state)))))
-    (agent-lsp--async-request
-     server :agent/approveMcpServer (list :name name)
-     :success-fn (lambda (result)
-                   (message (if (eq (plist-get result :approved) t)
-                                "agent-lsp: approved MCP server %s: %s"
-                              "agent-lsp: MCP server %s not approved: %s")
-                            (agent-lsp-escape-control name)
-                            (agent-lsp-escape-control
-                             (agent-lsp--mcp-string (plist-get result :state))))
-                   (let ((buffer (get-buffer agent-lsp--mcp-buffer)))
-                     (when (and buffer (eq (buffer-local-value 'agent-lsp--mcp-server buffer)
-                                           server))
-                       (agent-lsp--mcp-list server))))
-     :error-fn (lambda (error)
-                 (message "agent-lsp: agent/approveMcpServer failed: %s"
-                          (plist-get error :message)))
-     ;; The user answers the permission request meanwhile: no time limit here (the
-     ;; server's permissionTimeout is the limit).
-     :timeout nil)))
+    (if server
+        (agent-lsp--mcp-send-approval server name)
+      (agent-lsp--with-server (lambda (server) (agent-lsp--mcp-send-approval server name))))))
+
+(defun agent-lsp--mcp-send-approval (server name)
+  "Ask SERVER to approve the folder's MCP server NAME."
+  (agent-lsp--async-request
+   server :agent/approveMcpServer (list :name name)
+   :success-fn (lambda (result)
+                 (message (if (eq (plist-get result :approved) t)
+                              "agent-lsp: approved MCP server %s: %s"
+                            "agent-lsp: MCP server %s not approved: %s")
+                          (agent-lsp-escape-control name)
+                          (agent-lsp-escape-control
+                           (agent-lsp--mcp-string (plist-get result :state))))
+                 (let ((buffer (get-buffer agent-lsp--mcp-buffer)))
+                   (when (and buffer (eq (buffer-local-value 'agent-lsp--mcp-server buffer)
+                                         server))
+                     (agent-lsp--mcp-list server))))
+   :error-fn (lambda (error)
+               (message "agent-lsp: agent/approveMcpServer failed: %s"
+                        (plist-get error :message)))
+   ;; The user answers the permission request meanwhile: no time limit here (the
+   ;; server's permissionTimeout is the limit).
+   :timeout nil))
 
 (provide 'agent-lsp-mcp)
 ;;; agent-lsp-mcp.el ends here

@@ -45,16 +45,19 @@ endpoint, which may take long); Emacs does not wait for it.  Returns the
 request's id."
   (interactive)
   (agent-lsp--show-check "_checking… (the result shows here)_\n")
-  (agent-lsp--call
-   (agent-lsp--ensure-server) :agent/checkConnection (make-hash-table)
-   (lambda (result)
-     (agent-lsp--show-check (agent-lsp-format-check result))
-     (message "agent-lsp: %s" (if (eq (plist-get result :ok) t)
-                                  "the model endpoint works"
-                                "the model endpoint does not work yet; see *agent-lsp-check*")))
-   :timeout agent-lsp--check-timeout
-   :on-error (lambda (text)
-               (agent-lsp--show-check (format "**The check failed**: %s\n" text)))))
+  (agent-lsp--with-server
+   (lambda (server)
+     (agent-lsp--call
+      server :agent/checkConnection (make-hash-table)
+      (lambda (result)
+        (agent-lsp--show-check (agent-lsp-format-check result))
+        (message "agent-lsp: %s" (if (eq (plist-get result :ok) t)
+                                     "the model endpoint works"
+                                   "the model endpoint does not work yet; see *agent-lsp-check*")))
+      :timeout agent-lsp--check-timeout
+      :on-error (lambda (text)
+                  (agent-lsp--show-check (format "**The check failed**: %s\n" text)))))
+   (lambda () (agent-lsp--show-check "**The check failed**: the server did not start\n"))))
 
 (defun agent-lsp-select-model (&optional model)
   "Use MODEL, chosen from the models the endpoint lists (`agent/listModels').
@@ -66,17 +69,20 @@ something else meanwhile."
   (interactive)
   (if model
       (agent-lsp--use-model model)
-    (message "agent-lsp: listing the endpoint's models…")
-    (agent-lsp--call
-     (agent-lsp--ensure-server) :agent/listModels (make-hash-table)
-     (agent-lsp--if-still-waiting
-      "the list of models"
-      (lambda (result)
-        (let ((ids (mapcar (lambda (m) (plist-get m :id)) (plist-get result :models)))
-              (current (plist-get result :current)))
-          (agent-lsp--use-model
-           (completing-read (format "Model (current %s): " current) ids nil nil nil nil
-                            current))))))))
+    ;; Made now, so that a command run while the server starts counts too.
+    (let ((choose (agent-lsp--if-still-waiting
+                   "the list of models"
+                   (lambda (result)
+                     (let ((ids (mapcar (lambda (m) (plist-get m :id))
+                                        (plist-get result :models)))
+                           (current (plist-get result :current)))
+                       (agent-lsp--use-model
+                        (completing-read (format "Model (current %s): " current) ids
+                                         nil nil nil nil current)))))))
+      (agent-lsp--with-server
+       (lambda (server)
+         (message "agent-lsp: listing the endpoint's models…")
+         (agent-lsp--call server :agent/listModels (make-hash-table) choose))))))
 
 (defun agent-lsp--use-model (model)
   "Use MODEL for this session."

@@ -129,23 +129,26 @@ lines what does not hold in full, and a warning says so too (also when the
 sandbox is off or this system has none).  Nothing waits for the server:
 the buffer shows when its answer comes."
   (interactive)
-  (let ((server (agent-lsp--ensure-server)))
-    (agent-lsp--call
-     server :agent/sandboxStatus (make-hash-table)
-     (lambda (status)
-       (let ((view (agent-lsp-sandbox-view status)))
-         (with-current-buffer (agent-lsp--get-buffer agent-lsp--sandbox-buffer
-                                                     #'agent-lsp-conversation-mode)
-           (let ((inhibit-read-only t))
-             (erase-buffer)
-             (insert "# agent-lsp sandbox: " (agent-lsp--server-root server) "\n\n"
-                     (plist-get view :summary) "\n\n"
-                     (string-join (plist-get view :lines) "\n") "\n"))
-           (goto-char (point-min)))
-         (display-buffer agent-lsp--sandbox-buffer)
-         (if (equal (plist-get view :kind) "full")
-             (message "agent-lsp: %s" (plist-get view :summary))
-           (display-warning 'agent-lsp (plist-get view :summary) :warning)))))))
+  (agent-lsp--with-server #'agent-lsp--sandbox-show))
+
+(defun agent-lsp--sandbox-show (server)
+  "Ask SERVER for its sandbox; show it when it answers."
+  (agent-lsp--call
+   server :agent/sandboxStatus (make-hash-table)
+   (lambda (status)
+     (let ((view (agent-lsp-sandbox-view status)))
+       (with-current-buffer (agent-lsp--get-buffer agent-lsp--sandbox-buffer
+                                                   #'agent-lsp-conversation-mode)
+         (let ((inhibit-read-only t))
+           (erase-buffer)
+           (insert "# agent-lsp sandbox: " (agent-lsp--server-root server) "\n\n"
+                   (plist-get view :summary) "\n\n"
+                   (string-join (plist-get view :lines) "\n") "\n"))
+         (goto-char (point-min)))
+       (display-buffer agent-lsp--sandbox-buffer)
+       (if (equal (plist-get view :kind) "full")
+           (message "agent-lsp: %s" (plist-get view :summary))
+         (display-warning 'agent-lsp (plist-get view :summary) :warning))))))
 
 (provide 'agent-lsp-sandbox)
 ;;; agent-lsp-sandbox.el ends here
