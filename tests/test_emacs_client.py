@@ -1559,10 +1559,10 @@ def write_wrapper(tmp_path: Path, name: str, body: str) -> None:
 def test_the_first_ask_returns_at_once_while_the_server_starts(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:
-    """The server takes 2 s to start: M-x agent-lsp-ask returns at once (the echo area
+    """The server takes 4 s to start: M-x agent-lsp-ask returns at once (the echo area
     says the server is starting, once); the ask waits for the server and its answer
     still comes."""
-    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    write_wrapper(tmp_path, "slow.sh", "sleep 4")
     model.reply("Hello after the start.")
     records = run_emacs(
         tmp_path,
@@ -1587,7 +1587,9 @@ def test_the_first_ask_returns_at_once_while_the_server_starts(
                    :messages (test-messages))
         """,
     )
-    assert records["took"] < 0.5, records["took"]
+    # Waiting for the server would take the wrapper's 4 s and the server's own start;
+    # returning at once leaves a wide margin for a loaded machine.
+    assert records["took"] < 2.0, records["took"]
     assert records["said"] == "agent-lsp: starting the server…"  # the echo area, last
     assert records["waiting"] is True
     assert records["running"] == 0
@@ -1602,7 +1604,7 @@ def test_commands_run_while_the_server_starts_share_it_in_order(
     """Commands run while the server starts: one server starts (one process, said once),
     and their requests go to it in the order the commands ran; completion offers the
     built-ins at once, the MCP listing shows its buffer at once, saying so."""
-    write_wrapper(tmp_path, "slow.sh", "sleep 2")
+    write_wrapper(tmp_path, "slow.sh", "sleep 4")
     model.reply("Answered.")
     records = run_emacs(
         tmp_path,
@@ -1650,7 +1652,7 @@ def test_commands_run_while_the_server_starts_share_it_in_order(
         ":agent/listCommands",
         ":agent/mcpServers",
     ]
-    assert records["took"] < 0.5, records["took"]
+    assert records["took"] < 2.0, records["took"]  # not the 4 s of a wait for the server
     assert "compact" in records["offered"]
     assert records["mcp"] == "*agent-lsp-mcp*"
     assert records["mcp_at_once"].endswith("\n\nstarting the server…\n")
