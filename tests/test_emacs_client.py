@@ -1541,6 +1541,10 @@ START_HELPERS = """
   (length (cl-remove-if-not (lambda (p) (and (process-live-p p) (eq (process-type p) 'real)
                                              (string-prefix-p "EGLOT" (process-name p))))
                             (process-list))))
+(defvar test-methods nil "The methods of the requests sent, newest first.")
+(defun test-record-methods ()
+  (advice-add 'agent-lsp--async-request :before
+              (lambda (_server method &rest _) (push method test-methods))))
 (defun test-wrapped (wrapper)
   "The server command, run by WRAPPER (a shell script given the command)."
   (cons (expand-file-name wrapper (plist-get test-config :sync_dir))
@@ -1613,9 +1617,7 @@ def test_commands_run_while_the_server_starts_share_it_in_order(
         elpa,
         START_HELPERS
         + """
-        (defvar test-methods nil)
-        (advice-add 'agent-lsp--async-request :before
-                    (lambda (_server method &rest _) (push method test-methods)))
+        (test-record-methods)
         (setq agent-lsp-server-command (test-wrapped "slow.sh"))
         (agent-lsp-list-tools)
         (agent-lsp-ask "hello")
@@ -1794,9 +1796,7 @@ def test_an_ask_cancelled_while_the_server_starts_is_never_sent(
         elpa,
         START_HELPERS
         + """
-        (defvar test-methods nil)
-        (advice-add 'agent-lsp--async-request :before
-                    (lambda (_server method &rest _) (push method test-methods)))
+        (test-record-methods)
         (setq agent-lsp-server-command (test-wrapped "slow.sh"))
         (agent-lsp-ask "first")
         (agent-lsp-cancel)
