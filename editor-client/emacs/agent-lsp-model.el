@@ -41,8 +41,8 @@
 (defun agent-lsp-check-connection ()
   "Check the model endpoint: key, URL, model; show what works and what to fix.
 The result shows in `*agent-lsp-check*' when the server has it (it asks the
-endpoint, which may take long); Emacs does not wait for it.  Returns the
-request's id."
+endpoint, which may take long); Emacs does not wait for it, nor for the
+server to start."
   (interactive)
   (agent-lsp--show-check "_checking… (the result shows here)_\n")
   (agent-lsp--with-server
