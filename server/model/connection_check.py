@@ -107,11 +107,12 @@ async def check_connection(
 ) -> CheckReport:
     """Run the check for these editor ``overrides`` and environment."""
     env = os.environ if environ is None else environ
+    sources: ModelSources | None = None  # what is set, and where: also says what is missing
     try:
-        settings = load_model_settings(overrides, environ=env)
         sources = resolve_model_sources(overrides, environ=env)
+        settings = load_model_settings(overrides, environ=env)
     except (ModelNotConfiguredError, UserConfigError) as exc:
-        kind = _configuration_kind(overrides, env)
+        kind = _configuration_kind(sources)
         return CheckReport((Check("configuration", False, str(exc), kind),))
     # Building the SDK client loads TLS certificates: not on the loop.
     client = await asyncio.to_thread(client_factory, settings)
@@ -131,12 +132,11 @@ async def check_connection(
     )
 
 
-def _configuration_kind(overrides: Mapping[str, Any] | None, env: Mapping[str, str]) -> Kind:
-    """Which setting the configuration lacks (load_model_settings checks them in this order)."""
-    try:
-        sources = resolve_model_sources(overrides, environ=env)
-    except UserConfigError:
-        return "other"  # the user file itself is broken: its words say where
+def _configuration_kind(sources: ModelSources | None) -> Kind:
+    """Which setting the configuration lacks (load_model_settings checks them in this order);
+    no ``sources``: the user file itself is broken, and its words say where."""
+    if sources is None:
+        return "other"
     if sources.api_key is None:
         return "auth"
     if sources.base_url is None or not sources.base_url.value.startswith(("http://", "https://")):
