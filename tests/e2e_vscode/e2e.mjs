@@ -451,6 +451,16 @@ async function topEntryPrompt(frame) {
 }
 
 /** Whether `locator`'s element is (at least partly) inside the chat's visible area. */
+/** Scrolls the conversation to its top as a reader does: the mouse wheel over the view. */
+async function scrollToTop(page, frame) {
+  const box = await frame.locator("#conversation").boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await until("scrolled to the top", async () => {
+    await page.mouse.wheel(0, -5000);
+    return frame.evaluate(() => document.getElementById("conversation").scrollTop === 0);
+  }, 10_000);
+}
+
 async function inSight(frame, locator) {
   const [box, view] = await Promise.all([locator.boundingBox(), frame.locator("#conversation").boundingBox()]);
   return Boolean(box && view && box.height > 0 && box.y < view.y + view.height && box.y + box.height > view.y);
@@ -867,12 +877,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
   await ask(page, "E2E-SCROLL take many small steps");
   await until("the first steps", async () => (await frame.locator(".entry.working .call").count()) >= 2, 30_000);
   // The reader scrolls up (mouse wheel over the view) and selects text in the long answer.
-  const box = await frame.locator("#conversation").boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  await until("scrolled to the top", async () => {
-    await page.mouse.wheel(0, -5000);
-    return frame.evaluate(() => document.getElementById("conversation").scrollTop === 0);
-  }, 10_000);
+  await scrollToTop(page, frame);
   const selected = await frame.evaluate(() => {
     const target = Array.from(document.querySelectorAll(".answer p")).find((p) => p.textContent.includes("Line 3 of a long answer"));
     const range = document.createRange();
@@ -907,12 +912,7 @@ scenario("a long run: scrolling up stays put, a selection survives, jump to late
 
 scenario("sending while scrolled up shows the new prompt and follows its answer", async ({ page }) => {
   const frame = await panelFrame(page);
-  const box = await frame.locator("#conversation").boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  await until("scrolled to the top", async () => {
-    await page.mouse.wheel(0, -5000);
-    return frame.evaluate(() => document.getElementById("conversation").scrollTop === 0);
-  }, 10_000);
+  await scrollToTop(page, frame);
   await until("jump to latest offered", async () => frame.getByRole("button", { name: "↓ Jump to latest" }).isVisible(), 5000);
   await ask(page, "E2E-FOLLOW sent while scrolled up");
   const prompt = frame.locator(".prompt-text", { hasText: "sent while scrolled up" });
