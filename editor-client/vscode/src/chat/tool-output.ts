@@ -17,28 +17,34 @@ export interface OutputTail {
   totalLines: number;
 }
 
-// The last text split, kept: "Show more" pages the same 10 MB output again and again, and
-// splitting it anew each time cost 5-10 ms a page (bench/results/vscode_tool_output.md).
-let splitText: string | undefined;
-let splitLines: readonly string[] = [];
+/**
+ * An output split into lines, once: whoever keeps the text keeps this instead ("Show more"
+ * pages the same 10 MB output again and again, and splitting it anew each time cost 5-10 ms
+ * a page: bench/results/vscode_tool_output.md).
+ */
+export interface SplitOutput {
+  readonly text: string;
+  /** A final newline does not count as an empty last line. */
+  readonly lines: readonly string[];
+}
 
-/** Split into lines, a final newline not counting as an empty last line (read only). */
-function lines(text: string): readonly string[] {
-  if (text === splitText) return splitLines;
-  const all = text.split("\n");
-  if (all.length > 1 && all[all.length - 1] === "") all.pop();
-  splitText = text;
-  splitLines = all;
-  return all;
+export function splitOutput(text: string): SplitOutput {
+  const lines = text.split("\n");
+  if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+  return { text, lines };
+}
+
+function split(output: string | SplitOutput): SplitOutput {
+  return typeof output === "string" ? splitOutput(output) : output;
 }
 
 export function lineCount(text: string): number {
-  return text === "" ? 0 : lines(text).length;
+  return text === "" ? 0 : splitOutput(text).lines.length;
 }
 
 /** The last `maxLines` lines (and at most `maxChars` characters of them). */
-export function tailOf(text: string, maxLines = TAIL_LINES, maxChars = TAIL_CHARS): OutputTail {
-  const all = lines(text);
+export function tailOf(output: string | SplitOutput, maxLines = TAIL_LINES, maxChars = TAIL_CHARS): OutputTail {
+  const { text, lines: all } = split(output);
   let shown = all.slice(-maxLines);
   let tail = shown.join("\n");
   if (tail.length > maxChars) {
@@ -56,8 +62,8 @@ export interface OutputPage {
 }
 
 /** Lines `from`… of the output, at most PAGE_LINES lines / PAGE_CHARS characters. */
-export function pageOf(text: string, from: number, maxLines = PAGE_LINES, maxChars = PAGE_CHARS): OutputPage {
-  const all = lines(text);
+export function pageOf(output: string | SplitOutput, from: number, maxLines = PAGE_LINES, maxChars = PAGE_CHARS): OutputPage {
+  const all = split(output).lines;
   const picked: string[] = [];
   let size = 0;
   let at = Math.max(0, from);

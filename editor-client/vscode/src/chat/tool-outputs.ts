@@ -9,7 +9,7 @@ import type { ToView } from "./messages";
 import type { Change, Entry, ToolItem } from "./model";
 import { cutCount, outputBar, partId, renderButton } from "./render";
 import type { Connection } from "./session";
-import { pageOf, tailOf } from "./tool-output";
+import { pageOf, type SplitOutput, splitOutput, tailOf } from "./tool-output";
 
 export interface ToolOutputsHost {
   connection: Connection;
@@ -22,7 +22,8 @@ export interface ToolOutputsHost {
 const KEEP = 4;
 
 export class ToolOutputs {
-  private readonly texts = new Map<string, string>();
+  /** Whole outputs, split into lines once (Show more pages them again and again). */
+  private readonly texts = new Map<string, SplitOutput>();
 
   constructor(private readonly host: ToolOutputsHost) {}
 
@@ -31,9 +32,9 @@ export class ToolOutputs {
   }
 
   /** The whole output of a call: the preview when it is whole, else agent/toolOutput's. */
-  private async text(item: ToolItem): Promise<string | undefined> {
+  private async text(item: ToolItem): Promise<SplitOutput | undefined> {
     const output = item.output ?? "";
-    if (cutCount(output) === undefined) return output;
+    if (cutCount(output) === undefined) return splitOutput(output);
     const sessionId = this.host.sessionId();
     if (!sessionId || !this.supported()) return undefined;
     const key = `${sessionId}/${item.id}`;
@@ -42,10 +43,11 @@ export class ToolOutputs {
     const result = await this.host.connection.request<ToolOutputResult>(Methods.toolOutput, { sessionId, callId: item.id });
     // Tool output is the world's text: controls spelled out before the page shows it.
     const text = escapeControl(result.output, { keepNewlines: true }) + (result.truncated ? "\n… [the server kept only this much of the output]" : "");
+    const whole = splitOutput(text);
     this.texts.delete(key);
-    this.texts.set(key, text);
+    this.texts.set(key, whole);
     for (const old of this.texts.keys()) if (this.texts.size > KEEP) this.texts.delete(old);
-    return text;
+    return whole;
   }
 
   /** A call ended with a cut preview: fetch its end, which the row shows instead of the head. */
@@ -66,7 +68,7 @@ export class ToolOutputs {
   async page(entry: Entry | undefined, callId: string, from: number): Promise<void> {
     const item = entry?.items.find((i): i is ToolItem => i.kind === "tool" && i.id === callId);
     if (!entry || !item) return;
-    let text: string | undefined;
+    let text: SplitOutput | undefined;
     try {
       text = await this.text(item);
     } catch (error) {
@@ -94,8 +96,8 @@ export class ToolOutputs {
   async copy(entry: Entry | undefined, callId: string): Promise<void> {
     const item = entry?.items.find((i): i is ToolItem => i.kind === "tool" && i.id === callId);
     if (!entry || !item) return;
-    const text = await this.text(item).catch(() => undefined);
-    await vscode.env.clipboard.writeText(text ?? item.output ?? "");
+    const whole = await this.text(item).catch(() => undefined);
+    await vscode.env.clipboard.writeText(whole?.text ?? item.output ?? "");
     vscode.window.setStatusBarMessage("$(check) Output copied", 2000);
   }
 }
