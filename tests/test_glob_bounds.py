@@ -130,8 +130,9 @@ def test_patterns_are_bounded_in_length() -> None:
 
 
 @pytest.fixture
-def hanging_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A ``git`` first on PATH that never answers (and leaves a child holding its pipe)."""
+def hanging_git(tmp_path: Path) -> tuple[str, str]:
+    """A ``git`` that never answers (and leaves a child holding its pipe), and its tag.
+    Given to the tool explicitly: one in a temp dir on PATH would never be chosen."""
     tag = unique_tag()
     fake = tmp_path / f"bin-{tag}"
     fake.mkdir()
@@ -140,20 +141,22 @@ def hanging_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         f"#!/bin/sh\n{sys.executable} -c 'import time; time.sleep(600)' {tag} &\nwait\n"
     )
     script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    return tag
+    return str(script), tag
 
 
-async def test_a_git_that_hangs_falls_back_to_the_walk(ws: Path, hanging_git: str) -> None:
+async def test_a_git_that_hangs_falls_back_to_the_walk(
+    ws: Path, hanging_git: tuple[str, str]
+) -> None:
+    script, tag = hanging_git
     make_tree(ws, ["a.py", "pkg/b.py", "notes.md"])
     (ws / ".git").mkdir()  # looks like a repository: git is asked first
     started = time.monotonic()
-    out = await glob(ws, pattern="**/*.py", options={"git_timeout": 0.5})
+    out = await glob(ws, pattern="**/*.py", options={"git_timeout": 0.5, "git": script})
     elapsed = time.monotonic() - started
     assert out.splitlines() == ["a.py", "pkg/b.py"]
     assert elapsed < 5
     # Nothing git started is left running.
-    assert wait_until(lambda: not pids_with(hanging_git), timeout=5)
+    assert wait_until(lambda: not pids_with(tag), timeout=5)
 
 
 # --- time budget and cancellation -----------------------------------------------------

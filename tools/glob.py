@@ -5,10 +5,11 @@ Policies (the parts a caller can observe):
 - Matching files sorted by path (code-point order, so ``B`` before ``a``), at most
   ``MAX_RESULTS`` with the number of the rest. Pattern semantics are in
   ``tools.globbing``; listing, ignore rules and the symlink policy in ``tools.listing``.
-- Bounded: matching is linear in each path whatever the pattern; git gets
-  ``git_timeout`` seconds, then the walk is used instead; the walk gets
-  ``time_budget`` seconds, and when they run out the files found so far are returned
-  with a note saying the list is partial. Cancelling the call stops the walk.
+- Bounded: matching is linear in each path whatever the pattern; git (run confined:
+  ``tools.workspace_git``) gets ``git_timeout`` seconds, then the walk is used
+  instead; the walk gets ``time_budget`` seconds, and when they run out the files
+  found so far are returned with a note saying the list is partial. Cancelling the
+  call stops the walk.
 - Folders that cannot be read are skipped, and a note names them; the call fails only
   when the search folder itself cannot be used.
 """
@@ -27,6 +28,8 @@ from tooling.workspace import Workspace
 from .errors import ToolError, os_error, resolve
 from .globbing import Matcher, PatternError, split_pattern
 from .listing import GitTimeout, Listing, git_ignores, git_list, is_listable_file, walk
+from .sandbox import SandboxPolicy
+from .workspace_git import GitRunner
 
 MAX_RESULTS = 200
 OUTPUT_CHARS = 100_000
@@ -62,8 +65,18 @@ PARAMETERS: dict[str, Any] = {
 
 
 def glob_tool(
-    workspace: Workspace, *, git_timeout: float = GIT_TIMEOUT, time_budget: float = TIME_BUDGET
+    workspace: Workspace,
+    *,
+    git_timeout: float = GIT_TIMEOUT,
+    time_budget: float = TIME_BUDGET,
+    policy: SandboxPolicy | None = None,
+    git: str | None = None,
 ) -> ToolDefinition:
+    """``policy``: the bash sandbox's, which git's listing runs under (read-only);
+    ``git``: that program instead of the one found outside the workspace (tests)."""
+    runner = GitRunner.of(workspace.root, policy or SandboxPolicy(), git)
+    runner.unusable()  # probes the sandbox now (in the registry's thread), not in a call
+
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         pattern = arguments["pattern"]
         include_ignored = arguments.get("include_ignored", False)
@@ -78,7 +91,7 @@ def glob_tool(
             return f"No files match {pattern!r} in {workspace.relative(start)}{hint}"
         listing: Listing | None = None
         if not include_ignored:
-            listing = await _git_listing(workspace.root, base, matcher, git_timeout)
+            listing = await _git_listing(runner, workspace.root, base, matcher, git_timeout)
         if listing is None:
             try:
                 listing = await asyncio.to_thread(
@@ -113,13 +126,16 @@ def glob_tool(
     )
 
 
-async def _git_listing(root: Path, base: Path, matcher: Matcher, seconds: float) -> Listing | None:
+async def _git_listing(
+    git: GitRunner, root: Path, base: Path, matcher: Matcher, seconds: float
+) -> Listing | None:
     """git's listing of ``base``, or None when the walk must do it (no git work tree, a
-    workspace its enclosing repository ignores, or a git that does not answer)."""
+    workspace its enclosing repository ignores, a git that does not answer, or no
+    sandbox to run it in)."""
     deadline = time.monotonic() + seconds
     try:
-        listing = await git_list(base, matcher, deadline)
-        if listing is not None and not listing.found and await git_ignores(root, deadline):
+        listing = await git_list(git, base, matcher, deadline)
+        if listing is not None and not listing.found and await git_ignores(git, root, deadline):
             return None
     except GitTimeout:
         return None

@@ -7,7 +7,10 @@ excludes file) and git never descends into ignored folders. Untracked nested
 repositories are listed by running the same command inside them; submodules'
 contents are not listed. git gets ``git_timeout`` seconds for all of that; a git that
 does not answer in time is killed (its whole process group) and the walk below is used
-instead. Outside git, or when the workspace itself is ignored by an enclosing
+instead. git runs through ``tools.workspace_git``: inside the bash sandbox, read-only,
+hardened, so nothing a repository in the workspace names (an fsmonitor, a hook) runs
+outside it; where no sandbox can be applied, git is not run and the walk lists.
+Outside git, or when the workspace itself is ignored by an enclosing
 repository, a walk applies the ``.gitignore`` files from the workspace root down
 (``pathspec``'s gitignore semantics), and never enters an ignored folder or ``.git``.
 ``include_ignored=True`` walks everything, ``.git`` included.
@@ -24,13 +27,9 @@ silently.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
-import shutil
-import signal
 import stat
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,27 +37,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .globbing import Matcher
+from .workspace_git import GitRunner, GitTimeout
+
+__all__ = ["GitTimeout", "Listing", "git_ignores", "git_list", "is_listable_file", "walk"]
 
 if TYPE_CHECKING:
     import pathspec
 
 _CHECK_EVERY = 1000
-# Variables with which an inherited environment (a git hook, say) would point git at
-# another repository than the folder being listed.
-_GIT_LOCAL_ENV = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_GRAFT_FILE",
-    "GIT_SHALLOW_FILE",
-    "GIT_INTERNAL_SUPER_PREFIX",
-)
 # git's warning for a folder it cannot read (``--others`` walks the work tree).
 _GIT_UNREADABLE = re.compile(rb"could not open directory '(.*)': (.*)$")
 
@@ -76,92 +62,45 @@ class Listing:
 # --- git ------------------------------------------------------------------------------
 
 
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL_ENV}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    return env
-
-
-class GitTimeout(Exception):
-    """git did not answer before the deadline (it has been killed)."""
-
-
-async def _run_git(folder: Path, deadline: float, *args: str) -> tuple[int, bytes, bytes] | None:
-    """``git -C folder ARGS``: (exit code, stdout, stderr), or None if git cannot be run.
-    Raises :class:`GitTimeout` at ``deadline`` (``time.monotonic()``)."""
-    git = shutil.which("git")
-    if git is None:
-        return None
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            git,
-            "-C",
-            str(folder),
-            *args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_git_env(),
-            start_new_session=True,  # its own group, so a kill reaches what it started
-        )
-    except OSError:
-        return None
-    try:
-        async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-            out, err = await proc.communicate()
-    except TimeoutError:
-        await _kill(proc)
-        raise GitTimeout from None
-    except BaseException:  # cancellation: never leave git running
-        await asyncio.shield(_kill(proc))
-        raise
-    assert proc.returncode is not None
-    return proc.returncode, out, err
-
-
-async def _kill(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    # wait() also waits for the pipes to close: bounded, in case something that left the
-    # group holds them (git itself is dead by now).
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(1.0):
-            await proc.wait()
-
-
 async def git_list(
-    folder: Path, matcher: Matcher, deadline: float, inside: tuple[str, ...] = ()
+    git: GitRunner,
+    folder: Path,
+    matcher: Matcher,
+    deadline: float,
+    inside: tuple[str, ...] = (),
 ) -> Listing | None:
     """Matching files under ``folder`` that git does not ignore (relative to ``folder``);
-    None when ``folder`` is not in a git work tree. ``inside``: the parts from the
-    search folder to ``folder`` (for nested repositories). Raises :class:`GitTimeout`."""
+    None when ``folder`` is not in a git work tree or git cannot be run. ``inside``: the
+    parts from the search folder to ``folder`` (for nested repositories). Raises
+    :class:`GitTimeout`."""
     args = ("ls-files", "--cached", "--others", "--exclude-standard", "-z")
-    ran = await _run_git(folder, deadline, *args)
+    ran = await git.run(folder, *args, deadline=deadline)
     if ran is None or ran[0] != 0:
         return None
     # Parsing and matching a large listing is CPU work: keep it off the event loop.
     found, nested_repos = await asyncio.to_thread(_match_listing, ran[1], matcher, inside)
-    listing = Listing(found, await _git_unreadable(folder, ran[2], deadline))
+    listing = Listing(found, await _git_unreadable(git, folder, ran[2], deadline))
     if len(inside) < 32:
         for nested in nested_repos:
             parts = tuple(nested.rstrip("/").split("/"))
             if not matcher.may_contain(inside + parts):
                 continue
-            inner = await git_list(folder / nested, matcher, deadline, inside + parts)
+            inner = await git_list(git, folder / nested, matcher, deadline, inside + parts)
             if inner:
                 listing.found.extend(nested + p for p in inner.found)
                 listing.unreadable.extend(inner.unreadable)
     return listing
 
 
-async def _git_unreadable(folder: Path, stderr: bytes, deadline: float) -> list[tuple[Path, str]]:
+async def _git_unreadable(
+    git: GitRunner, folder: Path, stderr: bytes, deadline: float
+) -> list[tuple[Path, str]]:
     """The folders git warned it could not read (its warnings name them relative to the
     top of the work tree, not to ``folder``)."""
     warned = [m.groups() for m in map(_GIT_UNREADABLE.search, stderr.splitlines()) if m]
     if not warned:
         return []
-    ran = await _run_git(folder, deadline, "rev-parse", "--show-toplevel")
+    ran = await git.run(folder, "rev-parse", "--show-toplevel", deadline=deadline)
     if ran is None or ran[0] != 0:
         return []
     top = Path(os.fsdecode(ran[1].rstrip(b"\n")))
@@ -191,10 +130,10 @@ def _match_listing(
     return list(dict.fromkeys(found)), nested
 
 
-async def git_ignores(path: Path, deadline: float) -> bool:
+async def git_ignores(git: GitRunner, path: Path, deadline: float) -> bool:
     """Whether the git repository around ``path`` ignores it (e.g. the workspace is a
     folder that an enclosing repository lists in its ``.gitignore``)."""
-    ran = await _run_git(path, deadline, "check-ignore", "-q", "--", str(path))
+    ran = await git.run(path, "check-ignore", "-q", "--", str(path), deadline=deadline)
     return ran is not None and ran[0] == 0
 
 

@@ -70,7 +70,7 @@ def build_tools(
         "read_file": lambda: read_file_tool(workspace, also_readable=tuple(readable_paths)),
         "write_file": lambda: write_file_tool(workspace),
         "edit_file": lambda: edit_file_tool(workspace),
-        "glob": lambda: glob_tool(workspace),
+        "glob": lambda: glob_tool(workspace, policy=policy),
     }
     names = list(DEFAULT_TOOLS if settings.enabled_tools is None else settings.enabled_tools)
     check_enabled(names)

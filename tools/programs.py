@@ -1,0 +1,68 @@
+"""Programs the server itself runs (git), found by absolute path outside what the agent writes.
+
+``PATH`` may hold a folder the agent can write: an editor started from an activated
+``.venv`` puts ``WORKSPACE/.venv/bin`` first, and a bash call can plant ``git`` there. So
+a program is looked for only in ``PATH`` entries that are absolute and lie outside every
+folder the agent may write: the workspace folders, the ``writableRoots``, and the temp
+dir the sandbox makes each call's private ``$TMPDIR`` in (``tempfile.gettempdir()``), nor
+``/tmp``, ``/var/tmp`` and ``/dev/shm``, which anyone may write. A program whose real path
+(symlinks resolved) lies in one of them is skipped too. ``PATH`` is read once, at the
+first look-up (the server's start); each look-up is a few ``stat`` calls, kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+# Anyone may write these: a program found there could be anybody's.
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+@functools.cache
+def _path_entries() -> tuple[str, ...]:
+    """The server's ``PATH`` as it started (read once)."""
+    return tuple(os.environ.get("PATH", os.defpath).split(os.pathsep))
+
+
+def untrusted_folders(writable: Iterable[Path] = ()) -> tuple[str, ...]:
+    """``writable`` (the workspace folders and writable roots) and the temp dirs, as real
+    paths."""
+    folders = [*map(str, writable), tempfile.gettempdir(), *SHARED_TEMP]
+    return tuple(dict.fromkeys(os.path.realpath(f) for f in folders))
+
+
+def find(name: str, writable: Iterable[Path] = ()) -> str | None:
+    """The absolute path of program ``name`` on the server's ``PATH``, skipping entries
+    that are relative or inside ``writable`` (workspace folders, writable roots) or a
+    temp dir; None when there is none."""
+    return _find(name, _path_entries(), untrusted_folders(writable))
+
+
+def git(writable: Iterable[Path] = ()) -> str | None:
+    """git, as :func:`find` finds it."""
+    return find("git", writable)
+
+
+@functools.lru_cache(maxsize=64)
+def _find(name: str, entries: tuple[str, ...], untrusted: tuple[str, ...]) -> str | None:
+    for entry in entries:
+        if not entry or not os.path.isabs(entry):
+            continue  # relative: it names a folder of the current one (the workspace)
+        folder = os.path.realpath(entry)
+        if _inside(folder, untrusted):
+            continue
+        candidate = os.path.join(folder, name)
+        if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
+            continue
+        if _inside(os.path.realpath(candidate), untrusted):
+            continue  # a link to a program the agent could have written
+        return candidate
+    return None
+
+
+def _inside(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
