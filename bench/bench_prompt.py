@@ -57,7 +57,8 @@ from server.project import environment  # noqa: E402
 from server.project import instructions as instruction_files  # noqa: E402
 from server.project import skills as skill_files  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
-from tools.sandbox import support  # noqa: E402
+from tools.sandbox import SandboxPolicy, support  # noqa: E402
+from tools.workspace_git import GitRunner  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "prompt.md"
 README = REPO_ROOT / "bench" / "README.md"
@@ -314,15 +315,9 @@ def plain_status(root: Path) -> None:
 
 
 def server_status(root: Path) -> None:
-    """The command line and environment ``environment._status`` runs."""
-    subprocess.run(
-        ["git", *environment.STATUS_ARGS],
-        cwd=root,
-        env=environment.git_env(),
-        check=True,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-    )
+    """What ``environment._status`` runs: the status, confined (``tools.workspace_git``)."""
+    done = GitRunner.of(root, SandboxPolicy()).run_sync(root, *environment.STATUS_ARGS, timeout=30)
+    assert done is not None and done[0] == 0, done
 
 
 def ms(seconds: float) -> str:

@@ -712,7 +712,10 @@ async def test_a_hanging_git_does_not_delay_the_ask_beyond_its_budget(
     model: ScriptedModel, workspace: Path, home: Home, hanging_git: Path
 ) -> None:
     git_repo(workspace, "slow")
-    env = home.env(model, PATH=f"{hanging_git}:{os.environ['PATH']}")
+    # The server's temp dir elsewhere: a git in the tests' one would never be chosen.
+    server_tmp = hanging_git.parent / "server-tmp"
+    server_tmp.mkdir()
+    env = home.env(model, PATH=f"{hanging_git}:{os.environ['PATH']}", TMPDIR=str(server_tmp))
     model.reply("ok")
     async with agent_session(env, [workspace]) as client:
         started = time.monotonic()

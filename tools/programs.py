@@ -5,7 +5,7 @@
 a program is looked for only in ``PATH`` entries that are absolute and lie outside every
 folder the agent may write: the workspace folders, the ``writableRoots``, and the temp
 dir the sandbox makes each call's private ``$TMPDIR`` in (``tempfile.gettempdir()``), nor
-``/tmp``, ``/var/tmp`` and ``/dev/shm``, which anyone may write. A program whose real path
+``/tmp`` and ``/dev/shm``, which anyone may write. A program whose real path
 (symlinks resolved) lies in one of them is skipped too. ``PATH`` is read once, at the
 first look-up (the server's start); each look-up is a few ``stat`` calls, kept.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 # Anyone may write these: a program found there could be anybody's.
-SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
+SHARED_TEMP = ("/tmp", "/dev/shm")
 
 
 @functools.cache

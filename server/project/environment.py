@@ -7,9 +7,13 @@ the model knows the network is off before a command fails on it.
 
 Git is asked carefully. The branch comes from reading ``HEAD`` (no process). The status
 runs ``git status`` with at most :data:`GIT_BUDGET_S` (a hung git is killed, and the block
-says the status was skipped), never writes the index (``GIT_OPTIONAL_LOCKS=0``), and is not
-run at all when the repository's own configuration names programs git would start for a
-status (an fsmonitor, a filter, an include): the server runs nothing a repository chooses.
+says the status was skipped), never writes the index (``GIT_OPTIONAL_LOCKS=0``), never
+looks into submodules, and runs through ``tools.workspace_git``: inside the bash sandbox,
+read-only, with no network, so a filter or fsmonitor that a repository the agent wrote
+names runs nowhere outside it (with the sandbox ``off``, hardened but unconfined; with no
+sandbox on this system, not at all: the block says the status was skipped). As a second
+layer it is not run when the repository's own configuration names programs git would
+start for a status (an fsmonitor, a filter, an include).
 A summary is kept until ``HEAD`` or the index changes; once older than
 :data:`STATUS_MAX_AGE_S` it is still given (with its age) while a fresh one is made in the
 background for the next ask, so an ask never waits for a status of an unchanged repository.
@@ -22,7 +26,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Sequence
@@ -31,12 +34,14 @@ from functools import cache
 from pathlib import Path
 
 from tools.sandbox import SandboxPolicy, support
+from tools.workspace_git import GitRunner, GitTimeout
 
 GIT_BUDGET_S = 1.0
 STATUS_MAX_AGE_S = 10.0
 STATUS_CHARS = 300  # of the status summary per folder
-# What in a repository's config makes `git status` start a program of its choosing.
-_RISKY_CONFIG = re.compile(r"fsmonitor|^\s*\[\s*(filter|include|includeif)\b", re.I | re.M)
+# What in a repository's config makes `git status` start a program of its choosing (a
+# byte-order mark, which git skips, counts as white space).
+_RISKY_CONFIG = re.compile(r"fsmonitor|^[\s\ufeff]*\[\s*(filter|include|includeif)\b", re.I | re.M)
 APPROVALS = {
     "on-request": "on-request (escalations, and commands where no sandbox applies, are asked "
     "about first)",
@@ -76,7 +81,7 @@ def environment_block(
         f"(UTC{offset[:3]}:{offset[3:]})",
     ]
     for root in roots:
-        lines.append(f"Workspace folder: {root} ({git_summary(root, git)})")
+        lines.append(f"Workspace folder: {root} ({git_summary(root, git, sandbox)})")
     lines.append(f"Sandbox: {describe_sandbox(sandbox)}")
     lines.append(f"Approval: {APPROVALS.get(approval, approval)}")
     lines.append("</environment>")
@@ -108,14 +113,17 @@ def describe_sandbox(policy: SandboxPolicy) -> str:
     return f"{policy.mode}: {writes}; {network}; nothing outlives a call"
 
 
-def git_summary(root: Path, git: str | None = None) -> str:
+def git_summary(root: Path, git: str | None = None, policy: SandboxPolicy | None = None) -> str:
+    """``git``: that program instead of the one found outside the workspace (tests);
+    ``policy``: the bash sandbox's, which the status runs under (read-only)."""
+    runner = GitRunner.of(root, policy or SandboxPolicy(), git)
     try:
-        return _summary(root, git)
+        return _summary(root, runner)
     except OSError as exc:  # a folder that cannot be read: the ask goes on without it
         return f"git state unknown ({exc.strerror or exc})"
 
 
-def _summary(root: Path, git: str | None) -> str:
+def _summary(root: Path, git: GitRunner) -> str:
     git_dir = _git_dir(root)
     if git_dir is None:
         return "not a git repository"
@@ -136,7 +144,7 @@ def _summary(root: Path, git: str | None) -> str:
     return _refresh(root, git_dir, git, key)
 
 
-def _refresh(root: Path, git_dir: Path, git: str | None, key: tuple[object, ...]) -> str:
+def _refresh(root: Path, git_dir: Path, git: GitRunner, key: tuple[object, ...]) -> str:
     branch = key[-1]
     try:
         text = f"git repository, {branch}; {_status(root, git_dir, git)}"
@@ -175,28 +183,22 @@ def _branch(git_dir: Path) -> str:
     return f"detached HEAD at {head[:12]}"
 
 
-def _status(root: Path, git_dir: Path, git: str | None) -> str:
-    program = git or shutil.which("git")
-    if program is None:
+def _status(root: Path, git_dir: Path, git: GitRunner) -> str:
+    if git.git is None:
         return "status unknown (git is not installed)"
+    if why := git.unusable():
+        return f"status skipped ({why})"
     if _risky(git_dir):
         return "status not read (the repository's git configuration names programs to run)"
     try:
-        done = subprocess.run(
-            [program, *STATUS_ARGS],
-            cwd=root,
-            env=git_env(),
-            capture_output=True,
-            timeout=GIT_BUDGET_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
+        done = git.run_sync(root, *STATUS_ARGS, timeout=GIT_BUDGET_S)
+    except GitTimeout:
         return f"status skipped (git took longer than {GIT_BUDGET_S:g} s)"
-    except OSError as exc:
-        return f"status unknown ({exc.strerror})"
-    if done.returncode != 0:
+    if done is None:
+        return "status unknown (git could not be started)"
+    if done[0] != 0:
         return "status unknown (git status failed)"
-    entries = [line for line in done.stdout.decode(errors="replace").splitlines() if line]
+    entries = [line for line in done[1].decode(errors="replace").splitlines() if line]
     if not entries:
         return "clean working tree"
     untracked = sum(1 for e in entries if e.startswith("??"))
@@ -218,20 +220,7 @@ def _status(root: Path, git_dir: Path, git: str | None) -> str:
     return f"{counts}: {shown}"
 
 
-STATUS_ARGS = ("-c", "core.fsmonitor=false", "status", "--porcelain=v1", "--no-renames")
-
-
-def git_env() -> dict[str, str]:
-    """The environment the status runs in: no system config, never a prompt, never an
-    index write, plain C messages."""
-    return {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": os.environ.get("HOME", "/"),
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-    }
+STATUS_ARGS = ("status", "--porcelain=v1", "--no-renames", "--ignore-submodules=all")
 
 
 def _risky(git_dir: Path) -> bool:
