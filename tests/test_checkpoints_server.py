@@ -581,7 +581,13 @@ async def test_a_git_that_never_answers_holds_no_ask_longer_than_the_snapshot_wa
         f'exec {real_git} "$@"\n'
     )
     hanging.chmod(0o755)
-    env = server_env(model.base_url, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    # The server's temp dir elsewhere: a git in the tests' temp dir would never be chosen.
+    (tmp_path / "server-tmp").mkdir()
+    env = server_env(
+        model.base_url,
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+        TMPDIR=str(tmp_path / "server-tmp"),
+    )
     async with agent_session(env, [project]) as client:
         session_id: str | None = None
         for n in (1, 2):

@@ -42,6 +42,18 @@ def find(name: str, writable: Iterable[Path] = ()) -> str | None:
     return _find(name, _path_entries(), untrusted_folders(writable))
 
 
+def trusted_path(writable: Iterable[Path] = ()) -> str:
+    """The server's ``PATH`` without the entries :func:`find` skips: for a program the
+    server runs that may itself look programs up."""
+    untrusted = untrusted_folders(writable)
+    kept = [
+        entry
+        for entry in _path_entries()
+        if entry and os.path.isabs(entry) and not _inside(os.path.realpath(entry), untrusted)
+    ]
+    return os.pathsep.join(kept) or os.defpath
+
+
 def git(writable: Iterable[Path] = ()) -> str | None:
     """git, as :func:`find` finds it."""
     return find("git", writable)

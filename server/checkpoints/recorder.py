@@ -14,13 +14,14 @@ import logging
 import threading
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from .file_states import MAX_DIFF_BYTES, FileState, from_text, line_stats, read_disk
 from .shadow_git import GitError, Snapshot
 from .store import Checkpoint, FileChange, FolderCheckpoints
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_STAT_FILES = 500  # line counts are computed for at most this many files per ask
 # Seconds an ask waits for git to snapshot the folder, before its first tool that may
@@ -212,17 +213,37 @@ class AskRecorder:
 
         changes: dict[str, FileChange] = {}
         if before is not None and after_tree is not None and after_tree != before.tree:
-            for change in await self._folder.changes_between(before.tree, after_tree):
-                changes[change.path] = change
-        changes.update(await self._journal_changes(changes, before, after_tree))
+            try:
+                between = self._folder.changes_between(before.tree, after_tree)
+                for change in await self._bounded(between):
+                    changes[change.path] = change
+            except GitError as exc:  # the journal's changes are all this ask records
+                self._degrade(f"what this ask changed could not be read from git ({exc})")
+                before, checkpoint.after_tree, after_tree = None, None, None
+        try:
+            changes.update(await self._journal_changes(changes, before, after_tree))
+        except GitError as exc:
+            self._degrade(f"what this ask changed could not be read from git ({exc})")
+            changes.update(await self._journal_changes(changes, None, None))
         ordered = [changes[path] for path in sorted(changes)]
         await self._count_lines(ordered)
         checkpoint.changes = ordered
         checkpoint.state = "done"
         with contextlib.suppress(GitError):
-            await self._folder.keep_trees(self._session_id, checkpoint)
+            await self._bounded(self._folder.keep_trees(self._session_id, checkpoint))
         await self._save()
         await self._service.after_ask(self._folder)
+
+    async def _bounded(self, work: Awaitable[T]) -> T:
+        """``work`` (git), given at most the snapshot wait: a git that does not answer
+        never holds the ask (it finishes, or times out, in the background; GitError)."""
+        task = asyncio.ensure_future(work)
+        wait = self._service.snapshot_wait
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), wait)
+        except TimeoutError:
+            self._service.spawn(task)
+            raise GitError(f"git did not answer within {wait:g} s") from None
 
     async def _journal_changes(
         self, git_changes: dict[str, FileChange], before: Snapshot | None, after_tree: str | None
@@ -244,8 +265,8 @@ class AskRecorder:
                 disk[rel] = (path, state, data)
         if disk and before is not None and after_tree is not None:
             # Paths the snapshots cover already show in the git changes if they changed.
-            covered = await self._folder.paths_in(before.tree, disk)
-            covered |= await self._folder.paths_in(after_tree, disk)
+            covered = await self._bounded(self._folder.paths_in(before.tree, disk))
+            covered |= await self._bounded(self._folder.paths_in(after_tree, disk))
             disk = {rel: v for rel, v in disk.items() if rel not in covered}
         for rel, (path, state, data) in disk.items():
             if rel in found:
@@ -264,7 +285,10 @@ class AskRecorder:
     async def _count_lines(self, changes: list[FileChange]) -> None:
         countable = changes[:MAX_STAT_FILES]
         states = [s for c in countable for s in (c.before, c.after)]
-        contents = await self._folder.contents(states, max_size=MAX_DIFF_BYTES)
+        try:
+            contents = await self._bounded(self._folder.contents(states, max_size=MAX_DIFF_BYTES))
+        except GitError:
+            return  # no line counts: git does not answer
 
         def count() -> None:
             for change in countable:

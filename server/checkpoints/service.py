@@ -26,12 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tools import programs
 
 from .file_states import (
     MAX_DIFF_BYTES,
@@ -47,6 +48,10 @@ log = logging.getLogger(__name__)
 
 MAX_PER_FOLDER = 100
 RETENTION_DAYS = 30
+# Seconds the warm-up waits for a folder's store to be made ready (the shadow repository
+# created or checked); past it that goes on in the background, and a git that never
+# answers costs the first ask at most its snapshot wait (``SNAPSHOT_WAIT``).
+PREPARE_WAIT = 2.0
 PROMPT_CHARS = 120
 NO_GIT_NOTE = (
     "git is not installed: checkpoints record only what write_file and edit_file "
@@ -77,7 +82,10 @@ class CheckpointService:
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.directory = directory if directory is not None else default_checkpoint_dir()
-        self._git = shutil.which("git") if git is True else (git or None)
+        # git found outside the workspaces (``tools.programs``): each folder's own look-up
+        # also skips that folder (a .venv/bin/git planted in it is never run).
+        self._find_git = git is True
+        self._git = programs.git() if git is True else (git or None)
         self._folders: dict[Path, FolderCheckpoints] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._on_warning = on_warning
@@ -93,7 +101,8 @@ class CheckpointService:
     def folder(self, root: Path) -> FolderCheckpoints:
         found = self._folders.get(root)
         if found is None:
-            found = FolderCheckpoints.of(root, self.directory, self._git)
+            git = programs.git((root,)) if self._find_git else self._git
+            found = FolderCheckpoints.of(root, self.directory, git)
             self._folders[root] = found
         return found
 
@@ -115,9 +124,17 @@ class CheckpointService:
         """Ready ``root``'s store before its first ask (the server's warm-up): the
         shadow repository created or checked, then a snapshot in the background that no
         checkpoint keeps: git's index then knows the tree, so the first ask's snapshot
-        only looks at what changed (a huge tree's first snapshot never holds an ask)."""
+        only looks at what changed (a huge tree's first snapshot never holds an ask).
+        Waits at most ``PREPARE_WAIT`` s for git, which then goes on in the background
+        (raises GitError when git fails sooner)."""
         folder = await self._opened(root)
-        await folder.prepare()
+        ready = asyncio.ensure_future(folder.prepare())
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), PREPARE_WAIT)
+        except TimeoutError:
+            log.info("git is slow to prepare the checkpoints of %s: in the background", root)
+            self.spawn(ready)
+            return
         if folder.uses_git:
             self.spawn(folder.snapshot())
 

@@ -6,7 +6,19 @@ configuration nor written. Git runs with a clean environment: nothing inherited
 points it elsewhere (``GIT_DIR`` and friends are dropped), no system or global config
 is read (``HOME`` is the shadow's folder), no hook or fsmonitor runs, ``stdin`` is
 ``/dev/null``, every call has a time limit and is killed with its process group when
-it runs over. ``info/attributes`` turns off every content conversion that in-tree
+it runs over.
+
+Why this git, unlike glob's and the environment's (``tools.workspace_git``), runs
+unconfined: it executes nothing a repository in the workspace names. Its only
+configuration is the shadow's own ``config`` in the state folder (which no sandboxed call
+can write: it is among agent-lsp's hidden paths) and the ``-c`` options of
+:data:`SAFETY`, given on every call, which turn hooks, fsmonitor, ssh and remote
+protocols off whatever that file says; ``--git-dir`` is explicit, so git never discovers
+a ``.git`` in the work tree, never reads its config, ``commondir`` or hooks; a nested
+repository is recorded as a link (its ``HEAD`` read, nothing run); the in-tree
+``.gitattributes`` cannot name a filter (``info/attributes`` turns every filter off); git
+itself is found outside the workspace (``tools.programs``) and its ``PATH`` lacks the
+folders the agent may write. ``info/attributes`` turns off every content conversion that in-tree
 ``.gitattributes`` could ask for (line endings, filters such as LFS, ``ident``,
 working-tree encodings), so a blob holds the file's exact bytes and its id is the
 plain git blob hash of them (see :func:`blob_id`).
@@ -30,8 +42,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools import programs
+
 GIT_TIMEOUT = 120.0  # seconds for one git call (a first snapshot of a huge tree)
-QUICK_TIMEOUT = 30.0
+# A quick call (init, config, diff-tree, ls-tree, refs, cat-file): a git that does not
+# answer is killed after this; an ask waits for none of them longer than its snapshot
+# wait (``recorder.SNAPSHOT_WAIT``).
+QUICK_TIMEOUT = 10.0
 
 # Folders that are rebuilt, never edited, and often huge: never snapshotted even where
 # no .gitignore names them (a plain folder with a virtualenv or node_modules).
@@ -116,7 +133,7 @@ class ShadowRepo:
         self.git_dir = git_dir
         self.work_tree = work_tree
         self._home = home
-        self._env = _clean_env(home)
+        self._env = _clean_env(home, work_tree)
 
     # -- setup -----------------------------------------------------------------------
 
@@ -313,11 +330,12 @@ def _entry(mode: int, oid: str) -> TreeEntry | None:
     return TreeEntry(mode, oid)
 
 
-def _clean_env(home: Path) -> dict[str, str]:
+def _clean_env(home: Path, work_tree: Path) -> dict[str, str]:
     """Only what git needs: nothing inherited can point it at another repository or
-    config (GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_*, a hook's environment...)."""
+    config (GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_*, a hook's environment...), and no
+    ``PATH`` entry inside the work tree or a temp dir."""
     env = {
-        "PATH": os.environ.get("PATH", os.defpath),
+        "PATH": programs.trusted_path((work_tree,)),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / "config"),
         "GIT_CONFIG_NOSYSTEM": "1",
