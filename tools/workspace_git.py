@@ -232,7 +232,7 @@ def _excludes_file(git: str) -> tuple[str, ...]:
     except OSError:
         return ()
     try:
-        out, _ = proc.communicate(timeout=2.0)
+        out, _ = proc.communicate(timeout=0.5)
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
         proc.wait()

@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 MAX_STAT_FILES = 500  # line counts are computed for at most this many files per ask
 # Seconds an ask waits for git to snapshot the folder, before its first tool that may
-# change files and at its end. Past it the snapshot is given up for this ask (its
+# change files (counted from the ask's start) and at its end. Past it the snapshot is
+# given up for this ask (its
 # checkpoint then holds what the file tools' journal saw) and finishes in the
 # background: a first snapshot of a huge tree still fills the index for the next ask,
 # and a git that hangs never holds an ask for longer than this.
@@ -64,6 +65,7 @@ class AskRecorder:
         self._written: dict[Path, tuple[FileState, bytes | None]] = {}
         self._buffers: dict[Path, tuple[tuple[FileState, bytes], tuple[FileState, bytes]]] = {}
         self._before: asyncio.Task[Snapshot | None] | None = None
+        self._before_since = 0.0  # the loop's time it started
         self._waiting: asyncio.Future[None] | None = None
         self._gave_up = False  # the snapshot before took too long: not this ask's
         # Set once a tool that may change files is about to run (the runtime awaits
@@ -90,6 +92,7 @@ class AskRecorder:
             return False
         if self._folder.uses_git:
             self._before = asyncio.create_task(self._take_before())
+            self._before_since = asyncio.get_running_loop().time()
         return True
 
     @property
@@ -132,9 +135,11 @@ class AskRecorder:
         await asyncio.shield(self._waiting)
 
     async def _wait_for_before(self, before: asyncio.Task[Snapshot | None]) -> None:
+        # Counted from the snapshot's start: the time the model took meanwhile counts.
         wait = self._service.snapshot_wait
+        left = self._before_since + wait - asyncio.get_running_loop().time()
         try:
-            await asyncio.wait_for(asyncio.shield(before), wait)
+            await asyncio.wait_for(asyncio.shield(before), max(0.0, left))
         except TimeoutError:
             self._gave_up = True
             self._degrade(f"git did not snapshot the folder within {wait:g} s", once=True)

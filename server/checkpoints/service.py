@@ -51,7 +51,7 @@ RETENTION_DAYS = 30
 # Seconds the warm-up waits for a folder's store to be made ready (the shadow repository
 # created or checked); past it that goes on in the background, and a git that never
 # answers costs the first ask at most its snapshot wait (``SNAPSHOT_WAIT``).
-PREPARE_WAIT = 2.0
+PREPARE_WAIT = 1.0
 PROMPT_CHARS = 120
 NO_GIT_NOTE = (
     "git is not installed: checkpoints record only what write_file and edit_file "
