@@ -168,6 +168,9 @@ class Confinement:
     readable: tuple[Path, ...] = ()  # read as a whole: the workspace when read-only
     hidden: tuple[Path, ...] = ()  # not readable (unless in a root or readable folder)
     protected: tuple[Path, ...] = ()  # inside a root, read-only: what git obeys
+    # Inside a root, bound onto themselves so that no command can rename them: git dirs
+    # and the folders leading to them (git_guard.pinned_folders).
+    pinned: tuple[Path, ...] = ()
     allowed_hosts: tuple[str, ...] = ()  # with network "proxy"
     namespaces: Namespaces | None = None
     landlock: bool = True
@@ -229,6 +232,7 @@ class Confinement:
                 # tells the model why); only without it are they covered by mounts.
                 hidden=() if self.landlock else self._hidden_outside(),
                 protected=self.protected,
+                pinned=self.pinned,
                 cwd=(*self.roots, *self.readable, self.tmp)[0],
                 cgroup_procs=cgroup_procs,
             )
@@ -267,14 +271,13 @@ def confinement(
     else:
         net = "none"
     protected: tuple[Path, ...] = ()
+    pinned: tuple[Path, ...] = ()
     if ns is not None and roots and not git_writable:
-        protected = tuple(
-            path
-            for root in roots
-            for path in git_guard.protected_paths(
-                root, found=found if root == workspace_root else None
-            )
-        )
+        for root in roots:
+            root_found = found if root == workspace_root else None
+            root_found = root_found if root_found is not None else git_guard.git_dirs(root)
+            protected += tuple(git_guard.protected_paths(root, found=root_found))
+            pinned += tuple(git_guard.pinned_folders(root, found=root_found))
     return Confinement(
         roots=roots,
         tmp=call_tmp,
@@ -282,6 +285,7 @@ def confinement(
         readable=() if writes else (workspace_root,),
         hidden=policy.hidden_paths,
         protected=protected,
+        pinned=pinned,
         allowed_hosts=allowed if net == "proxy" else (),
         namespaces=ns,
         landlock=state.abi >= (1 if ns is not None else MIN_ABI),
