@@ -298,7 +298,11 @@ def pinned_folders(root: Path, *, found: GitDirs | None = None) -> list[Path]:
     """
     found = found if found is not None else git_dirs(root)
     real_root = os.path.realpath(root)
-    starts = [str(git_dir.path) for git_dir in found.dirs]
+    # A linked worktree's dir is bound read-only whole (protected_paths): a mount already.
+    starts = [
+        str(git_dir.path) if git_dir.kind != "worktree" else os.path.dirname(git_dir.path)
+        for git_dir in found.dirs
+    ]
     starts += [os.path.dirname(pointer) for pointer in map(str, found.pointers)]
     folders: set[str] = set()
     for start in starts:
