@@ -501,3 +501,15 @@ def test_a_large_working_tree_is_said_once(tmp_path: Path) -> None:
     assert after.truncated and not after.root_truncated
     assert "could not check what git obeys in all" in (git_guard.coverage_note(after) or "")
     assert git_guard.coverage_note(after, again=False) is None
+
+
+def test_thousands_of_worktrees_are_mounted_as_one_folder(repo: Path) -> None:
+    # Each mount costs bubblewrap more than the last: 20,000 planted worktree dirs made
+    # every later bash call take minutes. Past MAX_MOUNTS the folder is mounted whole.
+    for index in range(git_guard.MAX_MOUNTS + 1):
+        (repo / f".git/worktrees/w{index:04}").mkdir()
+    protected = names(protected_paths(repo), repo)
+    assert ".git/worktrees" in protected and ".git/modules" in protected
+    assert not any(name.startswith(".git/worktrees/") for name in protected)
+    assert ".git/config" in protected and ".git/hooks" in protected
+    assert len(protected) < 20

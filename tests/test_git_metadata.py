@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.lsp_client import ask
 from tests.support.model_server import ScriptedModel, tool_call
-from tests.test_permissions import permission_session, tool_results
+from tests.test_permissions import CAN_ASK, permission_session, tool_results
 from tools import sandbox
 
 NEEDS_NAMESPACES = pytest.mark.skipif(
@@ -91,14 +91,26 @@ async def test_writes_to_what_git_obeys_are_asked_about_and_a_rejection_keeps_th
     planted = fsmonitor(marker)
     model.reply(
         tool_calls=[
-            tool_call("edit_file", {"path": ".git/config", "old_text": "[core]",
-                                    "new_text": planted.rstrip("\n")}, id="config"),  # fmt: skip
-            tool_call("edit_file", {"path": ".git/hooks/pre-commit", "old_text": "exit 0",
-                                    "new_text": f"touch {marker}"}, id="hook"),  # fmt: skip
-            tool_call("write_file", {"path": "evil/.git/HEAD",
-                                     "content": "ref: refs/heads/main\n"}, id="head"),  # fmt: skip
-            tool_call("write_file", {"path": "evil/.git/config", "content": planted},
-                      id="nested"),  # fmt: skip
+            tool_call(
+                "edit_file",
+                {"path": ".git/config", "old_text": "[core]", "new_text": planted.rstrip("\n")},
+                id="config",
+            ),
+            tool_call(
+                "edit_file",
+                {
+                    "path": ".git/hooks/pre-commit",
+                    "old_text": "exit 0",
+                    "new_text": f"touch {marker}",
+                },
+                id="hook",
+            ),
+            tool_call(
+                "write_file",
+                {"path": "evil/.git/HEAD", "content": "ref: refs/heads/main\n"},
+                id="head",
+            ),
+            tool_call("write_file", {"path": "evil/.git/config", "content": planted}, id="nested"),
             tool_call("write_file", {"path": "notes.txt", "content": "fine\n"}, id="plain"),
         ]
     )
@@ -130,8 +142,11 @@ async def test_writes_to_what_git_obeys_are_asked_about_and_a_rejection_keeps_th
 async def test_an_allowed_write_to_git_configuration_is_made(
     model: ScriptedModel, repo: Path
 ) -> None:
-    model.reply(tool_calls=[tool_call("write_file", {"path": ".git/info/attributes",
-                                                     "content": "*.txt text\n"})])  # fmt: skip
+    model.reply(
+        tool_calls=[
+            tool_call("write_file", {"path": ".git/info/attributes", "content": "*.txt text\n"})
+        ]
+    )
     model.reply("done")
     async with permission_session(model, repo) as client:
         client.answers = ["allow_once"]
@@ -149,8 +164,9 @@ async def test_a_hooks_path_in_the_working_tree_and_a_new_repository_at_the_root
     # soon as the write would complete HEAD + objects + refs.
     (workspace / "objects").mkdir()
     (workspace / "refs").mkdir()
-    model.reply(tool_calls=[tool_call("write_file", {"path": "HEAD",
-                                                     "content": "ref: refs/heads/x\n"})])  # fmt: skip
+    model.reply(
+        tool_calls=[tool_call("write_file", {"path": "HEAD", "content": "ref: refs/heads/x\n"})]
+    )
     model.reply("done")
     async with permission_session(model, workspace) as client:
         await ask(client, prompt="go")
@@ -166,15 +182,21 @@ async def test_without_anyone_to_ask_a_write_to_git_configuration_is_refused(
 ) -> None:
     config = (repo / ".git/config").read_text()
     model.reply(tool_calls=[tool_call("read_file", {"path": ".git/config"})])
-    model.reply(tool_calls=[tool_call("edit_file", {"path": ".git/config", "old_text": "[core]",
-                                                    "new_text": "[core]\n\tpager = x"},
-                                      id="e")])  # fmt: skip
+    model.reply(
+        tool_calls=[
+            tool_call(
+                "edit_file",
+                {"path": ".git/config", "old_text": "[core]", "new_text": "[core]\n\tpager = x"},
+                id="e",
+            )
+        ]
+    )
     model.reply("ok")
     # approval "never": refused unasked; a client that cannot answer: refused too.
-    capabilities = None if approval == "on-request" else ...
-    kwargs = {"capabilities": None} if capabilities is None else {}
+    capabilities = None if approval == "on-request" else CAN_ASK
+    settings = {"approval": approval}
     async with permission_session(
-        model, repo, settings={"approval": approval}, **kwargs
+        model, repo, settings=settings, capabilities=capabilities
     ) as client:
         await ask(client, prompt="x")
         assert client.requests == []
@@ -192,12 +214,13 @@ async def test_a_git_dir_cannot_be_moved_aside_and_commits_still_work(
     model: ScriptedModel, repo: Path, marker: Path
 ) -> None:
     git(repo, "init", "-q", "nested")
+    nested = "nested/.git/config"
     plant = f"printf '[core]\\n\\tfsmonitor = \"touch {marker}; false\"\\n'"
     attacks = {
         "dotgit": "mv .git .git-old && mkdir .git && cp -r .git-old/HEAD .git-old/objects "
         f".git-old/refs .git-old/index .git/ && {plant} > .git/config",
-        "nested": f"mv nested/.git nested/old && git init -q nested && {plant} >> nested/.git/config",
-        "parent": f"mv nested nested-old && git init -q nested && {plant} >> nested/.git/config",
+        "nested": f"mv nested/.git nested/old && git init -q nested && {plant} >> {nested}",
+        "parent": f"mv nested nested-old && git init -q nested && {plant} >> {nested}",
         "hooks": f"mv .git/hooks .git/hooks-old && mkdir .git/hooks && {plant} > .git/hooks/x",
     }
     commit = "echo b > b.txt && git add b.txt && git -c user.name=t -c user.email=t@e " \

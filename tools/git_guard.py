@@ -73,6 +73,9 @@ OBEYED_FILES = ("config", "config.worktree", "commondir", "gitdir")
 _GIT_DIR_MARKERS = frozenset({"HEAD", "config", "commondir"})
 # A folder holding all three is a bare repository: git run in it obeys its config.
 _BARE_MARKERS = frozenset({"HEAD", "objects", "refs"})
+# Read-only mounts (protected_paths) past which a git dir's worktrees/ and modules/ are
+# mounted whole: a normal repository has a few, a planted tree thousands.
+MAX_MOUNTS = 256
 # Names the note quotes at most; a removed ``.git/modules`` could name hundreds.
 _NOTE_NAMES = 20
 # A listing is reused only if the folder's ctime is older than the listing by this much:
@@ -166,11 +169,28 @@ def protected_paths(root: Path, *, found: GitDirs | None = None) -> list[Path]:
         for name in ("config", "config.worktree", "commondir", "hooks"):
             paths.add(os.path.join(git_dir.path, name))
     paths.update(map(str, found.pointers))
-    listed: list[tuple[str, ...]] = []
+    if len(paths) > MAX_MOUNTS:
+        paths = _collapsed(paths, found)
+    listed: set[tuple[str, ...]] = set()
     for parts in sorted(Path(path).parts for path in paths if _is_real(path)):
-        if not any(parts[: len(parent)] == parent for parent in listed):
-            listed.append(parts)
-    return [Path(*parts) for parts in listed]
+        if not any(parts[:length] in listed for length in range(1, len(parts))):
+            listed.add(parts)
+    return [Path(*parts) for parts in sorted(listed)]
+
+
+def _collapsed(paths: set[str], found: GitDirs) -> set[str]:
+    """Fewer mounts for a tree of thousands of worktrees or submodules (a planted one: each
+    mount costs bubblewrap more than the last): a git dir's whole ``worktrees`` and
+    ``modules`` folders read-only instead of what is in them (then a command can neither
+    add a worktree nor update a submodule there)."""
+    folders = [
+        os.path.join(git_dir.path, name)
+        for git_dir in found.dirs
+        if git_dir.kind in ("workspace", "nested")
+        for name in ("worktrees", "modules")
+    ]
+    kept = {path for path in paths if not any(_within(path, f) for f in folders)}
+    return kept | {folder for folder in folders if any(_within(p, folder) for p in paths)}
 
 
 def fingerprint(

@@ -278,6 +278,13 @@ def confinement(
             root_found = root_found if root_found is not None else git_guard.git_dirs(root)
             protected += tuple(git_guard.protected_paths(root, found=root_found))
             pinned += tuple(git_guard.pinned_folders(root, found=root_found))
+        # A folder inside a read-only one is a mount point already (and hidden by it).
+        covered = {str(path) for path in protected}
+        pinned = tuple(
+            path
+            for path in pinned
+            if not any(str(parent) in covered for parent in (path, *path.parents))
+        )
     return Confinement(
         roots=roots,
         tmp=call_tmp,
