@@ -313,8 +313,8 @@ def weakened(state: SandboxSupport) -> list[str]:
     lost = [
         "metadata of files outside the workspace can be changed (chmod, chown, timestamps, "
         "extended attributes): Landlock has no right for these",
-        "what git obeys (.git/config, hooks, submodule configs) is writable: a change is "
-        "reported after the call, not prevented",
+        "what git obeys (.git/config, hooks, submodule configs) is writable and .git can be "
+        "moved aside: a change is reported after the call, not prevented",
         "no private /tmp: other programs' files in /tmp are readable",
         "network is all or nothing: granting named hosts only needs a network namespace",
         "processes a command leaves behind are ended by the launcher, which a kill of the "
