@@ -260,3 +260,17 @@ async def test_when_the_watch_runs_out_of_budget_the_result_says_so(
     results = tool_results(model)
     assert "could not check what git obeys in this workspace" in results["plant"], results
     assert "Tell the user" in results["plant"]
+
+
+@NEEDS_NAMESPACES
+async def test_a_repository_made_where_there_was_none_is_reported(
+    model: ScriptedModel, repo: Path
+) -> None:
+    command = "git init -q fresh && git -C fresh config core.pager cat"
+    model.reply(tool_calls=[tool_call("bash", {"command": command}, id="init")])
+    model.reply("done")
+    async with permission_session(model, repo) as client:
+        await ask(client, prompt="go")
+    result = tool_results(model)["init"]
+    assert "made a new repository (git dir) at fresh/.git" in result, result
+    assert "tell the user" in result
