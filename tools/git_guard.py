@@ -379,6 +379,10 @@ def obeys(path: Path, root: Path, *, found: GitDirs | None = None) -> str | None
     for git_dir in discovery.dirs.values():
         dirs.setdefault(git_dir.path, git_dir)
     shown = _shown(real, real_root)
+    # Thousands of linked worktrees are a planted tree (their dirs are mounted read-only in
+    # the sandbox, so only the user could have set a hooksPath there): their configs are
+    # not read, or one write would cost seconds.
+    many = sum(git_dir.kind == "worktree" for git_dir in dirs.values()) > MAX_MOUNTS
     for git_dir in dirs.values():
         where = str(git_dir.path)
         if _within(real, where):
@@ -386,6 +390,8 @@ def obeys(path: Path, root: Path, *, found: GitDirs | None = None) -> str | None
                 f"{shown} is inside the git dir {_shown(where, real_root)}: git reads "
                 "its configuration, hooks and what the repository is from there"
             )
+        if many and git_dir.kind == "worktree":
+            continue
         configs = [_read_small(os.path.join(where, name)) or b"" for name in _CONFIGS]
         for hooks in _hook_folders(git_dir, *configs):
             real_hooks = os.path.realpath(hooks)
