@@ -88,6 +88,14 @@ def synthetic(root: Path, fan_out: int, levels: int) -> Path:
     return root
 
 
+def planted_worktrees(root: Path, count: int) -> Path:
+    """A repository with ``count`` empty folders under .git/worktrees (issue 33, finding 5)."""
+    git(root.parent, "init", "-q", str(root))
+    for index in range(count):
+        (root / ".git" / "worktrees" / f"w{index:05}").mkdir(parents=True)
+    return root
+
+
 def spawn_bash() -> None:
     subprocess.run(["bash", "-c", "true"], check=True)
 
@@ -108,6 +116,9 @@ def main() -> None:
         "100,000 files in 10,000 folders, 4 levels (10 x 10 x 10 x 10)": synthetic(
             scratch / "deep", 10, 4
         ),
+        "25,000 planted folders under .git/worktrees": planted_worktrees(
+            scratch / "planted", 25_000
+        ),
     }
     # A listing is reused only once its folder's ctime is older than git_guard._RACY_NS.
     time.sleep(git_guard._RACY_NS / 1e9 + 0.5)
@@ -123,13 +134,23 @@ def main() -> None:
                 root, found=p.found
             ),
         }
+        # Since issue 33 (absent from older code, so an older tree can be measured too):
+        # the folders bound onto themselves, and a file tool's check of one path.
+        if hasattr(git_guard, "pinned_folders"):
+            variants["pinned_folders"] = lambda root=root, p=previous: git_guard.pinned_folders(
+                root, found=p.found
+            )
+            variants["obeys"] = lambda root=root, p=previous: git_guard.obeys(
+                Path("src/app/config.py"), root, found=git_guard.git_dirs(root, since=p.found)
+            )
         times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(args.rounds):
             for name, call in variants.items():  # interleaved, so drift affects all alike
                 times[name].append(timed(call))
         medians = {name: statistics.median(values) for name, values in times.items()}
         found = previous.found
-        rows.append((label, medians, found, len(found.listings)))
+        mounts = len(git_guard.protected_paths(root, found=found))
+        rows.append((label, medians, found, len(found.listings), mounts))
 
     lines = [
         "## git_guard: the watch around each bash call",
@@ -142,16 +163,22 @@ def main() -> None:
         f"{spawn * 1e3:.2f} ms in this run.",
         "",
         "| Workspace | fingerprint | ratio to spawn | fingerprint with `since` | ratio "
-        "| protected_paths from it | folders listed | truncated |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| protected_paths from it (mounts) | pinned_folders from it | obeys, one path "
+        "| folders listed | truncated |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for label, medians, found, folders in rows:
+
+    def ms(medians: dict[str, float], name: str, digits: int = 3) -> str:
+        return f"{medians[name] * 1e3:.{digits}f} ms" if name in medians else "—"
+
+    for label, medians, found, folders, mounts in rows:
         lines.append(
             f"| {label} | {medians['fingerprint'] * 1e3:.2f} ms "
             f"| {medians['fingerprint'] / spawn:.2f}x "
             f"| {medians['fingerprint since'] * 1e3:.2f} ms "
             f"| {medians['fingerprint since'] / spawn:.2f}x "
-            f"| {medians['protected_paths'] * 1e3:.3f} ms | {folders:,} "
+            f"| {ms(medians, 'protected_paths')} ({mounts:,}) | {ms(medians, 'pinned_folders')} "
+            f"| {ms(medians, 'obeys', 2)} | {folders:,} "
             f"| {'yes' if found.truncated else 'no'} |"
         )
     normal = rows[0][1]["fingerprint"] * 1e3

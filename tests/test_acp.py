@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -437,6 +438,35 @@ async def test_an_escalated_command_is_asked_about(
     assert shown < asked_at, client.frames
     if answer == "allow_once":
         assert asked_at < client.frame_index("session/update", "tool_call_update", asked_at)
+
+
+@pytest.fixture
+def repository(workspace: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    return workspace
+
+
+async def test_a_write_to_git_configuration_is_asked_about_with_its_content(
+    env: dict[str, str], model: ScriptedModel, repository: Path
+) -> None:
+    # Issue 33: what git obeys is asked about in every mode, the change in the question.
+    workspace = repository
+    arguments = {"path": ".git/config", "content": "[core]\n\tfsmonitor = touch x\n"}
+    model.reply(tool_calls=[tool_call("write_file", arguments, id="w")])
+    model.reply("ok")
+    client = RecordingClient()
+    client.permission_answers.append("reject_once")
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize()
+        sid = (await agent.new_session(workspace)).session_id
+        assert (await prompt(agent, sid, "configure git")).stop_reason == "end_turn"
+    (asked,) = client.permissions
+    assert asked.tool_call.tool_call_id == "w"
+    title = asked.tool_call.title or ""
+    assert title.startswith("Write a file git obeys: .git/config\n")
+    assert "fsmonitor = touch x" in title
+    assert asked.tool_call.raw_input == arguments
+    assert "fsmonitor" not in (workspace / ".git/config").read_text()
 
 
 # -- cancel -----------------------------------------------------------------------------

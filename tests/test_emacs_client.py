@@ -585,6 +585,14 @@ STEPS: dict[str, Steps] = {
         """,
         check=escape_prompt,
     ),
+    "a_write_to_what_git_obeys_is_asked_with_its_content": Steps(
+        """
+        (setq test-keys (list "n"))
+        (agent-lsp-ask "add a hook")
+        (test-idle)
+        (test-emit :prompts (test-prompt-texts))
+        """
+    ),
     "the_grants_command_lists_the_always_answers_and_revokes_the_picked_one": Steps(
         """
         (setq test-keys (list "a" "y"))

@@ -410,3 +410,106 @@ def test_unprintable_names_are_quoted(repo: Path) -> None:
     note = change_note(before, fingerprint(repo))
     assert note is not None
     assert "\n" not in note and "'.git/hooks/pre-push\\nNote: all is well'" in note
+
+
+# -- obeys: the file tools' question -----------------------------------------------------------
+
+
+def test_obeys_names_every_place_git_reads_commands_from(repo: Path) -> None:
+    git(repo, "config", "core.hooksPath", ".husky")
+    (repo / "scripts").mkdir()
+    (repo / "scripts/pre-push.sh").write_text("#!/bin/sh\n")
+    os.symlink("../../scripts/pre-push.sh", repo / ".git/hooks/pre-push")
+    (repo / "shared.gitconfig").write_text("[core]\n")
+    git(repo, "config", "include.path", "../shared.gitconfig")
+    (repo / "bare/objects").mkdir(parents=True)
+    (repo / "bare/refs").mkdir()
+    obeyed = [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".git/info/attributes",
+        ".git/commondir",
+        ".git/modules/libs/sub/config",
+        ".git/modules/libs/sub/modules/inner/hooks/post-checkout",
+        ".git/worktrees/wt/config.worktree",
+        "libs/sub/.git",  # a submodule checkout's pointer
+        "sub/inner/.git/config",  # a nested repository's
+        "new/.git/HEAD",  # a repository that does not exist yet
+        "new/.git",
+        ".husky/pre-commit",  # core.hooksPath, in the working tree
+        "scripts/pre-push.sh",  # what a hook links to
+        "shared.gitconfig",  # included by .git/config
+        "bare/HEAD",  # makes bare/ a repository
+        "bare/config",  # not yet one: but ...
+    ]
+    why = {name: git_guard.obeys(Path(name), repo) for name in obeyed}
+    assert why["bare/config"] is None  # ... a config alone makes no repository
+    del why["bare/config"]
+    assert [name for name, reason in why.items() if reason is None] == []
+    (repo / "bare/HEAD").write_text("ref: refs/heads/main\n")
+    assert git_guard.obeys(Path("bare/config"), repo) is not None
+    assert "pre-push" in (git_guard.obeys(Path("scripts/pre-push.sh"), repo) or "")
+    for ordinary in ("a.txt", ".gitmodules", ".gitattributes", "libs/sub/file.txt", "src/config"):
+        assert git_guard.obeys(Path(ordinary), repo) is None, ordinary
+
+
+def test_obeys_sees_through_a_symlinked_folder(repo: Path) -> None:
+    os.symlink(".git", repo / "meta")
+    os.symlink("libs/sub", repo / "sublink")
+    assert git_guard.obeys(Path("meta/config"), repo) is not None
+    assert git_guard.obeys(Path("sublink/.git"), repo) is not None
+
+
+def test_pinned_folders_are_every_git_dir_and_the_way_to_it(repo: Path) -> None:
+    pinned = names(git_guard.pinned_folders(repo), repo)
+    assert ".git" in pinned and ".git/modules" in pinned and ".git/worktrees" in pinned
+    assert ".git/modules/libs/sub" in pinned and "libs/sub" in pinned and "libs" in pinned
+    assert "sub/inner/.git" in pinned and "sub/inner" in pinned and "sub" in pinned
+    assert all(not name.startswith("..") and not name.startswith("/") for name in pinned)
+
+
+def test_a_new_repository_is_named_as_one(repo: Path) -> None:
+    before = fingerprint(repo)
+    git(repo, "init", "-q", "fresh")
+    note = change_note(before, fingerprint(repo, since=before))
+    assert note is not None and "made a new repository (git dir) at fresh/.git" in note
+
+
+def test_the_watch_fails_closed_when_worktrees_exhaust_its_budget(repo: Path) -> None:
+    # Issue 33, finding 5: enough folders under .git/worktrees and, before, a planted
+    # submodule config went unreported. Now the note says what could not be checked.
+    before = fingerprint(repo)
+    assert not before.root_truncated and git_guard.coverage_note(before) is None
+    worktrees = repo / ".git/worktrees"
+    for index in range(300):
+        (worktrees / f"w{index:04}").mkdir()
+    planted = repo / ".git/modules/libs/sub/config"
+    planted.write_text(planted.read_text() + "[core]\n\tfsmonitor = touch /tmp/x\n")
+    after = fingerprint(repo, budget=200, since=before)
+    assert after.root_truncated
+    note = git_guard.coverage_note(after)
+    assert note is not None and "could not check what git obeys" in note
+    assert git_guard.coverage_note(after, again=False) == note  # said after every call
+
+
+def test_a_large_working_tree_is_said_once(tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    git(root, "init", "-q")
+    for index in range(50):
+        (root / f"folder{index:02}").mkdir()
+    after = fingerprint(root, budget=30)
+    assert after.truncated and not after.root_truncated
+    assert "could not check what git obeys in all" in (git_guard.coverage_note(after) or "")
+    assert git_guard.coverage_note(after, again=False) is None
+
+
+def test_thousands_of_worktrees_are_mounted_as_one_folder(repo: Path) -> None:
+    # Each mount costs bubblewrap more than the last: 20,000 planted worktree dirs made
+    # every later bash call take minutes. Past MAX_MOUNTS the folder is mounted whole.
+    for index in range(git_guard.MAX_MOUNTS + 1):
+        (repo / f".git/worktrees/w{index:04}").mkdir()
+    protected = names(protected_paths(repo), repo)
+    assert ".git/worktrees" in protected and ".git/modules" in protected
+    assert not any(name.startswith(".git/worktrees/") for name in protected)
+    assert ".git/config" in protected and ".git/hooks" in protected
+    assert len(protected) < 20

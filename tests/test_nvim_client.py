@@ -586,6 +586,22 @@ STEPS: dict[str, Steps] = {
         """,
         check=escape_prompt,
     ),
+    "a_write_to_what_git_obeys_is_asked_with_its_content": Steps(
+        """
+        local prompts = {}
+        vim.ui.select = function(items, opts, on_choice)
+          table.insert(prompts, opts.prompt)
+          vim.defer_fn(function()
+            for _, item in ipairs(items) do
+              if item.optionId == 'reject_once' then return on_choice(item) end
+            end
+          end, 20)
+        end
+        vim.cmd('AgentAsk add a hook')
+        T.idle()
+        T.emit({ prompts = prompts })
+        """
+    ),
     "the_grants_command_lists_the_always_answers_and_revokes_the_picked_one": Steps(
         """
         local permission_prompts, grant_lists, notes = 0, {}, {}

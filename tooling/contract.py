@@ -41,6 +41,11 @@ class ToolDefinition:
     # What a call would ask the user (destructive tools are asked about when the user
     # chose approval "always"; ``required`` ones always). None: the front end words it.
     permission: Callable[[dict[str, Any]], CallPermission] | None = None
+    # The same question when answering it means looking at the file system (awaited, so
+    # the tool can do that in a thread): a CallPermission that replaces ``permission``'s
+    # for this call, or None when the call needs nothing more (write_file on what git
+    # obeys: ``tools.git_writes``).
+    permission_check: Callable[[dict[str, Any]], Awaitable[CallPermission | None]] | None = None
     # The argument that names what a call acts on, shown after the tool's name in trace
     # lines and compaction's notes (``read_file src/app.py``, ``bash pytest -q``).
     # None: the first string argument the schema requires (see summary_argument).

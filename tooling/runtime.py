@@ -81,13 +81,16 @@ class ToolRuntime:
         context = context if context is not None else ToolContext()
         try:
             if tool.destructive or tool.permission is not None:
+                permission = tool.permission(arguments) if tool.permission else None
+                if tool.permission_check is not None:
+                    permission = await tool.permission_check(arguments) or permission
                 request = PermissionRequest(
                     tool_name=name,
                     tool_title=tool.title or name,
                     call_id=context.call_id,
                     arguments=arguments,
                     raw_arguments=raw_arguments,
-                    permission=tool.permission(arguments) if tool.permission else None,
+                    permission=permission,
                     summary_key=tool.summary_argument(),
                 )
                 if context.permissions is None:

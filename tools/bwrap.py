@@ -90,6 +90,7 @@ def arguments(
     hidden: Sequence[Path],
     protected: Sequence[Path],
     cwd: Path,
+    pinned: Sequence[Path] = (),
     cgroup_procs: Path | None = None,
 ) -> list[str]:
     """The ``bwrap`` command line up to (not including) the program.
@@ -98,7 +99,9 @@ def arguments(
     ``readable``: must stay visible even under the private ``/tmp`` (the launcher, the
     interpreter, a read-only workspace); ``hidden``: existing paths covered by an empty
     read-only mount; ``protected``: existing paths inside a writable folder bound
-    read-only over it (what git obeys); ``cgroup_procs``: the call's ``cgroup.procs``,
+    read-only over it (what git obeys); ``pinned``: folders inside a writable one bound
+    read-write onto themselves, so that a rename of them fails (a mount point cannot be
+    moved: ``mv .git .git-old`` gets EBUSY); ``cgroup_procs``: the call's ``cgroup.procs``,
     the one file of the cgroup tree left writable.
     """
     # No --new-session: the server starts bubblewrap in a session of its own, so there is no
@@ -130,6 +133,8 @@ def arguments(
             argv += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
             argv += ["--ro-bind", "/dev/null", path]
+    for path in sorted({*map(str, pinned)}, key=_depth):
+        argv += ["--bind-try", path, path]
     for path in sorted({*map(str, protected)}, key=_depth):
         argv += ["--ro-bind-try", path, path]  # removed since it was found: nothing to cover
     if cgroup_procs is not None:  # the launcher joins the call's cgroup through it

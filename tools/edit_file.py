@@ -10,6 +10,8 @@ Policies (the parts a caller can observe):
   since; the write is compare-and-swap against that version, atomic on disk (see
   ``tools.filestore``). Files over ``MAX_EDIT_BYTES``, binary files and text that is
   not UTF-8 are refused.
+- A file git obeys (``tools.git_writes``: its configuration, a hook, whose exec bit an
+  edit keeps) is edited only after the user's yes, whatever the approval setting.
 - A document open in the editor is edited in its buffer (``workspace/applyEdit``,
   undoable there), keeping the user's unsaved changes.
 """
@@ -20,10 +22,12 @@ from typing import Any
 
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
+from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
 from .errors import ToolError, resolve
 from .filestore import FileStore
+from .git_writes import GitWrites
 from .textedit import EditError, apply_edit, lines_phrase
 
 MAX_EDIT_BYTES = 64 * 1024 * 1024
@@ -56,6 +60,13 @@ PARAMETERS: dict[str, Any] = {
 
 
 def edit_file_tool(workspace: Workspace) -> ToolDefinition:
+    git_writes = GitWrites(workspace)
+
+    async def permission_check(arguments: dict[str, Any]) -> CallPermission | None:
+        every = " (every occurrence)" if arguments.get("replace_all") else ""
+        change = f"Replaces{every}: {arguments['old_text']} With: {arguments['new_text']}"
+        return await git_writes.permission(arguments["path"], "Edit", change)
+
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         old_text, new_text = arguments["old_text"], arguments["new_text"]
         if old_text == new_text:
@@ -100,6 +111,7 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
         handler=handler,
         read_only=False,
         destructive=True,
+        permission_check=permission_check,
         title="Edit file",
         summary_key="path",
         kind="edit",

@@ -73,6 +73,9 @@ OBEYED_FILES = ("config", "config.worktree", "commondir", "gitdir")
 _GIT_DIR_MARKERS = frozenset({"HEAD", "config", "commondir"})
 # A folder holding all three is a bare repository: git run in it obeys its config.
 _BARE_MARKERS = frozenset({"HEAD", "objects", "refs"})
+# Read-only mounts (protected_paths) past which a git dir's worktrees/ and modules/ are
+# mounted whole: a normal repository has a few, a planted tree thousands.
+MAX_MOUNTS = 256
 # Names the note quotes at most; a removed ``.git/modules`` could name hundreds.
 _NOTE_NAMES = 20
 # A listing is reused only if the folder's ctime is older than the listing by this much:
@@ -116,6 +119,12 @@ class GitDirs:
     pointers: tuple[Path, ...]
     # The entry budget ran out: nested repositories beyond what was listed are missing.
     truncated: bool
+    # It ran out before every git dir a git run at the workspace root obeys was read (its
+    # own, commondir, worktrees, modules, the .gitmodules checkouts): only a planted tree
+    # gets there (tens of thousands of folders under .git/worktrees), never a normal one.
+    root_truncated: bool = False
+    # The workspace root it was taken of (resolved).
+    root: str = ""
     # The working-tree folders as listed, for the next discovery's ``since``.
     listings: Mapping[str, _Listing] = field(default_factory=dict, repr=False, compare=False)
 
@@ -126,6 +135,9 @@ class Fingerprint:
     # root, absolute outside it); a name git would obey but that does not exist is absent.
     digests: Mapping[str, str]
     truncated: bool
+    # Part of what a git run at the workspace root obeys was not read: the discovery's
+    # root_truncated, or a hooks folder of more than HOOKS_LIMIT entries.
+    root_truncated: bool
     # The discovery it was taken over: for protected_paths, and the next one's ``since``.
     found: GitDirs = field(repr=False, compare=False)
 
@@ -157,11 +169,28 @@ def protected_paths(root: Path, *, found: GitDirs | None = None) -> list[Path]:
         for name in ("config", "config.worktree", "commondir", "hooks"):
             paths.add(os.path.join(git_dir.path, name))
     paths.update(map(str, found.pointers))
-    listed: list[tuple[str, ...]] = []
+    if len(paths) > MAX_MOUNTS:
+        paths = _collapsed(paths, found)
+    listed: set[tuple[str, ...]] = set()
     for parts in sorted(Path(path).parts for path in paths if _is_real(path)):
-        if not any(parts[: len(parent)] == parent for parent in listed):
-            listed.append(parts)
-    return [Path(*parts) for parts in listed]
+        if not any(parts[:length] in listed for length in range(1, len(parts))):
+            listed.add(parts)
+    return [Path(*parts) for parts in sorted(listed)]
+
+
+def _collapsed(paths: set[str], found: GitDirs) -> set[str]:
+    """Fewer mounts for a tree of thousands of worktrees or submodules (a planted one: each
+    mount costs bubblewrap more than the last): a git dir's whole ``worktrees`` and
+    ``modules`` folders read-only instead of what is in them (then a command can neither
+    add a worktree nor update a submodule there)."""
+    folders = [
+        os.path.join(git_dir.path, name)
+        for git_dir in found.dirs
+        if git_dir.kind in ("workspace", "nested")
+        for name in ("worktrees", "modules")
+    ]
+    kept = {path for path in paths if not any(_within(path, f) for f in folders)}
+    return kept | {folder for folder in folders if any(_within(p, folder) for p in paths)}
 
 
 def fingerprint(
@@ -175,6 +204,7 @@ def fingerprint(
     real_root = os.path.realpath(root)
     found = git_dirs(root, budget=budget, since=since.found if since is not None else None)
     truncated = found.truncated
+    root_truncated = found.root_truncated
     digests: dict[str, str] = {}
     hash_left = HASH_BUDGET
 
@@ -196,12 +226,13 @@ def fingerprint(
                     entries = list(islice(listing, HOOKS_LIMIT + 1))
             except OSError:
                 continue
-            truncated |= len(entries) > HOOKS_LIMIT
+            if len(entries) > HOOKS_LIMIT:
+                truncated = root_truncated = True
             for entry in entries[:HOOKS_LIMIT]:
                 # Git never runs ``*.sample``: git init writes a dozen in every git dir.
                 if not entry.name.endswith(".sample"):
                     watch(entry.path)
-    return Fingerprint(digests, truncated, found)
+    return Fingerprint(digests, truncated, root_truncated, found)
 
 
 def change_note(before: Fingerprint, after: Fingerprint) -> str | None:
@@ -214,6 +245,13 @@ def change_note(before: Fingerprint, after: Fingerprint) -> str | None:
         for n in names
         if n in before.digests and n in after.digests and before.digests[n] != after.digests[n]
     ]
+    known = {git_dir.path for git_dir in before.found.dirs}
+    real_root = os.path.realpath(before.found.root) if before.found.root else ""
+    repositories = [
+        _shown(str(git_dir.path), real_root)
+        for git_dir in after.found.dirs
+        if git_dir.path not in known
+    ]
     if before.truncated or after.truncated:
         # Near the budget's edge a repository can drop out of one fingerprint only because
         # the command added files; a removal makes git obey less, so it is not worth a
@@ -221,7 +259,12 @@ def change_note(before: Fingerprint, after: Fingerprint) -> str | None:
         removed = []
     parts = [
         f"{verb} {_names(group)}"
-        for verb, group in (("created", created), ("changed", changed), ("removed", removed))
+        for verb, group in (
+            ("made a new repository (git dir) at", repositories),
+            ("created", created),
+            ("changed", changed),
+            ("removed", removed),
+        )
         if group
     ]
     if not parts:
@@ -231,6 +274,196 @@ def change_note(before: Fingerprint, after: Fingerprint) -> str | None:
         "hooks and where a repository's files are) whenever the user runs git, outside the "
         "sandbox; tell the user about this change in your answer."
     )
+
+
+def coverage_note(after: Fingerprint, *, again: bool = True) -> str | None:
+    """The note for the model when the watch could not check everything, or None.
+
+    The watch fails closed: what it could not read is said, never passed over. When what a
+    git run at the workspace root obeys was not all read (a planted tree: nothing normal
+    has tens of thousands of worktrees or submodules) it is said after every call. When
+    only the search for nested repositories ran out (a large working tree) it is said when
+    ``again`` (the caller's choice: the first such call, so a big monorepo does not repeat
+    it on every call).
+    """
+    if after.root_truncated:
+        return (
+            "Note: agent-lsp could not check what git obeys in this workspace: its git "
+            "folder holds more entries (worktrees, submodules or hooks) than the watch reads "
+            f"({ENTRY_BUDGET:,} in all), so a change this command made to git's configuration "
+            "or hooks may be unseen. Git runs what they name whenever the user runs git, "
+            "outside the sandbox. Tell the user this in your answer: they should look at "
+            ".git (worktrees/, modules/, hooks/) before running git here."
+        )
+    if after.truncated and again:
+        return (
+            "Note: agent-lsp could not check what git obeys in all of this workspace: it has "
+            f"more folders than the watch lists ({ENTRY_BUDGET:,} entries, {MAX_DEPTH} levels "
+            "down), so a repository a command creates or changes beyond them is not "
+            "reported (the workspace's own .git and its submodules are). Tell the user this "
+            "once in your answer."
+        )
+    return None
+
+
+def pinned_folders(root: Path, *, found: GitDirs | None = None) -> list[Path]:
+    """The folders to bind onto themselves so that a command cannot move a git dir aside.
+
+    A mount point cannot be renamed (EBUSY): binding each git dir found inside ``root``,
+    each checkout holding a ``.git`` pointer, and every folder between them and ``root``
+    means no ``mv .git .git-old`` (nor ``mv .git/modules``, ``mv libs`` above a submodule)
+    can put a fresh git dir, with a planted config, where git will look. The read-only
+    mounts of :func:`protected_paths` go inside them. ``root`` itself is already a mount.
+    Real folders only, sorted parents first.
+    """
+    found = found if found is not None else git_dirs(root)
+    real_root = os.path.realpath(root)
+    # A linked worktree's dir is bound read-only whole (protected_paths): a mount already.
+    starts = [
+        str(git_dir.path) if git_dir.kind != "worktree" else os.path.dirname(git_dir.path)
+        for git_dir in found.dirs
+    ]
+    starts += [os.path.dirname(pointer) for pointer in map(str, found.pointers)]
+    folders: set[str] = set()
+    for start in starts:
+        folder = start
+        while folder.startswith(real_root + os.sep) and folder not in folders:
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    return [
+        Path(folder)
+        for folder in sorted(folders, key=lambda f: (f.count(os.sep), f))
+        if _is_real_dir(folder)
+    ]
+
+
+def obeys(path: Path, root: Path, *, found: GitDirs | None = None) -> str | None:
+    """Why git would obey a file written at ``path`` in the workspace ``root``, or None.
+
+    The question the file tools ask before a write (and the answer the user reads):
+
+    - anything inside a git dir (found by discovery, named ``.git``, or a folder that holds
+      or with this write would hold ``HEAD`` and ``objects`` and ``refs``, or ``HEAD`` and
+      ``commondir``: a new repository): its ``config``, ``config.worktree``, ``commondir``,
+      ``gitdir``, hooks, ``info/attributes``, ``modules/**`` and ``worktrees/**``, and
+      the rest too, since git reads all of it as the repository (``objects/info/alternates``
+      points elsewhere for objects, ``HEAD`` and ``packed-refs`` say what is checked out);
+    - a ``.git`` file or folder anywhere (a pointer says where a checkout's repository is);
+    - anything in a hooks folder (``hooks/`` or a ``core.hooksPath`` target, in the working
+      tree too: husky's ``.husky/``), and a file a hook is a symbolic link to;
+    - a file a config includes (``include.path``, ``includeIf.*.path``).
+
+    Not ``.gitmodules`` nor ``.gitattributes``: they name paths, URLs and the names of
+    drivers, whose commands only a config defines (git refuses a ``!command`` update and
+    the ``ext::`` transport from ``.gitmodules``); both are tracked files, shown in a diff.
+    """
+    real_root = os.path.realpath(root)
+    lexical = os.path.abspath(os.path.join(root, path))
+    real = os.path.realpath(lexical)
+    for candidate in dict.fromkeys((lexical, real)):
+        for base in dict.fromkeys((os.path.abspath(root), real_root)):
+            if candidate != base and not candidate.startswith(base.rstrip(os.sep) + os.sep):
+                continue
+            why = _obeyed_by_name(candidate, base)
+            if why is not None:
+                return why
+    found = found if found is not None else git_dirs(root)
+    # The checkouts above the file, whatever the budget reached: their git dirs are read
+    # here even when the discovery ran out before them.
+    discovery = _Discovery(real_root, ENTRY_BUDGET, {})
+    folder = os.path.dirname(real)
+    while folder == real_root or folder.startswith(real_root + os.sep):
+        discovery.checkout(folder, "nested")
+        folder = os.path.dirname(folder)
+    dirs = {git_dir.path: git_dir for git_dir in found.dirs}
+    for git_dir in discovery.dirs.values():
+        dirs.setdefault(git_dir.path, git_dir)
+    shown = _shown(real, real_root)
+    # Thousands of linked worktrees are a planted tree (their dirs are mounted read-only in
+    # the sandbox, so only the user could have set a hooksPath there): their configs are
+    # not read, or one write would cost seconds.
+    many = sum(git_dir.kind == "worktree" for git_dir in dirs.values()) > MAX_MOUNTS
+    for git_dir in dirs.values():
+        where = str(git_dir.path)
+        if _within(real, where):
+            return (
+                f"{shown} is inside the git dir {_shown(where, real_root)}: git reads "
+                "its configuration, hooks and what the repository is from there"
+            )
+        if many and git_dir.kind == "worktree":
+            continue
+        configs = [_read_small(os.path.join(where, name)) or b"" for name in _CONFIGS]
+        for hooks in _hook_folders(git_dir, *configs):
+            real_hooks = os.path.realpath(hooks)
+            if _within(real, real_hooks):
+                return (
+                    f"{shown} is in {_shown(real_hooks, real_root)}, where git looks for "
+                    "hooks: git runs them (a commit runs pre-commit)"
+                )
+            for hook in _links_in(hooks):
+                if os.path.realpath(hook) == real:
+                    return f"the hook {_shown(hook, real_root)} is a link to {shown}: git runs it"
+        for config in configs:
+            for included in _config_values(config, b"include", b"path", any_subsection=True):
+                target = os.path.realpath(
+                    os.path.join(where, os.path.expanduser(os.fsdecode(included)))
+                )
+                if target == real:
+                    return f"the configuration of {_shown(where, real_root)} includes {shown}"
+    return None
+
+
+def _obeyed_by_name(path: str, base: str) -> str | None:
+    """What the names on the way from ``base`` to ``path`` say (no discovery needed)."""
+    parts = os.path.relpath(path, base).split(os.sep) if path != base else []
+    shown = "/".join(parts)
+    for index, part in enumerate(parts):
+        if part == ".git":
+            where = "/".join(parts[: index + 1])
+            if index == len(parts) - 1:
+                return (
+                    f"{shown} is a .git file or folder: it says where a checkout's repository "
+                    "is, and git obeys that repository's configuration"
+                )
+            return (
+                f"{shown} is inside the git dir {where}: git reads its configuration, hooks "
+                "and what the repository is from there"
+            )
+    # A folder that is, or with this write becomes, a git dir (git's is_git_directory):
+    # from the file's folder up to ``base``, each with the name below it on the way.
+    folder = base
+    for index, part in enumerate(parts):
+        try:
+            present = {n for n in ("HEAD", "objects", "refs", "commondir")
+                       if os.path.lexists(os.path.join(folder, n))}  # fmt: skip
+        except OSError:
+            present = set()
+        present.add(part)
+        if "HEAD" in present and ({"objects", "refs"} <= present or "commondir" in present):
+            where = "/".join(parts[:index]) or "the workspace folder"
+            return (
+                f"{shown} is in {where}, which is or would become a git dir (it holds HEAD, "
+                "objects and refs): git obeys the configuration and hooks of a repository "
+                "there"
+            )
+        folder = os.path.join(folder, part)
+    return None
+
+
+_CONFIGS = ("config", "config.worktree")
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _links_in(folder: str) -> list[str]:
+    """The symbolic links among a hooks folder's first HOOKS_LIMIT entries."""
+    try:
+        with os.scandir(folder) as listing:
+            return [e.path for e in islice(listing, HOOKS_LIMIT) if e.is_symlink()]
+    except OSError:
+        return []
 
 
 # -- discovery --------------------------------------------------------------------------
@@ -254,12 +487,15 @@ class _Discovery:
     def run(self) -> GitDirs:
         self.checkout(self.root, "workspace")
         self.read_gitmodules()
+        root_truncated = self.truncated
         self.scan_working_tree()
         self.read_gitmodules()  # those of the nested repositories the scan found
         return GitDirs(
             tuple(self.dirs.values()),
             tuple(map(Path, self.pointers)),
             self.truncated,
+            root_truncated,
+            self.root,
             self.listings,
         )
 
@@ -461,30 +697,45 @@ def _hook_folders(git_dir: GitDir, *configs: bytes) -> list[str]:
 
 
 def _hooks_path(config: bytes) -> bytes | None:
-    """``core.hooksPath`` in a config file's text, the last one winning as in git.
+    """``core.hooksPath`` in a config file's text, the last one winning as in git."""
+    values = _config_values(config, b"core", b"hookspath")
+    return values[-1] if values else None
+
+
+def _config_values(
+    config: bytes, section: bytes, key: bytes, *, any_subsection: bool = False
+) -> list[bytes]:
+    """The values of ``section.key`` in a config file's text, in order.
 
     Best effort (no includes, escapes or continuation lines): the watch of the config file
-    itself reports any change to it, this only adds the folder it names to what is watched.
+    itself reports any change to it, this only adds what it names to what is watched.
+    ``any_subsection``: ``[includeIf "gitdir:x"]`` counts as ``[include]`` too.
     """
-    section = b""
-    value = None
+    current = b""
+    values: list[bytes] = []
     for line in config.splitlines():
         line = line.strip()
         if line.startswith(b"["):
             end = line.find(b"]")
             if end < 0:
                 continue
-            section = line[1:end].strip().lower()
+            current = line[1:end].strip().lower()
             line = line[end + 1 :].strip()  # git allows "[core] hooksPath = x"
-        key, equals, rest = line.partition(b"=")
-        if section != b"core" or not equals or key.strip().lower() != b"hookspath":
+        name, equals, rest = line.partition(b"=")
+        if any_subsection:
+            in_section = re.match(rb"%s(if)?(\s|$)" % re.escape(section), current) is not None
+        else:
+            in_section = current == section
+        if not in_section or not equals or name.strip().lower() != key:
             continue
         rest = rest.strip()
         if rest.startswith(b'"'):
             value = rest[1:].partition(b'"')[0]
         else:
             value = re.split(rb"[#;]", rest, maxsplit=1)[0].strip()
-    return value or None
+        if value:
+            values.append(value)
+    return values
 
 
 # -- files --------------------------------------------------------------------------------
@@ -531,6 +782,13 @@ def _digest(path: str, limit: int) -> tuple[str | None, bytes]:
     if data is None or len(data) > limit:  # replaced since the lstat
         return by_stat, b""
     return f"{link}sha256 {hashlib.sha256(data).hexdigest()}", data
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _is_real(path: str) -> bool:

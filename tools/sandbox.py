@@ -168,6 +168,9 @@ class Confinement:
     readable: tuple[Path, ...] = ()  # read as a whole: the workspace when read-only
     hidden: tuple[Path, ...] = ()  # not readable (unless in a root or readable folder)
     protected: tuple[Path, ...] = ()  # inside a root, read-only: what git obeys
+    # Inside a root, bound onto themselves so that no command can rename them: git dirs
+    # and the folders leading to them (git_guard.pinned_folders).
+    pinned: tuple[Path, ...] = ()
     allowed_hosts: tuple[str, ...] = ()  # with network "proxy"
     namespaces: Namespaces | None = None
     landlock: bool = True
@@ -229,6 +232,7 @@ class Confinement:
                 # tells the model why); only without it are they covered by mounts.
                 hidden=() if self.landlock else self._hidden_outside(),
                 protected=self.protected,
+                pinned=self.pinned,
                 cwd=(*self.roots, *self.readable, self.tmp)[0],
                 cgroup_procs=cgroup_procs,
             )
@@ -267,13 +271,19 @@ def confinement(
     else:
         net = "none"
     protected: tuple[Path, ...] = ()
+    pinned: tuple[Path, ...] = ()
     if ns is not None and roots and not git_writable:
-        protected = tuple(
+        for root in roots:
+            root_found = found if root == workspace_root else None
+            root_found = root_found if root_found is not None else git_guard.git_dirs(root)
+            protected += tuple(git_guard.protected_paths(root, found=root_found))
+            pinned += tuple(git_guard.pinned_folders(root, found=root_found))
+        # A folder inside a read-only one is a mount point already (and hidden by it).
+        covered = {str(path) for path in protected}
+        pinned = tuple(
             path
-            for root in roots
-            for path in git_guard.protected_paths(
-                root, found=found if root == workspace_root else None
-            )
+            for path in pinned
+            if not any(str(parent) in covered for parent in (path, *path.parents))
         )
     return Confinement(
         roots=roots,
@@ -282,6 +292,7 @@ def confinement(
         readable=() if writes else (workspace_root,),
         hidden=policy.hidden_paths,
         protected=protected,
+        pinned=pinned,
         allowed_hosts=allowed if net == "proxy" else (),
         namespaces=ns,
         landlock=state.abi >= (1 if ns is not None else MIN_ABI),
@@ -302,8 +313,8 @@ def weakened(state: SandboxSupport) -> list[str]:
     lost = [
         "metadata of files outside the workspace can be changed (chmod, chown, timestamps, "
         "extended attributes): Landlock has no right for these",
-        "what git obeys (.git/config, hooks, submodule configs) is writable: a change is "
-        "reported after the call, not prevented",
+        "what git obeys (.git/config, hooks, submodule configs) is writable and .git can be "
+        "moved aside: a change is reported after the call, not prevented",
         "no private /tmp: other programs' files in /tmp are readable",
         "network is all or nothing: granting named hosts only needs a network namespace",
         "processes a command leaves behind are ended by the launcher, which a kill of the "

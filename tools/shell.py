@@ -117,6 +117,8 @@ def bash_tool(
         )
 
     last_git: list[git_guard.Fingerprint] = []  # the previous call's, for the next one
+    # Whether a call already said the working tree is too large to check in full.
+    said_partial: list[bool] = [False]
 
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         # Types and bounds are already checked by the runtime against the schema, and an
@@ -156,6 +158,9 @@ def bash_tool(
         git_after = await asyncio.to_thread(git_guard.fingerprint, root, since=git_before)
         last_git[:] = [git_after]
         notes.append(git_guard.change_note(git_before, git_after))
+        # Fails closed: what the watch could not read is said (see coverage_note).
+        notes.append(git_guard.coverage_note(git_after, again=not said_partial[0]))
+        said_partial[0] = git_after.truncated
         return "\n".join([result.rstrip("\n"), *filter(None, notes)]) if any(notes) else result
 
     return ToolDefinition(

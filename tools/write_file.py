@@ -9,6 +9,9 @@ Policies (the parts a caller can observe):
   read (or written) in this conversation and not changed since, or nothing is written
   and the model is told to read it again. A new file needs no read, and a file that
   appears while it is being written is not replaced.
+- A file git obeys (``tools.git_writes``: its configuration, hooks, a ``.git`` pointer, what
+  would make a repository) is written only after the user's yes, whatever the approval
+  setting (a ``required`` permission request showing the content).
 - A document open in the editor is changed in its buffer (``workspace/applyEdit``,
   undoable there) instead of on disk; see ``tools.filestore``.
 """
@@ -19,10 +22,12 @@ from typing import Any
 
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
+from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
 from .errors import ToolError, resolve
 from .filestore import FileStore
+from .git_writes import GitWrites
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -40,6 +45,14 @@ PARAMETERS: dict[str, Any] = {
 
 
 def write_file_tool(workspace: Workspace) -> ToolDefinition:
+    git_writes = GitWrites(workspace)
+
+    async def permission_check(arguments: dict[str, Any]) -> CallPermission | None:
+        content = arguments["content"]
+        return await git_writes.permission(
+            arguments["path"], "Write", f"New content ({len(content)} characters): {content}"
+        )
+
     async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
         content = arguments["content"]
         store = FileStore(workspace, context)
@@ -69,6 +82,7 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
         handler=handler,
         read_only=False,
         destructive=True,
+        permission_check=permission_check,
         title="Write file",
         summary_key="path",
         kind="edit",

@@ -26,6 +26,7 @@ from .mcp import McpServersListingAndApproval, McpServerViews, McpToolThroughAnA
 from .permissions import (
     CancelDuringPrompt,
     EscapeSequencePrompt,
+    GitHookWritePrompt,
     Grants,
     PermissionRequests,
 )
@@ -44,6 +45,7 @@ SCENARIOS: list[Scenario] = [
     CheckAndModelChoice(),
     PermissionRequests(),
     EscapeSequencePrompt(),
+    GitHookWritePrompt(),
     Grants(),
     CancelDuringPrompt(),
     Streaming(),
