@@ -360,6 +360,12 @@ ALLOW_ONCE = """
 """
 
 
+def instructions_cursor(run: Run, records: Records) -> None:
+    # The cursor starts on the first file's line, and nothing went wrong getting there.
+    assert records["errmsg"] == ""
+    assert records["cursor"].startswith("- ") and "(user, " in records["cursor"]
+
+
 def prompt_completion(run: Run, records: Records) -> None:
     """The prompt vim.ui.input reads completes a /word too."""
     assert records["input_completion"] == ["/review"]
@@ -810,12 +816,17 @@ STEPS: dict[str, Steps] = {
           return T.has_line(agent.status().instructions_buf, '^Skills')
         end)
         local lines = T.lines(agent.status().instructions_buf)
+        -- Issue 34: the cursor was set past the list's end ("Cursor position outside buffer").
+        local cursor = lines[vim.api.nvim_win_get_cursor(0)[1]]
+        local errmsg = vim.v.errmsg
         for i, line in ipairs(lines) do
           if line:find('^%- AGENTS%.md ') then vim.api.nvim_win_set_cursor(0, { i, 0 }) end
         end
         vim.cmd('normal ' .. vim.api.nvim_replace_termcodes('<CR>', true, false, true))
-        T.emit({ lines = lines, opened = vim.api.nvim_buf_get_name(0) })
-        """
+        T.emit({ lines = lines, opened = vim.api.nvim_buf_get_name(0), cursor = cursor,
+                 errmsg = errmsg })
+        """,
+        check=instructions_cursor,
     ),
     "a_prompt_file_is_completed_and_the_server_expands_it": Steps(
         """
