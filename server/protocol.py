@@ -369,7 +369,7 @@ class RewindResult:
 class AskProgress:
     """``agent/askProgress``: what an ask is doing, for clients to show (never parse
     the human ``message``). ``phase``: model, writing, tools, permission, compacting,
-    starting (MCP servers whose tools are not in this ask yet: ``servers``), done."""
+    starting (MCP servers the ask waits for, then those it goes without: ``servers``), done."""
 
     session_id: str
     turn: int
@@ -379,7 +379,7 @@ class AskProgress:
     call_id: str | None = None
     progress: float | None = None
     total: float | None = None
-    servers: list[str] | None = None  # phase starting: the servers still starting
+    servers: list[str] | None = None  # phase starting: the servers waited for / missing
 
 
 @attrs.define

@@ -646,7 +646,7 @@ export interface ToolActivity {
 /**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
  * the human ``message``). ``phase``: model, writing, tools, permission, compacting,
- * starting (MCP servers whose tools are not in this ask yet: ``servers``), done.
+ * starting (MCP servers the ask waits for, then those it goes without: ``servers``), done.
  */
 export interface AskProgress {
   sessionId: string;
@@ -657,7 +657,7 @@ export interface AskProgress {
   progress?: number | null;
   total?: number | null;
   /**
-   * phase starting: the servers still starting
+   * phase starting: the servers waited for / missing
    */
   servers?: string[] | null;
 }
