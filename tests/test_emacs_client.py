@@ -512,12 +512,29 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-apply-settings)
         (agent-lsp-ask "start over")
         (test-idle)
+        (agent-lsp-history)
+        (test-until "*agent-lsp-history*" "start over")
+        (setq history (test-text "*agent-lsp-history*"))
+        ;; D on the first conversation's line, confirmed.
+        (setq question nil)
+        (with-current-buffer "*agent-lsp-history*"
+          (goto-char (point-min))
+          (search-forward "typed question")
+          (cl-letf (((symbol-function 'yes-or-no-p)
+                     (lambda (prompt) (setq question prompt) t)))
+            (call-interactively (lookup-key agent-lsp-history-mode-map "D"))))
+        (test-wait "the deletion"
+                   (lambda () (not (string-match-p "typed question"
+                                                   (test-text "*agent-lsp-history*")))))
         (test-emit :tools tools
                    :input_prompt input-prompt
                    :first_session first-session
                    :second_session agent-lsp--session-id
                    :conversation (test-text "*agent-lsp*")
                    :trace (test-lines "*agent-lsp-trace*")
+                   :history history
+                   :question question
+                   :after_delete (test-text "*agent-lsp-history*")
                    :registered (if (cl-find 'agent-lsp-server eglot-server-programs
                                             :key (lambda (e) (car-safe (cdr e))))
                                    t :json-false))

@@ -493,6 +493,38 @@ STEPS: dict[str, Steps] = {
         agent.setup({ settings = { enabledTools = { 'glob' } } }) -- reaches the running server
         vim.cmd('AgentAsk start over')
         T.idle()
+        -- The saved conversations, as :AgentHistory lists them (nothing picked).
+        local function listed()
+          local items
+          vim.ui.select = function(list, opts, on_choice)
+            items = {}
+            for _, item in ipairs(list) do table.insert(items, opts.format_item(item)) end
+            on_choice(nil)
+          end
+          vim.cmd('AgentHistory')
+          T.wait('the history', function() return items ~= nil end)
+          return table.concat(items, '\\n')
+        end
+        local history = listed()
+        -- :AgentDelete: the first conversation, confirmed.
+        local question, notes = nil, {}
+        vim.ui.select = function(list, opts, on_choice)
+          if opts.format_item then
+            for _, item in ipairs(list) do
+              if item.title == 'typed question' then return on_choice(item) end
+            end
+            return on_choice(nil)
+          end
+          question = opts.prompt
+          on_choice('Delete')
+        end
+        local notify = vim.notify
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.cmd('AgentDelete')
+        T.wait('the deletion', function()
+          return vim.tbl_contains(notes, 'agent-lsp: deleted the conversation "typed question"')
+        end)
+        vim.notify = notify
         T.emit({
           tools = tools,
           input_prompt = asked,
@@ -500,6 +532,9 @@ STEPS: dict[str, Steps] = {
           second_session = agent.status().session_id,
           conversation = T.answers(agent.status().conversation_buf),
           trace = T.lines(agent.status().trace_buf),
+          history = history,
+          question = question,
+          after_delete = listed(),
         })
         """
     ),

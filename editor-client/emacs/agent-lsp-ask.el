@@ -251,17 +251,14 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
                             request "_(cancelled; the server did not confirm)_"))))))))
 
 (defun agent-lsp-new-conversation ()
-  "Start a new conversation; a running ask is cancelled."
+  "Start a new conversation; a running ask is cancelled.
+The old one is kept (`agent-lsp-history' reopens it,
+`agent-lsp-delete-conversation' deletes it)."
   (interactive)
-  (let ((request agent-lsp--request)
-        (server agent-lsp--conversation-server))
+  (let ((request agent-lsp--request))
     (when request
       (agent-lsp-cancel)
       (agent-lsp--finish request "_(cancelled)_"))
-    (when (and server agent-lsp--session-id (jsonrpc-running-p server))
-      (agent-lsp--async-request server :agent/endSession
-                                (list :sessionId agent-lsp--session-id)
-                                :success-fn #'ignore :error-fn #'ignore))
     (setq agent-lsp--conversation-server nil
           agent-lsp--session-id nil
           agent-lsp--checkpoints nil)

@@ -59,7 +59,7 @@ class TerminalPermissions:
         try:
             while True:
                 print(f"  {CHOICES} > ", end="", file=self._err, flush=True)
-                line = await _read_line(self._stdin)
+                line = await read_line(self._stdin)
                 if line is None:
                     return selected(None)
                 key = line.strip().lower()[:1] or "n"
@@ -77,7 +77,7 @@ def is_terminal(stream: TextIO) -> bool:
         return False
 
 
-async def _read_line(stream: TextIO) -> str | None:
+async def read_line(stream: TextIO) -> str | None:
     """One line from ``stream`` without blocking the event loop (None at end of input)."""
     loop = asyncio.get_running_loop()
     fd = stream.fileno()

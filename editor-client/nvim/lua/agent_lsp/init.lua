@@ -17,7 +17,7 @@
 --   commands.lua     the /commands: completing them, telling the built-ins apart
 --   checkpoints.lua  the checkpoints, an ask's diff, rewinding
 --   grants.lua       the "always" permission answers
---   history.lua      reopening a saved conversation
+--   history.lua      reopening a saved conversation, deleting one
 --   model.lua        checking the endpoint, choosing the model
 --   tools.lua        the tool list, the bash sandbox
 --   mcp.lua          the folder's MCP servers, approving a folder's own
@@ -58,6 +58,7 @@ M.diff = checkpoints.diff
 M.rewind = checkpoints.rewind
 M.grants = grants.grants
 M.history = require('agent_lsp.history').history
+M.delete = require('agent_lsp.history').delete_picked
 M.chat = require('agent_lsp.compose').open
 M.mcp = require('agent_lsp.mcp').mcp
 M.instructions = require('agent_lsp.instructions').instructions
