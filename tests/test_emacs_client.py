@@ -489,6 +489,7 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-ask "fix my notes")
         (test-idle)
         (test-emit :text (with-current-buffer "notes.txt" (buffer-string))
+                   :shown (test-text "*agent-lsp*")
                    :modified (if (buffer-modified-p (get-buffer "notes.txt")) t :json-false)
                    :managed (if (with-current-buffer "notes.txt" eglot--managed-mode)
                                 t :json-false))
@@ -705,6 +706,17 @@ STEPS: dict[str, Steps] = {
                      :conversation (test-text "*agent-lsp*")))
         """,
         check=checkpoint_views,
+    ),
+    "an_edit_shows_as_a_diff_in_every_client": Steps(
+        """
+        (let ((calls (plist-get test-config :data)))
+          (test-emit :views
+                     (vconcat (mapcar (lambda (call)
+                                        (vconcat (agent-lsp-edit-lines
+                                                  (plist-get call :name)
+                                                  (plist-get call :arguments))))
+                                      calls))))
+        """
     ),
     "sandbox_status_lines_are_those_of_every_client": Steps(
         """

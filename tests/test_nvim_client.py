@@ -472,7 +472,8 @@ STEPS: dict[str, Steps] = {
         vim.api.nvim_buf_set_lines(buf, 0, -1, false, { 'typed but not saved' })
         vim.cmd('AgentAsk fix my notes')
         T.idle()
-        T.emit({ text = T.text(buf), modified = vim.bo[buf].modified })
+        T.emit({ text = T.text(buf), modified = vim.bo[buf].modified,
+                 shown = T.text(agent.status().conversation_buf) })
         """
     ),
     "settings_tools_prompt_input_and_new_conversation": Steps(
@@ -752,6 +753,16 @@ STEPS: dict[str, Steps] = {
         })
         """,
         check=checkpoint_views,
+    ),
+    "an_edit_shows_as_a_diff_in_every_client": Steps(
+        """
+        local format = require('agent_lsp.format')
+        local views = {}
+        for _, call in ipairs(config.data) do
+          table.insert(views, format.edit_lines(call.name, call.arguments))
+        end
+        T.emit({ views = views })
+        """
     ),
     "sandbox_status_lines_are_those_of_every_client": Steps(
         """
@@ -1151,6 +1162,8 @@ def test_tool_calls_show_in_the_conversation_and_open_their_output(
         tool_calls=[
             tool_call("bash", {"command": "seq 1 200"}),
             tool_call("read_file", {"path": "missing.txt"}),
+            tool_call("read_file", {"path": "notes.txt"}),  # an edit needs a read first
+            tool_call("edit_file", {"path": "notes.txt", "old_text": "hello", "new_text": "hi"}),
         ],
     )
     model.reply("Counted to 200.")
@@ -1194,7 +1207,10 @@ def test_tool_calls_show_in_the_conversation_and_open_their_output(
     assert records["failed_hl"] == "AgentLspToolFailed"
     text = "\n".join(lines)
     assert text.index("Counting first.") < text.index("- ✓ bash") < text.index("Counted to 200.")
-    assert "_(2 tool calls" in text
+    assert "_(4 tool calls" in text
+    # Issue 34: an edit shows as its diff, not its JSON arguments.
+    edit = lines.index(next(line for line in lines if line.startswith("- ✓ edit_file notes.txt")))
+    assert lines[edit + 1 : edit + 4] == ["  ┆ edit notes.txt: +1 -1", "  ┆ -hello", "  ┆ +hi"]
     output = records["output"]
     assert output[0].startswith("- ✓ bash seq 1 200")
     assert output[2:202] == [str(n) for n in range(1, 201)], output[:5]

@@ -10,6 +10,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'diff-mode)  ; the faces of an edit's diff lines
 (require 'subr-x)
 (require 'agent-lsp-core)
 (require 'agent-lsp-trace)
@@ -279,6 +280,14 @@ whole output."
                              'follow-link t
                              'help-echo "The call's whole output")
          (insert "\n")
+         ;; An edit that was made: its diff under its line.
+         (when (equal (plist-get params :status) "completed")
+           (dolist (edit (agent-lsp-edit-lines (plist-get params :name)
+                                               (plist-get params :arguments)))
+             (insert (propertize (concat "  ┆ " edit) 'face
+                                 (pcase (aref edit 0)
+                                   (?+ 'diff-added) (?- 'diff-removed) (_ 'shadow)))
+                     "\n")))
          (put-text-property start (point) 'agent-lsp-call (cons session call))))
      t)))
 

@@ -21,7 +21,7 @@ from .asks import (
 )
 from .base import Records, Run, Scenario, Steps, paired, play, workspace_fixture
 from .checkpoints_and_sandbox import Checkpoints, SandboxFallback, SandboxInForce
-from .formatting import EscapeControl, SandboxViews, StopNotes, TraceLines
+from .formatting import EditDiffs, EscapeControl, SandboxViews, StopNotes, TraceLines
 from .mcp import McpServersListingAndApproval, McpServerViews, McpToolThroughAnAsk
 from .permissions import (
     CancelDuringPrompt,
@@ -50,6 +50,7 @@ SCENARIOS: list[Scenario] = [
     Selection(),
     Checkpoints(),
     SandboxViews(),
+    EditDiffs(),
     SandboxInForce(),
     SandboxFallback(),
     McpServerViews(),

@@ -140,7 +140,7 @@ class AskAndFollowUp(Scenario):
 
 class UnsavedBuffers(Scenario):
     """notes.txt open and changed to "typed but not saved\\n", unsaved; asks "fix my notes".
-    records: text (the buffer's), modified."""
+    records: text (the buffer's), modified, shown (the conversation, its calls included)."""
 
     name = "the_agent_reads_and_edits_unsaved_buffers"
 
@@ -164,6 +164,8 @@ class UnsavedBuffers(Scenario):
         assert records["modified"] is True
         notes = run.workspace / "notes.txt"
         assert notes.read_text(encoding="utf-8") == "hello from the notes\n"
+        # Issue 34: the edit shows as its diff under its call, not as JSON.
+        assert "  ┆ edit notes.txt: +1 -1\n  ┆ -typed\n  ┆ +fixed\n" in records["shown"]
 
 
 class SettingsAndNewConversation(Scenario):

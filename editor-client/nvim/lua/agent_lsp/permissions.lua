@@ -11,7 +11,8 @@
 --
 -- What the prompt shows is escaped (format.escape_control): an escape sequence in a
 -- command must not hide part of what the user allows. A command is shown line by line.
-local escape = require('agent_lsp.format').escape_control
+local format = require('agent_lsp.format')
+local escape = format.escape_control
 
 local M = {}
 
@@ -34,6 +35,14 @@ function M.prompt_text(params)
     for _, line in ipairs(vim.split(escape(command, true), '\n', { plain = true })) do
       table.insert(lines, '    ' .. line)
     end
+  end
+  -- An edit or a write: what it would change, as a diff.
+  local arguments = params.arguments
+  if type(arguments) == 'table' then
+    arguments = vim.json.encode(arguments)
+  end
+  for _, line in ipairs(format.edit_lines(params.toolName, arguments)) do
+    table.insert(lines, '    ' .. line)
   end
   if type(params.reason) == 'string' and params.reason ~= '' then
     table.insert(lines, 'Reason: ' .. escape(params.reason))
