@@ -347,6 +347,10 @@ def no_region(run: Run, records: Records) -> None:
 
 def checkpoint_views(run: Run, records: Records) -> None:
     assert records["diff_mode"] == "diff-mode"
+    # Issue 34: the question is asked in the minibuffer, never a dialog (a terminal's popup
+    # hid all but the dry run's first line), and starts with what it asks.
+    assert records["dialog"] is False
+    assert records["asked"].startswith("Undo ask 1 and every later one? It would do this:\n")
     assert "checkpoint 1: M-x agent-lsp-diff, agent-lsp-rewind" in records["conversation"]
 
 
@@ -694,7 +698,10 @@ STEPS: dict[str, Steps] = {
           (agent-lsp-diff "1")
           (test-until "*agent-lsp-diff*" "notes")
           ;; The dry run is shown in the question; the user answers yes.
-          (advice-add 'yes-or-no-p :override (lambda (prompt) (setq asked prompt) t))
+          (defvar dialog nil)
+          (setq use-dialog-box t last-nonmenu-event '(mouse-1))  ; as after a click
+          (advice-add 'yes-or-no-p :override
+                      (lambda (prompt) (setq asked prompt dialog use-dialog-box) t))
           (agent-lsp-rewind "1")
           (test-until "*agent-lsp*" "^_Undone: ask 1")
           (test-emit :edited edited
@@ -703,6 +710,7 @@ STEPS: dict[str, Steps] = {
                      :diff (test-text "*agent-lsp-diff*")
                      :diff_mode (symbol-name (with-current-buffer "*agent-lsp-diff*" major-mode))
                      :asked asked
+                     :dialog (if dialog t :false)
                      :conversation (test-text "*agent-lsp*")))
         """,
         check=checkpoint_views,
