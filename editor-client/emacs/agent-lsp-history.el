@@ -143,9 +143,10 @@ conversation.  (`agent-lsp-new-conversation' deletes nothing.)"
       (user-error "No conversation to delete (M-x agent-lsp-history lists them; D deletes one)"))
     (when (and current agent-lsp--request)
       (user-error "An ask is running in it (M-x agent-lsp-cancel stops it)"))
-    (when (yes-or-no-p
-           (format "Delete %s for good (its saved files and its checkpoints: its asks can no longer be undone)? "
-                   (if listed (concat "the conversation " title) title)))
+    (when (let ((use-dialog-box nil))  ; the whole question, never a popup
+            (yes-or-no-p
+             (format "Delete %s for good (its saved files and its checkpoints: its asks can no longer be undone)? "
+                     (if listed (concat "the conversation " title) title))))
       (agent-lsp--call
        server :agent/endSession (list :sessionId id)
        (lambda (_result)
