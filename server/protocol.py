@@ -135,8 +135,8 @@ class SessionParams:
 
 @attrs.define
 class ProjectParams:
-    """Params of requests about what an ask would be told: of a conversation (its folder,
-    and what it has been told since) or of a folder (default: the first)."""
+    """Params of requests about what an ask would be told, or may do: of a conversation (its
+    folder, and what it has been told or allowed since) or of a folder (default: the first)."""
 
     session_id: str | None = attrs.field(default=None, validator=_non_empty)
     workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
@@ -583,7 +583,7 @@ SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
     AGENT_GRANTS: (SessionParams, GrantsResult),
     AGENT_REVOKE_GRANT: (RevokeGrantParams, RevokeGrantResult),
     AGENT_COMPACT: (SessionParams, CompactResult),
-    AGENT_SANDBOX_STATUS: (FolderParams, Any),  # tools/sandbox.py: describe
+    AGENT_SANDBOX_STATUS: (ProjectParams, Any),  # tools/sandbox.py: describe, and "grants"
     AGENT_MCP_SERVERS: (FolderParams, McpServersResult),
     AGENT_APPROVE_MCP_SERVER: (ApproveMcpServerParams, ApproveMcpServerResult),
     AGENT_INSTRUCTIONS: (ProjectParams, InstructionsResult),

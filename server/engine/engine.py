@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -211,9 +212,21 @@ class AgentEngine:
         """End every MCP server (shutdown): their process groups too."""
         await self._folders.aclose()
 
-    def sandbox_status(self, folder: Path | None = None) -> dict[str, Any]:
-        """``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force."""
-        return self._folders.sandbox_status(folder)
+    def sandbox_status(
+        self, folder: Path | None = None, session_id: str | None = None
+    ) -> dict[str, Any]:
+        """``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force; with a
+        session, its folder's and ``grants``: the user's "always" answers that let its bash
+        calls leave the sandbox (a host's network, an exact escalated command)."""
+        conversation, target = self._ask_target(session_id, folder)
+        status = self._folders.sandbox_status(target.workspace.root)
+        if conversation is not None:
+            status["grants"] = [
+                {"grantId": g.grant_id, "title": g.title}
+                for g in self._sessions.grants(conversation.id)
+                if g.tool_name == "bash" and g.decision == "allow" and _escalates(g.arguments)
+            ]
+        return status
 
     # -- sessions --------------------------------------------------------------------
 
@@ -426,3 +439,15 @@ class AgentEngine:
         await self.close_mcp_servers()
         await self._undo.aclose()
         await self._endpoints.aclose()
+
+
+def _escalates(arguments: str) -> bool:
+    """Whether a grant's arguments (canonical JSON) leave the sandbox: an escalation, or the
+    hosts a network grant covers (its scope)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return False
+    if not isinstance(parsed, dict):
+        return False
+    return bool(parsed.get("escalation") or parsed.get("network_hosts"))

@@ -92,7 +92,12 @@ EDIT_CASES = [
         ["edit b.txt: +0 -1", "-gone"],
     ),
     (
-        _call("edit_file", path="long.txt", old_text="a", new_text="\n".join(f"l{i}" for i in range(25))),
+        _call(
+            "edit_file",
+            path="long.txt",
+            old_text="a",
+            new_text="\n".join(map("l{}".format, range(25))),
+        ),
         ["edit long.txt: +25 -1", "-a", *[f"+l{i}" for i in range(19)], "… 6 more lines"],
     ),
     (
@@ -109,11 +114,14 @@ EDIT_CASES = [
 ]
 
 
+EDIT_CALLS = [call for call, _ in EDIT_CASES]
+
+
 class EditDiffs(Scenario):
     """records: views, the client's lines for each call of EDIT_CASES."""
 
     name = "an_edit_shows_as_a_diff_in_every_client"
-    data = [call for call, _ in EDIT_CASES]
+    data = EDIT_CALLS
 
     def check(self, run: Run, records: Records) -> None:
         # An empty Lua table is encoded as {}: no lines either way.

@@ -454,7 +454,21 @@ local function sandbox_network(status)
 end
 
 --- `{ kind = ..., summary = '...', lines = { ... } }` for an agent/sandboxStatus result.
+--- What to show for an agent/sandboxStatus result: { kind, summary, lines }; the
+--- conversation's "always" answers that let bash leave the sandbox (`grants`) come last.
 function M.sandbox_view(status)
+  local view = M.sandbox_kind_view(status)
+  local grants = list(status.grants)
+  if #grants > 0 and view.kind ~= 'off' then
+    vim.list_extend(view.lines, { '', 'always allowed in this conversation:' })
+    for _, grant in ipairs(grants) do
+      table.insert(view.lines, '- ' .. M.escape_control(tostring(grant.title)))
+    end
+  end
+  return view
+end
+
+function M.sandbox_kind_view(status)
   local kind = M.sandbox_kind(status)
   local mode = tostring(status.mode)
   if kind == 'off' then
