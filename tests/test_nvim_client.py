@@ -248,6 +248,10 @@ def permission_prompts(run: Run, records: Records) -> None:
         "Command:\n    echo once > ../once.txt\nReason: a report"
     )
     assert prompts[0]["kinds"] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    # Issue 34: while the prompt is open the status line says the ask waits for the user.
+    assert prompts[0]["status"] == (
+        "_working: waiting for you: Run outside the sandbox: echo once > ../once.txt_"
+    )
     results = [m["content"] for m in run.model.bodies[-1]["messages"] if m["role"] == "tool"]
     assert "no answer within 1 s" in results[4]
 
@@ -591,7 +595,8 @@ STEPS: dict[str, Steps] = {
         vim.ui.select = function(items, opts, on_choice)
           local kinds = {}
           for _, item in ipairs(items) do table.insert(kinds, item.kind) end
-          table.insert(prompts, { prompt = opts.prompt, kinds = kinds })
+          local shown = T.lines(agent.status().conversation_buf)
+          table.insert(prompts, { prompt = opts.prompt, kinds = kinds, status = shown[#shown] })
           local answer = table.remove(answers, 1)
           if answer == 'never' then return end
           vim.defer_fn(function()

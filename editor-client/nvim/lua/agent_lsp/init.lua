@@ -42,6 +42,14 @@ M.config = client.config
 -- What the conversation shows of each server, and what it does when one exits (client.lua
 -- cannot require transcript.lua, which needs it).
 client.set_handlers(transcript.handlers, transcript.on_exit)
+-- While a permission prompt is open, the status line says the ask waits for the user (it
+-- said "the model is writing": the progress that says so may come after the prompt).
+require('agent_lsp.permissions').on_prompt = function(title)
+  local req = transcript.conv.request
+  if req and not req.cancelling then
+    transcript.set_status(req, 'working: waiting for you: ' .. title)
+  end
+end
 
 M.root_for = transcript.root_for
 M.ask = ask.ask

@@ -22,6 +22,10 @@ M.WAIT_MS = 60 * 60 * 1000
 
 local pending = nil -- the request on screen: { done = bool, choice = optionId|nil }
 
+-- Called with the request's escaped title as it is shown (init.lua: the conversation's status
+-- line says the ask waits for you, whatever progress notification is still to come).
+M.on_prompt = nil
+
 local function cancelled()
   return { outcome = { outcome = 'cancelled' } }
 end
@@ -86,6 +90,9 @@ function M.handler(_, params)
     if state.resume then
       state.resume()
     end
+  end
+  if M.on_prompt then
+    M.on_prompt(escape(tostring(params.title or params.toolName or '?')))
   end
   vim.ui.select(options, {
     prompt = M.prompt_text(params),
