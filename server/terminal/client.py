@@ -313,8 +313,16 @@ async def connected(
         if line is not None:
             shown.line(line)
 
+    started: set[str] = set()  # the calls whose start line is printed
+
     @client.feature(AGENT_TOOL_ACTIVITY)
     def on_activity(params: Any) -> None:
+        # A call allowed after a permission wait is "started" again (an editor's row goes
+        # from waiting to running); the terminal printed its start line already.
+        if params.get("status") == "started":
+            if params.get("callId") in started:
+                return
+            started.add(str(params.get("callId")))
         shown.line(format_activity(params))
 
     @client.feature(AGENT_COMPACTION)
