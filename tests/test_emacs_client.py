@@ -1383,6 +1383,30 @@ def test_the_trace_s_duration_leaves_out_the_time_spent_answering_the_permission
     )
 
 
+def test_a_server_killed_by_a_signal_is_reported_as_killed(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    # Issue 34: Emacs said "**Error** (-1): Server died" where Neovim says what happened.
+    model.reply("never seen", delay=30)
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "hello")
+        (test-wait "the model request"
+                   (lambda () (string-match-p "waiting for the model" (test-text "*agent-lsp*"))))
+        (signal-process (jsonrpc--process agent-lsp--conversation-server) 9)
+        (test-idle)
+        (test-emit :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    conversation = records["conversation"]
+    assert "**Error**: the agent-lsp server was killed by signal 9." in conversation
+    assert "Server died" not in conversation
+
+
 def test_a_conversation_whose_server_died_mid_ask_is_listed_as_interrupted(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:

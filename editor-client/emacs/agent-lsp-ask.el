@@ -80,12 +80,27 @@
           (data (plist-get error :data)))
       (cond
        ((eql code -32800) (agent-lsp--finish request "_(cancelled)_"))
+       ((agent-lsp--server-ended (plist-get request :server))
+        ;; jsonrpc's own error for a dead process ("Server died", -1): say what happened.
+        (agent-lsp--finish
+         request (format "**Error**: the agent-lsp server %s.\n_The next ask starts a new conversation._"
+                         (agent-lsp--server-ended (plist-get request :server))))
+        (setq agent-lsp--session-id nil))
        (t
         (let ((text (format "**Error** (%s): %s" code (plist-get error :message))))
           (when (and (eql code -32602) (equal (plist-get data :field) "sessionId"))
             (setq agent-lsp--session-id nil)
             (setq text (concat text "\n_The next ask starts a new conversation._")))
           (agent-lsp--finish request text)))))))
+
+(defun agent-lsp--server-ended (server)
+  "How SERVER's process ended, as Neovim says it (\"was killed by signal 9\",
+\"exited (code 1)\"); nil while it runs."
+  (let ((process (and server (jsonrpc--process server))))
+    (when (and process (not (process-live-p process)))
+      (if (eq (process-status process) 'signal)
+          (format "was killed by signal %d" (process-exit-status process))
+        (format "exited (code %d)" (process-exit-status process))))))
 
 ;;; The selection
 
