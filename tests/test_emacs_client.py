@@ -1383,6 +1383,36 @@ def test_the_trace_s_duration_leaves_out_the_time_spent_answering_the_permission
     )
 
 
+def test_after_a_button_answer_point_goes_back_to_the_end_to_follow_the_stream(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    # Issue 34: point stayed on the pressed button, and the window stopped following.
+    arguments = {"command": "touch ../x.txt", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("Not written.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "write")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (pop-to-buffer "*agent-lsp*")
+        (goto-char (point-min))
+        (search-forward "[Reject]")
+        (backward-char 2)
+        (push-button)
+        (test-idle)
+        (test-emit :at_end (if (= (point) (point-max)) t :false)
+                   :window_at_end (if (= (window-point) (point-max)) t :false)
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert "Not written." in records["conversation"]
+    assert records["at_end"] is True and records["window_at_end"] is True
+
+
 def test_a_server_killed_by_a_signal_is_reported_as_killed(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:

@@ -187,7 +187,16 @@ streams on below it."
           (save-excursion
             (delete-region start end)
             (goto-char start)
-            (insert (propertize (concat "→ " note) 'face 'italic 'font-lock-face 'italic)))))))
+            (insert (propertize (concat "→ " note) 'face 'italic 'font-lock-face 'italic)))
+          ;; Point on the buttons (one was just pressed) goes back to the end, so that
+          ;; the window follows the answer as it streams on.
+          (let ((line-start (save-excursion (goto-char start) (line-beginning-position)))
+                (line-end (save-excursion (goto-char start) (line-end-position))))
+            (when (<= line-start (point) line-end)
+              (goto-char (point-max)))
+            (dolist (window (get-buffer-window-list (current-buffer) nil t))
+              (when (<= line-start (window-point window) line-end)
+                (set-window-point window (point-max)))))))))
   (agent-lsp--permission-render))
 
 (defun agent-lsp--permission-answer (request kind)
