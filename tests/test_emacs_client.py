@@ -776,6 +776,13 @@ STEPS: dict[str, Steps] = {
         """,
         check=mcp_tool_views,
     ),
+    "an_ask_waits_for_a_starting_mcp_server_and_says_it_goes_without_it": Steps(
+        """
+        (agent-lsp-ask "hello")
+        (test-idle)
+        (test-emit :trace (test-lines "*agent-lsp-trace*") :shown (test-text "*agent-lsp*"))
+        """
+    ),
     "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
         ALLOW_ONCE
         + """

@@ -812,6 +812,14 @@ STEPS: dict[str, Steps] = {
         """,
         check=mcp_tool_views,
     ),
+    "an_ask_waits_for_a_starting_mcp_server_and_says_it_goes_without_it": Steps(
+        """
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        T.emit({ trace = T.lines(agent.status().trace_buf),
+                 shown = T.text(agent.status().conversation_buf) })
+        """
+    ),
     "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
         ALLOW_ONCE
         + """

@@ -292,6 +292,22 @@ whole output."
      t)))
 
 (cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/askProgress)) &key sessionId phase message
+   &allow-other-keys)
+  "Show the `starting' PHASE of an ask (its MESSAGE): the MCP servers it waits for, then
+those it goes without, as trace lines; the second also stays in the conversation (the
+status line follows `$/progress')."
+  (when (and (equal phase "starting") (stringp message))
+    (let ((text (agent-lsp-escape-control message))
+          (request agent-lsp--request))
+      (agent-lsp--trace-insert (format "%s … %s" (format-time-string "%H:%M:%S") text))
+      (when (and request (or (null agent-lsp--session-id)
+                             (equal sessionId agent-lsp--session-id)))
+        (plist-put request :starting (1+ (or (plist-get request :starting) 0)))
+        (when (> (plist-get request :starting) 1)
+          (agent-lsp--insert-above-status (lambda () (insert "_" text "_\n"))))))))
+
+(cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/compaction)) &rest params
    &key &allow-other-keys)
   "Add a trace line for the compaction in PARAMS; the ask's footer mentions it."

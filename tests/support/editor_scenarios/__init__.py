@@ -22,7 +22,12 @@ from .asks import (
 from .base import Records, Run, Scenario, Steps, paired, play, workspace_fixture
 from .checkpoints_and_sandbox import Checkpoints, SandboxFallback, SandboxInForce
 from .formatting import EditDiffs, EscapeControl, SandboxViews, StopNotes, TraceLines
-from .mcp import McpServersListingAndApproval, McpServerViews, McpToolThroughAnAsk
+from .mcp import (
+    McpServerMissingFromAnAsk,
+    McpServersListingAndApproval,
+    McpServerViews,
+    McpToolThroughAnAsk,
+)
 from .permissions import (
     CancelDuringPrompt,
     EscapeSequencePrompt,
@@ -55,6 +60,7 @@ SCENARIOS: list[Scenario] = [
     SandboxFallback(),
     McpServerViews(),
     McpToolThroughAnAsk(),
+    McpServerMissingFromAnAsk(),
     McpServersListingAndApproval(),
     InstructionLines(),
     InstructionsListing(),
