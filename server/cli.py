@@ -177,7 +177,10 @@ def _add_sandbox_arguments(ask: argparse.ArgumentParser) -> None:
 
 def _add_checkpoint_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     helps = {
-        "sessions": "list the folder's conversations (ids for --session; interrupted ones marked)",
+        "sessions": (
+            "list the folder's conversations (ids for --session; interrupted ones marked); "
+            "--delete ID deletes one"
+        ),
         "checkpoints": "list a session's asks and the files each one changed",
         "diff": "show what one ask changed, as a unified diff",
         "rewind": "undo the asks from CHECKPOINT on (files the user changed since are kept)",
@@ -188,6 +191,15 @@ def _add_checkpoint_commands(commands: argparse._SubParsersAction) -> None:  # t
             command.add_argument("--session", required=True, help="the session id (printed by ask)")
         if name not in ("checkpoints", "sessions"):
             command.add_argument("checkpoint", help="a checkpoint id (from agent-lsp checkpoints)")
+        if name == "sessions":
+            command.add_argument(
+                "--delete",
+                metavar="ID",
+                help="delete this conversation for good: its files and checkpoints (asks first)",
+            )
+            command.add_argument(
+                "--yes", action="store_true", help="with --delete: delete without asking"
+            )
         if name == "rewind":
             command.add_argument(
                 "--dry-run", action="store_true", help="say what would be restored; change nothing"

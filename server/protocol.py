@@ -135,8 +135,8 @@ class SessionParams:
 
 @attrs.define
 class ProjectParams:
-    """Params of requests about what an ask would be told: of a conversation (its folder,
-    and what it has been told since) or of a folder (default: the first)."""
+    """Params of requests about what an ask would be told, or may do: of a conversation (its
+    folder, and what it has been told or allowed since) or of a folder (default: the first)."""
 
     session_id: str | None = attrs.field(default=None, validator=_non_empty)
     workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
@@ -369,7 +369,7 @@ class RewindResult:
 class AskProgress:
     """``agent/askProgress``: what an ask is doing, for clients to show (never parse
     the human ``message``). ``phase``: model, writing, tools, permission, compacting,
-    starting (MCP servers whose tools are not in this ask yet: ``servers``), done."""
+    starting (MCP servers the ask waits for, then those it goes without: ``servers``), done."""
 
     session_id: str
     turn: int
@@ -379,7 +379,7 @@ class AskProgress:
     call_id: str | None = None
     progress: float | None = None
     total: float | None = None
-    servers: list[str] | None = None  # phase starting: the servers still starting
+    servers: list[str] | None = None  # phase starting: the servers waited for / missing
 
 
 @attrs.define
@@ -583,7 +583,7 @@ SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
     AGENT_GRANTS: (SessionParams, GrantsResult),
     AGENT_REVOKE_GRANT: (RevokeGrantParams, RevokeGrantResult),
     AGENT_COMPACT: (SessionParams, CompactResult),
-    AGENT_SANDBOX_STATUS: (FolderParams, Any),  # tools/sandbox.py: describe
+    AGENT_SANDBOX_STATUS: (ProjectParams, Any),  # tools/sandbox.py: describe, and "grants"
     AGENT_MCP_SERVERS: (FolderParams, McpServersResult),
     AGENT_APPROVE_MCP_SERVER: (ApproveMcpServerParams, ApproveMcpServerResult),
     AGENT_INSTRUCTIONS: (ProjectParams, InstructionsResult),

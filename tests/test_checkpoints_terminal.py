@@ -6,6 +6,8 @@ from pathlib import Path
 
 from tests.support.lsp_client import run_cli, server_env
 from tests.support.model_server import ScriptedModel, tool_call
+from tests.support.procs import wait_until
+from tests.support.pty_terminal import PtyTerminal
 
 
 def test_an_ask_listed_shown_and_undone_from_the_terminal(
@@ -100,3 +102,42 @@ def test_the_folders_conversations_are_listed_with_an_interrupted_one_marked(
     assert len(lines) == 2, lines
     assert lines[0].startswith("cd" * 16) and lines[0].endswith("refactor everything [interrupted]")
     assert lines[1].startswith(done) and lines[1].endswith("1 ask  say hello")
+
+
+def test_a_conversation_is_deleted_only_once_the_user_says_so(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    # Issue 34: deleting a conversation is its own, confirmed, command in every client.
+    workspace, state = tmp_path / "ws", tmp_path / "state"
+    workspace.mkdir()
+    env = server_env(model.base_url, XDG_STATE_HOME=str(state))
+    model.reply("Hello.")
+    asked = run_cli("ask", "say hello", "--workspace", str(workspace), env=env)
+    session = asked.stderr.split("session: ")[1].split()[0]
+    where = ("--workspace", str(workspace))
+    saved = state / "agent-lsp" / "sessions" / f"{session}.json"
+    assert saved.exists()
+
+    no_terminal = run_cli("sessions", "--delete", session, *where, env=env)
+    assert no_terminal.returncode == 1
+    assert "--yes deletes without asking; nothing was deleted" in no_terminal.stderr
+    refused = PtyTerminal(["sessions", "--delete", session, *where], env)
+    try:
+        assert wait_until(lambda: refused.screen.endswith("[y/N] "), 30), refused.screen
+        assert f'Delete conversation {session} "say hello" for good' in refused.screen
+        refused.type("n\n")
+        assert refused.finish() == (1, "Not deleted.\n")
+    finally:
+        refused.close()
+    assert saved.exists()
+
+    confirmed = PtyTerminal(["sessions", "--delete", session, *where], env)
+    try:
+        assert wait_until(lambda: confirmed.screen.endswith("[y/N] "), 30), confirmed.screen
+        confirmed.type("y\n")
+        assert confirmed.finish() == (0, f'Deleted conversation {session} "say hello".\n')
+    finally:
+        confirmed.close()
+    assert not saved.exists()
+    listed = run_cli("sessions", *where, env=env)
+    assert listed.stdout == "no conversations in this folder\n"

@@ -347,6 +347,10 @@ def no_region(run: Run, records: Records) -> None:
 
 def checkpoint_views(run: Run, records: Records) -> None:
     assert records["diff_mode"] == "diff-mode"
+    # Issue 34: the question is asked in the minibuffer, never a dialog (a terminal's popup
+    # hid all but the dry run's first line), and starts with what it asks.
+    assert records["dialog"] is False
+    assert records["asked"].startswith("Undo ask 1 and every later one? It would do this:\n")
     assert "checkpoint 1: M-x agent-lsp-diff, agent-lsp-rewind" in records["conversation"]
 
 
@@ -489,6 +493,7 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-ask "fix my notes")
         (test-idle)
         (test-emit :text (with-current-buffer "notes.txt" (buffer-string))
+                   :shown (test-text "*agent-lsp*")
                    :modified (if (buffer-modified-p (get-buffer "notes.txt")) t :json-false)
                    :managed (if (with-current-buffer "notes.txt" eglot--managed-mode)
                                 t :json-false))
@@ -512,12 +517,29 @@ STEPS: dict[str, Steps] = {
         (agent-lsp-apply-settings)
         (agent-lsp-ask "start over")
         (test-idle)
+        (agent-lsp-history)
+        (test-until "*agent-lsp-history*" "start over")
+        (setq history (test-text "*agent-lsp-history*"))
+        ;; D on the first conversation's line, confirmed.
+        (setq question nil)
+        (with-current-buffer "*agent-lsp-history*"
+          (goto-char (point-min))
+          (search-forward "typed question")
+          (cl-letf (((symbol-function 'yes-or-no-p)
+                     (lambda (prompt) (setq question prompt) t)))
+            (call-interactively (lookup-key agent-lsp-history-mode-map "D"))))
+        (test-wait "the deletion"
+                   (lambda () (not (string-match-p "typed question"
+                                                   (test-text "*agent-lsp-history*")))))
         (test-emit :tools tools
                    :input_prompt input-prompt
                    :first_session first-session
                    :second_session agent-lsp--session-id
                    :conversation (test-text "*agent-lsp*")
                    :trace (test-lines "*agent-lsp-trace*")
+                   :history history
+                   :question question
+                   :after_delete (test-text "*agent-lsp-history*")
                    :registered (if (cl-find 'agent-lsp-server eglot-server-programs
                                             :key (lambda (e) (car-safe (cdr e))))
                                    t :json-false))
@@ -684,7 +706,10 @@ STEPS: dict[str, Steps] = {
           (agent-lsp-diff "1")
           (test-until "*agent-lsp-diff*" "notes")
           ;; The dry run is shown in the question; the user answers yes.
-          (advice-add 'yes-or-no-p :override (lambda (prompt) (setq asked prompt) t))
+          (defvar dialog nil)
+          (setq use-dialog-box t last-nonmenu-event '(mouse-1))  ; as after a click
+          (advice-add 'yes-or-no-p :override
+                      (lambda (prompt) (setq asked prompt dialog use-dialog-box) t))
           (agent-lsp-rewind "1")
           (test-until "*agent-lsp*" "^_Undone: ask 1")
           (test-emit :edited edited
@@ -693,9 +718,21 @@ STEPS: dict[str, Steps] = {
                      :diff (test-text "*agent-lsp-diff*")
                      :diff_mode (symbol-name (with-current-buffer "*agent-lsp-diff*" major-mode))
                      :asked asked
+                     :dialog (if dialog t :false)
                      :conversation (test-text "*agent-lsp*")))
         """,
         check=checkpoint_views,
+    ),
+    "an_edit_shows_as_a_diff_in_every_client": Steps(
+        """
+        (let ((calls (plist-get test-config :data)))
+          (test-emit :views
+                     (vconcat (mapcar (lambda (call)
+                                        (vconcat (agent-lsp-edit-lines
+                                                  (plist-get call :name)
+                                                  (plist-get call :arguments))))
+                                      calls))))
+        """
     ),
     "sandbox_status_lines_are_those_of_every_client": Steps(
         """
@@ -746,6 +783,13 @@ STEPS: dict[str, Steps] = {
                    :key (symbol-name (lookup-key agent-lsp-command-map "M")))
         """,
         check=mcp_tool_views,
+    ),
+    "an_ask_waits_for_a_starting_mcp_server_and_says_it_goes_without_it": Steps(
+        """
+        (agent-lsp-ask "hello")
+        (test-idle)
+        (test-emit :trace (test-lines "*agent-lsp-trace*") :shown (test-text "*agent-lsp*"))
+        """
     ),
     "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
         ALLOW_ONCE
@@ -1352,6 +1396,60 @@ def test_the_trace_s_duration_leaves_out_the_time_spent_answering_the_permission
         f"✓ bash true ({ran} ms; {match[2]} s waiting for permission) [output]"
         in (records["conversation"])
     )
+
+
+def test_after_a_button_answer_point_goes_back_to_the_end_to_follow_the_stream(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    # Issue 34: point stayed on the pressed button, and the window stopped following.
+    arguments = {"command": "touch ../x.txt", "escalation": "unsandboxed", "justification": "x"}
+    model.reply(tool_calls=[tool_call("bash", arguments)])
+    model.reply("Not written.")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "write")
+        (test-wait "the request" (lambda () agent-lsp--permission-requests))
+        (pop-to-buffer "*agent-lsp*")
+        (goto-char (point-min))
+        (search-forward "[Reject]")
+        (backward-char 2)
+        (push-button)
+        (test-idle)
+        (test-emit :at_end (if (= (point) (point-max)) t :false)
+                   :window_at_end (if (= (window-point) (point-max)) t :false)
+                   :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    assert "Not written." in records["conversation"]
+    assert records["at_end"] is True and records["window_at_end"] is True
+
+
+def test_a_server_killed_by_a_signal_is_reported_as_killed(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    # Issue 34: Emacs said "**Error** (-1): Server died" where Neovim says what happened.
+    model.reply("never seen", delay=30)
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (agent-lsp-ask "hello")
+        (test-wait "the model request"
+                   (lambda () (string-match-p "waiting for the model" (test-text "*agent-lsp*"))))
+        (signal-process (jsonrpc--process agent-lsp--conversation-server) 9)
+        (test-idle)
+        (test-emit :conversation (test-text "*agent-lsp*"))
+        """,
+    )
+    conversation = records["conversation"]
+    assert "**Error**: the agent-lsp server was killed by signal 9." in conversation
+    assert "Server died" not in conversation
 
 
 def test_a_conversation_whose_server_died_mid_ask_is_listed_as_interrupted(

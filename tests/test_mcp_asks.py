@@ -45,21 +45,50 @@ async def test_progress_of_a_call_reaches_the_client_as_ask_progress(
         assert tool_results(model)["p"] == "done"
 
 
-async def test_an_ask_says_which_servers_are_still_starting(
+async def test_the_first_ask_waits_for_a_server_still_starting_and_has_its_tools(
     model: ScriptedModel, workspace: Path
 ) -> None:
+    # Issue 34: the first ask after a start went without the MCP tools, and nobody said so.
     slow = toolbox_server(new_tag(), trust=True)
+    slow["args"] += ["--slow-start", "2"]
+    async with mcp_session(model, workspace, {"slow": slow}) as client:
+        await until_state(client, "slow", "starting")
+        model.reply("answered with it")
+        result = await ask(client, prompt="hello")
+        assert result["answer"] == "answered with it"
+        [starting] = [u for u in client.progress if u["phase"] == "starting"]
+        assert starting["servers"] == ["slow"]
+        assert starting["message"] == "starting MCP servers (waiting up to 10 s): slow"
+        tools = {t["function"]["name"] for t in model.bodies[-1].get("tools", [])}
+        assert "mcp__slow__echo" in tools
+        assert "MCP servers whose tools" not in str(model.bodies[-1]["messages"][-1])
+
+
+async def test_an_ask_goes_on_without_a_server_that_fails_to_start_and_says_so(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    slow = toolbox_server(new_tag(), trust=True, startup_timeout=2)
     slow["args"] += ["--slow-start", "60"]
     async with mcp_session(model, workspace, {"slow": slow}) as client:
         await until_state(client, "slow", "starting")
         model.reply("answered without it")
         result = await ask(client, prompt="hello")
-        assert result["answer"] == "answered without it"  # the ask did not wait for it
-        [starting] = [u for u in client.progress if u["phase"] == "starting"]
-        assert starting["servers"] == ["slow"]
-        assert starting["message"].endswith("their tools join a later ask: slow")
+        assert result["answer"] == "answered without it"
+        waiting, missing = [u for u in client.progress if u["phase"] == "starting"]
+        assert waiting["servers"] == missing["servers"] == ["slow"]
+        assert missing["message"].startswith(
+            "this ask goes without the tools of MCP servers not ready: slow (failed: "
+        )
         tools = {t["function"]["name"] for t in model.bodies[-1].get("tools", [])}
         assert "read_file" in tools and not any(name.startswith("mcp__") for name in tools)
+        # The model is told which are missing, after the prompt.
+        prompt = model.bodies[-1]["messages"][-1]["content"]
+        assert prompt.startswith("hello\n\n[Editor context]\n")
+        assert "MCP servers whose tools are missing from this ask: slow (failed: " in prompt
+        # The conversation's title is the prompt alone.
+        sessions = (await client.protocol.send_request_async("agent/sessions", {}))["sessions"]
+        [session] = [s for s in sessions if s["sessionId"] == result["sessionId"]]
+        assert session["title"] == "hello"
 
 
 async def test_a_large_output_reaches_the_model_cut_and_the_user_whole(

@@ -248,6 +248,10 @@ def permission_prompts(run: Run, records: Records) -> None:
         "Command:\n    echo once > ../once.txt\nReason: a report"
     )
     assert prompts[0]["kinds"] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    # Issue 34: while the prompt is open the status line says the ask waits for the user.
+    assert prompts[0]["status"] == (
+        "_working: waiting for you: Run outside the sandbox: echo once > ../once.txt_"
+    )
     results = [m["content"] for m in run.model.bodies[-1]["messages"] if m["role"] == "tool"]
     assert "no answer within 1 s" in results[4]
 
@@ -360,6 +364,12 @@ ALLOW_ONCE = """
 """
 
 
+def instructions_cursor(run: Run, records: Records) -> None:
+    # The cursor starts on the first file's line, and nothing went wrong getting there.
+    assert records["errmsg"] == ""
+    assert records["cursor"].startswith("- ") and "(user, " in records["cursor"]
+
+
 def prompt_completion(run: Run, records: Records) -> None:
     """The prompt vim.ui.input reads completes a /word too."""
     assert records["input_completion"] == ["/review"]
@@ -466,7 +476,8 @@ STEPS: dict[str, Steps] = {
         vim.api.nvim_buf_set_lines(buf, 0, -1, false, { 'typed but not saved' })
         vim.cmd('AgentAsk fix my notes')
         T.idle()
-        T.emit({ text = T.text(buf), modified = vim.bo[buf].modified })
+        T.emit({ text = T.text(buf), modified = vim.bo[buf].modified,
+                 shown = T.text(agent.status().conversation_buf) })
         """
     ),
     "settings_tools_prompt_input_and_new_conversation": Steps(
@@ -487,6 +498,38 @@ STEPS: dict[str, Steps] = {
         agent.setup({ settings = { enabledTools = { 'glob' } } }) -- reaches the running server
         vim.cmd('AgentAsk start over')
         T.idle()
+        -- The saved conversations, as :AgentHistory lists them (nothing picked).
+        local function listed()
+          local items
+          vim.ui.select = function(list, opts, on_choice)
+            items = {}
+            for _, item in ipairs(list) do table.insert(items, opts.format_item(item)) end
+            on_choice(nil)
+          end
+          vim.cmd('AgentHistory')
+          T.wait('the history', function() return items ~= nil end)
+          return table.concat(items, '\\n')
+        end
+        local history = listed()
+        -- :AgentDelete: the first conversation, confirmed.
+        local question, notes = nil, {}
+        vim.ui.select = function(list, opts, on_choice)
+          if opts.format_item then
+            for _, item in ipairs(list) do
+              if item.title == 'typed question' then return on_choice(item) end
+            end
+            return on_choice(nil)
+          end
+          question = opts.prompt
+          on_choice('Delete')
+        end
+        local notify = vim.notify
+        vim.notify = function(message) table.insert(notes, message) end
+        vim.cmd('AgentDelete')
+        T.wait('the deletion', function()
+          return vim.tbl_contains(notes, 'agent-lsp: deleted the conversation "typed question"')
+        end)
+        vim.notify = notify
         T.emit({
           tools = tools,
           input_prompt = asked,
@@ -494,6 +537,9 @@ STEPS: dict[str, Steps] = {
           second_session = agent.status().session_id,
           conversation = T.answers(agent.status().conversation_buf),
           trace = T.lines(agent.status().trace_buf),
+          history = history,
+          question = question,
+          after_delete = listed(),
         })
         """
     ),
@@ -549,7 +595,8 @@ STEPS: dict[str, Steps] = {
         vim.ui.select = function(items, opts, on_choice)
           local kinds = {}
           for _, item in ipairs(items) do table.insert(kinds, item.kind) end
-          table.insert(prompts, { prompt = opts.prompt, kinds = kinds })
+          local shown = T.lines(agent.status().conversation_buf)
+          table.insert(prompts, { prompt = opts.prompt, kinds = kinds, status = shown[#shown] })
           local answer = table.remove(answers, 1)
           if answer == 'never' then return end
           vim.defer_fn(function()
@@ -728,6 +775,16 @@ STEPS: dict[str, Steps] = {
         """,
         check=checkpoint_views,
     ),
+    "an_edit_shows_as_a_diff_in_every_client": Steps(
+        """
+        local format = require('agent_lsp.format')
+        local views = {}
+        for _, call in ipairs(config.data) do
+          table.insert(views, format.edit_lines(call.name, call.arguments))
+        end
+        T.emit({ views = views })
+        """
+    ),
     "sandbox_status_lines_are_those_of_every_client": Steps(
         """
         local views = {}
@@ -770,6 +827,14 @@ STEPS: dict[str, Steps] = {
                  conversation = T.answers(agent.status().conversation_buf) })
         """,
         check=mcp_tool_views,
+    ),
+    "an_ask_waits_for_a_starting_mcp_server_and_says_it_goes_without_it": Steps(
+        """
+        vim.cmd('AgentAsk hello')
+        T.idle()
+        T.emit({ trace = T.lines(agent.status().trace_buf),
+                 shown = T.text(agent.status().conversation_buf) })
+        """
     ),
     "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
         ALLOW_ONCE
@@ -826,12 +891,17 @@ STEPS: dict[str, Steps] = {
           return T.has_line(agent.status().instructions_buf, '^Skills')
         end)
         local lines = T.lines(agent.status().instructions_buf)
+        -- Issue 34: the cursor was set past the list's end ("Cursor position outside buffer").
+        local cursor = lines[vim.api.nvim_win_get_cursor(0)[1]]
+        local errmsg = vim.v.errmsg
         for i, line in ipairs(lines) do
           if line:find('^%- AGENTS%.md ') then vim.api.nvim_win_set_cursor(0, { i, 0 }) end
         end
         vim.cmd('normal ' .. vim.api.nvim_replace_termcodes('<CR>', true, false, true))
-        T.emit({ lines = lines, opened = vim.api.nvim_buf_get_name(0) })
-        """
+        T.emit({ lines = lines, opened = vim.api.nvim_buf_get_name(0), cursor = cursor,
+                 errmsg = errmsg })
+        """,
+        check=instructions_cursor,
     ),
     "a_prompt_file_is_completed_and_the_server_expands_it": Steps(
         """
@@ -1121,6 +1191,8 @@ def test_tool_calls_show_in_the_conversation_and_open_their_output(
         tool_calls=[
             tool_call("bash", {"command": "seq 1 200"}),
             tool_call("read_file", {"path": "missing.txt"}),
+            tool_call("read_file", {"path": "notes.txt"}),  # an edit needs a read first
+            tool_call("edit_file", {"path": "notes.txt", "old_text": "hello", "new_text": "hi"}),
         ],
     )
     model.reply("Counted to 200.")
@@ -1164,7 +1236,10 @@ def test_tool_calls_show_in_the_conversation_and_open_their_output(
     assert records["failed_hl"] == "AgentLspToolFailed"
     text = "\n".join(lines)
     assert text.index("Counting first.") < text.index("- ✓ bash") < text.index("Counted to 200.")
-    assert "_(2 tool calls" in text
+    assert "_(4 tool calls" in text
+    # Issue 34: an edit shows as its diff, not its JSON arguments.
+    edit = lines.index(next(line for line in lines if line.startswith("- ✓ edit_file notes.txt")))
+    assert lines[edit + 1 : edit + 4] == ["  ┆ edit notes.txt: +1 -1", "  ┆ -hello", "  ┆ +hi"]
     output = records["output"]
     assert output[0].startswith("- ✓ bash seq 1 200")
     assert output[2:202] == [str(n) for n in range(1, 201)], output[:5]

@@ -262,6 +262,10 @@ async def test_allow_always_covers_only_the_same_call(
     ]
     assert [(g["toolName"], g["decision"]) for g in grants] == [("bash", "allow")]
     assert json.loads(grants[0]["arguments"]) == same
+    # Issue 34: the sandbox status of the conversation says what its grants let bash do.
+    status = await client.protocol.send_request_async("agent/sandboxStatus", {"sessionId": session})
+    assert status["grants"] == [{"grantId": grants[0]["grantId"], "title": grants[0]["title"]}]
+    assert "grants" not in await client.protocol.send_request_async("agent/sandboxStatus", {})
     revoked = await client.protocol.send_request_async(
         "agent/revokeGrant", {"sessionId": session, "grantId": grants[0]["grantId"]}
     )
@@ -312,6 +316,10 @@ async def test_allow_always_for_named_hosts_covers_those_hosts_for_any_command(
     assert [g["title"] for g in grants] == [
         "Network access to pypi.org (any command, through the proxy)"
     ]
+    status = await client.protocol.send_request_async(
+        "agent/sandboxStatus", {"sessionId": first["sessionId"]}
+    )
+    assert [g["title"] for g in status["grants"]] == [g["title"] for g in grants]
     assert json.loads(grants[0]["arguments"]) == {"network_hosts": ["pypi.org"]}
 
 

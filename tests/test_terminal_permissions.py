@@ -70,6 +70,8 @@ def test_allow_once_on_the_terminal(
     code, stdout = terminal.finish()
     assert (code, stdout) == (0, "Written.\n")
     assert (workspace.parent / "report.txt").read_text() == "hi\n"
+    # Issue 34: the call's start line once, not again once allowed.
+    assert terminal.screen.count("→ bash echo hi > ../report.txt") == 1, terminal.screen
 
 
 def test_allow_always_then_a_changed_call_is_asked_and_rejected(

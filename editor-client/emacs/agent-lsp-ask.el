@@ -80,12 +80,27 @@
           (data (plist-get error :data)))
       (cond
        ((eql code -32800) (agent-lsp--finish request "_(cancelled)_"))
+       ((agent-lsp--server-ended (plist-get request :server))
+        ;; jsonrpc's own error for a dead process ("Server died", -1): say what happened.
+        (agent-lsp--finish
+         request (format "**Error**: the agent-lsp server %s.\n_The next ask starts a new conversation._"
+                         (agent-lsp--server-ended (plist-get request :server))))
+        (setq agent-lsp--session-id nil))
        (t
         (let ((text (format "**Error** (%s): %s" code (plist-get error :message))))
           (when (and (eql code -32602) (equal (plist-get data :field) "sessionId"))
             (setq agent-lsp--session-id nil)
             (setq text (concat text "\n_The next ask starts a new conversation._")))
           (agent-lsp--finish request text)))))))
+
+(defun agent-lsp--server-ended (server)
+  "How SERVER's process ended, as Neovim says it (\"was killed by signal 9\",
+\"exited (code 1)\"); nil while it runs."
+  (let ((process (and server (jsonrpc--process server))))
+    (when (and process (not (process-live-p process)))
+      (if (eq (process-status process) 'signal)
+          (format "was killed by signal %d" (process-exit-status process))
+        (format "exited (code %d)" (process-exit-status process))))))
 
 ;;; The selection
 
@@ -251,17 +266,14 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
                             request "_(cancelled; the server did not confirm)_"))))))))
 
 (defun agent-lsp-new-conversation ()
-  "Start a new conversation; a running ask is cancelled."
+  "Start a new conversation; a running ask is cancelled.
+The old one is kept (`agent-lsp-history' reopens it,
+`agent-lsp-delete-conversation' deletes it)."
   (interactive)
-  (let ((request agent-lsp--request)
-        (server agent-lsp--conversation-server))
+  (let ((request agent-lsp--request))
     (when request
       (agent-lsp-cancel)
       (agent-lsp--finish request "_(cancelled)_"))
-    (when (and server agent-lsp--session-id (jsonrpc-running-p server))
-      (agent-lsp--async-request server :agent/endSession
-                                (list :sessionId agent-lsp--session-id)
-                                :success-fn #'ignore :error-fn #'ignore))
     (setq agent-lsp--conversation-server nil
           agent-lsp--session-id nil
           agent-lsp--checkpoints nil)

@@ -159,10 +159,16 @@ don't ask.  Nothing waits for the server."
        (agent-lsp--if-still-waiting
         "the dry run"
         (lambda (dry)
-          (when (yes-or-no-p
-                 (format "%s\nUndo ask %s and later? "
-                         (string-join (agent-lsp-format-rewind dry checkpoint) "\n")
-                         checkpoint))
+          ;; Asked in the minibuffer, the question first and last around what the
+          ;; undo would do: from a callback `yes-or-no-p' may pick a dialog, which a
+          ;; terminal shows as a popup menu hiding all but its first line.
+          (when (let ((use-dialog-box nil))
+                  (yes-or-no-p
+                   (format "Undo ask %s and every later one? It would do this:\n%s\nUndo ask %s and later? "
+                           checkpoint
+                           (mapconcat (lambda (line) (concat "  " line))
+                                      (agent-lsp-format-rewind dry checkpoint) "\n")
+                           checkpoint)))
             (funcall apply))))))))
 
 (defun agent-lsp--rewound (server checkpoint result)

@@ -64,11 +64,12 @@
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "RET") #'agent-lsp-history-reopen)
     (define-key map "g" #'agent-lsp-history)
+    (define-key map "D" #'agent-lsp-delete-conversation)
     map)
   "Keys of `*agent-lsp-history*'.")
 
 (define-derived-mode agent-lsp-history-mode special-mode "agent-lsp-history"
-  "The folder's past conversations: RET reopens the one at point.
+  "The folder's past conversations: RET reopens the one at point, D deletes it.
 \\{agent-lsp-history-mode-map}")
 
 (defvar-local agent-lsp--history-server nil "The server `*agent-lsp-history*' lists.")
@@ -103,7 +104,7 @@ continues a reopened conversation."
          (let ((inhibit-read-only t)
                (sessions (append (plist-get result :sessions) nil)))
            (erase-buffer)
-           (insert "Conversations in " root " (RET reopens one):\n\n")
+           (insert "Conversations in " root " (RET reopens one, D deletes it):\n\n")
            (dolist (session sessions)
              (insert (propertize (agent-lsp-history-line session)
                                  'agent-lsp-session session)
@@ -119,6 +120,46 @@ continues a reopened conversation."
   (let ((session (get-text-property (line-beginning-position) 'agent-lsp-session)))
     (unless session (user-error "No conversation on this line"))
     (agent-lsp-reopen agent-lsp--history-server session)))
+
+(defun agent-lsp-delete-conversation ()
+  "Delete a conversation for good, once confirmed: its saved files and its
+checkpoints (`agent/endSession').  In `*agent-lsp-history*' the one at
+point; elsewhere the current one, after which the next ask starts a new
+conversation.  (`agent-lsp-new-conversation' deletes nothing.)"
+  (interactive)
+  (let* ((listed (and (derived-mode-p 'agent-lsp-history-mode)
+                      (get-text-property (line-beginning-position) 'agent-lsp-session)))
+         (server (if listed agent-lsp--history-server agent-lsp--conversation-server))
+         (id (if listed (plist-get listed :sessionId) agent-lsp--session-id))
+         (title (if listed
+                    (format "\"%s\"" (agent-lsp--one-line
+                                      (format "%s" (or (plist-get listed :title) "")) 80))
+                  "the current conversation"))
+         (current (and id (equal id agent-lsp--session-id)
+                       (eq server agent-lsp--conversation-server))))
+    (when (and (derived-mode-p 'agent-lsp-history-mode) (not listed))
+      (user-error "No conversation on this line"))
+    (unless (and server id (jsonrpc-running-p server))
+      (user-error "No conversation to delete (M-x agent-lsp-history lists them; D deletes one)"))
+    (when (and current agent-lsp--request)
+      (user-error "An ask is running in it (M-x agent-lsp-cancel stops it)"))
+    (when (let ((use-dialog-box nil))  ; the whole question, never a popup
+            (yes-or-no-p
+             (format "Delete %s for good (its saved files and its checkpoints: its asks can no longer be undone)? "
+                     (if listed (concat "the conversation " title) title))))
+      (agent-lsp--call
+       server :agent/endSession (list :sessionId id)
+       (lambda (_result)
+         (when (and (equal id agent-lsp--session-id)
+                    (eq server agent-lsp--conversation-server))
+           (setq agent-lsp--conversation-server nil
+                 agent-lsp--session-id nil
+                 agent-lsp--checkpoints nil)
+           (agent-lsp--trace-insert "-- conversation deleted; a new one --")
+           (agent-lsp--say "_(conversation deleted: the next ask starts a new one)_\n\n"))
+         (when (get-buffer agent-lsp--history-buffer)
+           (agent-lsp--history-list server))
+         (message "agent-lsp: deleted %s" title))))))
 
 (defun agent-lsp-reopen (server session)
   "Draw SERVER's conversation SESSION (a plist of `agent/sessions') in

@@ -24,6 +24,7 @@
 
 (require 'button)
 (require 'cl-lib)
+(require 'json)
 (require 'subr-x)
 (require 'agent-lsp-core)
 (require 'agent-lsp-trace)
@@ -73,14 +74,20 @@ words it (\"Approve and start\", what an \"always\" covers), else ours."
 
 (defun agent-lsp-permission-prompt (tool-name arguments title reason)
   "The text of a request about TOOL-NAME's call with ARGUMENTS (a plist).
-A bash command comes first, line by line, then TITLE and REASON; all of it
-escaped (`agent-lsp-escape-control'), so nothing in it can hide what runs."
-  (let ((command (and (equal tool-name "bash") (plist-get arguments :command))))
+A bash command comes first, line by line (an edit or a write: its diff,
+`agent-lsp-edit-lines'), then TITLE and REASON; all of it escaped
+(`agent-lsp-escape-control'), so nothing in it can hide what runs."
+  (let ((command (and (equal tool-name "bash") (plist-get arguments :command)))
+        (edit (and (listp arguments) arguments
+                   (agent-lsp-edit-lines tool-name (json-encode arguments)))))
     (concat (if (stringp command)
                 (concat "Command:\n"
                         (mapconcat (lambda (line) (concat "    " line "\n"))
                                    (split-string (agent-lsp-escape-control command t) "\n")
                                    ""))
+              "")
+            (if edit
+                (mapconcat (lambda (line) (concat "    " line "\n")) edit "")
               "")
             "agent-lsp asks: " (agent-lsp-escape-control (format "%s" title))
             (if (and (stringp reason) (not (string-empty-p reason)))
@@ -180,7 +187,16 @@ streams on below it."
           (save-excursion
             (delete-region start end)
             (goto-char start)
-            (insert (propertize (concat "→ " note) 'face 'italic 'font-lock-face 'italic)))))))
+            (insert (propertize (concat "→ " note) 'face 'italic 'font-lock-face 'italic)))
+          ;; Point on the buttons (one was just pressed) goes back to the end, so that
+          ;; the window follows the answer as it streams on.
+          (let ((line-start (save-excursion (goto-char start) (line-beginning-position)))
+                (line-end (save-excursion (goto-char start) (line-end-position))))
+            (when (<= line-start (point) line-end)
+              (goto-char (point-max)))
+            (dolist (window (get-buffer-window-list (current-buffer) nil t))
+              (when (<= line-start (window-point window) line-end)
+                (set-window-point window (point-max)))))))))
   (agent-lsp--permission-render))
 
 (defun agent-lsp--permission-answer (request kind)

@@ -68,7 +68,22 @@
 (defun agent-lsp-sandbox-view (status)
   "What to show for STATUS (a plist of `agent/sandboxStatus').
 A plist (:kind KIND :summary LINE :lines LINES), KIND as
-`agent-lsp-sandbox-kind' says."
+`agent-lsp-sandbox-kind' says; the conversation's \"always\" answers that let
+bash leave the sandbox (STATUS's grants) come last."
+  (let* ((view (agent-lsp--sandbox-kind-view status))
+         (grants (append (plist-get status :grants) nil)))
+    (if (or (null grants) (equal (plist-get view :kind) "off"))
+        view
+      (plist-put view :lines
+                 (append (plist-get view :lines)
+                         (list "" "always allowed in this conversation:")
+                         (mapcar (lambda (grant)
+                                   (concat "- " (agent-lsp-escape-control
+                                                 (format "%s" (plist-get grant :title)))))
+                                 grants))))))
+
+(defun agent-lsp--sandbox-kind-view (status)
+  "What to show for STATUS by its kind, without its grants."
   (let ((kind (agent-lsp-sandbox-kind status))
         (mode (format "%s" (plist-get status :mode))))
     (pcase kind
@@ -134,7 +149,11 @@ the buffer shows when its answer comes."
 (defun agent-lsp--sandbox-show (server)
   "Ask SERVER for its sandbox; show it when it answers."
   (agent-lsp--call
-   server :agent/sandboxStatus (make-hash-table)
+   ;; With the conversation: its folder's sandbox and the "always" answers that widen it.
+   server :agent/sandboxStatus (if (and agent-lsp--session-id
+                                        (eq server agent-lsp--conversation-server))
+                                   (list :sessionId agent-lsp--session-id)
+                                 (make-hash-table))
    (lambda (status)
      (let ((view (agent-lsp-sandbox-view status)))
        (with-current-buffer (agent-lsp--get-buffer agent-lsp--sandbox-buffer

@@ -11,6 +11,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'seq)
 
 (defconst agent-lsp--summary-chars 80 "As SUMMARY_CHARS in server/activity.py.")
 
@@ -117,6 +118,80 @@ Without one of those, ARGUMENTS itself on one line."
 (defun agent-lsp--count (n word)
   "N WORD, with an s unless N is 1."
   (format "%d %s%s" n word (if (eql n 1) "" "s")))
+
+(defconst agent-lsp-diff-lines 20 "An edit's diff lines shown.")
+(defconst agent-lsp-write-lines 8 "A write's first lines shown.")
+
+(defun agent-lsp--split-lines (text)
+  "TEXT's lines (a last newline ends the last line; no text, no lines)."
+  (if (string-empty-p text)
+      nil
+    (let ((lines (split-string text "\n")))
+      (if (and (cdr lines) (string-empty-p (car (last lines))))
+          (butlast lines)
+        lines))))
+
+(defun agent-lsp--line-diff (old new)
+  "The replacement of OLD by NEW as unified diff lines: the lines both start
+and end with as context, the old middle removed, the new middle added."
+  (let* ((a (vconcat (agent-lsp--split-lines old)))
+         (b (vconcat (agent-lsp--split-lines new)))
+         (start 0) (tail 0) (lines nil))
+    (while (and (< start (length a)) (< start (length b))
+                (equal (aref a start) (aref b start)))
+      (setq start (1+ start)))
+    (while (and (< tail (- (length a) start)) (< tail (- (length b) start))
+                (equal (aref a (- (length a) 1 tail)) (aref b (- (length b) 1 tail))))
+      (setq tail (1+ tail)))
+    (cl-flet ((add (mark vector from to)
+                (cl-loop for i from from below to
+                         do (push (concat mark (agent-lsp-escape-control (aref vector i)))
+                                  lines))))
+      (add " " a 0 start)
+      (add "-" a start (- (length a) tail))
+      (add "+" b start (- (length b) tail))
+      (add " " a (- (length a) tail) (length a)))
+    (nreverse lines)))
+
+(defun agent-lsp--capped (lines max)
+  "The first MAX of LINES and, if there are more, a line saying how many."
+  (if (<= (length lines) max)
+      lines
+    (append (seq-take lines max)
+            (list (concat "… " (agent-lsp--count-thousands (- (length lines) max) "more line"))))))
+
+(defun agent-lsp--count-thousands (n word)
+  "N (with thousands separators) WORD, with an s unless N is 1."
+  (format "%s %s%s" (agent-lsp--thousands n) word (if (eql n 1) "" "s")))
+
+(defun agent-lsp-edit-lines (name arguments)
+  "What the call of tool NAME with ARGUMENTS (a JSON string) changes, as
+every client shows it: edit_file as unified diff lines under \"edit PATH: +A -R\",
+write_file as \"write PATH: N lines, B bytes\" and its first lines; any other
+call (or ARGUMENTS that do not parse) has none (nil)."
+  (let* ((args (and (stringp arguments) (agent-lsp--parse-json arguments)))
+         (get (lambda (key) (and (hash-table-p args) (gethash key args))))
+         (path (funcall get "path")))
+    (when (stringp path)
+      (setq path (agent-lsp-escape-control path))
+      (cond
+       ((and (equal name "edit_file") (stringp (funcall get "old_text"))
+             (stringp (funcall get "new_text")))
+        (let* ((lines (agent-lsp--line-diff (funcall get "old_text") (funcall get "new_text")))
+               (added (cl-count-if (lambda (l) (string-prefix-p "+" l)) lines))
+               (removed (cl-count-if (lambda (l) (string-prefix-p "-" l)) lines)))
+          (cons (format "edit %s: +%d -%d%s" path added removed
+                        (if (eq (funcall get "replace_all") t) " (every occurrence)" ""))
+                (agent-lsp--capped lines agent-lsp-diff-lines))))
+       ((and (equal name "write_file") (stringp (funcall get "content")))
+        (let* ((content (funcall get "content"))
+               (lines (mapcar (lambda (l) (concat "+" (agent-lsp-escape-control l)))
+                              (agent-lsp--split-lines content))))
+          (cons (format "write %s: %s, %s" path
+                        (agent-lsp--count-thousands (length lines) "line")
+                        (agent-lsp--count-thousands
+                         (string-bytes (encode-coding-string content 'utf-8)) "byte"))
+                (agent-lsp--capped lines agent-lsp-write-lines))))))))
 
 (defun agent-lsp-compaction-summary (params)
   "What a compaction did, from an `agent/compaction' notification or an

@@ -10,6 +10,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'diff-mode)  ; the faces of an edit's diff lines
 (require 'subr-x)
 (require 'agent-lsp-core)
 (require 'agent-lsp-trace)
@@ -279,8 +280,32 @@ whole output."
                              'follow-link t
                              'help-echo "The call's whole output")
          (insert "\n")
+         ;; An edit that was made: its diff under its line.
+         (when (equal (plist-get params :status) "completed")
+           (dolist (edit (agent-lsp-edit-lines (plist-get params :name)
+                                               (plist-get params :arguments)))
+             (insert (propertize (concat "  ┆ " edit) 'face
+                                 (pcase (aref edit 0)
+                                   (?+ 'diff-added) (?- 'diff-removed) (_ 'shadow)))
+                     "\n")))
          (put-text-property start (point) 'agent-lsp-call (cons session call))))
      t)))
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-lsp-server) (_method (eql 'agent/askProgress)) &key sessionId phase message
+   &allow-other-keys)
+  "Show the `starting' PHASE of an ask (its MESSAGE): the MCP servers it waits for, then
+those it goes without, as trace lines; the second also stays in the conversation (the
+status line follows `$/progress')."
+  (when (and (equal phase "starting") (stringp message))
+    (let ((text (agent-lsp-escape-control message))
+          (request agent-lsp--request))
+      (agent-lsp--trace-insert (format "%s … %s" (format-time-string "%H:%M:%S") text))
+      (when (and request (or (null agent-lsp--session-id)
+                             (equal sessionId agent-lsp--session-id)))
+        (plist-put request :starting (1+ (or (plist-get request :starting) 0)))
+        (when (> (plist-get request :starting) 1)
+          (agent-lsp--insert-above-status (lambda () (insert "_" text "_\n"))))))))
 
 (cl-defmethod eglot-handle-notification
   ((_server agent-lsp-server) (_method (eql 'agent/compaction)) &rest params

@@ -97,6 +97,7 @@
 ;;;###autoload (autoload 'agent-lsp-instructions "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-compose "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-history "agent-lsp" nil t)
+;;;###autoload (autoload 'agent-lsp-delete-conversation "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-apply-settings "agent-lsp" nil t)
 ;;;###autoload (autoload 'agent-lsp-shutdown "agent-lsp" nil t)
 
@@ -119,6 +120,7 @@
     (define-key map "y" #'agent-lsp-permissions)
     (define-key map "w" #'agent-lsp-compose)
     (define-key map "r" #'agent-lsp-history)
+    (define-key map "D" #'agent-lsp-delete-conversation)
     (define-key map "s" #'agent-lsp-sandbox)
     (define-key map "M" #'agent-lsp-mcp-servers)
     (define-key map "i" #'agent-lsp-instructions)

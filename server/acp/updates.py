@@ -27,7 +27,7 @@ from acp.schema import ToolCallLocation
 from tooling.display import escape_control
 from tooling.workspace import Workspace, WorkspaceError
 
-from ..agent.activity import progress_text, summarize_arguments
+from ..agent.activity import missing_text, progress_text, summarize_arguments
 from ..agent.delta_coalescing import DeltaCoalescer
 from ..agent.events import (
     AgentEvent,
@@ -39,6 +39,7 @@ from ..agent.events import (
     ToolCallFinished,
     ToolCallProgress,
     ToolCallStarted,
+    ToolSourcesMissing,
     ToolSourcesStarting,
 )
 from .documents import AcpDocuments
@@ -109,7 +110,11 @@ class PromptReporter:
             self._put(helpers.update_agent_thought_text(f"Compacted the conversation ({after}).\n"))
         elif isinstance(event, ToolSourcesStarting):
             names = ", ".join(escape_control(name) for name in event.servers)
-            text = f"MCP servers still starting (their tools join a later prompt): {names}\n"
+            text = f"Starting MCP servers (waiting up to {event.wait_s:.0f} s): {names}…\n"
+            self._put(helpers.update_agent_thought_text(text))
+        elif isinstance(event, ToolSourcesMissing):
+            missing = missing_text(event)
+            text = f"This prompt goes without the tools of MCP servers not ready: {missing}\n"
             self._put(helpers.update_agent_thought_text(text))
 
     def _started(self, event: ToolCallStarted) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from tooling.display import NEWLINE_MARK, escape_control
 
-from .events import ToolCallFinished, ToolCallProgress, ToolCallStarted
+from .events import ToolCallFinished, ToolCallProgress, ToolCallStarted, ToolSourcesMissing
 
 SUMMARY_CHARS = 80
 
@@ -82,3 +82,11 @@ def progress_text(event: ToolCallProgress) -> str:
         done = number(event.progress)
     message = _one_line(event.message) if event.message else ""
     return f"{done} {message}".rstrip()
+
+
+def missing_text(event: ToolSourcesMissing) -> str:
+    """``db (failed: ...), web (still starting after 10 s)``, safe to show."""
+    return ", ".join(
+        f"{escape_control(name)} ({_one_line(reason)})" if reason else escape_control(name)
+        for name, reason in zip(event.servers, event.reasons, strict=True)
+    )

@@ -122,10 +122,20 @@ class CompactionFinished:
 
 @dataclass(frozen=True)
 class ToolSourcesStarting:
-    """Sent by the engine before an ask's loop: tool sources (MCP servers) still starting,
-    whose tools this ask does not have."""
+    """Sent by the engine before an ask's first model request: tool sources (MCP servers)
+    still starting, which the ask waits for (a bounded time) so that it has their tools."""
 
     servers: tuple[str, ...]
+    wait_s: float  # the longest the ask waits for them
+
+
+@dataclass(frozen=True)
+class ToolSourcesMissing:
+    """Sent by the engine after that wait: the servers that did not become ready (failed, or
+    still starting), whose tools this ask goes without; the model is told so too."""
+
+    servers: tuple[str, ...]
+    reasons: tuple[str, ...]  # one a server: "failed: ...", "still starting after 10 s"
 
 
 AgentEvent = (
@@ -140,6 +150,7 @@ AgentEvent = (
     | CompactionStarted
     | CompactionFinished
     | ToolSourcesStarting
+    | ToolSourcesMissing
 )
 EventSink = Callable[[AgentEvent], None]
 

@@ -92,6 +92,11 @@ async def with_context(
     return prompt + MARKER + "\n".join(lines)
 
 
+def with_note(content: str, line: str) -> str:
+    """``content`` (a prompt, with or without its note) with ``line`` added to its note."""
+    return content + ("\n" if MARKER in content else MARKER) + line
+
+
 def _resolve(uri: str, workspace: Workspace, field: str) -> tuple[Path, str]:
     path = fs_path(uri) if "://" in uri else uri
     if not path:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from tooling.documents import EditorDocuments
 
 from .. import protocol as p
-from ..agent.events import EngineWarning, EventSink, ToolSourcesStarting, WarningSink
+from ..agent.events import EngineWarning, EventSink, WarningSink
 from ..agent.loop import agent_loop
 from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
@@ -38,11 +39,11 @@ from ..errors import InvalidParamsError, SessionBusyError
 from ..model.endpoint import ModelRequestError, ModelSettings
 from .asks import ask_result, tool_context
 from .conversations import Conversation
-from .editor_context import with_context
+from .editor_context import with_context, with_note
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
-from .mcp_servers import approve_with_user, folder_servers, listing
+from .mcp_servers import approve_with_user, folder_servers, listing, wait_for_starting
 from .modes import DEFAULT_MODE, apply_mode
 from .project import Project, commands_result, instructions_result
 from .prompts import system_prompt
@@ -211,9 +212,21 @@ class AgentEngine:
         """End every MCP server (shutdown): their process groups too."""
         await self._folders.aclose()
 
-    def sandbox_status(self, folder: Path | None = None) -> dict[str, Any]:
-        """``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force."""
-        return self._folders.sandbox_status(folder)
+    def sandbox_status(
+        self, folder: Path | None = None, session_id: str | None = None
+    ) -> dict[str, Any]:
+        """``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force; with a
+        session, its folder's and ``grants``: the user's "always" answers that let its bash
+        calls leave the sandbox (a host's network, an exact escalated command)."""
+        conversation, target = self._ask_target(session_id, folder)
+        status = self._folders.sandbox_status(target.workspace.root)
+        if conversation is not None:
+            status["grants"] = [
+                {"grantId": g.grant_id, "title": g.title}
+                for g in self._sessions.grants(conversation.id)
+                if g.tool_name == "bash" and g.decision == "allow" and _escalates(g.arguments)
+            ]
+        return status
 
     # -- sessions --------------------------------------------------------------------
 
@@ -304,7 +317,6 @@ class AgentEngine:
         await self._ready()
         self._folders.refresh_mcp(target, retry=True)  # never waits for a server
         client = await self._endpoints.client(model)
-        runtime = await self._folders.variant(target, settings.tools()).runtime()
 
         created = conversation is None
         if conversation is None:
@@ -316,11 +328,14 @@ class AgentEngine:
             )
         if on_session is not None:
             on_session(conversation.id)
-        starting = target.mcp.starting() if target.mcp is not None else ()
-        if starting and on_event is not None:
-            on_event(ToolSourcesStarting(starting))
         check = self._endpoints.check_model(model, client)
         async with conversation.lock:
+            # The folder's MCP servers still starting are waited for (bounded), so that the
+            # first ask after a start has their tools; the model is told of those missing.
+            missing = await wait_for_starting(target.mcp, on_event)
+            if missing is not None:
+                content = with_note(content, missing)
+            runtime = await self._folders.variant(target, settings.tools()).runtime()
             await self._project.tell(conversation, target.workspace, settings, documents)
             window = context_window(conversation, settings, model.model, runtime)
             request = {"role": "user", "content": content}
@@ -424,3 +439,15 @@ class AgentEngine:
         await self.close_mcp_servers()
         await self._undo.aclose()
         await self._endpoints.aclose()
+
+
+def _escalates(arguments: str) -> bool:
+    """Whether a grant's arguments (canonical JSON) leave the sandbox: an escalation, or the
+    hosts a network grant covers (its scope)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return False
+    if not isinstance(parsed, dict):
+        return False
+    return bool(parsed.get("escalation") or parsed.get("network_hosts"))

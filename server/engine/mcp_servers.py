@@ -5,8 +5,10 @@ file, the editor setting ``mcpServers``, the folder's own ``.vscode/mcp.json`` /
 ``.mcp.json``). A workspace definition starts only once the user approved that exact
 digest (``McpApprovals``); until then it is ``awaiting-approval``.
 
-Nothing here waits for a server, nor for a file: :meth:`McpServers.refresh` (the folder's
-first use, each ask, each listing) returns at once; in a background task the definitions
+Nothing here waits for a server, nor for a file, but an ask (:func:`wait_for_starting`:
+before its first model request it waits, a bounded time, for the servers in their first
+start, so that the first ask after a start has their tools): :meth:`McpServers.refresh` (the
+folder's first use, each ask, each listing) returns at once; in a background task the definitions
 are read again in a worker thread (:class:`FolderDefinitions`: re-parsed only when a file
 or the setting changed) and, back on the loop, what should run and does not is started:
 a new or changed definition (only that one is restarted; one that is gone is closed), and
@@ -23,6 +25,7 @@ loop nor at start-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import time
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 from tooling.display import escape_control
 
 from .. import protocol as p
+from ..agent.events import EventSink, ToolSourcesMissing, ToolSourcesStarting
 from ..agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, REJECT_ONCE, Asker, PermissionPrompt
 from ..config.user_config import UserConfigError
 from ..errors import InvalidParamsError
@@ -58,6 +62,10 @@ AWAITING_APPROVAL: Final = "awaiting-approval"
 # is at once, then the wait doubles up to a minute.
 FIRST_BACKOFF: Final = 1.0
 MAX_BACKOFF: Final = 60.0
+# The longest an ask waits for servers in their first start (a server's own
+# ``startup_timeout``, 30 s by default, may end its start sooner, as failed): long enough for
+# the usual few seconds of an npx or uvx server, short enough for an ask not to look hung.
+ASK_WAIT_S: Final = 10.0
 
 
 def backoff(failures: int) -> float:
@@ -122,6 +130,7 @@ class McpServers:
         self._retry = False  # an ask's refresh is among those the next read serves
         self._warned: set[str] = set()  # each definition problem is shown once
         self._tasks: set[asyncio.Task[None]] = set()  # reads, starts and closes under way
+        self._waiters: set[asyncio.Future[None]] = set()  # asks waiting for a state change
         self._closed = False
         self.in_use = False  # refreshed once: the folder was used
         # The tools of the ready servers, a new tuple at each change (the runtime's key).
@@ -279,7 +288,11 @@ class McpServers:
             )
 
     def _tools_changed(self) -> None:
-        """The ready servers' tools as one tuple; a name taken already is refused."""
+        """The ready servers' tools as one tuple; a name taken already is refused. Every
+        state change ends here: the asks waiting for one look again."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
         tools: list[ToolDefinition] = []
         owners: dict[str, str] = {}
         for server in self._servers.values():
@@ -315,6 +328,34 @@ class McpServers:
         if server.state == AWAITING_APPROVAL:
             self._start(server, spec)
 
+    async def applied(self, within: float) -> None:
+        """Wait, at most ``within`` seconds, for the definitions' read under way (if any)."""
+        if self._loading is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._loading), max(within, 0.0))
+
+    async def settle(self, within: float) -> None:
+        """Wait, at most ``within`` seconds, until no server is in its first start (a failed
+        one being tried again is not waited for: asks would stall on it again and again)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while self.first_starts() and (left := deadline - loop.time()) > 0:
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.add(waiter)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter, left)
+            finally:
+                self._waiters.discard(waiter)
+
+    def first_starts(self) -> tuple[str, ...]:
+        """The servers in their first start: neither ready nor failed yet."""
+        return tuple(
+            name
+            for name, server in self._servers.items()
+            if server.state == STARTING and server.failures == 0
+        )
+
     def starting(self) -> tuple[str, ...]:
         """The servers being started: their tools are not in the registry yet."""
         return tuple(name for name, server in self._servers.items() if server.state == STARTING)
@@ -322,6 +363,10 @@ class McpServers:
     def state(self, name: str) -> str | None:
         server = self._servers.get(name)
         return server.state if server is not None else None
+
+    def error(self, name: str) -> str | None:
+        server = self._servers.get(name)
+        return server.error if server is not None else None
 
     def describe(self) -> list[p.McpServerInfo]:
         """Each defined server as ``agent/mcpServers`` shows it."""
@@ -337,6 +382,43 @@ class McpServers:
         self._tools_changed()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+async def wait_for_starting(
+    servers: McpServers | None, on_event: EventSink | None, within: float = ASK_WAIT_S
+) -> str | None:
+    """Before an ask's first model request: wait for the servers in their first start (at
+    most ``within`` seconds), said as progress (:class:`ToolSourcesStarting`); those that did
+    not become ready are said too (:class:`ToolSourcesMissing`), and returned as a note for
+    the model (None: nothing is missing). The ask goes on either way."""
+    if servers is None:
+        return None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    await servers.applied(within)  # the first ask after a start: the servers are being read
+    waited = servers.first_starts()
+    if not waited:
+        return None
+    if on_event is not None:
+        on_event(ToolSourcesStarting(waited, within))
+    await servers.settle(deadline - loop.time())
+    missing = [name for name in waited if servers.state(name) != READY]
+    if not missing:
+        return None
+    reasons = []
+    for name in missing:
+        if servers.state(name) == STARTING:
+            reasons.append(f"still starting after {within:.0f} s")
+        else:
+            first = (servers.error(name) or "").splitlines()[0:1]
+            reasons.append(f"{servers.state(name)}: {first[0]}" if first else servers.state(name))
+    if on_event is not None:
+        on_event(ToolSourcesMissing(tuple(missing), tuple(r or "" for r in reasons)))
+    listed = "; ".join(
+        f"{escape_control(name)} ({escape_control(reason or '')})"
+        for name, reason in zip(missing, reasons, strict=True)
+    )
+    return f"MCP servers whose tools are missing from this ask: {listed}."
 
 
 def _info(server: _Server) -> p.McpServerInfo:

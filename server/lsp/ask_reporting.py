@@ -22,7 +22,12 @@ from pygls.exceptions import JsonRpcException
 from tooling.display import escape_control
 
 from .. import protocol as p
-from ..agent.activity import activity_params, progress_text, summarize_arguments
+from ..agent.activity import (
+    activity_params,
+    missing_text,
+    progress_text,
+    summarize_arguments,
+)
 from ..agent.delta_coalescing import DeltaCoalescer
 from ..agent.events import (
     AgentEvent,
@@ -36,6 +41,7 @@ from ..agent.events import (
     ToolCallFinished,
     ToolCallProgress,
     ToolCallStarted,
+    ToolSourcesMissing,
     ToolSourcesStarting,
 )
 
@@ -136,7 +142,13 @@ class AskReporter:
             names = ", ".join(escape_control(name) for name in event.servers)
             self._phase(
                 "starting",
-                f"MCP servers still starting, their tools join a later ask: {names}",
+                f"starting MCP servers (waiting up to {event.wait_s:.0f} s): {names}",
+                servers=list(event.servers),
+            )
+        elif isinstance(event, ToolSourcesMissing):
+            self._phase(
+                "starting",
+                f"this ask goes without the tools of MCP servers not ready: {missing_text(event)}",
                 servers=list(event.servers),
             )
         elif isinstance(event, PermissionRequested | PermissionAnswered):

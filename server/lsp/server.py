@@ -340,8 +340,8 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     @server.feature(p.AGENT_SANDBOX_STATUS)
     @_rpc
     def sandbox_status(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
-        q = p.parse(params, p.FolderParams)
-        return ls.engine.sandbox_status(_folder(q.workspace_folder))
+        q = p.parse(params, p.ProjectParams)
+        return ls.engine.sandbox_status(_folder(q.workspace_folder), q.session_id)
 
     @server.feature(p.AGENT_MCP_SERVERS)
     @_rpc

@@ -1,5 +1,6 @@
 """``agent-lsp sessions`` / ``checkpoints`` / ``diff`` / ``rewind``: a folder's conversations
-and a session's asks from the terminal.
+and a session's asks from the terminal; ``sessions --delete ID`` deletes one (asked on the
+terminal first, or ``--yes``).
 
 Like ``agent-lsp ask``, each command starts the server as a child process and speaks
 the protocol to it (``agent/checkpoints``, ``agent/diff``, ``agent/rewind``); the
@@ -16,9 +17,18 @@ from typing import Any, TextIO
 
 from pygls.exceptions import JsonRpcException
 
+from tooling.display import escape_control
+
 from ..config.paths import default_session_dir
-from ..protocol import AGENT_CHECKPOINTS, AGENT_DIFF, AGENT_REWIND, AGENT_SESSIONS
+from ..protocol import (
+    AGENT_CHECKPOINTS,
+    AGENT_DIFF,
+    AGENT_END_SESSION,
+    AGENT_REWIND,
+    AGENT_SESSIONS,
+)
 from .client import StreamedOutput, _run, connected, workspace_of
+from .permissions import is_terminal, read_line
 
 MARKS = {"added": "A", "modified": "M", "deleted": "D"}
 
@@ -95,6 +105,8 @@ def run_checkpoint_command(args: argparse.Namespace) -> int:
             checkpoint_id=getattr(args, "checkpoint", None),
             dry_run=getattr(args, "dry_run", False),
             session_dir=args.ask_session_dir or default_session_dir(),
+            delete=getattr(args, "delete", None),
+            yes=getattr(args, "yes", False),
         )
     )
 
@@ -107,15 +119,46 @@ async def checkpoint_command(
     checkpoint_id: str | None = None,
     dry_run: bool = False,
     session_dir: Path | None = None,
+    delete: str | None = None,
+    yes: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    if delete is not None and not yes and not is_terminal(sys.stdin):
+        print(
+            "agent-lsp: stdin is not a terminal to ask you on: --yes deletes without asking; "
+            "nothing was deleted",
+            file=err,
+            flush=True,
+        )
+        return 1
     shown = StreamedOutput(out, err)
     async with connected(workspace, session_dir=session_dir, shown=shown) as send:
         try:
-            if command == "sessions":
+            if command == "sessions" and delete is not None:
+                result = await send(AGENT_SESSIONS, {"workspaceFolder": workspace.as_uri()})
+                found = [s for s in result["sessions"] if s["sessionId"] == delete]
+                if not found:
+                    print(f"agent-lsp: no conversation {delete} in this folder", file=err)
+                    return 1
+                title = escape_control(str(found[0].get("title") or ""))
+                if not yes:
+                    print(
+                        f'Delete conversation {delete} "{title}" for good (its saved files and '
+                        "its checkpoints: its asks can no longer be undone)? [y/N] ",
+                        end="",
+                        file=err,
+                        flush=True,
+                    )
+                    answer = await read_line(sys.stdin)
+                    if (answer or "").strip().lower()[:1] != "y":
+                        out.write("Not deleted.\n")
+                        return 1
+                await send(AGENT_END_SESSION, {"sessionId": delete})
+                text = f'Deleted conversation {delete} "{title}".\n'
+            elif command == "sessions":
                 result = await send(AGENT_SESSIONS, {"workspaceFolder": workspace.as_uri()})
                 lines = format_sessions(result["sessions"])
                 text = "\n".join(lines) + "\n" if lines else "no conversations in this folder\n"

@@ -43,7 +43,7 @@ from ..protocol import (
     AGENT_REQUEST_PERMISSION,
     AGENT_TOOL_ACTIVITY,
 )
-from .mcp_states import ASK_WAIT_S, ask_notes, settled
+from .mcp_states import ask_notes, settled
 from .output import (
     ProgressLines,
     StreamedOutput,
@@ -208,9 +208,10 @@ async def ask_once(
     async with connected(
         workspace, settings=settings, session_dir=session_dir, shown=shown, approve_all=approve_all
     ) as request:
-        # A server per ask: its MCP servers are starting now, and an ask only has the
-        # tools of those ready when it begins (mcp_states says why it waits).
-        for note in ask_notes(await settled(request, ASK_WAIT_S), ASK_WAIT_S, workspace):
+        # A server per ask: its MCP servers are starting now; the ask waits for them (on
+        # the server, which says so as progress). The listing waits for the definitions'
+        # read, so a folder's server awaiting approval is named here, with how to approve it.
+        for note in ask_notes(await settled(request, 0), workspace):
             shown.line(note)
         params: dict[str, Any] = {"prompt": prompt}
         if session_id:
@@ -312,8 +313,16 @@ async def connected(
         if line is not None:
             shown.line(line)
 
+    started: set[str] = set()  # the calls whose start line is printed
+
     @client.feature(AGENT_TOOL_ACTIVITY)
     def on_activity(params: Any) -> None:
+        # A call allowed after a permission wait is "started" again (an editor's row goes
+        # from waiting to running); the terminal printed its start line already.
+        if params.get("status") == "started":
+            if params.get("callId") in started:
+                return
+            started.add(str(params.get("callId")))
         shown.line(format_activity(params))
 
     @client.feature(AGENT_COMPACTION)

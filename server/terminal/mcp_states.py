@@ -1,10 +1,10 @@
-"""Waiting for a folder's MCP servers to settle, as the terminal's commands need it.
+"""Waiting for a folder's MCP servers to settle, as the terminal's ``mcp`` commands need it.
 
-The server starts MCP servers in the background after ``initialized`` and an ask has the
-tools of the servers ready when it starts. An editor's server lives long, so its servers
-are ready by the second ask; the terminal starts a server per command, so ``agent-lsp ask``
-and ``agent-lsp mcp list`` wait here (``agent/mcpServers``, polled) until no server is
-``starting``, for a bounded time. Nothing is re-derived: the states are the server's.
+The server starts MCP servers in the background after ``initialized``; an ask waits (a
+bounded time, on the server, for every face) for those still starting. ``agent-lsp mcp
+list`` and ``approve`` list the states, so they wait here (``agent/mcpServers``, polled)
+until no server is ``starting``, for a bounded time. Nothing is re-derived: the states are
+the server's.
 """
 
 from __future__ import annotations
@@ -22,9 +22,6 @@ from tooling.display import escape_control
 from ..protocol import AGENT_MCP_SERVERS
 from .mcp_listing import approve_option
 
-# How long an ask waits for servers still starting: the default ``startup_timeout``, after
-# which a server that is not ready has failed (a longer own timeout is not waited for).
-ASK_WAIT_S = 30.0
 # Between two listings while one is starting: each listing reads the definitions again
 # (cheap while they are unchanged), and a server is usually up within a second or two.
 POLL_S = 0.1
@@ -52,21 +49,15 @@ async def settled(request: Request, within: float) -> list[dict[str, Any]]:
         await asyncio.sleep(POLL_S)
 
 
-def ask_notes(servers: list[dict[str, Any]], waited: float, workspace: Path) -> list[str]:
-    """What an ask says before it starts about servers whose tools it will not have.
-
-    A failure is not repeated: the server says it once (``window/showMessage``)."""
+def ask_notes(servers: list[dict[str, Any]], workspace: Path) -> list[str]:
+    """What an ask says before it starts about the folder's servers awaiting approval: their
+    tools are not in it. (Those still starting the server waits for and says so itself;
+    a failure is said once by the server, ``window/showMessage``.)"""
     notes = []
     where = approve_option(workspace)
     for server in servers:
         name = escape_control(str(server.get("name", "?")))
-        state = server.get("state")
-        if state == STARTING:
-            notes.append(
-                f"agent-lsp: MCP server {name} is still starting after {waited:.0f} s: "
-                "its tools are not in this ask"
-            )
-        elif state == AWAITING_APPROVAL:
+        if server.get("state") == AWAITING_APPROVAL:
             notes.append(
                 f"agent-lsp: MCP server {name} of this folder is not approved: its tools are "
                 f"not in this ask (approve it with: agent-lsp mcp approve {name}{where})"

@@ -1,7 +1,9 @@
 """How ``agent-lsp ask`` answers ``agent/requestPermission``: on the terminal, if any.
 
-- stdin is a terminal: the request is shown on stderr and the user types ``y`` (allow
-  once), ``a`` (allow always), ``n`` (reject, the default) or ``r`` (reject always);
+- stdin is a terminal: the request is shown on stderr and the user types the key of one of
+  the request's own options, named as the server names them: ``y`` (allow once), ``a``
+  (allow always), ``n`` (reject, the default) or ``r`` (reject always), each only when
+  offered (an MCP server's approval offers ``y`` Approve and start and ``n`` Reject);
   end of input dismisses it. If the server withdraws the request (the ask was cancelled,
   or nobody answered in time), the prompt says so and stops waiting.
 - no terminal: every request is rejected, unless the user passed ``--approve``, which
@@ -22,7 +24,27 @@ from tooling.display import escape_control
 from ..protocol import CLIENT_CAN_ANSWER_PERMISSION
 
 KEYS = {"y": "allow_once", "a": "allow_always", "n": "reject_once", "r": "reject_always"}
-CHOICES = "[y] allow once  [a] allow always  [n] reject  [r] reject always"
+NAMES = {
+    "allow_once": "allow once",
+    "allow_always": "allow always",
+    "reject_once": "reject",
+    "reject_always": "reject always",
+}
+
+
+def offered(options: object) -> dict[str, tuple[str, str]]:
+    """The keys of a request's options: key -> (option id, its name as shown). The kinds
+    are ACP's; an option of another kind is not offered on the terminal."""
+    keys: dict[str, tuple[str, str]] = {}
+    by_kind = {kind: key for key, kind in KEYS.items()}
+    for option in options if isinstance(options, list) else []:
+        if not isinstance(option, dict):
+            continue
+        key = by_kind.get(str(option.get("kind")))
+        if key is not None and key not in keys:
+            name = escape_control(str(option.get("name") or NAMES[KEYS[key]]))
+            keys[key] = (str(option.get("optionId") or KEYS[key]), name)
+    return keys or {key: (kind, NAMES[kind]) for key, kind in KEYS.items()}
 
 
 def capabilities() -> dict[str, Any]:
@@ -56,15 +78,17 @@ class TerminalPermissions:
             )
             print(f"  {verdict}", file=self._err, flush=True)
             return selected("allow_once" if allowed else "reject_once")
+        keys = offered(params.get("options"))
+        choices = "  ".join(f"[{key}] {name}" for key, (_, name) in keys.items())
         try:
             while True:
-                print(f"  {CHOICES} > ", end="", file=self._err, flush=True)
-                line = await _read_line(self._stdin)
+                print(f"  {choices} > ", end="", file=self._err, flush=True)
+                line = await read_line(self._stdin)
                 if line is None:
                     return selected(None)
                 key = line.strip().lower()[:1] or "n"
-                if key in KEYS:
-                    return selected(KEYS[key])
+                if key in keys:
+                    return selected(keys[key][0])
         except asyncio.CancelledError:
             print("\n  (withdrawn by the agent)", file=self._err, flush=True)
             raise
@@ -77,7 +101,7 @@ def is_terminal(stream: TextIO) -> bool:
         return False
 
 
-async def _read_line(stream: TextIO) -> str | None:
+async def read_line(stream: TextIO) -> str | None:
     """One line from ``stream`` without blocking the event loop (None at end of input)."""
     loop = asyncio.get_running_loop()
     fd = stream.fileno()

@@ -303,7 +303,10 @@ export class AgentClient implements vscode.Disposable, SetupHost {
 
   /** Agent: Sandbox Status: what confines the agent's commands here, and what is weaker. */
   async sandboxStatus(): Promise<void> {
-    const view = await showSandboxStatus({ request: (method, params) => this.request(method, params) }, this.folderParams(), {
+    // With the conversation: its folder's sandbox and the "always" answers that widen it.
+    const sessionId = this.chat.session.sessionId;
+    const params = sessionId ? { sessionId } : this.folderParams();
+    const view = await showSandboxStatus({ request: (method, params) => this.request(method, params) }, params, {
       show: async ({ kind, summary, lines }) => {
         const message = `Agent: ${summary}`;
         const options = { modal: true, detail: lines.join("\n") };

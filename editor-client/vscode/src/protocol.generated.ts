@@ -114,7 +114,7 @@ export interface AgentMethods {
    * request, clientToServer
    */
   "agent/sandboxStatus": {
-    params: FolderParams;
+    params: ProjectParams;
     result: unknown;
   };
   /**
@@ -484,6 +484,14 @@ export interface CompactResult {
    */
   summarizedMessages: number;
 }
+/**
+ * Params of requests about what an ask would be told, or may do: of a conversation (its
+ * folder, and what it has been told or allowed since) or of a folder (default: the first).
+ */
+export interface ProjectParams {
+  sessionId?: string | null;
+  workspaceFolder?: string | null;
+}
 export interface McpServersResult {
   servers: McpServerInfo[];
 }
@@ -535,14 +543,6 @@ export interface ApproveMcpServerParams {
 export interface ApproveMcpServerResult {
   approved: boolean;
   state: string;
-}
-/**
- * Params of requests about what an ask would be told: of a conversation (its folder,
- * and what it has been told since) or of a folder (default: the first).
- */
-export interface ProjectParams {
-  sessionId?: string | null;
-  workspaceFolder?: string | null;
 }
 export interface InstructionsResult {
   instructions: InstructionInfo[];
@@ -646,7 +646,7 @@ export interface ToolActivity {
 /**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
  * the human ``message``). ``phase``: model, writing, tools, permission, compacting,
- * starting (MCP servers whose tools are not in this ask yet: ``servers``), done.
+ * starting (MCP servers the ask waits for, then those it goes without: ``servers``), done.
  */
 export interface AskProgress {
   sessionId: string;
@@ -657,7 +657,7 @@ export interface AskProgress {
   progress?: number | null;
   total?: number | null;
   /**
-   * phase starting: the servers still starting
+   * phase starting: the servers waited for / missing
    */
   servers?: string[] | null;
 }

@@ -78,7 +78,7 @@ export type GrantInfo = Wire.GrantInfo;
 export type GrantsResult = Wire.GrantsResult;
 export type RevokeGrantResult = Wire.RevokeGrantResult;
 /** `agent/sandboxStatus`'s params: the folder whose sandbox (default: the first). */
-export type SandboxStatusParams = Wire.FolderParams;
+export type SandboxStatusParams = Wire.ProjectParams;
 /** `agent/mcpServers`' params: the folder whose MCP servers (default: the first). */
 export type McpServersParams = Wire.FolderParams;
 export type McpServersResult = Wire.McpServersResult;
@@ -254,6 +254,8 @@ export interface SandboxStatus {
   fallback: string | null;
   /** For the user: the promises that do not hold in full here. */
   weakened: string[];
+  /** Asked with a session: its "always" answers that let bash leave the sandbox. */
+  grants?: { grantId: string; title: string }[];
 }
 
 // What the server sends must fit each hand-written type the extension reads it as: a field

@@ -70,8 +70,19 @@ function limitsLine({ limits }: SandboxStatus): string {
   );
 }
 
+/** The conversation's "always" answers that let bash leave the sandbox, after the rest. */
+function withGrants(view: SandboxView, status: SandboxStatus): SandboxView {
+  const grants = status.grants ?? [];
+  if (!grants.length) return view;
+  return { ...view, lines: [...view.lines, "", "always allowed in this conversation:", ...grants.map((g) => `- ${g.title}`)] };
+}
+
 export function describeSandbox(status: SandboxStatus): SandboxView {
   const kind = sandboxKind(status);
+  return kind === "off" ? describeKind(status, kind) : withGrants(describeKind(status, kind), status);
+}
+
+function describeKind(status: SandboxStatus, kind: SandboxKind): SandboxView {
   if (kind === "off") {
     return {
       kind,

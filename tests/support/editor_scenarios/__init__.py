@@ -21,8 +21,13 @@ from .asks import (
 )
 from .base import Records, Run, Scenario, Steps, paired, play, workspace_fixture
 from .checkpoints_and_sandbox import Checkpoints, SandboxFallback, SandboxInForce
-from .formatting import EscapeControl, SandboxViews, StopNotes, TraceLines
-from .mcp import McpServersListingAndApproval, McpServerViews, McpToolThroughAnAsk
+from .formatting import EditDiffs, EscapeControl, SandboxViews, StopNotes, TraceLines
+from .mcp import (
+    McpServerMissingFromAnAsk,
+    McpServersListingAndApproval,
+    McpServerViews,
+    McpToolThroughAnAsk,
+)
 from .permissions import (
     CancelDuringPrompt,
     EscapeSequencePrompt,
@@ -52,10 +57,12 @@ SCENARIOS: list[Scenario] = [
     Selection(),
     Checkpoints(),
     SandboxViews(),
+    EditDiffs(),
     SandboxInForce(),
     SandboxFallback(),
     McpServerViews(),
     McpToolThroughAnAsk(),
+    McpServerMissingFromAnAsk(),
     McpServersListingAndApproval(),
     InstructionLines(),
     InstructionsListing(),

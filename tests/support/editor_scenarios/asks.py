@@ -140,7 +140,7 @@ class AskAndFollowUp(Scenario):
 
 class UnsavedBuffers(Scenario):
     """notes.txt open and changed to "typed but not saved\\n", unsaved; asks "fix my notes".
-    records: text (the buffer's), modified."""
+    records: text (the buffer's), modified, shown (the conversation, its calls included)."""
 
     name = "the_agent_reads_and_edits_unsaved_buffers"
 
@@ -164,13 +164,17 @@ class UnsavedBuffers(Scenario):
         assert records["modified"] is True
         notes = run.workspace / "notes.txt"
         assert notes.read_text(encoding="utf-8") == "hello from the notes\n"
+        # Issue 34: the edit shows as its diff under its call, not as JSON.
+        assert "  ┆ edit notes.txt: +1 -1\n  ┆ -typed\n  ┆ +fixed\n" in records["shown"]
 
 
 class SettingsAndNewConversation(Scenario):
     """Lists the tools; asks with the prompt typed in ("typed question"); starts a new
-    conversation; changes enabledTools to ["glob"] while the server runs; asks "start over".
+    conversation; changes enabledTools to ["glob"] while the server runs; asks "start over";
+    lists the saved conversations; deletes the first one, confirmed; lists them again.
     records: tools (the list's text), input_prompt, first_session, second_session,
-    conversation, trace."""
+    conversation, trace, history (the list's text after the new conversation), question
+    (the deletion's confirmation), after_delete (the list's text after it)."""
 
     name = "settings_tools_prompt_input_and_new_conversation"
     settings: ClassVar[dict[str, Any]] = {"enabledTools": ["read_file", "glob"], "maxTurns": 3}
@@ -202,6 +206,13 @@ class SettingsAndNewConversation(Scenario):
             < conversation.index("fresh answer")
         )
         assert "-- new conversation --" in records["trace"]
+        # Issue 34: a new conversation never deletes the old one; deleting is its own,
+        # confirmed, command.
+        assert "typed question" in records["history"] and "start over" in records["history"]
+        assert '"typed question" for good' in records["question"]
+        assert "checkpoints" in records["question"]
+        assert "typed question" not in records["after_delete"]
+        assert "start over" in records["after_delete"]
 
 
 class CancelLongBash(Scenario):

@@ -78,10 +78,11 @@ Launch = Callable[..., Records]
 def agent_part(conversation: str, prompt: str) -> str:
     """What a conversation shows for the agent after ``prompt``, up to the next prompt, without
     the line a client may give each finished tool call where it happened (Emacs: ``✓ read_file
-    notes.txt (2 ms) [output]``)."""
+    notes.txt (2 ms) [output]``) and an edit's diff lines under it (``  ┆ +new``)."""
     after = conversation.split(f"## You\n\n{prompt}\n\n## Agent\n\n", 1)[1]
     part = after.split("\n## You\n\n", 1)[0]
-    return "\n".join(line for line in part.split("\n") if line[:2] not in ("✓ ", "✗ ")).lstrip()
+    kept = (line for line in part.split("\n") if line[:2] not in ("✓ ", "✗ "))
+    return "\n".join(line for line in kept if not line.startswith("  ┆ ")).lstrip()
 
 
 def play(scenario: Scenario, steps: Steps, run: Run, launch: Launch) -> None:

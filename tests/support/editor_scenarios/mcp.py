@@ -223,3 +223,31 @@ class McpServersListingAndApproval(Scenario):
         assert "repo: ready (workspace, stdio)" in refreshed
         assert not [line for line in refreshed if line.startswith("gone:")]
         no_orphan(tag)
+
+
+class McpServerMissingFromAnAsk(Scenario):
+    """The toolbox in the user file as "slow", which takes 60 s to start and has 3 s
+    (startup_timeout); asks "hello" at once. records: trace, shown (the conversation, its
+    notes included)."""
+
+    name = "an_ask_waits_for_a_starting_mcp_server_and_says_it_goes_without_it"
+
+    def arrange(self, run: Run) -> None:
+        args = [TOOLBOX, "--tag", unique_tag(), "--slow-start", "60"]
+        user_file(run, {"slow": {"command": sys.executable, "args": args, "startup_timeout": 3}})
+        run.model.reply("answered without it")
+
+    def check(self, run: Run, records: Records) -> None:
+        # Issue 34: the first ask waits for the servers still starting, and says so; the
+        # one that did not start is named in the conversation, and to the model.
+        trace = "\n".join(records["trace"])
+        assert " … starting MCP servers (waiting up to 10 s): slow" in trace
+        missing = (
+            "this ask goes without the tools of MCP servers not ready: slow (failed: "
+            "it did not start within 3 s (its startup_timeout))"
+        )
+        assert f" … {missing}" in trace
+        assert f"_{missing}_" in records["shown"]
+        assert "answered without it" in records["shown"]
+        prompt = run.model.bodies[0]["messages"][-1]["content"]
+        assert "MCP servers whose tools are missing from this ask: slow (failed: " in prompt

@@ -1,5 +1,5 @@
 -- Asking the agent and steering the conversation: agent/ask (with the selection as
--- context), cancelling it, a new conversation (agent/endSession), compacting it (agent/compact),
+-- context), cancelling it, a new conversation (the old one is kept), compacting it (agent/compact),
 -- and the built-in /commands a prompt may be (commands.lua tells them apart).
 local buffers = require('agent_lsp.buffers')
 local checkpoints = require('agent_lsp.checkpoints')
@@ -139,16 +139,13 @@ function M.cancel()
   wait()
 end
 
---- Start a new conversation (the running ask, if any, is cancelled).
+--- Start a new conversation (the running ask, if any, is cancelled). The old one stays on
+--- the server, in :AgentHistory; :AgentDelete deletes one.
 function M.new()
   local req = conv.request
   if req then
     M.cancel()
     finish(req, { '_(cancelled)_' })
-  end
-  local c = client.by_id(conv.root and client.id_of(conv.root))
-  if c and conv.session_id then
-    call(c, 'request', 'agent/endSession', { sessionId = conv.session_id }, function() end)
   end
   local root = transcript.root_for(0)
   transcript.start_conversation(root)

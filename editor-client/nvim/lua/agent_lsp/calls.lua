@@ -1,7 +1,7 @@
 -- The tool calls shown in the conversation: a line per call (its mark, name and summary,
 -- as in the trace), then, folded, its arguments and the tail of its output:
 --   - ✓ bash ls -la (12 ms)
---     ┆ arguments: {"command":"ls -la"}
+--     ┆ arguments: {"command":"ls -la"}      (an edit: its diff, format.edit_lines)
 --     ┆ output, last 10 of 200 lines (o: all of it):
 --     ┆ ...
 -- and opening a call's whole output (agent/toolOutput) in `agent-lsp://tool-output`.
@@ -44,7 +44,14 @@ function M.lines(call)
     return lines
   end
   local arguments = type(call.arguments) == 'string' and call.arguments or ''
-  table.insert(lines, M.DETAIL .. 'arguments: ' .. format.one_line(arguments, M.ARGUMENT_CHARS))
+  -- An edit that was made shows as a diff (format.edit_lines); other calls their arguments.
+  local edit = status == 'completed' and format.edit_lines(call.name, arguments) or {}
+  for _, line in ipairs(edit) do
+    table.insert(lines, M.DETAIL .. line)
+  end
+  if #edit == 0 then
+    table.insert(lines, M.DETAIL .. 'arguments: ' .. format.one_line(arguments, M.ARGUMENT_CHARS))
+  end
   local output = type(call.output) == 'string' and call.output:gsub('%s+$', '') or ''
   if output == '' then
     table.insert(lines, M.DETAIL .. '(no output; o: open it)')

@@ -85,6 +85,91 @@ function M.summarize(arguments, key)
   return M.one_line(arguments)
 end
 
+M.DIFF_LINES = 20 -- an edit's diff lines shown
+M.WRITE_LINES = 8 -- a write's first lines shown
+
+-- `text`'s lines (a last newline ends the last line; no text, no lines).
+local function split_lines(text)
+  if text == '' then
+    return {}
+  end
+  local lines = vim.split(text, '\n', { plain = true })
+  if #lines > 1 and lines[#lines] == '' then
+    table.remove(lines)
+  end
+  return lines
+end
+
+-- The replacement of `old` by `new` as unified diff lines: the lines both start and end
+-- with as context (' '), the old middle removed ('-'), the new middle added ('+').
+local function line_diff(old, new)
+  local a, b = split_lines(old), split_lines(new)
+  local start = 0
+  while start < #a and start < #b and a[start + 1] == b[start + 1] do
+    start = start + 1
+  end
+  local tail = 0
+  while tail < #a - start and tail < #b - start and a[#a - tail] == b[#b - tail] do
+    tail = tail + 1
+  end
+  local lines = {}
+  local function add(mark, list, from, to)
+    for i = from, to do
+      table.insert(lines, mark .. M.escape_control(list[i]))
+    end
+  end
+  add(' ', a, 1, start)
+  add('-', a, start + 1, #a - tail)
+  add('+', b, start + 1, #b - tail)
+  add(' ', a, #a - tail + 1, #a)
+  return lines
+end
+
+-- `n word(s)`, n with thousands separators.
+local function count(n, word)
+  return M.thousands(n) .. ' ' .. word .. (n == 1 and '' or 's')
+end
+
+-- The first `max` of `lines` and, if more, a line saying how many more.
+local function capped(lines, max)
+  if #lines <= max then
+    return lines
+  end
+  local shown = vim.list_slice(lines, 1, max)
+  table.insert(shown, '… ' .. count(#lines - max, 'more line'))
+  return shown
+end
+
+--- What an edit or a write call does, as every client shows it: edit_file as unified diff
+--- lines under `edit PATH: +A -R`, write_file as `write PATH: N lines, B bytes` and its
+--- first lines; any other call (or arguments that do not parse) has none ({}).
+function M.edit_lines(name, arguments)
+  local ok, args = pcall(vim.json.decode, type(arguments) == 'string' and arguments or '')
+  if not ok or type(args) ~= 'table' or type(args.path) ~= 'string' then
+    return {}
+  end
+  local path = M.escape_control(args.path)
+  if name == 'edit_file' and type(args.old_text) == 'string' and type(args.new_text) == 'string' then
+    local lines = line_diff(args.old_text, args.new_text)
+    local added, removed = 0, 0
+    for _, line in ipairs(lines) do
+      added = added + (line:sub(1, 1) == '+' and 1 or 0)
+      removed = removed + (line:sub(1, 1) == '-' and 1 or 0)
+    end
+    local head = string.format('edit %s: +%d -%d%s', path, added, removed, args.replace_all == true and ' (every occurrence)' or '')
+    return vim.list_extend({ head }, capped(lines, M.DIFF_LINES))
+  end
+  if name == 'write_file' and type(args.content) == 'string' then
+    local lines = {}
+    for _, line in ipairs(split_lines(args.content)) do
+      table.insert(lines, '+' .. M.escape_control(line))
+    end
+    local head = string.format('write %s: %s, %s', path, count(#lines, 'line'), count(#args.content, 'byte'))
+    return vim.list_extend({ head }, capped(lines, M.WRITE_LINES))
+  end
+  return {}
+end
+
 -- Python's format(x, '.0f') rounds half to even; LuaJIT's string.format does not.
 local function round_half_even(x)
   local floor = math.floor(x)
@@ -369,7 +454,21 @@ local function sandbox_network(status)
 end
 
 --- `{ kind = ..., summary = '...', lines = { ... } }` for an agent/sandboxStatus result.
+--- What to show for an agent/sandboxStatus result: { kind, summary, lines }; the
+--- conversation's "always" answers that let bash leave the sandbox (`grants`) come last.
 function M.sandbox_view(status)
+  local view = M.sandbox_kind_view(status)
+  local grants = list(status.grants)
+  if #grants > 0 and view.kind ~= 'off' then
+    vim.list_extend(view.lines, { '', 'always allowed in this conversation:' })
+    for _, grant in ipairs(grants) do
+      table.insert(view.lines, '- ' .. M.escape_control(tostring(grant.title)))
+    end
+  end
+  return view
+end
+
+function M.sandbox_kind_view(status)
   local kind = M.sandbox_kind(status)
   local mode = tostring(status.mode)
   if kind == 'off' then

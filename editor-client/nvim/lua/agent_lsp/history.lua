@@ -3,6 +3,7 @@
 -- redrawn in the conversation buffer, its tool calls as the live ones show; later asks,
 -- :AgentCheckpoints, :AgentDiff and :AgentRewind then act on it. The server keeps
 -- conversations on disk, so this works after Neovim or the server restarted.
+-- :AgentDelete deletes one for good (agent/endSession), once confirmed.
 local buffers = require('agent_lsp.buffers')
 local calls = require('agent_lsp.calls')
 local client = require('agent_lsp.client')
@@ -108,8 +109,9 @@ function M.reopen(root, session)
   end)
 end
 
---- :AgentHistory: pick one of the project's saved conversations and reopen it.
-function M.history()
+-- Pick one of the saved conversations of the current buffer's project (`prompt` above the
+-- list; the current one is marked), then `on_choice(root, c, session)`.
+local function pick(prompt, on_choice)
   local root = transcript.root_for(0)
   client.with_client(root, function(c)
     local params = { workspaceFolder = vim.uri_from_fname(root) }
@@ -121,14 +123,60 @@ function M.history()
       if #list == 0 then
         return notify('no saved conversations here')
       end
-      local options = { prompt = 'Reopen a conversation:', kind = 'agent_lsp_session', format_item = M.item }
+      local function item(session)
+        local current = session.sessionId == conv.session_id and conv.root == root
+        return M.item(session) .. (current and '  [current]' or '')
+      end
+      local options = { prompt = prompt, kind = 'agent_lsp_session', format_item = item }
       vim.ui.select(list, options, function(choice)
         if choice then
-          M.reopen(root, choice)
+          on_choice(root, c, choice)
         end
       end)
     end)
   end)
+end
+
+--- :AgentHistory: pick one of the project's saved conversations and reopen it.
+function M.history()
+  pick('Reopen a conversation:', function(root, _, session)
+    M.reopen(root, session)
+  end)
+end
+
+--- Delete the conversation `session` (an agent/sessions entry) of `root` once the user
+--- confirms: its saved files and its checkpoints (agent/endSession). The current one
+--- deleted, the next ask starts a new conversation.
+function M.delete(root, c, session)
+  local current = session.sessionId == conv.session_id and conv.root == root
+  if current and conv.request then
+    return notify('an ask is running in it (:AgentCancel stops it)', vim.log.levels.WARN)
+  end
+  local title = format.one_line(tostring(session.title or ''))
+  local prompt = string.format(
+    'Delete the conversation "%s" for good (its saved files and its checkpoints: its asks can no longer be undone)?',
+    title
+  )
+  vim.ui.select({ 'Delete', 'Keep' }, { prompt = prompt }, function(choice)
+    if choice ~= 'Delete' then
+      return
+    end
+    call(c, 'request', 'agent/endSession', { sessionId = session.sessionId }, function(err)
+      if err then
+        return report('agent/endSession', err)
+      end
+      if conv.session_id == session.sessionId and conv.root == root then
+        transcript.start_conversation(root)
+        buffers.append(transcript.trace_buf(), { '-- conversation deleted; a new one --' })
+      end
+      notify('deleted the conversation "' .. title .. '"')
+    end)
+  end)
+end
+
+--- :AgentDelete: pick one of the project's saved conversations and delete it, confirmed.
+function M.delete_picked()
+  pick('Delete a conversation:', M.delete)
 end
 
 return M

@@ -17,7 +17,7 @@
 --   commands.lua     the /commands: completing them, telling the built-ins apart
 --   checkpoints.lua  the checkpoints, an ask's diff, rewinding
 --   grants.lua       the "always" permission answers
---   history.lua      reopening a saved conversation
+--   history.lua      reopening a saved conversation, deleting one
 --   model.lua        checking the endpoint, choosing the model
 --   tools.lua        the tool list, the bash sandbox
 --   mcp.lua          the folder's MCP servers, approving a folder's own
@@ -42,6 +42,14 @@ M.config = client.config
 -- What the conversation shows of each server, and what it does when one exits (client.lua
 -- cannot require transcript.lua, which needs it).
 client.set_handlers(transcript.handlers, transcript.on_exit)
+-- While a permission prompt is open, the status line says the ask waits for the user (it
+-- said "the model is writing": the progress that says so may come after the prompt).
+require('agent_lsp.permissions').on_prompt = function(title)
+  local req = transcript.conv.request
+  if req and not req.cancelling then
+    transcript.set_status(req, 'working: waiting for you: ' .. title)
+  end
+end
 
 M.root_for = transcript.root_for
 M.ask = ask.ask
@@ -58,6 +66,7 @@ M.diff = checkpoints.diff
 M.rewind = checkpoints.rewind
 M.grants = grants.grants
 M.history = require('agent_lsp.history').history
+M.delete = require('agent_lsp.history').delete_picked
 M.chat = require('agent_lsp.compose').open
 M.mcp = require('agent_lsp.mcp').mcp
 M.instructions = require('agent_lsp.instructions').instructions

@@ -88,10 +88,16 @@ local function render(root, result)
   for line, path in pairs(targets) do
     shown.targets[line + #head] = path
   end
+  -- The first file's line, after the heading and the list's title (vim.list_extend grows
+  -- `head` itself: its length is read before).
+  local first = #head + 2
   lines = vim.list_extend(head, lines)
   vim.list_extend(lines, { '', '_Enter: open the file on this line · r: list again_' })
   buffers.view(M.BUFFER, 'markdown', lines)
-  api.nvim_win_set_cursor(0, { #head + 2, 0 })
+  local win = vim.fn.bufwinid(buffers.get(M.BUFFER))
+  if win ~= -1 then
+    api.nvim_win_set_cursor(win, { math.min(first, #lines), 0 })
+  end
 end
 
 local function show(root)

@@ -11,7 +11,8 @@
 --
 -- What the prompt shows is escaped (format.escape_control): an escape sequence in a
 -- command must not hide part of what the user allows. A command is shown line by line.
-local escape = require('agent_lsp.format').escape_control
+local format = require('agent_lsp.format')
+local escape = format.escape_control
 
 local M = {}
 
@@ -20,6 +21,10 @@ M.CAPABILITY = { experimental = { agent = { requestPermission = true } } }
 M.WAIT_MS = 60 * 60 * 1000
 
 local pending = nil -- the request on screen: { done = bool, choice = optionId|nil }
+
+-- Called with the request's escaped title as it is shown (init.lua: the conversation's status
+-- line says the ask waits for you, whatever progress notification is still to come).
+M.on_prompt = nil
 
 local function cancelled()
   return { outcome = { outcome = 'cancelled' } }
@@ -34,6 +39,14 @@ function M.prompt_text(params)
     for _, line in ipairs(vim.split(escape(command, true), '\n', { plain = true })) do
       table.insert(lines, '    ' .. line)
     end
+  end
+  -- An edit or a write: what it would change, as a diff.
+  local arguments = params.arguments
+  if type(arguments) == 'table' then
+    arguments = vim.json.encode(arguments)
+  end
+  for _, line in ipairs(format.edit_lines(params.toolName, arguments)) do
+    table.insert(lines, '    ' .. line)
   end
   if type(params.reason) == 'string' and params.reason ~= '' then
     table.insert(lines, 'Reason: ' .. escape(params.reason))
@@ -77,6 +90,9 @@ function M.handler(_, params)
     if state.resume then
       state.resume()
     end
+  end
+  if M.on_prompt then
+    M.on_prompt(escape(tostring(params.title or params.toolName or '?')))
   end
   vim.ui.select(options, {
     prompt = M.prompt_text(params),

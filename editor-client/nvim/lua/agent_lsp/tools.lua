@@ -50,7 +50,10 @@ end
 function M.sandbox()
   local root = transcript.root_for(0)
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/sandboxStatus', vim.empty_dict(), function(err, result)
+    -- With the conversation: its folder's sandbox and the "always" answers that widen it.
+    local conv = transcript.conv
+    local params = (conv.root == root and conv.session_id) and { sessionId = conv.session_id } or vim.empty_dict()
+    call(c, 'request', 'agent/sandboxStatus', params, function(err, result)
       if err then
         return report('agent/sandboxStatus', err)
       end

@@ -230,6 +230,24 @@ local function on_activity(_, params)
   end
 end
 
+-- agent/askProgress: only the `starting` phase is shown here (the status line follows
+-- $/progress): a trace line for each; the second of an ask names the MCP servers it goes
+-- without, which also stays in the conversation, above the status line.
+local function on_ask_progress(_, params)
+  if type(params) ~= 'table' or params.phase ~= 'starting' or type(params.message) ~= 'string' then
+    return
+  end
+  local message = format.escape_control(params.message)
+  append(trace_buf(), { os.date('%H:%M:%S') .. ' … ' .. message })
+  local req = conv.request
+  if req and status_line(req) and (not req.session_id or req.session_id == params.sessionId) then
+    req.starting = (req.starting or 0) + 1
+    if req.starting > 1 then
+      insert_above_status(req, { '_' .. message .. '_', '' })
+    end
+  end
+end
+
 local function on_compaction(_, params)
   if type(params) ~= 'table' then
     return
@@ -303,6 +321,7 @@ end
 M.handlers = {
   ['agent/toolActivity'] = on_activity,
   ['agent/compaction'] = on_compaction,
+  ['agent/askProgress'] = on_ask_progress,
   ['agent/answerDelta'] = on_delta,
   ['$/progress'] = on_progress,
 }
