@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from tooling.regular_files import SkippedFile, read_regular
+
 from .shadow_git import SYMLINK, TreeEntry, blob_id
 
 Kind = Literal["absent", "file", "link"]
@@ -94,9 +96,13 @@ def read_disk(path: Path, *, limit: int = MAX_CAPTURE_BYTES) -> tuple[FileState,
     mode = stat.S_IMODE(st.st_mode)
     if st.st_size > limit:
         return FileState("file", mode, ""), None
-    with open(path, "rb") as handle:
-        data = handle.read()
-    return FileState("file", mode, blob_id(data)), data
+    try:
+        found = read_regular(path, limit + 1, follow_symlinks=False)
+    except SkippedFile:  # swapped for a FIFO, a device or a link since the lstat
+        return ABSENT, b""
+    if found.cut:
+        return FileState("file", mode, ""), None
+    return FileState("file", mode, blob_id(found.data)), found.data
 
 
 class BlobDir:
