@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling.display import escape_control
+from tooling.display import escape_consent
 from tooling.permissions import CallPermission
 
 from . import bwrap, git_guard, landlock_exec, seccomp_bpf
@@ -518,7 +518,7 @@ def call_permission(
     The command is shown whole and escaped (``tooling.display``): a newline shows as ⏎
     and an escape sequence as ``\\e[...``, so a terminal cannot hide a part of what runs.
     """
-    shown = escape_control(command)
+    shown = escape_consent(command)
     why = justification or ""
     state = support()
     if policy.mode != "off" and not state.available:
