@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from tooling.display import escape_control
 from tooling.regular_files import SkippedFile, read_regular
 from tools.sandbox import SandboxPolicy, support
 
@@ -200,10 +201,13 @@ MAX_REF_CHARS = 200
 
 def valid_ref_name(name: str) -> bool:
     """``git check-ref-format``'s rules for a branch name, and no invisible or format
-    character (Unicode C* and Z* categories) and at most :data:`MAX_REF_CHARS` characters."""
+    character (Unicode C* and Z* categories, the fillers), at most :data:`MAX_REF_CHARS`
+    characters."""
     if not name or len(name) > MAX_REF_CHARS or _REF_FORBIDDEN.search(name):
         return False
     if any(part.endswith(".lock") for part in name.split("/")):
+        return False
+    if escape_control(name) != name:  # a filler (U+3164) is a letter by category
         return False
     return not any(unicodedata.category(ch)[0] in "CZ" for ch in name)
 
