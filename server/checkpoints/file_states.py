@@ -145,13 +145,14 @@ class BlobDir:
                     path.unlink(missing_ok=True)
 
 
-def restore(path: Path, state: FileState, data: bytes | None) -> None:
+def restore(path: Path, state: FileState, data: bytes | None, *, root: Path) -> None:
     """Put ``state`` at ``path``: write the bytes (atomically, with its mode), make the
-    link, or remove the file. Raises OSError; ``data`` is None only for ABSENT."""
+    link, or remove the file (and the folders that leaves empty, below ``root``, the
+    workspace, which is never removed). Raises OSError; ``data`` is None only for ABSENT."""
     if state.kind == "absent":
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        _prune_empty_parents(path.parent)
+        _prune_empty_parents(path.parent, root)
         return
     assert data is not None
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,10 +203,11 @@ def _umask() -> int:
     return umask
 
 
-def _prune_empty_parents(folder: Path) -> None:
+def _prune_empty_parents(folder: Path, root: Path) -> None:
     """Remove folders left empty by a removal, as ``git rm`` does (stops at the
-    first folder that is not empty, or cannot be removed)."""
-    while True:
+    first folder that is not empty, or cannot be removed, and at ``root``: the workspace
+    stays, empty or not)."""
+    while folder != root and folder.is_relative_to(root):
         try:
             folder.rmdir()
         except OSError:
