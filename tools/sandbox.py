@@ -308,6 +308,9 @@ def weakened(state: SandboxSupport) -> list[str]:
         "network is all or nothing: granting named hosts only needs a network namespace",
         "processes a command leaves behind are ended by the launcher, which a kill of the "
         "launcher itself would skip",
+        "the environment of the processes that started the server is readable "
+        "(/proc/PID/environ): an API key exported there (a shell, a `uv run` wrapper) can be "
+        "read by a command; the server hides only its own copy",
     ]
     if not state.seccomp:
         lost.append("no seccomp filter: ptrace, io_uring, UDP and other sockets are open")
