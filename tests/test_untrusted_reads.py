@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from server.config.sources import resolve_model_sources
+from server.config.user_config import UserConfigError, read_user_config
 from server.project import commands as cmds
 from server.project import skills as skill_files
 from server.project.environment import describe_head
@@ -268,3 +270,15 @@ def test_head_text_is_given_only_when_it_is_a_branch_or_a_commit_id(
     assert describe_head(head) == (
         described or "branch unknown (HEAD is not a branch or a commit id)"
     )
+
+
+def test_a_fifo_env_file_or_user_config_is_refused_without_blocking(tmp_path: Path) -> None:
+    """agent-lsp's own .env and config.toml: a FIFO there (a workspace that is agent-lsp's
+    checkout) is never opened for a blocking read."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with released(fifo):
+        sources = resolve_model_sources(None, environ={}, env_file=fifo, user_file=None)
+        assert sources.get("api_key") is None
+        with pytest.raises(UserConfigError, match="not a regular file"):
+            read_user_config(fifo)
