@@ -17,7 +17,6 @@ ESC): escaping it would break that idempotence, and it hides nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 NEWLINE_MARK = "⏎"
 
@@ -71,40 +70,55 @@ def escape_code(code: int) -> str:
 
 
 def _table(*, keep_newlines: bool) -> dict[int, str]:
+    """Each character escape_control replaces, and its spelling (a few thousand entries)."""
     table = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
     table |= {0x1B: "\\e", ord("\r"): "\\r", ord("\n"): NEWLINE_MARK}
     del table[ord("\t")]
     if keep_newlines:
         del table[ord("\n")]
+    for low, high in _INVISIBLE_RANGES:
+        table |= {code: escape_code(code) for code in range(low, high + 1)}
     return table
 
 
-def _pattern(table: dict[int, str], ranges: list[tuple[int, int]]) -> re.Pattern[str]:
-    singles = "".join(re.escape(chr(code)) for code in sorted(table))
-    spans = "".join(
+def _ranges_class(ranges: list[tuple[int, int]]) -> str:
+    return "".join(
         re.escape(chr(low)) + ("-" + re.escape(chr(high)) if high > low else "")
         for low, high in ranges
     )
-    return re.compile("[" + singles + spans + "]")
 
 
-def _replace(table: dict[int, str]) -> Callable[[re.Match[str]], str]:
-    def one(match: re.Match[str]) -> str:
-        code = ord(match[0])
-        return table.get(code) or escape_code(code)
+def _runs(codes: list[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for code in sorted(codes):
+        if runs and runs[-1][1] == code - 1:
+            runs[-1] = (runs[-1][0], code)
+        else:
+            runs.append((code, code))
+    return runs
 
-    return one
+
+def _patterns(table: dict[int, str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(the BMP characters of ``table``, its astral ones) as two character classes: a class
+    of BMP characters compiles into a bitmap, one with astral ranges is matched range by
+    range (several times slower on every streamed answer), so the astral pass runs only on
+    text that holds an astral character at all."""
+    bmp = _runs([code for code in table if code <= 0xFFFF])
+    astral = _runs([code for code in table if code > 0xFFFF])
+    return (
+        re.compile("[" + _ranges_class(bmp) + "]"),
+        re.compile("[" + _ranges_class(astral) + "]"),
+    )
 
 
-# A character class finds what to replace several times faster than str.translate with a
+# Character classes find what to replace several times faster than str.translate with a
 # table of strings would (this runs on every trace line and every streamed answer piece).
 _ONE_LINE = _table(keep_newlines=False)
 _LINES = _table(keep_newlines=True)
-_ONE_LINE_RE = _pattern(_ONE_LINE, _INVISIBLE_RANGES)
-_LINES_RE = _pattern(_LINES, _INVISIBLE_RANGES)
-_CONSENT_RE = _pattern(_ONE_LINE, _INVISIBLE_RANGES + _CONSENT_RANGES)
-_CONSENT_LINES_RE = _pattern(_LINES, _INVISIBLE_RANGES + _CONSENT_RANGES)
-_ONE_LINE_SUB, _LINES_SUB = _replace(_ONE_LINE), _replace(_LINES)
+_ONE_LINE_RE, _ONE_LINE_ASTRAL_RE = _patterns(_ONE_LINE)
+_LINES_RE, _LINES_ASTRAL_RE = _patterns(_LINES)
+_ANY_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_CONSENT_ONLY_RE = re.compile("[" + _ranges_class(_CONSENT_RANGES) + "]")
 _BLANK_RUN = re.compile(f"[{_BLANKS}]{{{CONSENT_BLANK_RUN + 1},}}")
 
 
@@ -114,8 +128,17 @@ def escape_control(text: str, *, keep_newlines: bool = False) -> str:
     C0/DEL/C1 controls as ``\\xNN``, the rest as ``\\uXXXX`` (``\\u{XXXXX}`` beyond
     U+FFFF); tabs stay."""
     if keep_newlines:
-        return _LINES_RE.sub(_LINES_SUB, text)
-    return _ONE_LINE_RE.sub(_ONE_LINE_SUB, text)
+        table, bmp, astral = _LINES, _LINES_RE, _LINES_ASTRAL_RE
+    else:
+        table, bmp, astral = _ONE_LINE, _ONE_LINE_RE, _ONE_LINE_ASTRAL_RE
+
+    def spelled(match: re.Match[str]) -> str:
+        return table[ord(match[0])]
+
+    text = bmp.sub(spelled, text)
+    if _ANY_ASTRAL.search(text) is not None:
+        text = astral.sub(spelled, text)
+    return text
 
 
 def escape_consent(text: str, *, keep_newlines: bool = False) -> str:
@@ -123,7 +146,6 @@ def escape_consent(text: str, *, keep_newlines: bool = False) -> str:
     an MCP server's approval text): :func:`escape_control`, private-use characters and
     variation selectors spelled out too, and each run of more than
     :data:`CONSENT_BLANK_RUN` blanks shown as ``␣×N``. Idempotent, like escape_control."""
-    pattern, sub = (
-        (_CONSENT_LINES_RE, _LINES_SUB) if keep_newlines else (_CONSENT_RE, _ONE_LINE_SUB)
-    )
-    return _BLANK_RUN.sub(lambda run: f"␣×{len(run[0])}", pattern.sub(sub, text))
+    text = escape_control(text, keep_newlines=keep_newlines)
+    text = _CONSENT_ONLY_RE.sub(lambda match: escape_code(ord(match[0])), text)
+    return _BLANK_RUN.sub(lambda run: f"␣×{len(run[0])}", text)
