@@ -111,18 +111,21 @@ async def test_a_fifo_agents_md_is_skipped_with_a_note_and_the_ask_ends(
     model: ScriptedModel, workspace: Path, env: dict[str, str]
 ) -> None:
     os.mkfifo(workspace / "AGENTS.md")
+    user_file = Path(env["XDG_CONFIG_HOME"]) / "agent-lsp/AGENTS.md"  # the user's own
+    user_file.parent.mkdir(parents=True)
+    os.mkfifo(user_file)
     model.reply("one")
     model.reply("two")
-    with released(workspace / "AGENTS.md"):
+    with released(workspace / "AGENTS.md", user_file):
         async with agent_session(env, [workspace]) as client:
             first = await bounded_ask(client, prompt="hi")
             await bounded_ask(client, prompt="again", sessionId=first["sessionId"])
             listed = await client.protocol.send_request_async("agent/instructions", {})
     for body in model.bodies:
         system = system_of(body)
-        assert "# Instructions from AGENTS.md\n\n[not read: not a regular file (a FIFO)]" in (
-            system
-        ), system[-500:]
+        for name in ("~/.config/agent-lsp/AGENTS.md", "AGENTS.md"):
+            note = f"# Instructions from {name}\n\n[not read: not a regular file (a FIFO)]"
+            assert note in system, system[-500:]
     assert any("AGENTS.md is not a regular file (a FIFO)" in w for w in listed["warnings"])
 
 
