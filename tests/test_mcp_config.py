@@ -375,7 +375,7 @@ def test_a_workspace_file_that_is_a_fifo_or_huge_is_not_read(tmp_path: Path) -> 
     assert definitions.entries == ()
     assert sorted(w.rsplit(": ", 1)[1] for w in definitions.warnings) == [
         "larger than 1048576 bytes",
-        "not a regular file",
+        "not a regular file (a FIFO)",
     ]
 
 

@@ -384,9 +384,12 @@ def builtin_confirmed(run: Run, records: Records) -> None:
 STEPS: dict[str, Steps] = {
     "escape_control_follows_the_rules_of_the_server": Steps(
         """
-        local escape = require('agent_lsp.format').escape_control
-        T.emit({ escaped = escape(config.data), kept = escape(config.data, true),
-                 again = escape(escape(config.data)) })
+        local format = require('agent_lsp.format')
+        local escape, consent = format.escape_control, format.escape_consent
+        local sample, asked = config.data.sample, config.data.consent
+        T.emit({ escaped = escape(sample), kept = escape(sample, true),
+                 again = escape(escape(sample)), consent = consent(asked),
+                 consent_kept = consent(asked, true), consent_again = consent(consent(asked)) })
         """
     ),
     "trace_lines_match_the_terminal_client": Steps(

@@ -383,6 +383,30 @@ async def test_a_granted_host_is_reached_through_the_proxy_and_no_other(
     assert served == ["/granted", "/py"]
 
 
+async def test_a_granted_name_that_resolves_to_loopback_is_refused(
+    workspace: Path, web: tuple[int, list[str]]
+) -> None:
+    """DNS rebinding (issue 33): this machine's host name resolves to 127.0.0.x; granted
+    by name, it reaches nothing on loopback (granting the address itself would)."""
+    name = socket.gethostname().lower()
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(name, 80)}
+    except OSError:
+        addresses = set()
+    if (
+        name == "localhost"
+        or not addresses
+        or not all(a.startswith("127.") or a == "::1" for a in addresses)
+    ):
+        pytest.skip("this machine's host name does not resolve to loopback only")
+    port, served = web
+    policy = SandboxPolicy(allowed_domains=(name,))
+    refused = await bash(workspace, f"curl -sS --fail http://{name}:{port}/rebound", policy)
+    assert is_error(refused), refused
+    assert f"The proxy refused {name}:{port} (it resolves to internal addresses only" in refused
+    assert served == []
+
+
 async def test_a_host_granted_to_one_call_only_for_that_call(
     workspace: Path, web: tuple[int, list[str]]
 ) -> None:

@@ -12,13 +12,14 @@ import asyncio
 import json
 import shutil
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
 
-from tests.support.lsp_client import agent_session, ask, run_cli, server_env
+from tests.support.lsp_client import REPO, SERVER_COMMAND, agent_session, ask, run_cli, server_env
 from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.net import pending_connections
 from tests.support.procs import wait_until
@@ -148,6 +149,40 @@ def test_config_check_names_the_layers(tmp_path: Path, model: ScriptedModel) -> 
     result = run_cli("config", "check", env=env)
     assert "! sandbox: Landlock ABI" in result.stdout and NO_USERNS in result.stdout
     assert "weaker: metadata of files outside" in result.stdout
+
+
+def config_check_under_a_wrapper(env: dict[str, str]) -> str:
+    """``agent-lsp config check`` started by a shell whose own environment holds a key (as
+    ``uv run`` holds what it loaded), the way a server is started by a wrapper."""
+    wrapper = ["env", "MODEL_API_KEY=sk-in-the-wrapper", "sh", "-c", '"$@"; exit $?', "sh"]
+    done = subprocess.run(
+        [*wrapper, *SERVER_COMMAND, "config", "check"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    return done.stdout
+
+
+def test_config_check_warns_of_a_key_in_an_ancestor_s_environment_in_the_fallback(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
+    """Issue 33: without a PID namespace a sandboxed command reads /proc/PID/environ of
+    the processes above the server; config check says so when one holds the key."""
+    env = server_env(model.base_url, AGENT_LSP_BWRAP=str(fake_bwrap(tmp_path, {"*": NO_USERNS})))
+    out = config_check_under_a_wrapper(env)
+    assert "weaker: the environment of the processes that started the server" in out, out
+    assert "! the API key is in the environment of sh (pid " in out, out
+    assert "/environ)" in out and "agent-lsp config set-key" in out
+
+
+def test_config_check_does_not_warn_of_it_with_the_full_sandbox(model: ScriptedModel) -> None:
+    out = config_check_under_a_wrapper(server_env(model.base_url))
+    assert "✓ sandbox: namespaces" in out, out
+    assert "the API key is in the environment" not in out
 
 
 async def test_without_a_system_bwrap_the_bundled_one_is_used(

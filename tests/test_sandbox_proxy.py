@@ -10,6 +10,7 @@ The grant in most tests is ``localhost``: the name reaches the servers, the addr
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import shutil
@@ -24,13 +25,20 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.net import pending_connections
 from tests.support.procs import until
 from tools import sandbox_bridge
-from tools.sandbox_proxy import DomainProxy, host_matches, proxy_environment, valid_domain_pattern
+from tools.sandbox_proxy import (
+    INTERNAL_NOTE,
+    DomainProxy,
+    host_matches,
+    proxy_environment,
+    valid_domain_pattern,
+)
 
 CURL = shutil.which("curl")
 needs_curl = pytest.mark.skipif(CURL is None, reason="curl is not installed")
@@ -433,6 +441,95 @@ async def test_a_refused_connect_names_the_host_and_connects_nowhere(
             )
     assert proxy.refused == [f"127.0.0.1:{port}", "pypi.org:443"]  # each once, in order
     assert pending_connections(listener) == 0
+
+
+def loopback_name() -> str | None:
+    """A name other than ``localhost`` that this machine resolves to loopback only (its
+    host name, through /etc/hosts, on most systems), or None."""
+    name = socket.gethostname().lower()
+    try:
+        infos = socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)
+    except OSError:
+        return None
+    addresses = {ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos}
+    if name == "localhost" or not addresses or not all(a.is_loopback for a in addresses):
+        return None
+    return name
+
+
+async def test_a_granted_name_that_resolves_to_loopback_is_refused(
+    proxy_socket: Path, bridge: int, listener: socket.socket
+) -> None:
+    """DNS rebinding (issue 33): the real resolver, a real name resolving to 127.0.0.x."""
+    name = loopback_name()
+    if name is None:
+        pytest.skip("this machine's host name does not resolve to loopback only")
+    port = listener.getsockname()[1]
+    async with DomainProxy(proxy_socket, [name]) as proxy:
+        answer = await exchange(bridge, f"CONNECT {name}:{port} HTTP/1.1\r\n\r\n".encode())
+        reply = await socks(bridge, b"\x05\x01\x00", socks_request(name, port))
+    status = answer.partition(b"\r\n")[0].decode()
+    assert status.startswith("HTTP/1.1 403 Forbidden: "), status
+    assert f"{name} resolves to internal addresses only (127." in status
+    assert "grant the address itself" in status
+    assert reply == b"\x05\x00" + bytes([5, 2, 0, 1, 0, 0, 0, 0, 0, 0])
+    assert proxy.refused == [f"{name}:{port} ({INTERNAL_NOTE})"]
+    assert pending_connections(listener) == 0
+
+
+def resolver(table: dict[str, list[str]]) -> Any:
+    async def resolve(host: str, port: int) -> list[str]:
+        return table[host]
+
+    return resolve
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.9",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "::1",
+        "::",
+        "fe80::1",
+        "fd00::1",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+    ],
+)
+async def test_every_kind_of_internal_address_is_refused_to_a_name(
+    proxy_socket: Path, bridge: int, address: str
+) -> None:
+    table = {"rebind.example": [address]}
+    async with DomainProxy(proxy_socket, ["rebind.example"], resolve=resolver(table)) as proxy:
+        answer = await exchange(bridge, b"CONNECT rebind.example:443 HTTP/1.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 403 Forbidden: rebind.example resolves to internal")
+    assert proxy.refused == [f"rebind.example:443 ({INTERNAL_NOTE})"]
+
+
+async def test_an_internal_address_the_grant_names_itself_is_reached(
+    proxy_socket: Path, bridge: int, echo: Echo
+) -> None:
+    """A name resolving to loopback, granted with that address: connected (to the address
+    the grant names, never to another internal one)."""
+    table = {"intranet.example": ["10.9.9.9", "127.0.0.1"]}
+    granted = ["intranet.example", "127.0.0.1"]
+    async with DomainProxy(proxy_socket, granted, resolve=resolver(table)) as proxy:
+        head, reader, writer = await connect_tunnel(bridge, f"intranet.example:{echo.port}")
+        writer.write(b"ping")
+        await writer.drain()
+        got = await asyncio.wait_for(reader.readexactly(4), WITHIN)
+        writer.close()
+    assert head.startswith(b"HTTP/1.1 200")
+    assert got == b"ping"
+    assert proxy.refused == []
 
 
 async def test_wildcards_grant_subdomains_only(proxy_socket: Path, bridge: int) -> None:

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tooling.regular_files import read_regular
+
 from .globbing import Matcher
 from .workspace_git import GitRunner, GitTimeout
 
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     import pathspec
 
 _CHECK_EVERY = 1000
+MAX_GITIGNORE_BYTES = 1024 * 1024
 # git's warning for a folder it cannot read (``--others`` walks the work tree).
 _GIT_UNREADABLE = re.compile(rb"could not open directory '(.*)': (.*)$")
 
@@ -166,9 +169,10 @@ def _load_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
     import pathspec  # only the non-git walk needs it; keeps it off the server's start-up
 
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        data = read_regular(path, MAX_GITIGNORE_BYTES).data
+    except OSError:  # absent, unreadable, or a FIFO or device (which would block): no rules
         return None
+    lines = data.decode("utf-8", "replace").splitlines()
     lines = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
     if not lines:
         return None

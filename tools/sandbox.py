@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling.display import escape_control
+from tooling.display import escape_consent
 from tooling.permissions import CallPermission
 
 from . import bwrap, git_guard, landlock_exec, seccomp_bpf
@@ -319,6 +319,9 @@ def weakened(state: SandboxSupport) -> list[str]:
         "network is all or nothing: granting named hosts only needs a network namespace",
         "processes a command leaves behind are ended by the launcher, which a kill of the "
         "launcher itself would skip",
+        "the environment of the processes that started the server is readable "
+        "(/proc/PID/environ): an API key exported there (a shell, a `uv run` wrapper) can be "
+        "read by a command; the server hides only its own copy",
     ]
     if not state.seccomp:
         lost.append("no seccomp filter: ptrace, io_uring, UDP and other sockets are open")
@@ -529,7 +532,7 @@ def call_permission(
     The command is shown whole and escaped (``tooling.display``): a newline shows as ⏎
     and an escape sequence as ``\\e[...``, so a terminal cannot hide a part of what runs.
     """
-    shown = escape_control(command)
+    shown = escape_consent(command)
     why = justification or ""
     state = support()
     if policy.mode != "off" and not state.available:

@@ -17,6 +17,15 @@ Patterns (:func:`valid_domain_pattern`, :func:`host_matches`): a host name
 (only that address, written as an address: a granted name never grants the address it
 resolves to, nor the reverse, so ``localhost`` does not grant ``127.0.0.1``). A pattern
 allows every port of its host.
+
+A granted name is connected only to the public addresses it resolves to (DNS rebinding: a
+name the user granted for its web site may be made to resolve to 127.0.0.1, the
+router, or a cloud's metadata service at 169.254.169.254). An internal address (loopback,
+private, link-local, shared, unspecified, multicast, reserved, and those written as
+IPv4-mapped IPv6) is reached through a name only when the grant also names that address
+itself (``["git.corp.example", "10.1.2.3"]``), or for the exact name ``localhost``
+granted as such, whose addresses are loopback by definition (RFC 6761). A name whose
+addresses are all internal is refused like an ungranted one, saying why.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -112,6 +121,13 @@ def valid_domain_pattern(pattern: str) -> str | None:
     return _name_problem(host)
 
 
+def internal_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` is no public unicast address (see the module's doc)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not address.is_global or address.is_multicast
+
+
 def host_matches(host: str, pattern: str) -> bool:
     """Whether a request for ``host`` is covered by ``pattern`` (see the module's doc)."""
     host, pattern = _normalize(host), _normalize(pattern)
@@ -173,6 +189,21 @@ class _Request:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+INTERNAL_NOTE = "it resolves to internal addresses only: only a grant of the address reaches them"
+
+
+class InternalAddressError(OSError):
+    """A granted name resolved to internal addresses only (DNS rebinding)."""
+
+
+async def _system_resolver(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
 class DomainProxy:
     """An HTTP and SOCKS5 proxy on a unix socket that connects only to allowed hosts.
 
@@ -188,12 +219,18 @@ class DomainProxy:
         *,
         connect_timeout: float = 10.0,
         head_timeout: float = HEAD_TIMEOUT,
+        resolve: Resolver = _system_resolver,
     ) -> None:
         for pattern in allowed:
             if (problem := valid_domain_pattern(pattern)) is not None:
                 raise ValueError(f"not a domain pattern: {pattern!r}: {problem}")
         self.socket_path = Path(socket_path)
         self.allowed = tuple(allowed)
+        normalized = [_normalize(pattern) for pattern in allowed]
+        # Internal addresses a name may reach: those the grant writes out itself.
+        self._granted_addresses = {ip for p in normalized if (ip := _ip(p)) is not None}
+        self._localhost = "localhost" in normalized
+        self._resolve = resolve
         # "host:port" of each refused request, first time only, for the shell to report.
         self.refused: list[str] = []
         self._connect_timeout = connect_timeout
@@ -258,6 +295,9 @@ class DomainProxy:
             try:
                 async with asyncio.timeout(self._connect_timeout):
                     up_reader, up_writer = await self._connect(request.host, request.port)
+            except InternalAddressError as failure:
+                self._refuse(request, writer, str(failure), note=INTERNAL_NOTE)
+                return
             except (TimeoutError, OSError) as failure:
                 log.debug("proxy: %s unreachable: %s", request.target, failure)
                 writer.write(_failure_reply(request, failure))
@@ -290,10 +330,15 @@ class DomainProxy:
         """
         addresses = self._addresses.get(host)
         if addresses is None:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, port, type=socket.SOCK_STREAM
-            )
-            addresses = self._addresses[host] = list(dict.fromkeys(i[4][0] for i in infos))
+            found = list(dict.fromkeys(await self._resolve(host, port)))
+            addresses = [a for a in found if self._may_reach(host, a)]
+            if found and not addresses:
+                shown = ", ".join(found[:4])
+                raise InternalAddressError(
+                    f"{host} resolves to internal addresses only ({shown}): a granted name "
+                    "reaches public addresses; grant the address itself to allow it"
+                )
+            self._addresses[host] = addresses
         failure: OSError = OSError(f"{host} has no address")
         for address in addresses:
             try:
@@ -302,14 +347,27 @@ class DomainProxy:
                 failure = error
         raise failure
 
-    def _refuse(self, request: _Request, writer: asyncio.StreamWriter) -> None:
+    def _may_reach(self, host: str, address: str) -> bool:
+        ip = _ip(address.split("%", 1)[0])
+        if ip is None:
+            return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if not internal_address(ip) or ip in self._granted_addresses:
+            return True
+        return self._localhost and _normalize(host) == "localhost" and ip.is_loopback
+
+    def _refuse(
+        self, request: _Request, writer: asyncio.StreamWriter, why: str = "", note: str = ""
+    ) -> None:
         log.debug("proxy: refused %s", request.target)
-        if request.target not in self.refused:
-            self.refused.append(request.target)
+        shown = f"{request.target} ({note})" if note else request.target
+        if shown not in self.refused:
+            self.refused.append(shown)
         if request.protocol == "socks":
             writer.write(_socks_reply(_SOCKS_NOT_ALLOWED))
             return
-        message = f"{request.target} is not in the allowed domains of this sandbox"
+        message = why or f"{request.target} is not in the allowed domains of this sandbox"
         # In the reason phrase too: Python's http.client (pip, urllib) shows that, not the
         # body, for a refused CONNECT ("Tunnel connection failed: 403 Forbidden: ...").
         writer.write(_http_reply(403, f"Forbidden: {message}", message))

@@ -76,22 +76,22 @@ words it (\"Approve and start\", what an \"always\" covers), else ours."
   "The text of a request about TOOL-NAME's call with ARGUMENTS (a plist).
 A bash command comes first, line by line (an edit or a write: its diff,
 `agent-lsp-edit-lines'), then TITLE and REASON; all of it escaped
-(`agent-lsp-escape-control'), so nothing in it can hide what runs."
+(`agent-lsp-escape-consent'), so nothing in it can hide what runs."
   (let ((command (and (equal tool-name "bash") (plist-get arguments :command)))
         (edit (and (listp arguments) arguments
                    (agent-lsp-edit-lines tool-name (json-encode arguments)))))
     (concat (if (stringp command)
                 (concat "Command:\n"
                         (mapconcat (lambda (line) (concat "    " line "\n"))
-                                   (split-string (agent-lsp-escape-control command t) "\n")
+                                   (split-string (agent-lsp-escape-consent command t) "\n")
                                    ""))
               "")
             (if edit
                 (mapconcat (lambda (line) (concat "    " line "\n")) edit "")
               "")
-            "agent-lsp asks: " (agent-lsp-escape-control (format "%s" title))
+            "agent-lsp asks: " (agent-lsp-escape-consent (format "%s" title))
             (if (and (stringp reason) (not (string-empty-p reason)))
-                (concat " (" (agent-lsp-escape-control reason) ")")
+                (concat " (" (agent-lsp-escape-consent reason) ")")
               "")
             " ")))
 
@@ -135,7 +135,7 @@ request MESSAGE to answer it later; everything else goes to RECEIVE."
 
 (defun agent-lsp--permission-arrived (server id params)
   "Show SERVER's permission request ID (its PARAMS); the user answers later."
-  (let* ((title (agent-lsp-escape-control (format "%s" (plist-get params :title))))
+  (let* ((title (agent-lsp-escape-consent (format "%s" (plist-get params :title))))
          (request (list :server server :id id :title title
                         :prompt (agent-lsp-permission-prompt
                                  (plist-get params :toolName) (plist-get params :arguments)

@@ -15,32 +15,81 @@
 
 (defconst agent-lsp--summary-chars 80 "As SUMMARY_CHARS in server/activity.py.")
 
-(defconst agent-lsp--controls
-  (rx (any (0 . 8) (10 . 31) 127 (#x80 . #x9f) #x61c (#x200b . #x200f) (#x202a . #x202e)
-           (#x2060 . #x2064) (#x2066 . #x2069) #xfeff))
-  "What `agent-lsp-escape-control' spells out: controls but tab, bidi, invisible.")
+;; tooling/display.py _INVISIBLE_RANGES: every format character (Cf), U+2028/2029,
+;; lone surrogates, the Hangul fillers, the tag characters.
+(defconst agent-lsp--invisible
+  '(#xad (#x600 . #x605) #x61c #x6dd #x70f (#x890 . #x891) #x8e2 (#x115f . #x1160) #x180e
+    (#x200b . #x200f) (#x2028 . #x202e) (#x2060 . #x2064) (#x2066 . #x206f) #x3164
+    (#xd800 . #xdfff) #xfeff #xffa0 (#xfff9 . #xfffb) #x110bd #x110cd (#x13430 . #x1343f)
+    (#x1bca0 . #x1bca3) (#x1d173 . #x1d17a) (#xe0000 . #xe007f))
+  "The characters beyond the controls that `agent-lsp-escape-control' spells out.")
 
-(defconst agent-lsp--controls-but-newline
-  (rx (any (0 . 8) (11 . 31) 127 (#x80 . #x9f) #x61c (#x200b . #x200f) (#x202a . #x202e)
-           (#x2060 . #x2064) (#x2066 . #x2069) #xfeff))
+(defconst agent-lsp--consent-only
+  '((#xe000 . #xf8ff) (#xfe00 . #xfe0f) (#xe0100 . #xe01ef) (#xf0000 . #x10ffff))
+  "What `agent-lsp-escape-consent' spells out too: private use, variation selectors.")
+
+(defconst agent-lsp--consent-blank-run 3
+  "A run of more blanks than this shows as one marker in consent text.")
+
+(defun agent-lsp--char-class (newline consent)
+  "A regexp of one character to escape; NEWLINE includes \\n, CONSENT its extra ranges."
+  (rx-to-string
+   `(any (0 . 8) ,@(if newline '((10 . 31)) '((11 . 31))) 127 (#x80 . #x9f)
+         ,@agent-lsp--invisible ,@(and consent agent-lsp--consent-only))
+   t))
+
+(defconst agent-lsp--controls (agent-lsp--char-class t nil)
+  "What `agent-lsp-escape-control' spells out: controls but tab, invisible, format.")
+
+(defconst agent-lsp--controls-but-newline (agent-lsp--char-class nil nil)
   "`agent-lsp--controls' without the newline.")
+
+(defconst agent-lsp--consent (agent-lsp--char-class t t)
+  "What `agent-lsp-escape-consent' spells out.")
+
+(defconst agent-lsp--consent-but-newline (agent-lsp--char-class nil t)
+  "`agent-lsp--consent' without the newline.")
+
+(defconst agent-lsp--blank-run
+  (rx-to-string `(>= ,(1+ agent-lsp--consent-blank-run)
+                     (any " \t" #xa0 #x1680 (#x2000 . #x200a) #x202f #x205f #x3000))
+                t)
+  "A run of blanks that consent text shows as ␣×N.")
+
+(defun agent-lsp--spelled (match)
+  "The escaped spelling of the one-character MATCH."
+  (let ((char (aref match 0)))
+    (pcase char
+      (?\e "\\e")
+      (?\r "\\r")
+      (?\n "⏎")
+      (_ (format (cond ((< char #xa0) "\\x%02x") ((<= char #xffff) "\\u%04x") (t "\\u{%x}"))
+                 char)))))
 
 (defun agent-lsp-escape-control (text &optional keep-newlines)
   "TEXT (the model's) made safe to show, as the server's tooling/display.py does.
 ESC becomes \\e, CR \\r, a newline ⏎ (kept with KEEP-NEWLINES), other C0,
-DEL and C1 controls \\xNN, bidi and invisible formatting characters \\uXXXX;
-tabs stay.  An escape sequence in a command must not hide part of it.
-Escaping twice changes nothing."
-  (replace-regexp-in-string
-   (if keep-newlines agent-lsp--controls-but-newline agent-lsp--controls)
-   (lambda (match)
-     (let ((char (aref match 0)))
-       (pcase char
-         (?\e "\\e")
-         (?\r "\\r")
-         (?\n "⏎")
-         (_ (format (if (< char #x100) "\\x%02x" "\\u%04x") char)))))
-   text t t))
+DEL and C1 controls \\xNN, bidi, invisible and format characters \\uXXXX
+\(\\u{XXXXX} beyond U+FFFF); tabs stay.  An escape sequence in a command must
+not hide part of it.  Escaping twice changes nothing."
+  (let ((case-fold-search nil))
+    (replace-regexp-in-string
+     (if keep-newlines agent-lsp--controls-but-newline agent-lsp--controls)
+     #'agent-lsp--spelled text t t)))
+
+(defun agent-lsp-escape-consent (text &optional keep-newlines)
+  "TEXT the user is asked to allow, as the server's escape_consent shows it.
+`agent-lsp-escape-control', private-use characters and variation selectors
+spelled out too, and each run of more than `agent-lsp--consent-blank-run'
+blanks shown as ␣×N.  KEEP-NEWLINES as there."
+  (let ((case-fold-search nil))
+    (replace-regexp-in-string
+     agent-lsp--blank-run
+     (lambda (run) (format "␣×%d" (length run)))
+     (replace-regexp-in-string
+      (if keep-newlines agent-lsp--consent-but-newline agent-lsp--consent)
+      #'agent-lsp--spelled text t t)
+     t t)))
 
 (defun agent-lsp--one-line (text &optional max)
   "TEXT on one line, escaped; cut to MAX chars with `…'.

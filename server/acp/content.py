@@ -28,6 +28,7 @@ from acp.schema import (
 )
 
 from tooling.documents import EditorDocuments
+from tooling.regular_files import read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
 from .. import protocol as p
@@ -79,9 +80,8 @@ async def _linked(uri: str, workspace: Workspace, documents: EditorDocuments | N
 
 def _read_disk(path: Path) -> str | None:
     try:
-        with open(path, "rb") as f:
-            data = f.read(_MAX_READ_BYTES)
-    except OSError:
+        data = read_regular(path, _MAX_READ_BYTES).data
+    except OSError:  # absent, unreadable, or a FIFO or device (which would block)
         return None
     if b"\0" in data:
         return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,9 @@ class AcpDocuments:
 
 
 def _too_large(path: Path) -> bool:
+    """Not for the client: a huge file, or a FIFO or device (the client's read would block)."""
     try:
-        return os.stat(path).st_size > MAX_CLIENT_BYTES
+        info = os.stat(path)
+        return info.st_size > MAX_CLIENT_BYTES or not stat.S_ISREG(info.st_mode)
     except OSError:
         return False  # not on disk: perhaps a buffer the client has not saved yet

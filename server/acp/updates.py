@@ -25,6 +25,7 @@ from acp import helpers
 from acp.schema import ToolCallLocation
 
 from tooling.display import escape_control
+from tooling.regular_files import read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
 from ..agent.activity import missing_text, progress_text, summarize_arguments
@@ -177,10 +178,9 @@ class PromptReporter:
             if text is not None:
                 return text
         try:
-            if path.stat().st_size > MAX_DIFF_BYTES:
-                return None
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            found = read_regular(path, MAX_DIFF_BYTES)
+            return None if found.cut else found.data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):  # a FIFO or device too: it would block
             return None
 
     def _send_delta(self, turn: int, channel: str, text: str) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tooling.display import escape_control
+from tooling.display import escape_consent
 from tooling.permissions import PermissionDecision, PermissionRequest
 
 from .activity import summarize_arguments
@@ -102,7 +102,7 @@ class GrantStore:
         shown = scope if scope is not None else request.arguments
         arguments = json.dumps(shown, sort_keys=True, ensure_ascii=False)
         if request.permission is not None and request.permission.grant_title:
-            title = escape_control(request.permission.grant_title)
+            title = escape_consent(request.permission.grant_title)
         grant = Grant(
             grant_id=uuid.uuid4().hex[:12],
             digest=grant_digest(request),
@@ -190,7 +190,7 @@ class PermissionGate:
             return PermissionDecision(True)
         # What the user reads of the call (and the model of a refusal): the tool's words
         # around the model's, so escaped here, for every tool (tooling.display).
-        title = escape_control(permission.title if permission else _title(request))
+        title = escape_consent(permission.title if permission else _title(request))
         if required and self._policy.approval == "never":
             return PermissionDecision(
                 False,
@@ -225,10 +225,10 @@ class PermissionGate:
                 "the user (its client does not support agent/requestPermission). Do it "
                 "without that, or tell the user what is needed.",
             )
-        reason = escape_control(permission.reason) if permission else ""
+        reason = escape_consent(permission.reason) if permission else ""
         options = OPTIONS
         if permission is not None and permission.grant_title:
-            scope = escape_control(permission.grant_title)
+            scope = escape_consent(permission.grant_title)
             covers = f'"Always" covers: {scope}.'
             reason = f"{reason} {covers}" if reason else covers
             if permission.grant_scope is not None:

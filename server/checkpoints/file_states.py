@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from tooling.regular_files import SkippedFile, read_regular
+
 from .shadow_git import SYMLINK, TreeEntry, blob_id
 
 Kind = Literal["absent", "file", "link"]
@@ -94,9 +96,13 @@ def read_disk(path: Path, *, limit: int = MAX_CAPTURE_BYTES) -> tuple[FileState,
     mode = stat.S_IMODE(st.st_mode)
     if st.st_size > limit:
         return FileState("file", mode, ""), None
-    with open(path, "rb") as handle:
-        data = handle.read()
-    return FileState("file", mode, blob_id(data)), data
+    try:
+        found = read_regular(path, limit + 1, follow_symlinks=False)
+    except SkippedFile:  # swapped for a FIFO, a device or a link since the lstat
+        return ABSENT, b""
+    if found.cut:
+        return FileState("file", mode, ""), None
+    return FileState("file", mode, blob_id(found.data)), found.data
 
 
 class BlobDir:
@@ -139,13 +145,14 @@ class BlobDir:
                     path.unlink(missing_ok=True)
 
 
-def restore(path: Path, state: FileState, data: bytes | None) -> None:
+def restore(path: Path, state: FileState, data: bytes | None, *, root: Path) -> None:
     """Put ``state`` at ``path``: write the bytes (atomically, with its mode), make the
-    link, or remove the file. Raises OSError; ``data`` is None only for ABSENT."""
+    link, or remove the file (and the folders that leaves empty, below ``root``, the
+    workspace, which is never removed). Raises OSError; ``data`` is None only for ABSENT."""
     if state.kind == "absent":
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        _prune_empty_parents(path.parent)
+        _prune_empty_parents(path.parent, root)
         return
     assert data is not None
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,10 +203,11 @@ def _umask() -> int:
     return umask
 
 
-def _prune_empty_parents(folder: Path) -> None:
+def _prune_empty_parents(folder: Path, root: Path) -> None:
     """Remove folders left empty by a removal, as ``git rm`` does (stops at the
-    first folder that is not empty, or cannot be removed)."""
-    while True:
+    first folder that is not empty, or cannot be removed, and at ``root``: the workspace
+    stays, empty or not)."""
+    while folder != root and folder.is_relative_to(root):
         try:
             folder.rmdir()
         except OSError:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tooling.regular_files import read_regular
+
 MAX_RULES_BYTES = 1024 * 1024
 
 
@@ -94,9 +96,8 @@ def _pointed_git_dir(dot_git: Path) -> Path | None:
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_RULES_BYTES)
-    except OSError:
+        data = read_regular(path, MAX_RULES_BYTES).data
+    except OSError:  # absent, unreadable, or a FIFO or device (which would block): no rules
         return []
     return data.decode("utf-8", "replace").splitlines()
 

@@ -224,7 +224,7 @@ def _on_disk(root: Path, p: PathPlan, data: bytes) -> str | None:
     if not _inside(root, path):
         return "its folder now leads outside the workspace"
     try:
-        restore(path, p.target, data if p.target.exists else None)
+        restore(path, p.target, data if p.target.exists else None, root=root)
     except OSError as exc:
         return f"it could not be restored: {exc.strerror or exc}"
     return None

@@ -26,9 +26,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from tooling.regular_files import read_text_file
 from tools.mcp.spec import McpServerSpec
 
 from .paths import state_dir
+
+MAX_APPROVALS_BYTES = 4 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ class McpApprovals:
 
     def _read(self) -> dict[str, dict[str, str]]:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = read_text_file(self.path, MAX_APPROVALS_BYTES)
         except FileNotFoundError:
             return {}
         except (OSError, UnicodeDecodeError) as exc:

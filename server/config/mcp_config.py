@@ -47,9 +47,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from tooling.regular_files import read_text_file
 from tools.mcp.spec import DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerSpec
 
 from .untrusted_files import read_untrusted, strip_jsonc
+from .user_config import MAX_CONFIG_BYTES as MAX_USER_FILE
 from .user_config import display_path, is_bare_key
 
 TABLE: Final = "mcp_servers"
@@ -119,7 +121,7 @@ def parse_user_file(path: Path | None, environ: Mapping[str, str]) -> McpDefinit
     if path is None:
         return McpDefinitions()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text_file(path, MAX_USER_FILE))
     except (FileNotFoundError, NotADirectoryError):
         return McpDefinitions()
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -124,3 +124,36 @@ def hide_from_proc_environ(names: Collection[str] = KEY_NAMES) -> bool:
             ctypes.memset(start + offset + value_at, 0, len(entry) - value_at)
         offset += len(entry) + 1
     return True
+
+
+def ancestors_holding(names: Collection[str] = KEY_NAMES) -> list[tuple[int, str]]:
+    """The ancestors of this process (pid, command name) whose environment holds a
+    non-empty value of one of ``names``: ``/proc/PID/environ`` of each, up to init.
+
+    Where the sandbox has no PID namespace (the no-namespaces fallback), a confined command
+    can read those files, as this function does: a wrapper that started the server (``uv
+    run``, a shell that exported the key) keeps the key there, out of the server's reach.
+    """
+    found: list[tuple[int, str]] = []
+    prefixes = tuple(f"{name}=".encode() for name in names)
+    pid, seen = os.getppid(), set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                head, _, rest = stat.read().rpartition(b")")
+            comm = head.partition(b"(")[2].decode(errors="replace")
+            parent = int(rest.split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                block = environ.read()
+        except OSError:
+            block = b""  # another user's (sudo), or gone: not readable by a command either
+        if any(
+            entry.startswith(prefixes) and entry.partition(b"=")[2] for entry in block.split(b"\0")
+        ):
+            found.append((pid, comm))
+        pid = parent
+    return found

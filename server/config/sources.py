@@ -17,10 +17,13 @@ URL at its own server and collect the key.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from tooling.regular_files import read_text_file
 
 from .user_config import ENDPOINT_VARIABLE, UserConfig, config_path, display_path, read_user_config
 
@@ -30,6 +33,7 @@ ENV_FILE_VARIABLE: Final = "AGENT_LSP_ENV_FILE"
 # it passes comes from VS Code's secret storage, not from a shell).
 KEY_SOURCE_VARIABLE: Final = "AGENT_LSP_API_KEY_SOURCE"
 
+MAX_ENV_FILE_BYTES = 1024 * 1024
 KEY_NAMES: Final = ("MODEL_API_KEY", "OPENAI_API_KEY")
 BASE_URL_NAMES: Final = ("BASE_URL", "OPENAI_BASE_URL")
 MODEL_NAMES: Final = ("MODEL",)
@@ -144,11 +148,15 @@ def env_file_path(environ: Mapping[str, str]) -> Path:
 
 
 def _read_env_file(path: Path | None) -> dict[str, str | None]:
-    if path is None or not path.is_file():
+    if path is None:
+        return {}
+    try:  # a regular file only, never blocking on a FIFO (tooling.regular_files)
+        text = read_text_file(path, MAX_ENV_FILE_BYTES)
+    except (OSError, UnicodeDecodeError):
         return {}
     from dotenv import dotenv_values
 
-    return dict(dotenv_values(path))
+    return dict(dotenv_values(stream=io.StringIO(text)))
 
 
 def _environment_label(name: str, environ: Mapping[str, str]) -> str:

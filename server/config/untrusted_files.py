@@ -1,15 +1,16 @@
 """Reading a file a repository provides (``.vscode/mcp.json``, ``.mcp.json``): untrusted input.
 
 Regular files only (a FIFO or device could block or feed without end), at most ``limit``
-bytes, UTF-8; and VS Code's JSON-with-comments turned into JSON for the standard parser.
+bytes, UTF-8 (:func:`tooling.regular_files.read_regular`); and VS Code's JSON-with-comments
+turned into JSON for the standard parser.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
+
+from tooling.regular_files import SkippedFile, read_regular
 
 TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
@@ -18,20 +19,17 @@ def read_untrusted(path: Path, limit: int) -> tuple[str | None, str | None]:
     """The text of a workspace file (None when absent) and a problem, without following a
     FIFO or device a repository may have put there, and without reading a huge file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        found = read_regular(path, limit)
     except (FileNotFoundError, NotADirectoryError):
         return None, None
+    except SkippedFile as exc:
+        return None, exc.reason
     except OSError as exc:
         return None, exc.strerror or str(exc)
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None, "not a regular file"
-        if info.st_size > limit:
-            return None, f"larger than {limit} bytes"
-        data = handle.read(limit + 1)
+    if found.cut:
+        return None, f"larger than {limit} bytes"
     try:
-        return data.decode("utf-8-sig"), None
+        return found.data.decode("utf-8-sig"), None
     except UnicodeDecodeError:
         return None, "not UTF-8 text"
 

@@ -40,6 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from tooling.regular_files import read_text_file
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a FIFO or a huge file is refused, never read without end
+
 log = logging.getLogger(__name__)
 
 FILE_NAME: Final = "config.toml"
@@ -147,7 +151,7 @@ def permission_warning(path: Path, data: Mapping[str, Any] | None = None) -> str
         return None
     if data is None:
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_text_file(path, MAX_CONFIG_BYTES))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             return None
     if not _holds_key(data):
@@ -191,7 +195,7 @@ def read_for_edit(path: Path) -> tuple[Path, str, dict[str, Any]]:
     parsed content; a file that is not valid TOML is left for the user to fix first."""
     target = path.resolve() if path.is_symlink() else path
     try:
-        old = target.read_text(encoding="utf-8")
+        old = read_text_file(target, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         old = ""
     except (OSError, UnicodeDecodeError) as exc:
@@ -207,7 +211,7 @@ def read_for_edit(path: Path) -> tuple[Path, str, dict[str, Any]]:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text_file(path, MAX_CONFIG_BYTES))
     except FileNotFoundError:
         return {}  # removed since the stat
     except tomllib.TOMLDecodeError as exc:

@@ -15,6 +15,7 @@ import asyncio
 from pathlib import Path
 from typing import Protocol
 
+from tooling.regular_files import read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
 from ..errors import InvalidParamsError
@@ -119,11 +120,10 @@ async def _text(path: Path, buffers: Buffers | None) -> tuple[str | None, bool]:
 
 def _read_disk(path: Path) -> str | None:
     try:
-        if path.stat().st_size <= _MAX_READ_BYTES:
-            return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        pass
-    return None
+        found = read_regular(path, _MAX_READ_BYTES)
+    except OSError:  # absent, unreadable, or a FIFO or device (which would block)
+        return None
+    return None if found.cut else found.data.decode("utf-8", "replace")
 
 
 def _fence(text: str) -> str:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from tooling.display import escape_control
+from tooling.display import escape_consent
 
 from .. import protocol as p
 from ..agent.events import EventSink, ToolSourcesMissing, ToolSourcesStarting
@@ -468,8 +468,8 @@ async def approve_with_user(
         call_id=f"mcp-approval-{uuid.uuid4().hex[:12]}",
         tool_name="mcp_server",
         arguments={"name": name, "folder": str(servers.root), **spec.runs()},
-        title=escape_control(f"Start MCP server {name} of {servers.root}: {spec.command_line()}"),
-        reason=escape_control(
+        title=escape_consent(f"Start MCP server {name} of {servers.root}: {spec.command_line()}"),
+        reason=escape_consent(
             f"The folder's own MCP definitions name {where} {spec.command_line()}; it runs "
             "outside the sandbox with your rights. Approving remembers this exact definition "
             "for this folder (a changed one asks again)."

@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tooling.regular_files import SkippedFile, read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
 from .frontmatter import FrontMatterError, split
@@ -86,9 +87,11 @@ def _scan(folder: Path, workspace: Workspace | None, source: str, found: Command
                 found.warnings.append(f"command {shown} leads outside the workspace: skipped")
                 continue
         try:
-            with open(path, "rb") as f:
-                text = f.read(MAX_COMMAND_BYTES).decode("utf-8")
+            text = read_regular(path, MAX_COMMAND_BYTES).data.decode("utf-8")
             meta, body = split(text)
+        except SkippedFile as exc:
+            found.warnings.append(f"command {shown} skipped: it is {exc.reason}")
+            continue
         except (OSError, UnicodeDecodeError) as exc:
             found.warnings.append(f"command {shown} skipped: it cannot be read ({exc})")
             continue

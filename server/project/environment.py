@@ -5,7 +5,8 @@ shell ``bash`` runs, today's date and time zone, the workspace folders (each wit
 branch and a bounded status summary), and the sandbox and approval policy in force, so
 the model knows the network is off before a command fails on it.
 
-Git is asked carefully. The branch comes from reading ``HEAD`` (no process). The status
+Git is asked carefully. The branch comes from reading ``HEAD`` (no process; a regular file
+only, and its text given only when it is a valid branch name or commit id). The status
 runs ``git status`` with at most :data:`GIT_BUDGET_S` (a hung git is killed, and the block
 says the status was skipped), never writes the index (``GIT_OPTIONAL_LOCKS=0``), never
 looks into submodules, and runs through ``tools.workspace_git``: inside the bash sandbox,
@@ -28,11 +29,14 @@ import re
 import shutil
 import threading
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from tooling.display import escape_control
+from tooling.regular_files import SkippedFile, read_regular
 from tools.sandbox import SandboxPolicy, support
 from tools.workspace_git import GitRunner, GitTimeout
 
@@ -128,6 +132,8 @@ def _summary(root: Path, git: GitRunner) -> str:
     if git_dir is None:
         return "not a git repository"
     branch = _branch(git_dir)
+    if branch.startswith("branch unknown (HEAD is not a regular file"):
+        return f"git repository, {branch}; status not read"  # git would block on it too
     key = (_stat(git_dir / "HEAD"), _stat(git_dir / "index"), branch)
     with _lock:
         kept = _cache.get(root)
@@ -163,7 +169,7 @@ def _git_dir(root: Path) -> Path | None:
             return dot_git
         if dot_git.is_file():  # a worktree or submodule: "gitdir: PATH"
             try:
-                line = dot_git.read_text(errors="replace").strip()
+                line = _read_small(dot_git).strip()
             except OSError:
                 return None
             if line.startswith("gitdir:"):
@@ -175,12 +181,53 @@ def _git_dir(root: Path) -> Path | None:
 
 def _branch(git_dir: Path) -> str:
     try:
-        head = (git_dir / "HEAD").read_text(errors="replace").strip()
+        head = _read_small(git_dir / "HEAD").rstrip()
+    except SkippedFile as exc:
+        return f"branch unknown (HEAD is {exc.reason})"
     except OSError:
         return "branch unknown"
+    return describe_head(head)
+
+
+def describe_head(head: str) -> str:
+    """The branch ``HEAD``'s text names, for the prompt: only a well-formed branch name or
+    commit id is given (a tool call may have written anything there, lines of instructions
+    to the model included); anything else is "branch unknown"."""
     if head.startswith("ref: refs/heads/"):
-        return f"branch {head[len('ref: refs/heads/') :]}"
-    return f"detached HEAD at {head[:12]}"
+        name = head[len("ref: refs/heads/") :]
+        if valid_ref_name(name):
+            return f"branch {name}"
+    elif _OBJECT_ID.fullmatch(head):
+        return f"detached HEAD at {head[:12]}"
+    return "branch unknown (HEAD is not a branch or a commit id)"
+
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^/|/$|^@$|\.$|\.lock$|(^|/)\.")
+MAX_REF_CHARS = 200
+
+
+def valid_ref_name(name: str) -> bool:
+    """``git check-ref-format``'s rules for a branch name, and no invisible or format
+    character (Unicode C* and Z* categories, the fillers), at most :data:`MAX_REF_CHARS`
+    characters."""
+    if not name or len(name) > MAX_REF_CHARS or _REF_FORBIDDEN.search(name):
+        return False
+    if any(part.endswith(".lock") for part in name.split("/")):
+        return False
+    if escape_control(name) != name:  # a filler (U+3164) is a letter by category
+        return False
+    return not any(unicodedata.category(ch)[0] in "CZ" for ch in name)
+
+
+MAX_METADATA_BYTES = 64 * 1024  # HEAD, a .git pointer file, commondir
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _read_small(path: Path) -> str:
+    """A git metadata file's text: a regular file only (a FIFO there would hang every ask),
+    its first :data:`MAX_METADATA_BYTES`."""
+    return read_regular(path, MAX_METADATA_BYTES).data.decode(errors="replace")
 
 
 def _status(root: Path, git_dir: Path, git: GitRunner) -> str:
@@ -226,15 +273,22 @@ STATUS_ARGS = ("status", "--porcelain=v1", "--no-renames", "--ignore-submodules=
 def _risky(git_dir: Path) -> bool:
     common = git_dir
     try:
-        pointer = (git_dir / "commondir").read_text().strip()
+        pointer = _read_small(git_dir / "commondir").strip()
         common = (git_dir / pointer).resolve()
+    except SkippedFile:
+        return True  # a FIFO or device where git looks: it is not asked at all
     except OSError:
         pass
     for config in {git_dir / "config", git_dir / "config.worktree", common / "config"}:
         try:
-            text = config.read_text(errors="replace")
-        except OSError:
+            found = read_regular(config, MAX_CONFIG_BYTES)
+        except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError:
+            return True  # there but not readable as a file (a FIFO): git is not asked
+        if found.cut:
+            return True  # not read whole: not known to be harmless
+        text = found.data.decode(errors="replace")
         if _RISKY_CONFIG.search(text):
             return True
     return False

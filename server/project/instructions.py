@@ -8,18 +8,22 @@ one, added to the conversation then (later text is more specific, so it takes
 precedence, as in Codex). Workspace files are read as the tools read them (an unsaved
 buffer counts), within the workspace boundary (a symlink out of it is refused), and all of
 them together are capped at ``instructionsMaxBytes``; a cut says so. They are text for the
-model: nothing in them is run, and they are read again at every ask.
+model: nothing in them is run, and they are read again at every ask. A name that is not a
+regular file (a FIFO, a device: a tool call may have made one) is not read: the prompt and
+the warnings say so where its text would have been.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tooling.documents import EditorDocuments
+from tooling.regular_files import SkippedFile, kind_of, read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
 from ..config.user_config import display_path
@@ -38,6 +42,7 @@ class Instruction:
     text: str  # what the model is given (cut when ``cut``)
     size: int  # the whole file, in bytes
     cut: bool = False
+    skipped: str | None = None  # why it was not read (a FIFO, a device): the prompt says so
 
 
 @dataclass
@@ -58,9 +63,17 @@ async def project_instructions(
     budget = max_bytes
     if user_dir is not None:
         path = user_dir / USER_FILE
-        text = await asyncio.to_thread(_read_disk, path)
+        shown = display_path(path)
+        text = None
+        try:
+            await asyncio.to_thread(_check_regular, path)
+            text = await asyncio.to_thread(_read_disk, path)
+        except SkippedFile as exc:
+            found.warnings.append(f"{shown} is {exc.reason}: not read as instructions")
+            found.files.append(Instruction(path, shown, "user", "", 0, skipped=exc.reason))
+        except OSError:
+            pass  # none
         if text is not None:
-            shown = display_path(path)
             one = _capped(path, shown, "user", text, budget, found.warnings)
             found.files.append(one)
             budget -= len(one.text.encode())
@@ -117,13 +130,27 @@ async def _first_in(
         except WorkspaceError:
             found.warnings.append(f"{shown} leads outside the workspace: not used as instructions")
             return None
+        try:
+            # Checked before the editor is asked too: an ACP client's read of a FIFO blocks.
+            await asyncio.to_thread(_check_regular, path)
+        except SkippedFile as exc:
+            found.warnings.append(f"{shown} is {exc.reason}: not read as instructions")
+            return Instruction(path, shown, source, "", 0, skipped=exc.reason)
+        except OSError:
+            continue
         text = await documents.read_text(path) if documents is not None else None
         if text is None:
             text = await asyncio.to_thread(_read_disk, path)
         if text is None:
-            continue  # a folder, unreadable, not text: the next name
+            continue  # unreadable, not text: the next name
         return _capped(path, shown, source, text, budget, found.warnings)
     return None
+
+
+def _check_regular(path: Path) -> None:
+    info = os.stat(path)  # never blocks, whatever the file is
+    if not stat.S_ISREG(info.st_mode):
+        raise SkippedFile(path, f"not a regular file ({kind_of(info.st_mode)})")
 
 
 def _capped(
@@ -142,9 +169,8 @@ def _capped(
 
 def _read_disk(path: Path) -> str | None:
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError:
+        data = read_regular(path, MAX_BYTES + 1).data
+    except OSError:  # SkippedFile too: swapped for a FIFO since it was checked
         return None
     if b"\0" in data:
         return None
@@ -155,6 +181,9 @@ def render(files: Sequence[Instruction]) -> str:
     """The instructions as the prompt shows them, each under a heading naming its file."""
     parts = []
     for one in files:
+        if one.skipped is not None:
+            parts.append(f"# Instructions from {one.name}\n\n[not read: {one.skipped}]")
+            continue
         body = one.text.rstrip()
         if one.cut:
             body += (

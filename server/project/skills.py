@@ -6,15 +6,17 @@ Found in the user's ``$XDG_CONFIG_HOME/agent-lsp/skills/NAME/`` and in the works
 ``read_file`` when it decides the skill applies (progressive disclosure). A SKILL.md whose
 front matter is malformed or lacks a name or description is skipped with a warning that
 names the file and the problem. A workspace skill reached through a symlink out of the
-workspace is skipped too.
+workspace is skipped too, and so is a SKILL.md that is not a regular file (a FIFO would block).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tooling.regular_files import SkippedFile, read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
 from .frontmatter import FrontMatterError, split
@@ -60,7 +62,7 @@ def discover(user_dir: Path | None, workspace: Workspace) -> Skills:
 
 def _scan(folder: Path, workspace: Workspace | None, source: str, found: Skills) -> None:
     try:
-        entries = sorted(p for p in folder.iterdir() if (p / SKILL_FILE).is_file())
+        entries = sorted(p for p in folder.iterdir() if os.path.lexists(p / SKILL_FILE))
     except OSError:
         return  # no such folder
     for entry in entries[:MAX_SKILLS]:
@@ -83,8 +85,9 @@ def _scan(folder: Path, workspace: Workspace | None, source: str, found: Skills)
 
 def _load(path: Path, shown: str, source: str, into: list[Skill]) -> str | None:
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_SKILL_BYTES)
+        data = read_regular(path, MAX_SKILL_BYTES).data
+    except SkippedFile as exc:
+        return f"it is {exc.reason}"
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
     try:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from ..config.own_secrets import ancestors_holding
 from ..config.sources import ModelSources, resolve_model_sources
 from ..config.user_config import (
     VALUE_KEYS,
@@ -202,7 +203,16 @@ def sandbox_line() -> str:
     line = f"{'!' if lost else '✓'} sandbox: {', '.join(layers)}, resource limits"
     if state.namespace_problem:
         line += f" ({state.namespace_problem})"
-    return line + "".join(f"\n  weaker: {what}" for what in lost)
+    line += "".join(f"\n  weaker: {what}" for what in lost)
+    if state.namespaces is None:  # no PID namespace: a command sees every process's /proc
+        line += "".join(
+            f"\n! the API key is in the environment of {comm} (pid {pid}), an ancestor of "
+            f"this process: a sandboxed command can read it here (/proc/{pid}/environ). "
+            "Keep the key in the user configuration file (agent-lsp config set-key) and "
+            "start the editor from an environment without it."
+            for pid, comm in ancestors_holding()
+        )
+    return line
 
 
 def _models(env: Mapping[str, str], out: TextIO) -> int:

@@ -19,7 +19,7 @@ import asyncio
 import os
 from typing import Any, TextIO
 
-from tooling.display import escape_control
+from tooling.display import escape_consent
 
 from ..protocol import CLIENT_CAN_ANSWER_PERMISSION
 
@@ -66,8 +66,8 @@ class TerminalPermissions:
         self._interactive = is_terminal(stdin)
 
     async def answer(self, params: dict[str, Any]) -> dict[str, Any]:
-        title = escape_control(str(params.get("title") or params.get("toolName", "?")))
-        reason = escape_control(str(params.get("reason") or ""))
+        title = escape_consent(str(params.get("title") or params.get("toolName", "?")))
+        reason = escape_consent(str(params.get("reason") or ""))
         print(f"agent-lsp: permission needed: {title}", file=self._err, flush=True)
         if reason:
             print(f"  reason: {reason}", file=self._err, flush=True)

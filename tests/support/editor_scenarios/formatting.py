@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+from typing import ClassVar
 
 from tests.support.lsp_client import REPO
 from tests.support.trace_cases import (
+    CONSENT_SAMPLE,
     ESCAPE_SAMPLE,
     FORMAT_CASES,
     STAMP,
@@ -28,15 +30,18 @@ SANDBOX_CASES = json.loads(
 
 
 class EscapeControl(Scenario):
-    """records: escaped, kept (newlines kept), again (escaped twice)."""
+    """records: escaped, kept (newlines kept), again (escaped twice), and consent,
+    consent_kept, consent_again: the consent escaping of CONSENT_SAMPLE."""
 
     name = "escape_control_follows_the_rules_of_the_server"
-    data = ESCAPE_SAMPLE
+    data: ClassVar[dict[str, str]] = {"sample": ESCAPE_SAMPLE, "consent": CONSENT_SAMPLE}
 
     def check(self, run: Run, records: Records) -> None:
         expected = expected_escapes()
         assert records["escaped"] == records["again"] == expected["escaped"]
         assert records["kept"] == expected["kept"]
+        assert records["consent"] == records["consent_again"] == expected["consent"]
+        assert records["consent_kept"] == expected["consent_kept"]
 
 
 class TraceLines(Scenario):

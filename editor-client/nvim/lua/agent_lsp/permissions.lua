@@ -9,10 +9,10 @@
 -- withdraws the request ($/cancelRequest: the ask was cancelled, or nobody answered in
 -- time), the wait ends with 'cancelled' and a late pick is ignored.
 --
--- What the prompt shows is escaped (format.escape_control): an escape sequence in a
+-- What the prompt shows is escaped (format.escape_consent): an escape sequence in a
 -- command must not hide part of what the user allows. A command is shown line by line.
 local format = require('agent_lsp.format')
-local escape = format.escape_control
+local escape = format.escape_consent
 
 local M = {}
 
