@@ -445,6 +445,10 @@ class RequestPermissionParams:
     title: str
     reason: str
     options: list[PermissionOption]
+    # What an "always" answer covers, one sentence to show as it is (e.g. "Network access
+    # to localhost for any command, through the proxy, for this conversation"); absent when
+    # no "always" answer is offered (an MCP server's approval).
+    always_scope: str | None = None
 
 
 @attrs.define

@@ -663,6 +663,11 @@ async def test_full_access_asks_about_every_command_unless_allowed_always(
     assert (await prompt(agent, sid, "touch outside")).stop_reason == "end_turn"
     asked = [ask.tool_call.tool_call_id for ask in agent.client.permissions]
     assert asked == ["one", "two"]
+    # ACP's request has no field for the scope: the "always" labels name it.
+    labels = {o.kind: o.name for o in agent.client.permissions[0].options}
+    assert labels["allow_always"] == (
+        "Allow always: This exact command, for this conversation (a changed command asks again)"
+    )
     assert outside.exists()  # outside the sandbox's writable folders: it ran unconfined
     assert final(agent, sid, "one").status == "completed"
     assert final(agent, sid, "two").status == "failed"

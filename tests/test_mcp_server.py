@@ -68,10 +68,9 @@ async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(
         assert request["toolName"] == "mcp__tb__write_note"
         assert request["arguments"] == {"text": "n1"}
         assert "on MCP server tb" in request["title"]
-        # "Always" covers the tool, and its label says so (not "this exact call").
-        labels = {option["kind"]: option["name"] for option in request["options"]}
-        assert labels["allow_always"] == (
-            "Allow always (this conversation: any call of write_note on MCP server tb)"
+        # "Always" covers the tool, and the request says so (not "this exact call").
+        assert request["alwaysScope"] == (
+            "Any call of write_note on MCP server tb, with any arguments, for this conversation"
         )
 
         # A refused one is declined, and the server never sees the call.

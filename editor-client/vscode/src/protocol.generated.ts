@@ -707,6 +707,7 @@ export interface RequestPermissionParams {
   title: string;
   reason: string;
   options: PermissionOption[];
+  alwaysScope?: string | null;
 }
 export interface PermissionOption {
   optionId: string;
