@@ -1278,18 +1278,18 @@ scenario("a permission request is answered on its chat card: always allow, then 
   await until("the permission card", async () => (await first.count()) === 1, 30_000);
   assert((await page.locator(".monaco-dialog-box").count()) === 0, "a modal dialog opened");
   const text = await first.innerText();
-  for (const expected of ["Waiting for your permission: Run outside the sandbox", "Reason: E2E writes a file next to the workspace", "only for this exact call"]) {
+  for (const expected of ["Waiting for your permission: Run outside the sandbox", "Reason: E2E writes a file next to the workspace", "“Always” allows: This exact command, for this conversation (a changed command asks again)"]) {
     assert(text.includes(expected), `the card lacks ${JSON.stringify(expected)}:\n${text}`);
   }
   // The command once, verbatim, in a code block.
   assert((await first.locator("pre code").innerText()) === PERMISSION_ALLOWED.command, `code block: ${await first.locator("pre code").innerText()}`);
   assert(text.split(PERMISSION_ALLOWED.command).length === 2, `the command is shown more than once on the card:\n${text}`);
-  for (const name of ["Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]) {
+  for (const name of ["Allow Once", "Always Allow", "Reject", "Always Reject"]) {
     assert((await first.getByRole("button", { name, exact: true }).count()) === 1, `no ${name} button`);
   }
   await page.screenshot({ path: join(OUTPUT, "permission-card.png") });
-  await first.getByRole("button", { name: "Always Allow This Call" }).click();
-  await until("the card says what was chosen", async () => (await frame.getByText("You chose: Always Allow This Call.").count()) === 1, 15_000);
+  await first.getByRole("button", { name: "Always Allow", exact: true }).click();
+  await until("the card says what was chosen", async () => (await frame.getByText("You chose: Always Allow.").count()) === 1, 15_000);
   // The same call runs again without asking; the changed one asks, answered by keyboard.
   const second = card(PERMISSION_CHANGED.command);
   await until("the second permission card", async () => (await second.count()) === 1, 30_000);
@@ -1762,10 +1762,10 @@ scenario("an MCP server of the user's settings: its tools listed under it, a cal
   const card = frame.getByRole("group", { name: /^Waiting for your permission/ });
   await until("the permission card of write_note", async () => (await card.count()) > 0 && /on MCP server tb/.test(await card.first().innerText()), 30_000);
   const text = await card.first().innerText();
-  for (const expected of ["write_note", "Arguments:", '"text": "note-1"', "every call of this tool"]) {
+  for (const expected of ["write_note", "Arguments:", '"text": "note-1"', "“Always” allows: Any call of write_note on MCP server tb, with any arguments, for this conversation"]) {
     assert(text.includes(expected), `the card lacks ${JSON.stringify(expected)}:\n${text}`);
   }
-  assert((await card.first().getByRole("button", { name: "Always Allow This Tool" }).count()) === 1, "no Always Allow This Tool");
+  assert((await card.first().getByRole("button", { name: "Always Allow", exact: true }).count()) === 1, "no Always Allow");
   await page.screenshot({ path: join(OUTPUT, "mcp-permission.png") });
   await card.first().getByRole("button", { name: "Allow Once" }).click();
   const entry = await finishedEntry(frame, "MCP-DONE", 30_000);

@@ -256,12 +256,13 @@ describe("permission dialogs of MCP", () => {
       title: 'Run mcp__tb__write_note on MCP server tb: {"text": "n1\\e[8m"}',
       reason: "MCP servers run outside the sandbox, with your rights; tb does not declare it read-only.",
       options,
+      alwaysScope: "Any call of write_note on MCP server tb, with any arguments, for this conversation",
     };
     const dialog = permissionDialog(request);
-    assert.deepEqual(dialog.buttons.map((b) => b.label), ["Allow Once", "Always Allow This Tool", "Reject", "Always Reject This Tool"]);
+    assert.deepEqual(dialog.buttons.map((b) => b.label), ["Allow Once", "Always Allow", "Reject", "Always Reject"]);
     assert.ok(dialog.detail.startsWith('Arguments:\n{\n  "text": "n1\\u001b[8m"\n}'), dialog.detail);
     assert.ok(!/\x1b/.test(dialog.detail));
-    assert.ok(dialog.detail.includes("for every call of this tool"));
+    assert.ok(dialog.detail.includes("“Always” allows: Any call of write_note on MCP server tb, with any arguments"));
   });
 
   it("a workspace server's approval: what it runs, all of it; approve or reject", () => {
