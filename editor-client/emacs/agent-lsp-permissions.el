@@ -71,10 +71,12 @@ words it (\"Approve and start\", what an \"always\" covers), else ours."
                                 (car entry) (nth 3 entry)))))
                     agent-lsp--permission-keys)))
 
-(defun agent-lsp-permission-prompt (tool-name arguments title reason)
+(defun agent-lsp-permission-prompt (tool-name arguments title reason &optional scope)
   "The text of a request about TOOL-NAME's call with ARGUMENTS (a plist).
-A bash command comes first, line by line, then TITLE and REASON; all of it
-escaped (`agent-lsp-escape-control'), so nothing in it can hide what runs."
+A bash command comes first, line by line, then TITLE and REASON, then on a
+line of its own what an \"always\" answer allows: SCOPE, the server's
+sentence (the request's alwaysScope) shown as it is; all of it escaped
+(`agent-lsp-escape-control'), so nothing in it can hide what runs."
   (let ((command (and (equal tool-name "bash") (plist-get arguments :command))))
     (concat (if (stringp command)
                 (concat "Command:\n"
@@ -86,7 +88,10 @@ escaped (`agent-lsp-escape-control'), so nothing in it can hide what runs."
             (if (and (stringp reason) (not (string-empty-p reason)))
                 (concat " (" (agent-lsp-escape-control reason) ")")
               "")
-            " ")))
+            " "
+            (if (and (stringp scope) (not (string-empty-p scope)))
+                (concat "\n\"Always\" allows: " (agent-lsp-escape-control scope))
+              ""))))
 
 ;;; Receiving a request
 
@@ -132,7 +137,8 @@ request MESSAGE to answer it later; everything else goes to RECEIVE."
          (request (list :server server :id id :title title
                         :prompt (agent-lsp-permission-prompt
                                  (plist-get params :toolName) (plist-get params :arguments)
-                                 (plist-get params :title) (plist-get params :reason))
+                                 (plist-get params :title) (plist-get params :reason)
+                                 (plist-get params :alwaysScope))
                         :choices (agent-lsp-permission-choices (plist-get params :options)))))
     (setq agent-lsp--permission-requests
           (append agent-lsp--permission-requests (list request)))
@@ -280,7 +286,8 @@ With SHOW-NEXT, show the oldest waiting request instead."
 
 (defun agent-lsp-permissions ()
   "Show the oldest waiting permission request in `*agent-lsp-permission*'.
-There y allows once, a always allows this exact call, n rejects, r always
+There y allows once, a always allows (what the request's line
+\"Always\" allows: says), n rejects, r always
 rejects it, d dismisses it; q or C-g leaves it waiting."
   (interactive)
   (agent-lsp--permission-render t)
@@ -299,7 +306,7 @@ rejects it, d dismisses it; q or C-g leaves it waiting."
   (agent-lsp--permission-answer-shown "allow_once"))
 
 (defun agent-lsp-permission-allow-always ()
-  "Allow the call shown for the rest of the conversation (this exact call)."
+  "Allow the request shown for the rest of the conversation (as its scope says)."
   (interactive)
   (agent-lsp--permission-answer-shown "allow_always"))
 
@@ -309,7 +316,7 @@ rejects it, d dismisses it; q or C-g leaves it waiting."
   (agent-lsp--permission-answer-shown "reject_once"))
 
 (defun agent-lsp-permission-reject-always ()
-  "Reject the call shown for the rest of the conversation (this exact call)."
+  "Reject the request shown for the rest of the conversation (as its scope says)."
   (interactive)
   (agent-lsp--permission-answer-shown "reject_always"))
 
