@@ -1439,7 +1439,8 @@ scenario("a dead server is restarted and the user is told", async ({ page, model
   // One server: an extension host left by the reload scenario ends after the grace time.
   const before = await until("one agent server process", () => (servers().length === 1 ? servers() : undefined), 40_000);
   process.kill(before[0].pid, "SIGKILL");
-  await waitForNotification(page, /server stopped unexpectedly and is being restarted/, 20_000);
+  // It says what is true: the conversation goes on (it said "starts over").
+  await waitForNotification(page, /server stopped unexpectedly and is being restarted\. The conversation continues from its saved history/, 20_000);
   const after = await until("a new agent server process", () => {
     const now = servers();
     return now.length === 1 && now[0].pid !== before[0].pid ? now : undefined;
