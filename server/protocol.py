@@ -500,7 +500,7 @@ class McpServerInfo:
     origin: str  # "user" (the configuration file), "editor" (mcpServers), "workspace"
     transport: str  # "stdio" | "http"; "" when the definition names neither
     target: str  # the command line or URL as written (variables not replaced)
-    state: str  # starting | ready | failed | disabled | awaiting-approval
+    state: str  # starting | ready | failed | disabled | awaiting-approval | rejected
     tools: list[str]  # the registry names of its tools (while ready)
     error: str | None = None  # why it failed (a stdio server's stderr tail included)
     trusted: bool = False  # trust = true: its tools run without asking

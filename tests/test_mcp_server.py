@@ -121,10 +121,15 @@ async def test_a_workspace_server_starts_only_once_approved_and_asks_again_when_
     async with mcp_session(model, workspace) as client:
         waiting = await until_state(client, "repo", "awaiting-approval")
         assert waiting["origin"] == "workspace" and waiting["tools"] == []
+        # An ask does not start it either; a call of its tool says why it is not there.
+        model.reply(tool_calls=[tool_call("mcp__repo__echo", {"text": "x"}, id="early")])
         model.reply("nothing")
-        await ask(client, prompt="hello")  # an ask does not start it either
+        await ask(client, prompt="hello")
         assert (await mcp_servers(client))["repo"]["state"] == "awaiting-approval"
         assert not pids_with(tag)
+        assert tool_results(model)["early"].startswith(
+            "Error: the MCP server repo waits for the user's approval"
+        )
 
         client.answers = ["reject_once"]
         refused = await client.protocol.send_request_async(
@@ -134,8 +139,28 @@ async def test_a_workspace_server_starts_only_once_approved_and_asks_again_when_
         [request] = client.requests
         assert f"{sys.executable} {TOOLBOX} --tag {tag}" in request["title"]
         assert request["arguments"]["command"] == sys.executable
-        # Once or always would record the same approval: a yes and a no.
-        assert [o["kind"] for o in request["options"]] == ["allow_once", "reject_once"]
+        # Once or always would record the same approval: a yes, a no, a no for good.
+        assert [o["kind"] for o in request["options"]] == [
+            "allow_once",
+            "reject_once",
+            "reject_always",
+        ]
+        assert request["options"][2]["name"] == "Reject, don't ask again"
+        assert "alwaysScope" not in request
+
+        # "Don't ask again": remembered (the approvals file; test_mcp_config), and the
+        # user may still approve it.
+        client.answers = ["reject_always"]
+        declined = await client.protocol.send_request_async(
+            "agent/approveMcpServer", {"name": "repo"}
+        )
+        assert declined == {"approved": False, "state": "rejected"}
+        model.reply(tool_calls=[tool_call("mcp__repo__echo", {"text": "x"}, id="declined")])
+        model.reply("nothing")
+        await ask(client, prompt="hello again")
+        assert tool_results(model)["declined"].startswith(
+            "Error: the user declined to start the MCP server repo"
+        )
 
         client.answers = ["allow_once"]
         approved = await client.protocol.send_request_async(

@@ -65,7 +65,8 @@ class ToolRuntime:
         fresh context (an empty ledger: writes over existing files are refused)."""
         tool = self._registry.get(name)
         if tool is None:
-            return f"Error: Unknown tool: {name}"
+            why = context.unavailable(name) if context and context.unavailable else None
+            return f"Error: {why}" if why else f"Error: Unknown tool: {name}"
 
         try:
             arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}

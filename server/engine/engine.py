@@ -352,6 +352,7 @@ class AgentEngine:
                             path_notes=self._project.nested(
                                 conversation, target.workspace, settings, documents
                             ),
+                            unavailable=target.mcp.unavailable if target.mcp else None,
                         ),
                         window=window,
                         streaming=self._endpoints.streaming(model),

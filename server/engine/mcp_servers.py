@@ -32,9 +32,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tooling.display import escape_control
+from tools.mcp.naming import server_prefix
 
 from .. import protocol as p
-from ..agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, REJECT_ONCE, Asker, PermissionPrompt
+from ..agent.permissions import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    REJECT_ALWAYS,
+    REJECT_ONCE,
+    Asker,
+    PermissionPrompt,
+)
 from ..config.user_config import UserConfigError
 from ..errors import InvalidParamsError
 from .mcp_definitions import WORKSPACE, FolderDefinitions, Loaded
@@ -54,6 +62,9 @@ READY: Final = "ready"
 FAILED: Final = "failed"
 DISABLED: Final = "disabled"
 AWAITING_APPROVAL: Final = "awaiting-approval"
+# A folder's own server the user declined with "don't ask again" (as defined now): not
+# started, and clients do not offer its approval unprompted; it can still be approved.
+REJECTED: Final = "rejected"
 # Seconds before a failed server is tried again (at the next ask past it): the first retry
 # is at once, then the wait doubles up to a minute.
 FIRST_BACKOFF: Final = 1.0
@@ -195,13 +206,14 @@ class McpServers:
         elif not spec.enabled:
             server.state = DISABLED
         elif spec.origin == WORKSPACE and spec.name not in approved:
-            server.state = AWAITING_APPROVAL
+            rejected = self._loaded.rejected if self._loaded is not None else frozenset()
+            server.state = REJECTED if spec.name in rejected else AWAITING_APPROVAL
         else:
             self._start(server, spec)
 
     def _retry_if_due(self, server: _Server, retry: bool) -> None:
         spec = server.spec
-        if server.state == AWAITING_APPROVAL and spec is not None:
+        if server.state in (AWAITING_APPROVAL, REJECTED) and spec is not None:
             self._begin(server)  # approved since (by this server or another one of the user's)
         elif retry and server.state == FAILED and spec and self._clock() >= server.retry_at:
             self._start(server, spec)
@@ -300,11 +312,49 @@ class McpServers:
     # -- approvals, listing, the end --------------------------------------------------------
 
     def awaiting(self, name: str) -> McpServerSpec | None:
-        """The spec of the server ``name`` if it is a workspace one awaiting approval."""
+        """The spec of the server ``name`` if it is a workspace one awaiting approval (or
+        declined for good: the user may still approve it)."""
         server = self._servers.get(name)
-        if server is None or server.state != AWAITING_APPROVAL:
+        if server is None or server.state not in (AWAITING_APPROVAL, REJECTED):
             return None
         return server.spec
+
+    async def reject(self, spec: McpServerSpec) -> None:
+        """Record that the user declined ``spec`` for good ("don't ask again")."""
+        await asyncio.to_thread(self._definitions.reject, spec)  # a file written under a lock
+        server = self._servers.get(spec.name)
+        if not self._closed and server is not None and server.spec == spec:
+            if server.state == AWAITING_APPROVAL:
+                server.state = REJECTED
+
+    def unavailable(self, tool: str) -> str | None:
+        """Why the tool name ``tool`` (``mcp__SERVER__TOOL``) of one of these servers is not
+        offered: the server waits for the user's approval, was declined, is starting or
+        failed (None: no server of that name is defined, or it is ready)."""
+        for name, server in self._servers.items():
+            if not tool.startswith(server_prefix(name)) or server.state == READY:
+                continue
+            if server.state == AWAITING_APPROVAL:
+                return (
+                    f"the MCP server {name} waits for the user's approval (it is this folder's "
+                    "own server, new or changed since it was approved), so its tools are not "
+                    "available yet. Tell the user to approve it if it is needed."
+                )
+            if server.state == REJECTED:
+                return (
+                    f"the user declined to start the MCP server {name} (as it is defined now), "
+                    "so its tools are not available. Do without them, or ask the user."
+                )
+            if server.state == STARTING:
+                return (
+                    f"the MCP server {name} is still starting; its tools are offered once it "
+                    "is ready (the next ask)."
+                )
+            if server.state == DISABLED:
+                return f"the MCP server {name} is disabled in its definition."
+            first = (server.error or "").splitlines()[:1]
+            return f"the MCP server {name} failed" + (f": {first[0]}" if first else ".")
+        return None
 
     async def approve(self, spec: McpServerSpec) -> None:
         """Record the user's approval of ``spec`` and start it (if it is still defined so)."""
@@ -312,7 +362,7 @@ class McpServers:
         server = self._servers.get(spec.name)
         if self._closed or server is None or server.spec != spec:
             return
-        if server.state == AWAITING_APPROVAL:
+        if server.state in (AWAITING_APPROVAL, REJECTED):
             self._start(server, spec)
 
     def starting(self) -> tuple[str, ...]:
@@ -392,10 +442,19 @@ async def approve_with_user(
             "outside the sandbox with your rights. Approving remembers this exact definition "
             "for this folder (a changed one asks again)."
         ),
-        # Once or always would both record it: one yes, one no.
-        options=((ALLOW_ONCE, "Approve and start"), (REJECT_ONCE, "Reject")),
+        # Once or always would both record it: one yes; a no for now, or for good.
+        options=(
+            (ALLOW_ONCE, "Approve and start"),
+            (REJECT_ONCE, "Reject"),
+            (REJECT_ALWAYS, "Reject, don't ask again"),
+        ),
     )
-    if await asker.ask(prompt) in (ALLOW_ONCE, ALLOW_ALWAYS):
+    choice = await asker.ask(prompt)
+    if choice in (ALLOW_ONCE, ALLOW_ALWAYS):
         await servers.approve(spec)
+    elif choice == REJECT_ALWAYS:
+        await servers.reject(spec)
     state = servers.state(name) or AWAITING_APPROVAL
-    return p.ApproveMcpServerResult(approved=state != AWAITING_APPROVAL, state=state)
+    return p.ApproveMcpServerResult(
+        approved=state not in (AWAITING_APPROVAL, REJECTED), state=state
+    )

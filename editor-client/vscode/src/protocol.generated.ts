@@ -505,7 +505,7 @@ export interface McpServerInfo {
    */
   target: string;
   /**
-   * starting | ready | failed | disabled | awaiting-approval
+   * starting | ready | failed | disabled | awaiting-approval | rejected
    */
   state: string;
   /**
