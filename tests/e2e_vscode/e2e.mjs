@@ -1780,6 +1780,8 @@ scenario("an MCP server of the user's settings: its tools listed under it, a cal
 
 scenario("a folder's own MCP server awaits approval; approved through Agent: MCP Servers, it becomes ready", async ({ page }) => {
   await until("repo awaiting approval", async () => (await mcpStatus(page)) === "MCP 1/2", MCP_START_MS);
+  // Not only the status bar says so: a notice (it was silent).
+  await waitForNotification(page, /MCP server repo is new or changed and waits for your approval/, 20_000);
   const picker = page.locator(".quick-input-widget:visible");
   // The row whose label is repo: another row's command line may hold "repo" too (a CI
   // clone lives in .../repo/), so the row's text must start with it (the label comes first,
@@ -1792,6 +1794,11 @@ scenario("a folder's own MCP server awaits approval; approved through Agent: MCP
   await until("the approval dialog", async () => (await dialog.count()) > 0 && /Start MCP server repo/.test(await dialog.first().innerText()), 15_000);
   const text = await dialog.first().innerText();
   assert(text.includes(`Command: ${PYTHON}`) && text.includes("e2e-repo"), `the approval dialog:\n${text}`);
+  // The user asked for it (not "The agent asks"), and Enter would not start it.
+  assert(!text.includes("The agent asks") && text.includes("Approve?"), `the approval dialog:\n${text}`);
+  const focused = await page.evaluate(() => document.activeElement?.textContent ?? "");
+  assert(!/Approve/.test(focused), `the approval dialog focuses ${JSON.stringify(focused)}`);
+  assert((await dialog.getByRole("button", { name: "Reject, Don't Ask Again" }).count()) === 1, "no Reject, Don't Ask Again");
   await page.screenshot({ path: join(OUTPUT, "mcp-approval.png") });
   await dialog.getByRole("button", { name: "Approve and Start" }).click();
   await waitForNotification(page, /MCP server repo approved/);

@@ -7,7 +7,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import * as vscode from "vscode";
 import { configLocations, type ConfigLocation, type FolderFiles, USER_FILE_TEMPLATE, userConfigFile, WORKSPACE_FILE_TEMPLATE } from "./mcp-config";
-import { describeMcpStatus, McpRefresher, type McpServerItem, showMcpServers } from "./mcp";
+import { approveMcpServer, awaitingNotice, describeMcpStatus, McpRefresher, type McpServerItem, newlyAwaiting, showMcpServers } from "./mcp";
 import { type McpServerInfo, type McpServersResult, Methods } from "./protocol";
 
 /** What this needs of the client. */
@@ -28,6 +28,8 @@ export class McpStatus implements vscode.Disposable {
   private readonly refresher: McpRefresher;
   private readonly disposables: vscode.Disposable[] = [];
   private debounce: ReturnType<typeof setTimeout> | undefined;
+  /** The definitions announced as waiting for approval (each once a window). */
+  private readonly announced = new Set<string>();
 
   constructor(private readonly host: McpHost) {
     this.item.name = "Agent MCP Servers";
@@ -74,7 +76,9 @@ export class McpStatus implements vscode.Disposable {
         pick: (items, title, placeHolder) =>
           vscode.window.showQuickPick<McpServerItem>(items, { title, placeHolder, matchOnDescription: true, matchOnDetail: true }),
         details: async (message, detail) => {
-          await vscode.window.showInformationMessage(message, { modal: true, detail });
+          const pick = await vscode.window.showInformationMessage(message, { modal: true, detail }, "Show Log", "Open MCP Configuration");
+          if (pick === "Show Log") this.host.showLog();
+          else if (pick) await this.openConfiguration();
         },
         failed: async (message, detail) => {
           const pick = await vscode.window.showErrorMessage(message, { modal: true, detail }, "Show Log");
@@ -161,6 +165,17 @@ export class McpStatus implements vscode.Disposable {
   }
 
   private show(servers: McpServerInfo[] | undefined): void {
+    for (const server of newlyAwaiting(this.announced, servers ?? [])) {
+      // Not modal, and nothing starts from here but the approval dialog the user opens.
+      void vscode.window.showWarningMessage(awaitingNotice(server), "Review…", "Not Now").then(async (pick) => {
+        if (pick !== "Review…") return;
+        await approveMcpServer({ request: (method, params) => this.host.request(method, params) }, this.host.folderParams(), server, {
+          info: (message) => void vscode.window.showInformationMessage(message),
+          error: (message) => void vscode.window.showErrorMessage(message),
+        });
+        this.refresh();
+      });
+    }
     const view = servers ? describeMcpStatus(servers) : undefined;
     if (!view) {
       this.item.hide();

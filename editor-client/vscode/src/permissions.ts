@@ -65,9 +65,16 @@ const LABELS: Record<string, string> = {
   reject_always: "Always Reject",
 };
 // agent/approveMcpServer's question: either allow records the approval of that definition for
-// the folder (and either reject leaves it waiting), so two buttons say all there is.
+// the folder, reject leaves it waiting, reject_always records a no for good. The user asked for
+// it (Agent: MCP Servers, or the notice of a new server), and Reject comes first: the button a
+// modal focuses is never the one that starts a program.
 const MCP_SERVER_APPROVAL = "mcp_server";
-const LABELS_MCP_SERVER: Record<string, string> = { allow_once: "Approve and Start", reject_once: "Reject" };
+const LABELS_MCP_SERVER: Record<string, string> = {
+  reject_once: "Reject",
+  allow_once: "Approve and Start",
+  reject_always: "Reject, Don't Ask Again",
+};
+const ORDER_MCP_SERVER = Object.keys(LABELS_MCP_SERVER);
 
 export const isMcpTool = (toolName: string): boolean => toolName.startsWith("mcp__");
 
@@ -177,11 +184,14 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
   const scope = alwaysScope(request);
   if (scope !== undefined) lines.push("", scope);
   const labels = approval ? LABELS_MCP_SERVER : LABELS;
-  const buttons = (Array.isArray(request.options) ? request.options : [])
+  const options = (Array.isArray(request.options) ? request.options : [])
     .filter((option) => typeof option?.optionId === "string")
-    .filter((option) => !approval || option.kind in LABELS_MCP_SERVER)
-    .map((option) => ({ label: labels[option.kind] ?? option.name, optionId: option.optionId }));
-  return { message: `The agent asks: ${escapeControl(String(what))}`, detail: lines.join("\n"), buttons };
+    .filter((option) => !approval || option.kind in LABELS_MCP_SERVER);
+  if (approval) options.sort((a, b) => ORDER_MCP_SERVER.indexOf(a.kind) - ORDER_MCP_SERVER.indexOf(b.kind));
+  const buttons = options.map((option) => ({ label: labels[option.kind] ?? option.name, optionId: option.optionId }));
+  // An approval is the user's own question (they chose the server), not the agent's.
+  const message = approval ? `Approve? ${escapeControl(String(what))}` : `The agent asks: ${escapeControl(String(what))}`;
+  return { message, detail: lines.join("\n"), buttons };
 }
 
 /** The line saying what "always" allows: the server's sentence as it is (escaped), or none. */

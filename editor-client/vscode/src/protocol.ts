@@ -94,7 +94,7 @@ export type CommandsResult = Wire.CommandsResult;
 export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
 export type FileStatus = "added" | "modified" | "deleted";
 /** `McpServerInfo.state` (docs/protocol.md, agent/mcpServers). */
-export type McpState = "starting" | "ready" | "failed" | "disabled" | "awaiting-approval";
+export type McpState = "starting" | "ready" | "failed" | "disabled" | "awaiting-approval" | "rejected";
 /** `McpServerInfo.origin`: the user file, the `mcpServers` setting, the folder's own files. */
 export type McpOrigin = "user" | "editor" | "workspace";
 

@@ -7,6 +7,8 @@ import {
   type McpServerItem,
   type McpServersUi,
   mcpServerItems,
+  newlyAwaiting,
+  awaitingNotice,
   showMcpServers,
   STARTING_RECHECKS_MS,
   type Timers,
@@ -116,6 +118,39 @@ describe("Agent: MCP Servers", () => {
     (await fake.next("agent/mcpServers")).resolve({ servers: [AWAITING] });
     await done;
     assert.deepEqual(user.said, [["info", "Agent: MCP server repo not approved; it is not started."]]);
+  });
+
+  it("a rejection for good says so; a rejected server can be approved after all", async () => {
+    const fake = new FakeServer([]);
+    const user = ui((items) => items[0]);
+    const done = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [AWAITING] });
+    (await fake.next("agent/approveMcpServer")).resolve({ approved: false, state: "rejected" });
+    (await fake.next("agent/mcpServers")).resolve({ servers: [{ ...AWAITING, state: "rejected" }] });
+    await done;
+    assert.match(user.said[0]?.[1] ?? "", /^Agent: MCP server repo rejected; you will not be asked again until its definition changes/);
+    const rejected = { ...AWAITING, state: "rejected" };
+    assert.equal(mcpServerItems([rejected])[0]?.detail, "choose to approve after all: node tools/mcp.js");
+    assert.equal(describeMcpStatus([server(), rejected])?.text, "$(plug) MCP 1/1");
+    const again = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [rejected] });
+    (await fake.next("agent/approveMcpServer")).resolve({ approved: true, state: "starting" });
+    (await fake.next("agent/mcpServers")).resolve({ servers: [{ ...AWAITING, state: "starting" }] });
+    await again;
+    assert.equal(user.said[1]?.[1], "Agent: MCP server repo approved: starting.");
+  });
+
+  it("announces a server that starts waiting for approval once, a changed definition again", () => {
+    const seen = new Set<string>();
+    assert.deepEqual(newlyAwaiting(seen, [server(), AWAITING]).map((s) => s.name), ["repo"]);
+    assert.deepEqual(newlyAwaiting(seen, [server(), AWAITING]), []); // the next list: said already
+    const changed = { ...AWAITING, target: "node tools/other.js" };
+    assert.deepEqual(newlyAwaiting(seen, [changed]).map((s) => s.target), ["node tools/other.js"]);
+    assert.deepEqual(newlyAwaiting(seen, [{ ...changed, state: "rejected" }]), []); // a no for good: quiet
+    assert.equal(
+      awaitingNotice({ ...AWAITING, name: "re\x1b[8mpo" }),
+      "Agent: this folder's MCP server re\\e[8mpo is new or changed and waits for your approval (node tools/mcp.js); until then its tools are not available.",
+    );
   });
 
   it("shows a failed server's whole error, its lines kept and escaped", async () => {
@@ -276,10 +311,12 @@ describe("permission dialogs of MCP", () => {
       options,
     };
     const dialog = permissionDialog(request);
-    assert.equal(dialog.message, "The agent asks: Start MCP server repo of /p: node tools/mcp.js a b");
+    // The user asked (not "The agent asks"); Reject first, so the focused button starts nothing.
+    assert.equal(dialog.message, "Approve? Start MCP server repo of /p: node tools/mcp.js a b");
     assert.deepEqual(dialog.buttons, [
-      { label: "Approve and Start", optionId: "allow_once" },
       { label: "Reject", optionId: "reject_once" },
+      { label: "Approve and Start", optionId: "allow_once" },
+      { label: "Reject, Don't Ask Again", optionId: "reject_always" },
     ]);
     const lines = dialog.detail.split("\n");
     for (const line of ["Command: node", 'Arguments: ["tools/mcp.js","a b"]', "Environment:", "  LD_PRELOAD=/p/x.so", "Working folder: /p"]) {
