@@ -401,6 +401,9 @@ class ToolActivity:
     # The argument a one-line summary of the call shows (the tool's definition says which);
     # absent for a tool the server does not know. Clients then try path, command, pattern.
     summary_key: str | None = None
+    # How to name the call when the tool's name reads badly, escaped: an MCP tool's
+    # "get_current_time — time (MCP server)" for mcp__time__get_current_time; absent: name.
+    display_name: str | None = None
 
 
 @attrs.define

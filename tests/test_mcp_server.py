@@ -72,6 +72,12 @@ async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(
         assert request["alwaysScope"] == (
             "Any call of write_note on MCP server tb, with any arguments, for this conversation"
         )
+        # Every activity of a call names it for people: the tool, then its server.
+        notes = [n for m, n in client.notifications if m == "agent/toolActivity"]
+        shown = {(n["name"], n["status"]): n.get("displayName") for n in notes}
+        assert shown[("mcp__tb__echo", "completed")] == "echo — tb (MCP server)"
+        for status in ("started", "waiting", "completed"):
+            assert shown[("mcp__tb__write_note", status)] == "write_note — tb (MCP server)"
 
         # A refused one is declined, and the server never sees the call.
         model.reply(tool_calls=[tool_call("mcp__tb__write_note", {"text": "n2"}, id="no")])

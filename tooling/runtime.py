@@ -49,6 +49,12 @@ class ToolRuntime:
         tool = self._registry.get(name)
         return tool.summary_argument() if tool is not None else None
 
+    def display_name(self, name: str) -> str | None:
+        """How clients name a call to ``name`` (``ToolDefinition.display_name``; None: the
+        name itself, or an unknown tool)."""
+        tool = self._registry.get(name)
+        return tool.display_name if tool is not None else None
+
     def kind(self, name: str) -> str:
         """What a call to ``name`` does (``ToolDefinition.kind``; "other": unknown tool)."""
         tool = self._registry.get(name)
@@ -90,6 +96,7 @@ class ToolRuntime:
                     raw_arguments=raw_arguments,
                     permission=tool.permission(arguments) if tool.permission else None,
                     summary_key=tool.summary_argument(),
+                    display_name=tool.display_name,
                 )
                 if context.permissions is None:
                     decision = refused_without_asker(request)

@@ -255,6 +255,7 @@ class PermissionGate:
                 request.raw_arguments,
                 title,
                 request.summary_key,
+                request.display_name,
             )
         )
         choice: str | None
@@ -273,6 +274,7 @@ class PermissionGate:
                 request.raw_arguments,
                 allowed,
                 request.summary_key,
+                request.display_name,
             )
         )
         if choice in (ALLOW_ALWAYS, REJECT_ALWAYS):

@@ -642,6 +642,7 @@ export interface ToolActivity {
    */
   waitedMs?: number | null;
   summaryKey?: string | null;
+  displayName?: string | null;
 }
 /**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
