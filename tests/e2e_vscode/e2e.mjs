@@ -1771,8 +1771,9 @@ scenario("an MCP server of the user's settings: its tools listed under it, a cal
   await card.first().getByRole("button", { name: "Allow Once" }).click();
   const entry = await finishedEntry(frame, "MCP-DONE", 30_000);
   const rows = await entry.locator(".call").allInnerTexts();
-  assert(rows.length === 2 && rows[0].includes("mcp__tb__echo") && rows[0].includes("hello-from-mcp"), `tool rows:\n${rows.join("\n")}`);
-  assert(rows[1].includes("mcp__tb__write_note") && rows[1].includes("note-1"), `tool rows:\n${rows.join("\n")}`);
+  // Named for people, as the server names them (not mcp__tb__echo).
+  assert(rows.length === 2 && rows[0].includes("echo — tb (MCP server)") && rows[0].includes("hello-from-mcp"), `tool rows:\n${rows.join("\n")}`);
+  assert(rows[1].includes("write_note — tb (MCP server)") && rows[1].includes("note-1"), `tool rows:\n${rows.join("\n")}`);
   const requests = modelRequests(model.recordFile).slice(count);
   assert(toolResult(requests[1], "mcp__tb__echo") === "hello-from-mcp", `echo's result: ${toolResult(requests[1], "mcp__tb__echo")}`);
   assert(toolResult(requests[2], "mcp__tb__write_note") === "noted: note-1", `write_note's result: ${toolResult(requests[2], "mcp__tb__write_note")}`);

@@ -185,6 +185,8 @@ export interface ToolActivity {
   turn?: number;
   /** The argument a one-line summary leads with (the tool's definition says; absent for an unknown tool). */
   summaryKey?: string;
+  /** How to name the call when the tool's name reads badly ("get_current_time — time (MCP server)"). */
+  displayName?: string;
 }
 
 /** `agent/compact`'s result: the conversation's estimated size before and after. */

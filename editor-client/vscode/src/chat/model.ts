@@ -34,6 +34,8 @@ export interface ToolItem {
   arguments: string;
   /** The argument its one-line summary leads with (agent/toolActivity's summaryKey). */
   summaryKey?: string;
+  /** The server's name for it for people (agent/toolActivity's displayName), else `name`. */
+  displayName?: string;
   state: CallState;
   turn?: number;
   durationMs?: number;
@@ -207,6 +209,7 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
     if (typeof activity.summaryKey === "string") item.summaryKey = activity.summaryKey;
     entry.items.push(item);
   }
+  if (typeof activity.displayName === "string" && activity.displayName !== "") item.displayName = activity.displayName;
   switch (activity.status) {
     case "started":
       item.state = "running";

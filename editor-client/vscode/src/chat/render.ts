@@ -127,7 +127,11 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
     `call ${item.state}`,
     partId.item(entry, item),
     `<span class="mark">${CALL_MARK[item.state]}</span> ` +
-      `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> ` +
+      // The server's name for people ("get_current_time — time (MCP server)"); the registry
+      // name stays in the tooltip.
+      (item.displayName
+        ? `<code class="tool" title="${escapeHtml(escapeControl(item.name))}">${escapeHtml(escapeControl(item.displayName))}</code> `
+        : `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> `) +
       `<span class="args">${escapeHtml(summary)}</span> ` +
       `<span class="status">${escapeHtml(status)}</span>`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
