@@ -1480,13 +1480,20 @@ scenario("an ask whose server died is listed as interrupted in the history, reop
   }, 30_000);
   for (const pid of pgrep(INTERRUPT_MARK)) process.kill(Number(pid), "SIGKILL");
   await until("the ask ended in the chat", async () => (await frame.locator(".entry.working").count()) === 0, 30_000);
+  // A reload shows the interrupted ask once: the server's copy (listed interrupted) takes the
+  // place of the local one, never beside it.
+  await page.reload();
+  const reloaded = await panelFrame(page);
+  const copies = reloaded.locator(".entry", { has: reloaded.locator(".prompt-text", { hasText: "E2E-INTERRUPT" }) });
+  await until("the interrupted ask after the reload, marked", async () => (await copies.getByText(/^Interrupted/).count()) > 0, 30_000);
+  assert((await copies.count()) === 1, `the interrupted ask shows ${await copies.count()} times after a reload`);
   await runCommand(page, "Agent: New Conversation");
   await runCommand(page, "Agent: Conversation History");
   const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "E2E-INTERRUPT" }).first();
   await until("the conversation in the history, marked interrupted", async () => (await row.count()) > 0 && /interrupted/.test(await row.innerText()), 20_000);
   await page.screenshot({ path: join(OUTPUT, "history-interrupted.png") });
   await row.click();
-  const entry = frame.locator(".entry", { hasText: "E2E-INTERRUPT" });
+  const entry = reloaded.locator(".entry", { hasText: "E2E-INTERRUPT" });
   await until("the reopened ask, with its Undo", async () =>
     (await entry.getByText(/^Interrupted/).count()) === 1 && (await entry.getByRole("button", { name: "Undo this ask", exact: true }).count()) === 1, 20_000);
   await entry.getByRole("button", { name: "Undo this ask", exact: true }).click();

@@ -110,6 +110,11 @@ export interface Entry {
   changes?: string;
   /** Buttons under the answer (Retry, and later Show changes / Undo this ask). */
   actions: Button[];
+  /**
+   * The server stopped during this ask: unlike an ask that failed here, the server has it
+   * (its saved conversation lists it interrupted), so a reload takes the server's copy.
+   */
+  interrupted?: boolean;
 }
 
 export interface Conversation {
@@ -428,12 +433,25 @@ export function entriesFromHistory(history: readonly HistoryEntry[]): Entry[] {
   return entries;
 }
 
-/** The server's entries after the last one the local copy shows (failed asks are only local). */
-export function missingEntries(local: Conversation, server: Conversation): Entry[] {
-  const last = [...local.entries].reverse().find((e) => e.state === "done" || e.state === "cancelled");
-  const at = last ? server.entries.map((e) => e.prompt).lastIndexOf(last.prompt) : -1;
-  if (last && at < 0) return [];
-  return server.entries.slice(at + 1);
+/**
+ * What the server has that the local copy does not show: its entries after the last one the
+ * copy shows (asks that failed here are only local), and, when the copy's last such entry is
+ * an ask the server died in (`interrupted`), the server's copy of it to replace the local one
+ * (`replace`: its index in the copy) — that ask is the server's too, and adding it again
+ * showed it twice.
+ */
+export function missingEntries(local: Conversation, server: Conversation): { add: Entry[]; replace?: { index: number; entry: Entry } } {
+  const prompts = server.entries.map((e) => e.prompt);
+  for (let index = local.entries.length - 1; index >= 0; index--) {
+    const entry = local.entries[index];
+    if (!entry || !(entry.state === "done" || entry.state === "cancelled" || entry.interrupted)) continue;
+    const at = prompts.lastIndexOf(entry.prompt);
+    if (at < 0) return { add: [] }; // another conversation, or a copy we cannot place
+    const add = server.entries.slice(at + 1);
+    const own = server.entries[at];
+    return entry.interrupted && own ? { add, replace: { index, entry: own } } : { add };
+  }
+  return { add: server.entries.slice() };
 }
 
 /** What is kept of a conversation between window reloads (capped so workspaceState stays small). */
