@@ -1927,6 +1927,8 @@ scenario("project: @ offers the folder's files by fuzzy name; the picked one is 
   const request = modelRequests(model.recordFile).slice(count).find((b) => lastUserText(b).includes("E2E-MENTION"));
   const sent = request ? lastUserText(request) : "";
   assert(/The user also points at: src\/util\/helpers\.py\./.test(sent), `the model got: ${sent}`);
+  // Its content too, not only its path.
+  assert(sent.includes("Attached: src/util/helpers.py (as the user sees it):\n```\ndef help():\n    pass\n"), `the model got: ${sent}`);
   assert(!sent.includes("README.md"), `a dropped chip was sent: ${sent}`);
   assert(!sent.includes("@hlpy"), `the @text stayed in the prompt: ${sent}`);
 }, { project: true });
