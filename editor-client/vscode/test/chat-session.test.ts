@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  answeredCard,
   applyActivity,
   applyCard,
   applyDelta,
@@ -371,6 +372,13 @@ describe("what later features put into the view", () => {
     assert.deepEqual(entry.items.map((i) => (i.kind === "text" ? `${i.channel}:${i.text}` : "")), ["answer:Hello", "reasoning:hmm"]);
     applyResult(entry, result({ answer: "Hello" }), 1);
     assert.equal(entry.items.filter((i) => i.kind === "text" && i.channel === "answer").length, 1, "the streamed answer is not added again");
+  });
+
+  it("an answered permission card is one line: what was asked, what was chosen", () => {
+    assert.deepEqual(answeredCard("permission-c1", "Run outside the sandbox", "Always Allow"), {
+      kind: "card", id: "permission-c1", title: "Run outside the sandbox — You chose: Always Allow.", body: "", tone: "info", buttons: [],
+    });
+    assert.equal(answeredCard("p", "Run", undefined).title, "Run — Not answered (withdrawn or dismissed).");
   });
 
   it("a card is added once and replaced by id", () => {

@@ -350,6 +350,12 @@ function lastToolIndex(entry: Entry): number {
 }
 
 /** The ask ended without an answer (cancelled or failed): running rows stop too. */
+/** A permission card once answered or withdrawn: one line, what was asked and what came of it. */
+export function answeredCard(id: string, title: string, label: string | undefined): CardItem {
+  const said = label === undefined ? "Not answered (withdrawn or dismissed)." : `You chose: ${label}.`;
+  return { kind: "card", id, title: `${title} — ${said}`, body: "", tone: "info", buttons: [] };
+}
+
 export function applyFailure(entry: Entry, outcome: "cancelled" | "error", error?: ErrorView): Change[] {
   const changes: Change[] = [];
   for (const item of entry.items) {

@@ -201,8 +201,9 @@ export function renderCardItem(entry: Entry, item: CardItem): string {
     `<div class="card ${item.tone ?? "info"}" role="group" aria-label="${escapeHtml(item.title)}"${partAttrs(partId.item(entry, item))}>` +
     `<div class="card-title">${escapeHtml(item.title)}</div>` +
     (item.code === undefined ? "" : `<pre class="arg-value card-code"><code>${escapeHtml(item.code)}</code></pre>`) +
-    `<div class="card-body">${renderPlainText(item.body)}</div>` +
-    `<div class="buttons">${item.buttons.map((b) => renderButton(b)).join("")}</div></div>`
+    (item.body === "" ? "" : `<div class="card-body">${renderPlainText(item.body)}</div>`) +
+    (item.buttons.length === 0 ? "" : `<div class="buttons">${item.buttons.map((b) => renderButton(b)).join("")}</div>`) +
+    `</div>`
   );
 }
 
