@@ -245,6 +245,9 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       if (missing.replace) local.entries[missing.replace.index] = missing.replace.entry;
       local.entries.push(...missing.add);
       this.session.replace(local);
+      // The server's entries have no buttons yet: checkpoints add them (an interrupted ask's
+      // "Interrupted" and its Undo), as for a conversation reopened from the history.
+      this.reopenedEmitter.fire(sessionId);
     } catch {
       // The server no longer has it: the copy is what there is to show.
     }
