@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
 from server.engine.mcp_definitions import FolderDefinitions, Loaded
 from server.engine.mcp_servers import McpServers
@@ -114,6 +115,43 @@ async def test_a_crashed_server_is_failed_and_restarts_at_the_next_ask(
         model.reply("ok")
         await ask(client, prompt="echo")
         assert tool_results(model)["again"] == "back"
+    assert wait_until(lambda: not pids_with(tag), 5)
+
+
+async def test_the_user_stops_restarts_and_reads_the_output_of_one_server(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    tag = new_tag()
+    async with mcp_session(model, workspace, {"tb": toolbox_server(tag)}) as client:
+        await until_state(client, "tb", "ready")
+        first = set(pids_with(tag))
+        control = client.protocol.send_request_async
+        stopped = await control("agent/controlMcpServer", {"name": "tb", "action": "stop"})
+        assert stopped["state"] == "stopped" and stopped["tools"] == []
+        assert wait_until(lambda: not pids_with(tag), 5), "the stopped server still runs"
+        # An ask neither starts it again nor fails on its tool as an unknown one.
+        model.reply(tool_calls=[tool_call("mcp__tb__echo", {"text": "x"}, id="off")])
+        model.reply("ok")
+        await ask(client, prompt="echo")
+        assert tool_results(model)["off"] == (
+            "Error: the user stopped the MCP server tb; its tools are not available."
+        )
+        assert (await mcp_servers(client))["tb"]["state"] == "stopped"
+
+        started = await control("agent/controlMcpServer", {"name": "tb", "action": "restart"})
+        assert started["state"] == "starting"
+        await until_state(client, "tb", "ready")
+        assert pids_with(tag) and not set(pids_with(tag)) & first  # a new process
+        output = await control("agent/mcpServerLog", {"name": "tb"})
+        lines = output["text"].splitlines()
+        assert any(line.endswith("MCP server tb stopped by the user") for line in lines)
+        assert any(line.endswith("MCP server tb restarted by the user") for line in lines)
+        assert sum("MCP server tb is ready" in line for line in lines) == 2
+
+        for params in ({"name": "nope", "action": "stop"}, {"name": "tb", "action": "explode"}):
+            with pytest.raises(JsonRpcException) as caught:
+                await control("agent/controlMcpServer", params)
+            assert caught.value.code == -32602
     assert wait_until(lambda: not pids_with(tag), 5)
 
 

@@ -42,7 +42,8 @@ from .editor_context import with_context
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
-from .mcp_servers import approve_with_user, folder_servers, listing
+from .mcp_servers import approve_with_user, folder_servers, listing, server_log
+from .mcp_servers import control as mcp_control
 from .modes import DEFAULT_MODE, apply_mode
 from .project import Project, commands_result, instructions_result
 from .prompts import system_prompt
@@ -206,6 +207,16 @@ class AgentEngine:
     ) -> p.ApproveMcpServerResult:
         """``agent/approveMcpServer``: may the folder's own server ``name`` start?"""
         return await approve_with_user(self.folder(folder).mcp, name, asker)
+
+    async def control_mcp_server(
+        self, name: str, action: str, folder: Path | None = None
+    ) -> p.McpServerInfo:
+        """``agent/controlMcpServer``: the user starts, stops or restarts ``name``."""
+        return await mcp_control(self.folder(folder).mcp, name, action)
+
+    async def mcp_server_log(self, name: str, folder: Path | None = None) -> p.McpServerLogResult:
+        """``agent/mcpServerLog``: one server's own output."""
+        return await server_log(self.folder(folder).mcp, name)
 
     async def close_mcp_servers(self) -> None:
         """End every MCP server (shutdown): their process groups too."""

@@ -23,6 +23,7 @@ loop nor at start-up.
 from __future__ import annotations
 
 import asyncio
+import collections
 import importlib
 import logging
 import time
@@ -65,6 +66,9 @@ AWAITING_APPROVAL: Final = "awaiting-approval"
 # A folder's own server the user declined with "don't ask again" (as defined now): not
 # started, and clients do not offer its approval unprompted; it can still be approved.
 REJECTED: Final = "rejected"
+# Stopped by the user (agent/controlMcpServer) until started again, or this server restarts.
+STOPPED: Final = "stopped"
+LOG_LINES: Final = 200  # what agent/mcpServerLog keeps of a server's state lines
 # Seconds before a failed server is tried again (at the next ask past it): the first retry
 # is at once, then the wait doubles up to a minute.
 FIRST_BACKOFF: Final = 1.0
@@ -102,6 +106,8 @@ class _Server:
         self.tools: tuple[ToolDefinition, ...] = ()
         self.failures = 0
         self.retry_at = 0.0
+        self.log: collections.deque[str] = collections.deque(maxlen=LOG_LINES)
+        self.stderr = ""  # the last connection's stderr tail, once it ended
 
     @property
     def spec(self) -> McpServerSpec | None:
@@ -239,11 +245,15 @@ class McpServers:
             spec,
             on_tools_changed=lambda c: self._on_tools(server, c),
             on_state_changed=lambda c: self._on_state(server, c),
-            log=lambda line: log.info("%s", line),
+            log=lambda line: self._logged(server, line),
             roots=[self.root.as_uri()],
         )
         server.connection = connection
         await connection.start()
+
+    def _logged(self, server: _Server, line: str) -> None:
+        log.info("%s", line)
+        server.log.append(f"{time.strftime('%H:%M:%S')} {line}")
 
     def _on_state(self, server: _Server, connection: McpConnection) -> None:
         if server.connection is not connection:
@@ -273,6 +283,7 @@ class McpServers:
         connection, server.connection = server.connection, None
         server.tools = ()
         if connection is not None:
+            server.stderr = connection.stderr_tail
             self._spawn(connection.close(), f"close MCP server {server.entry.name}")
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
@@ -327,6 +338,45 @@ class McpServers:
             if server.state == AWAITING_APPROVAL:
                 server.state = REJECTED
 
+    def control(self, name: str, action: str) -> p.McpServerInfo:
+        """``agent/controlMcpServer``: the user starts, stops or restarts ``name``. Raises
+        :class:`InvalidParamsError` when it is not defined or cannot (awaits approval, is
+        disabled, has a broken definition)."""
+        if action not in p.MCP_SERVER_ACTIONS:
+            raise InvalidParamsError("action", f"must be one of {', '.join(p.MCP_SERVER_ACTIONS)}")
+        server = self._servers.get(name)
+        if server is None:
+            raise InvalidParamsError("name", f"the MCP server {name} is not defined here")
+        spec = server.spec
+        if action == "stop":
+            if server.state in (READY, STARTING, FAILED):
+                self._stop(server)
+                server.state, server.error = STOPPED, None
+                self._logged(server, f"MCP server {name} stopped by the user")
+                self._tools_changed()
+        elif spec is None or server.state in (DISABLED, AWAITING_APPROVAL, REJECTED):
+            state = "its definition cannot be used" if spec is None else server.state
+            raise InvalidParamsError("name", f"the MCP server {name} cannot start ({state})")
+        elif action == "restart" or server.state in (STOPPED, FAILED):
+            self._stop(server)
+            server.failures, server.error = 0, None
+            self._logged(server, f"MCP server {name} {action}ed by the user")
+            self._start(server, spec)
+            self._tools_changed()
+        return _info(server)
+
+    def output(self, name: str) -> str | None:
+        """``agent/mcpServerLog``: the server's state lines, then its stderr's last lines."""
+        server = self._servers.get(name)
+        if server is None:
+            return None
+        connection = server.connection
+        stderr = connection.stderr_tail if connection is not None else server.stderr
+        parts = ["\n".join(server.log) or "(nothing logged yet)"]
+        if stderr:
+            parts.append(f"--- its stderr, the last lines ---\n{stderr}")
+        return "\n\n".join(parts)
+
     def unavailable(self, tool: str) -> str | None:
         """Why the tool name ``tool`` (``mcp__SERVER__TOOL``) of one of these servers is not
         offered: the server waits for the user's approval, was declined, is starting or
@@ -352,6 +402,8 @@ class McpServers:
                 )
             if server.state == DISABLED:
                 return f"the MCP server {name} is disabled in its definition."
+            if server.state == STOPPED:
+                return f"the user stopped the MCP server {name}; its tools are not available."
             first = (server.error or "").splitlines()[:1]
             return f"the MCP server {name} failed" + (f": {first[0]}" if first else ".")
         return None
@@ -411,6 +463,24 @@ async def listing(servers: McpServers | None) -> p.McpServersResult:
         return p.McpServersResult([])
     await servers.current()
     return p.McpServersResult(servers.describe())
+
+
+async def control(servers: McpServers | None, name: str, action: str) -> p.McpServerInfo:
+    """``agent/controlMcpServer`` (see :meth:`McpServers.control`)."""
+    if servers is None:
+        raise InvalidParamsError("name", f"the MCP server {name} is not defined here")
+    await servers.current()
+    return servers.control(name, action)
+
+
+async def server_log(servers: McpServers | None, name: str) -> p.McpServerLogResult:
+    """``agent/mcpServerLog`` (see :meth:`McpServers.output`)."""
+    if servers is not None:
+        await servers.current()
+    text = servers.output(name) if servers is not None else None
+    if text is None:
+        raise InvalidParamsError("name", f"the MCP server {name} is not defined here")
+    return p.McpServerLogResult(name=name, text=text)
 
 
 async def approve_with_user(

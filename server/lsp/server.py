@@ -358,6 +358,19 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         )
         return p.to_wire(result)
 
+    @server.feature(p.AGENT_CONTROL_MCP_SERVER)
+    @_rpc
+    async def control_mcp_server(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ControlMcpServerParams)
+        result = await ls.engine.control_mcp_server(q.name, q.action, _folder(q.workspace_folder))
+        return p.to_wire(result)
+
+    @server.feature(p.AGENT_MCP_SERVER_LOG)
+    @_rpc
+    async def mcp_server_log(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ApproveMcpServerParams)
+        return p.to_wire(await ls.engine.mcp_server_log(q.name, _folder(q.workspace_folder)))
+
     @server.feature(p.AGENT_INSTRUCTIONS)
     @_rpc
     async def instructions(ls: AgentLanguageServer, params: Any) -> Any:
