@@ -30,6 +30,8 @@ export class McpStatus implements vscode.Disposable {
   private debounce: ReturnType<typeof setTimeout> | undefined;
   /** The definitions announced as waiting for approval (each once a window). */
   private readonly announced = new Set<string>();
+  /** Each server's own output (Show Output), by name. */
+  private readonly outputs = new Map<string, vscode.OutputChannel>();
 
   constructor(private readonly host: McpHost) {
     this.item.name = "Agent MCP Servers";
@@ -75,14 +77,25 @@ export class McpStatus implements vscode.Disposable {
       {
         pick: (items, title, placeHolder) =>
           vscode.window.showQuickPick<McpServerItem>(items, { title, placeHolder, matchOnDescription: true, matchOnDetail: true }),
-        details: async (message, detail) => {
-          const pick = await vscode.window.showInformationMessage(message, { modal: true, detail }, "Show Log", "Open MCP Configuration");
-          if (pick === "Show Log") this.host.showLog();
-          else if (pick) await this.openConfiguration();
+        details: async (message, detail, actions) => {
+          const pick = await vscode.window.showInformationMessage(message, { modal: true, detail }, ...actions, "Open MCP Configuration");
+          if (pick === "Open MCP Configuration") await this.openConfiguration();
+          return pick;
         },
-        failed: async (message, detail) => {
-          const pick = await vscode.window.showErrorMessage(message, { modal: true, detail }, "Show Log");
-          if (pick) this.host.showLog();
+        failed: async (message, detail, actions) => {
+          const pick = await vscode.window.showErrorMessage(message, { modal: true, detail }, ...actions, "Show Log");
+          if (pick === "Show Log") this.host.showLog();
+          return pick;
+        },
+        output: (name, text) => {
+          // One output channel per server: its own lines, not the agent server's log.
+          let channel = this.outputs.get(name);
+          if (!channel) {
+            channel = vscode.window.createOutputChannel(`Agent MCP: ${name}`);
+            this.outputs.set(name, channel);
+          }
+          channel.replace(text);
+          channel.show(true);
         },
         none: async (message) => {
           const pick = await vscode.window.showInformationMessage(message, "Open MCP Configuration");
@@ -196,6 +209,7 @@ export class McpStatus implements vscode.Disposable {
     if (this.debounce) clearTimeout(this.debounce);
     this.refresher.dispose();
     this.item.dispose();
+    for (const channel of this.outputs.values()) channel.dispose();
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -10,6 +10,7 @@ import {
   type ApproveMcpServerResult,
   type McpServerInfo,
   type McpServersParams,
+  type McpServerLogResult,
   type McpServersResult,
   Methods,
 } from "./protocol";
@@ -38,6 +39,7 @@ const ICONS: Record<string, string> = {
   disabled: "$(circle-slash)",
   "awaiting-approval": "$(shield)",
   rejected: "$(circle-slash)",
+  stopped: "$(debug-stop)",
 };
 
 /** A folder's own server the user may approve: waiting, or declined for good (after all). */
@@ -52,6 +54,8 @@ function stateText(server: McpServerInfo): string {
       return "awaiting your approval";
     case "rejected":
       return "rejected by you (not asked again)";
+    case "stopped":
+      return "stopped by you";
     case "failed":
       return "failed";
     default:
@@ -74,7 +78,7 @@ export function describeMcpStatus(servers: readonly McpServerInfo[]): McpStatusV
   const count = (state: string) => servers.filter((s) => s.state === state).length;
   const failed = count("failed");
   const awaiting = count("awaiting-approval");
-  const active = servers.length - count("disabled") - count("rejected");
+  const active = servers.length - count("disabled") - count("rejected") - count("stopped");
   const icon = failed
     ? "$(error)"
     : awaiting
@@ -137,10 +141,12 @@ export function serverDetail(server: McpServerInfo): string {
 
 export interface McpServersUi {
   pick(items: McpServerItem[], title: string, placeHolder: string): PromiseLike<McpServerItem | undefined>;
-  /** A server's details (a modal with its detail, and what can be done: its log, its definition). */
-  details(message: string, detail: string): PromiseLike<void> | void;
-  /** A failed server's error, with Show Log. */
-  failed(message: string, detail: string): PromiseLike<void> | void;
+  /** A server's details (a modal with its detail and `actions` as buttons): the one picked. */
+  details(message: string, detail: string, actions: string[]): PromiseLike<string | undefined> | string | undefined | void;
+  /** A failed server's error (a modal with `actions`, and Show Log): the action picked. */
+  failed(message: string, detail: string, actions: string[]): PromiseLike<string | undefined> | string | undefined | void;
+  /** One server's own output (agent/mcpServerLog), in a place of its own. */
+  output(name: string, text: string): PromiseLike<void> | void;
   /** No server is defined: say where they are defined (Open MCP Configuration). */
   none(message: string): PromiseLike<void> | void;
   info(message: string): void;
@@ -198,11 +204,41 @@ export async function showMcpServers(
     await list();
     return;
   }
-  if (server.state === "failed") {
-    await ui.failed(`Agent: MCP server ${name} failed: ${firstLine(server.error) || "no reason given"}`, serverDetail(server));
-    return;
+  const actions = serverActions(server);
+  const chosen =
+    server.state === "failed"
+      ? await ui.failed(`Agent: MCP server ${name} failed: ${firstLine(server.error) || "no reason given"}`, serverDetail(server), actions)
+      : await ui.details(`Agent: MCP server ${name} is ${stateText(server)}`, serverDetail(server), actions);
+  const action = typeof chosen === "string" ? CONTROL[chosen] : undefined;
+  try {
+    if (action) {
+      const after = await connection.request<McpServerInfo>(Methods.controlMcpServer, { ...folder, name: server.name, action });
+      ui.info(`Agent: MCP server ${name} ${action === "stop" ? "stopped" : `${action}ed`}: ${stateText(after)}.`);
+      await list();
+    } else if (chosen === SHOW_OUTPUT) {
+      const { text } = await connection.request<McpServerLogResult>(Methods.mcpServerLog, { ...folder, name: server.name });
+      await ui.output(server.name, shownLines(text));
+    }
+  } catch (error) {
+    ui.error(`Agent: MCP server ${name}: ${reason(error)}`);
   }
-  await ui.details(`Agent: MCP server ${name} is ${stateText(server)}`, serverDetail(server));
+}
+
+const SHOW_OUTPUT = "Show Output";
+const CONTROL: Record<string, "start" | "stop" | "restart"> = { Start: "start", Stop: "stop", Restart: "restart" };
+
+/** What the user can do with a server (agent/controlMcpServer, agent/mcpServerLog), as buttons. */
+export function serverActions(server: McpServerInfo): string[] {
+  switch (server.state) {
+    case "ready":
+    case "starting":
+      return ["Restart", "Stop", SHOW_OUTPUT];
+    case "stopped":
+    case "failed":
+      return ["Start", SHOW_OUTPUT];
+    default:
+      return [SHOW_OUTPUT];
+  }
 }
 
 /**

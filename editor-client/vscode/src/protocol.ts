@@ -36,6 +36,8 @@ export const Methods = {
   sandboxStatus: "agent/sandboxStatus",
   mcpServers: "agent/mcpServers",
   approveMcpServer: "agent/approveMcpServer",
+  controlMcpServer: "agent/controlMcpServer",
+  mcpServerLog: "agent/mcpServerLog",
   instructions: "agent/instructions",
   listCommands: "agent/listCommands",
 } as const satisfies Record<string, keyof Wire.AgentMethods>;
@@ -85,6 +87,7 @@ export type McpServersResult = Wire.McpServersResult;
 export type McpServerInfo = Wire.McpServerInfo;
 export type ApproveMcpServerParams = Wire.ApproveMcpServerParams;
 export type ApproveMcpServerResult = Wire.ApproveMcpServerResult;
+export type McpServerLogResult = Wire.McpServerLogResult;
 /** `agent/instructions` and `agent/listCommands` params: a conversation's, else a folder's. */
 export type ProjectParams = Wire.ProjectParams;
 export type InstructionsResult = Wire.InstructionsResult;
@@ -94,7 +97,7 @@ export type CommandsResult = Wire.CommandsResult;
 export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
 export type FileStatus = "added" | "modified" | "deleted";
 /** `McpServerInfo.state` (docs/protocol.md, agent/mcpServers). */
-export type McpState = "starting" | "ready" | "failed" | "disabled" | "awaiting-approval" | "rejected";
+export type McpState = "starting" | "ready" | "failed" | "disabled" | "stopped" | "awaiting-approval" | "rejected";
 /** `McpServerInfo.origin`: the user file, the `mcpServers` setting, the folder's own files. */
 export type McpOrigin = "user" | "editor" | "workspace";
 

@@ -79,19 +79,53 @@ describe("Agent: MCP Servers", () => {
     );
   });
 
-  function ui(choose: (items: McpServerItem[]) => McpServerItem | undefined) {
+  function ui(choose: (items: McpServerItem[]) => McpServerItem | undefined, act?: (actions: string[]) => string | undefined) {
     const said: Array<[string, string, string?]> = [];
     const listed: McpServerInfo[][] = [];
+    const offered: string[][] = [];
     const shown: McpServersUi = {
       pick: async (items) => choose(items),
-      details: (message, detail) => void said.push(["details", message, detail]),
-      failed: (message, detail) => void said.push(["failed", message, detail]),
+      details: (message, detail, actions) => (said.push(["details", message, detail]), offered.push(actions), act?.(actions)),
+      failed: (message, detail, actions) => (said.push(["failed", message, detail]), offered.push(actions), act?.(actions)),
+      output: (name, text) => void said.push(["output", name, text]),
       none: (message) => void said.push(["none", message]),
       info: (message) => void said.push(["info", message]),
       error: (message) => void said.push(["error", message]),
     };
-    return { shown, said, listed, onListed: (servers: McpServerInfo[]) => void listed.push(servers) };
+    return { shown, said, listed, offered, onListed: (servers: McpServerInfo[]) => void listed.push(servers) };
   }
+
+  it("a ready server can be restarted or stopped, a stopped one started; its own output shown", async () => {
+    const fake = new FakeServer([]);
+    let user = ui((items) => items[0], () => "Stop");
+    let done = showMcpServers(fake, { workspaceFolder: "file:///p" }, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server()] });
+    const stop = await fake.next("agent/controlMcpServer");
+    assert.deepEqual(stop.params, { workspaceFolder: "file:///p", name: "time", action: "stop" });
+    stop.resolve(server({ state: "stopped", tools: [] }));
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server({ state: "stopped", tools: [] })] });
+    await done;
+    assert.deepEqual(user.offered, [["Restart", "Stop", "Show Output"]]);
+    assert.deepEqual(user.said.at(-1), ["info", "Agent: MCP server time stopped: stopped by you."]);
+    assert.equal(describeMcpStatus([server({ state: "stopped", tools: [] })])?.text, "$(plug) MCP 0/0");
+
+    user = ui((items) => items[0], (actions) => actions[0]);
+    done = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server({ state: "stopped", tools: [] })] });
+    const start = await fake.next("agent/controlMcpServer");
+    assert.equal((start.params as { action: string }).action, "start");
+    start.resolve(server({ state: "starting", tools: [] }));
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server({ state: "starting", tools: [] })] });
+    await done;
+    assert.deepEqual(user.offered, [["Start", "Show Output"]]);
+
+    user = ui((items) => items[0], () => "Show Output");
+    done = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server()] });
+    (await fake.next("agent/mcpServerLog")).resolve({ name: "time", text: "12:00:00 MCP server time is ready\n--- its stderr ---\nboom\x1b[8m" });
+    await done;
+    assert.deepEqual(user.said.at(-1), ["output", "time", "12:00:00 MCP server time is ready\n--- its stderr ---\nboom\\e[8m"]);
+  });
 
   it("approves an awaiting server through agent/approveMcpServer, then lists again", async () => {
     const fake = new FakeServer([]);
