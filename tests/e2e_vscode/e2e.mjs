@@ -1794,7 +1794,10 @@ scenario("a folder's own MCP server awaits approval; approved through Agent: MCP
   if (!(await notifications(page)).some((t) => notice.test(t))) {
     await runCommand(page, "Notifications: Show Notifications");
     await until("the approval notice in the notification center", async () => notice.test(await page.locator(".notifications-center").innerText()), 20_000);
-    await runCommand(page, "Notifications: Hide Notifications");
+    await page.keyboard.press("Escape"); // closes the center (its focus is in it)
+    if (await page.locator(".notifications-center.visible").count()) {
+      await page.locator(".notifications-center .codicon-notifications-hide, .notifications-center .codicon-chevron-down").first().click();
+    }
   }
   const picker = page.locator(".quick-input-widget:visible");
   // The row whose label is repo: another row's command line may hold "repo" too (a CI
