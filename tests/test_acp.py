@@ -702,6 +702,8 @@ async def test_a_sessions_mcp_servers_start_offer_their_tools_and_stop_with_it(
         await prompt(agent, sid, "echo hi")
     assert tool_results(model.bodies[-1])["echo"] == "hi"
     assert final(agent, sid, "echo").status == "completed"
+    # Named for people: the tool, then its server (not mcp__tb__echo).
+    assert agent.client.tool_updates(sid, "echo")[0].title == "echo — tb (MCP server) hi"
     assert pids_with(tag)  # the toolbox runs, started for this session
     await within(agent.conn.close_session(session_id=sid))
     await until(lambda: not pids_with(tag), 15)  # closed with the last session that gave it
