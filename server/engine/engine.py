@@ -35,7 +35,7 @@ from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
 from ..errors import InvalidParamsError, SessionBusyError
-from ..model.endpoint import ModelRequestError, ModelSettings
+from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
 from .asks import ask_result, tool_context
 from .conversations import Conversation
 from .editor_context import with_context
@@ -165,6 +165,13 @@ class AgentEngine:
     def model_settings(self) -> ModelSettings:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
         return self._endpoints.settings(self._settings.model_overrides())
+
+    def configured_model(self) -> str | None:
+        """The model asks use as configured now (no request made); None: not configured."""
+        try:
+            return self.model_settings().model
+        except ModelNotConfiguredError:
+            return None
 
     async def list_models(self) -> p.ListModelsResult:
         """The models the endpoint lists, and the one asks use (``agent/listModels``)."""

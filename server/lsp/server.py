@@ -56,15 +56,20 @@ class AgentProtocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         # pygls builds capabilities from registered features; custom methods are
         # advertised here so clients can detect the agent extension.
-        result.capabilities.experimental = {
-            "agent": {
-                "version": p.PROTOCOL_VERSION,
-                "requests": list(p.REQUESTS),
-                "notifications": list(p.NOTIFICATIONS),
-                # agent/ask accepts `context` (the active document, selection, others).
-                "askContext": True,
-            }
+        agent: dict[str, Any] = {
+            "version": p.PROTOCOL_VERSION,
+            "requests": list(p.REQUESTS),
+            "notifications": list(p.NOTIFICATIONS),
+            # agent/ask accepts `context` (the active document, selection, others).
+            "askContext": True,
         }
+        # The model asks use as configured now (the settings are applied by now), so a
+        # client names it before the first ask; absent while none is configured.
+        engine = getattr(self._server, "engine", None)
+        model = engine.configured_model() if engine is not None else None
+        if model:
+            agent["model"] = model
+        result.capabilities.experimental = {"agent": agent}
         return result
 
 

@@ -664,6 +664,8 @@ const state = {};
 const hostile = { marker: join(tmp, "workspace-chosen-server-ran"), connections: 0 };
 
 scenario("list tools shows the five tools with their marks", async ({ page }) => {
+  // Before any ask the status bar names the configured model (MODEL here), not "default model".
+  await until("the configured model in the status bar", async () => (await page.locator(".statusbar-item", { hasText: "scripted" }).count()) > 0, 30_000);
   await runCommand(page, "Agent: List Tools");
   const rows = page.locator(".quick-input-list .monaco-list-row");
   await until("five tools in the quick pick", async () => (await rows.count()) === 5, 30_000);

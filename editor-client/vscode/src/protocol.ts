@@ -110,6 +110,8 @@ export interface AgentCapabilities {
   notifications?: string[];
   /** Issue 16: `agent/ask` accepts `context` (the active editor, its selection). */
   askContext?: boolean;
+  /** The model asks use as configured at initialize (absent: none configured). */
+  model?: string;
 }
 
 export interface ToolAnnotations {
