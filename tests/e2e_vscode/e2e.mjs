@@ -1852,6 +1852,12 @@ scenario("project: the folder's AGENTS.md is a chip above the input; a click ope
   await frame.locator("#composer").screenshot({ path: join(OUTPUT, "project-chips.png") });
   await chip.click();
   await until("AGENTS.md opened from its chip", async () => (await page.locator(".tabs-container .tab.active", { hasText: "AGENTS.md" }).count()) > 0, 15_000);
+  // The skills chip does something on click: a pick of the skills, each opening its SKILL.md.
+  await skills.click();
+  const pick = page.locator(".quick-input-list .monaco-list-row", { hasText: "lint-rules" });
+  await until("the skills in a quick pick", async () => (await pick.count()) === 1, 15_000);
+  await pick.click();
+  await until("SKILL.md opened", async () => (await page.locator(".tabs-container .tab.active", { hasText: "SKILL.md" }).count()) > 0, 15_000);
   await runCommand(page, "View: Close All Editors").catch(() => {});
 }, { project: true });
 

@@ -195,7 +195,7 @@ pre.diff { margin: 2px 0; padding: 4px 0; border-radius: 3px; overflow-x: auto; 
 button.chip { cursor: pointer; }
 button.chip:hover { background: var(--vscode-toolbar-hoverBackground, #8885); }
 .chip.cut { border-color: var(--vscode-editorWarning-foreground, #c90); }
-.chip.skills { cursor: help; opacity: .85; }
+.chip.skills { opacity: .85; }
 .chip.mention button { background: none; border: none; color: inherit; cursor: pointer; padding: 0 2px; font: inherit; }
 #picker { position: absolute; left: 12px; right: 12px; bottom: 100%; z-index: 3; max-height: 40vh; overflow-y: auto;
   padding: 2px 0; border-radius: 3px; border: 1px solid var(--vscode-editorSuggestWidget-border, var(--vscode-widget-border, #8886));
