@@ -40,6 +40,8 @@ AGENT_REVOKE_GRANT: Final = "agent/revokeGrant"
 AGENT_COMPACT: Final = "agent/compact"
 AGENT_MCP_SERVERS: Final = "agent/mcpServers"
 AGENT_APPROVE_MCP_SERVER: Final = "agent/approveMcpServer"
+AGENT_CONTROL_MCP_SERVER: Final = "agent/controlMcpServer"
+AGENT_MCP_SERVER_LOG: Final = "agent/mcpServerLog"
 AGENT_INSTRUCTIONS: Final = "agent/instructions"
 AGENT_LIST_COMMANDS: Final = "agent/listCommands"
 # Server -> client notifications.
@@ -71,6 +73,8 @@ REQUESTS: Final = (
     AGENT_SANDBOX_STATUS,
     AGENT_MCP_SERVERS,
     AGENT_APPROVE_MCP_SERVER,
+    AGENT_CONTROL_MCP_SERVER,
+    AGENT_MCP_SERVER_LOG,
     AGENT_INSTRUCTIONS,
     AGENT_LIST_COMMANDS,
 )
@@ -194,6 +198,18 @@ class RewindParams:
 @attrs.define
 class ApproveMcpServerParams:
     name: str = attrs.field(validator=_non_empty)
+    workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
+
+
+MCP_SERVER_ACTIONS: Final = ("start", "stop", "restart")
+
+
+@attrs.define
+class ControlMcpServerParams:
+    """``agent/controlMcpServer``: the user starts, stops or restarts one server."""
+
+    name: str = attrs.field(validator=_non_empty)
+    action: str = attrs.field(validator=_non_empty)  # one of MCP_SERVER_ACTIONS
     workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
 
 
@@ -401,6 +417,9 @@ class ToolActivity:
     # The argument a one-line summary of the call shows (the tool's definition says which);
     # absent for a tool the server does not know. Clients then try path, command, pattern.
     summary_key: str | None = None
+    # How to name the call when the tool's name reads badly, escaped: an MCP tool's
+    # "get_current_time — time (MCP server)" for mcp__time__get_current_time; absent: name.
+    display_name: str | None = None
 
 
 @attrs.define
@@ -445,6 +464,10 @@ class RequestPermissionParams:
     title: str
     reason: str
     options: list[PermissionOption]
+    # What an "always" answer covers, one sentence to show as it is (e.g. "Network access
+    # to localhost for any command, through the proxy, for this conversation"); absent when
+    # no "always" answer is offered (an MCP server's approval).
+    always_scope: str | None = None
 
 
 @attrs.define
@@ -496,7 +519,8 @@ class McpServerInfo:
     origin: str  # "user" (the configuration file), "editor" (mcpServers), "workspace"
     transport: str  # "stdio" | "http"; "" when the definition names neither
     target: str  # the command line or URL as written (variables not replaced)
-    state: str  # starting | ready | failed | disabled | awaiting-approval
+    # starting | ready | failed | disabled | stopped (by the user) | awaiting-approval | rejected
+    state: str
     tools: list[str]  # the registry names of its tools (while ready)
     error: str | None = None  # why it failed (a stdio server's stderr tail included)
     trusted: bool = False  # trust = true: its tools run without asking
@@ -506,6 +530,15 @@ class McpServerInfo:
 @attrs.define
 class McpServersResult:
     servers: list[McpServerInfo]
+
+
+@attrs.define
+class McpServerLogResult:
+    """``agent/mcpServerLog``: one server's own output: its state changes (timed), then
+    the last lines of a stdio server's stderr (escape it to show it)."""
+
+    name: str
+    text: str
 
 
 @attrs.define
@@ -586,6 +619,8 @@ SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
     AGENT_SANDBOX_STATUS: (ProjectParams, Any),  # tools/sandbox.py: describe, and "grants"
     AGENT_MCP_SERVERS: (FolderParams, McpServersResult),
     AGENT_APPROVE_MCP_SERVER: (ApproveMcpServerParams, ApproveMcpServerResult),
+    AGENT_CONTROL_MCP_SERVER: (ControlMcpServerParams, McpServerInfo),
+    AGENT_MCP_SERVER_LOG: (ApproveMcpServerParams, McpServerLogResult),
     AGENT_INSTRUCTIONS: (ProjectParams, InstructionsResult),
     AGENT_LIST_COMMANDS: (ProjectParams, CommandsResult),
     AGENT_TOOL_ACTIVITY: (ToolActivity, None),

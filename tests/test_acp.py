@@ -693,6 +693,11 @@ async def test_full_access_asks_about_every_command_unless_allowed_always(
     assert (await prompt(agent, sid, "touch outside")).stop_reason == "end_turn"
     asked = [ask.tool_call.tool_call_id for ask in agent.client.permissions]
     assert asked == ["one", "two"]
+    # ACP's request has no field for the scope: the "always" labels name it.
+    labels = {o.kind: o.name for o in agent.client.permissions[0].options}
+    assert labels["allow_always"] == (
+        "Allow always: This exact command, for this conversation (a changed command asks again)"
+    )
     assert outside.exists()  # outside the sandbox's writable folders: it ran unconfined
     assert final(agent, sid, "one").status == "completed"
     assert final(agent, sid, "two").status == "failed"
@@ -727,6 +732,8 @@ async def test_a_sessions_mcp_servers_start_offer_their_tools_and_stop_with_it(
         await prompt(agent, sid, "echo hi")
     assert tool_results(model.bodies[-1])["echo"] == "hi"
     assert final(agent, sid, "echo").status == "completed"
+    # Named for people: the tool, then its server (not mcp__tb__echo).
+    assert agent.client.tool_updates(sid, "echo")[0].title == "echo — tb (MCP server) hi"
     assert pids_with(tag)  # the toolbox runs, started for this session
     await within(agent.conn.close_session(session_id=sid))
     await until(lambda: not pids_with(tag), 15)  # closed with the last session that gave it

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from server.engine.editor_context import SELECTION_CHARS
+from server.engine.editor_context import ATTACHED_CHARS, FILE_CHARS, SELECTION_CHARS
 from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_client
 from tests.support.lsp_client import AgentTestClient, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel
@@ -68,6 +68,9 @@ async def test_the_selection_of_an_unsaved_buffer_reaches_the_model(
     assert "app.py (unsaved changes in the editor), with lines 4-5 selected:" in content
     assert "```\ndef main():\n    return 2  # 😀 wide\n```" in content
     assert "The user also points at: other.py." in content
+    # The file pointed at is attached, its content as the user sees it.
+    assert "Attached: other.py (as the user sees it):\n```\nx = 1\n\n```" in content
+    assert "Attached: app.py" not in content  # its selection is quoted instead
     # The conversation is listed and redrawn by its prompt, not the note.
     history = await client.protocol.send_request_async(
         "agent/sessionHistory", {"sessionId": result["sessionId"]}
@@ -107,6 +110,41 @@ async def test_a_cursor_and_a_long_selection(
         f"cut to its first {SELECTION_CHARS:,} of {SELECTION_CHARS + 501:,} characters" in content
     )
     assert "y" * (SELECTION_CHARS + 1) not in content
+
+
+async def test_the_files_pointed_at_are_attached_within_a_budget(
+    client: AgentTestClient, model: ScriptedModel, workspace: Path
+) -> None:
+    editor: TestEditor = client.editor  # type: ignore[attr-defined]
+    buffer = editor.open(workspace / "app.py")
+    editor.type(buffer, "return 1", "return 3")  # the active file's chip, unsaved
+    big = [workspace / f"big{i}.txt" for i in range(4)]
+    for i, path in enumerate(big):
+        path.write_text(f"{i}" * (FILE_CHARS + 100))
+    (workspace / "blob.bin").write_bytes(b"\x00\x01binary")
+    model.reply("ok")
+    await ask(
+        client,
+        prompt="look",
+        context={
+            "activeDocument": {"uri": (workspace / "app.py").as_uri()},
+            "documents": [p.as_uri() for p in (workspace / "app.py", *big)]
+            + [(workspace / "blob.bin").as_uri()],
+        },
+    )
+    content = sent_prompt(model)
+    assert content.startswith("look\n\n[Editor context]\nThe user's active editor shows app.py")
+    # The active file once (also pointed at), with what the editor has, not the disk.
+    assert content.count("Attached: app.py") == 1
+    assert "Attached: app.py (as the user sees it, unsaved changes included):" in content
+    assert "    return 3  # 😀 wide" in content
+    # Each file cut at FILE_CHARS, saying so; all of them within ATTACHED_CHARS.
+    assert "0" * FILE_CHARS in content and "0" * (FILE_CHARS + 1) not in content
+    assert f"[cut to its first {FILE_CHARS:,} of {FILE_CHARS + 100:,} characters" in content
+    assert content.count("Attached:") == 5  # app.py and big0-3 (big3 only partly)
+    note = content.split("[Editor context]\n", 1)[1]
+    assert len(note) < ATTACHED_CHARS + 2_000
+    assert "blob.bin is not attached (a binary file)." in content
 
 
 @pytest.mark.parametrize(

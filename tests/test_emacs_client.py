@@ -304,7 +304,8 @@ def permission_prompts(run: Run, records: Records) -> None:
     prompts = records["prompts"]
     assert prompts[0]["prompt"] == (
         "Command:\n    echo once > ../once.txt\n"
-        "agent-lsp asks: Run outside the sandbox: echo once > ../once.txt (a report) "
+        "agent-lsp asks: Run outside the sandbox: echo once > ../once.txt (a report) \n"
+        '"Always" allows: This exact command, for this conversation (a changed command asks again)'
     )
     assert prompts[0]["keys"] == "yanr"
     results = [m["content"] for m in run.model.bodies[-1]["messages"] if m["role"] == "tool"]
@@ -314,7 +315,8 @@ def permission_prompts(run: Run, records: Records) -> None:
 def escape_prompt(run: Run, records: Records) -> None:
     """The command's lines first, then the question with the reason."""
     [prompt] = records["prompts"]
-    *block, question = prompt.split("\n")
+    *block, question, scope = prompt.split("\n")
+    assert scope.startswith('"Always" allows: This exact command')
     assert block == [
         "Command:",
         "    git fetch origin #\\e[8m",
@@ -1070,10 +1072,9 @@ def test_keys_typed_for_something_else_never_answer_a_permission_request(
             record = emacs.state(keys)
             assert record["waiting"] == 1, keys
         assert "Permission requested" in record["conversation"]
-        assert (
-            "[Allow once] [Allow always (this conversation, this exact call)] [Reject] "
-            "[Reject always (this conversation, this exact call)] (or C-c a y)"
-        ) in record["conversation"]
+        assert ("[Allow once] [Allow always] [Reject] [Reject always] (or C-c a y)") in record[
+            "conversation"
+        ]
         assert (
             "agent-lsp asks permission: Run outside the sandbox: touch ../stray.txt. "
             in (record["messages"])

@@ -472,6 +472,24 @@ def test_an_approval_is_bound_to_the_definitions_digest(tmp_path: Path) -> None:
     assert approvals.approved(folder) == {}
 
 
+def test_a_rejection_for_good_is_remembered_until_the_definition_changes(tmp_path: Path) -> None:
+    approvals = McpApprovals(tmp_path / "state" / "mcp")
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    approvals.approve(folder, spec(name="other"))
+    approvals.reject(folder, spec())
+    again = McpApprovals(tmp_path / "state" / "mcp")
+    assert again.is_rejected(folder, spec()) and not again.is_approved(folder, spec())
+    assert not again.is_rejected(folder, spec(args=("fs", "--write")))  # changed: asks again
+    assert again.is_approved(folder, spec(name="other"))  # the others' approvals are kept
+    # Approved after all: the rejection is forgotten; rejected again: the approval is.
+    again.approve(folder, spec())
+    assert again.is_approved(folder, spec()) and not again.is_rejected(folder, spec())
+    again.reject(folder, spec())
+    assert again.is_rejected(folder, spec()) and not again.is_approved(folder, spec())
+    assert json.loads(again.path.read_text())["version"] == 1
+
+
 def test_a_symlinked_folder_is_the_same_folder(tmp_path: Path) -> None:
     folder = tmp_path / "ws"
     folder.mkdir()

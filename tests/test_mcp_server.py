@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
 from server.engine.mcp_definitions import FolderDefinitions, Loaded
 from server.engine.mcp_servers import McpServers
@@ -68,11 +69,16 @@ async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(
         assert request["toolName"] == "mcp__tb__write_note"
         assert request["arguments"] == {"text": "n1"}
         assert "on MCP server tb" in request["title"]
-        # "Always" covers the tool, and its label says so (not "this exact call").
-        labels = {option["kind"]: option["name"] for option in request["options"]}
-        assert labels["allow_always"] == (
-            "Allow always (this conversation: any call of write_note on MCP server tb)"
+        # "Always" covers the tool, and the request says so (not "this exact call").
+        assert request["alwaysScope"] == (
+            "Any call of write_note on MCP server tb, with any arguments, for this conversation"
         )
+        # Every activity of a call names it for people: the tool, then its server.
+        notes = [n for m, n in client.notifications if m == "agent/toolActivity"]
+        shown = {(n["name"], n["status"]): n.get("displayName") for n in notes}
+        assert shown[("mcp__tb__echo", "completed")] == "echo — tb (MCP server)"
+        for status in ("started", "waiting", "completed"):
+            assert shown[("mcp__tb__write_note", status)] == "write_note — tb (MCP server)"
 
         # A refused one is declined, and the server never sees the call.
         model.reply(tool_calls=[tool_call("mcp__tb__write_note", {"text": "n2"}, id="no")])
@@ -112,6 +118,43 @@ async def test_a_crashed_server_is_failed_and_restarts_at_the_next_ask(
     assert wait_until(lambda: not pids_with(tag), 5)
 
 
+async def test_the_user_stops_restarts_and_reads_the_output_of_one_server(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    tag = new_tag()
+    async with mcp_session(model, workspace, {"tb": toolbox_server(tag)}) as client:
+        await until_state(client, "tb", "ready")
+        first = set(pids_with(tag))
+        control = client.protocol.send_request_async
+        stopped = await control("agent/controlMcpServer", {"name": "tb", "action": "stop"})
+        assert stopped["state"] == "stopped" and stopped["tools"] == []
+        assert wait_until(lambda: not pids_with(tag), 5), "the stopped server still runs"
+        # An ask neither starts it again nor fails on its tool as an unknown one.
+        model.reply(tool_calls=[tool_call("mcp__tb__echo", {"text": "x"}, id="off")])
+        model.reply("ok")
+        await ask(client, prompt="echo")
+        assert tool_results(model)["off"] == (
+            "Error: the user stopped the MCP server tb; its tools are not available."
+        )
+        assert (await mcp_servers(client))["tb"]["state"] == "stopped"
+
+        started = await control("agent/controlMcpServer", {"name": "tb", "action": "restart"})
+        assert started["state"] == "starting"
+        await until_state(client, "tb", "ready")
+        assert pids_with(tag) and not set(pids_with(tag)) & first  # a new process
+        output = await control("agent/mcpServerLog", {"name": "tb"})
+        lines = output["text"].splitlines()
+        assert any(line.endswith("MCP server tb stopped by the user") for line in lines)
+        assert any(line.endswith("MCP server tb restarted by the user") for line in lines)
+        assert sum("MCP server tb is ready" in line for line in lines) == 2
+
+        for params in ({"name": "nope", "action": "stop"}, {"name": "tb", "action": "explode"}):
+            with pytest.raises(JsonRpcException) as caught:
+                await control("agent/controlMcpServer", params)
+            assert caught.value.code == -32602
+    assert wait_until(lambda: not pids_with(tag), 5)
+
+
 async def test_a_workspace_server_starts_only_once_approved_and_asks_again_when_changed(
     model: ScriptedModel, workspace: Path
 ) -> None:
@@ -122,10 +165,15 @@ async def test_a_workspace_server_starts_only_once_approved_and_asks_again_when_
     async with mcp_session(model, workspace) as client:
         waiting = await until_state(client, "repo", "awaiting-approval")
         assert waiting["origin"] == "workspace" and waiting["tools"] == []
+        # An ask does not start it either; a call of its tool says why it is not there.
+        model.reply(tool_calls=[tool_call("mcp__repo__echo", {"text": "x"}, id="early")])
         model.reply("nothing")
-        await ask(client, prompt="hello")  # an ask does not start it either
+        await ask(client, prompt="hello")
         assert (await mcp_servers(client))["repo"]["state"] == "awaiting-approval"
         assert not pids_with(tag)
+        assert tool_results(model)["early"].startswith(
+            "Error: the MCP server repo waits for the user's approval"
+        )
 
         client.answers = ["reject_once"]
         refused = await client.protocol.send_request_async(
@@ -135,8 +183,28 @@ async def test_a_workspace_server_starts_only_once_approved_and_asks_again_when_
         [request] = client.requests
         assert f"{sys.executable} {TOOLBOX} --tag {tag}" in request["title"]
         assert request["arguments"]["command"] == sys.executable
-        # Once or always would record the same approval: a yes and a no.
-        assert [o["kind"] for o in request["options"]] == ["allow_once", "reject_once"]
+        # Once or always would record the same approval: a yes, a no, a no for good.
+        assert [o["kind"] for o in request["options"]] == [
+            "allow_once",
+            "reject_once",
+            "reject_always",
+        ]
+        assert request["options"][2]["name"] == "Reject, don't ask again"
+        assert "alwaysScope" not in request
+
+        # "Don't ask again": remembered (the approvals file; test_mcp_config), and the
+        # user may still approve it.
+        client.answers = ["reject_always"]
+        declined = await client.protocol.send_request_async(
+            "agent/approveMcpServer", {"name": "repo"}
+        )
+        assert declined == {"approved": False, "state": "rejected"}
+        model.reply(tool_calls=[tool_call("mcp__repo__echo", {"text": "x"}, id="declined")])
+        model.reply("nothing")
+        await ask(client, prompt="hello again")
+        assert tool_results(model)["declined"].startswith(
+            "Error: the user declined to start the MCP server repo"
+        )
 
         client.answers = ["allow_once"]
         approved = await client.protocol.send_request_async(

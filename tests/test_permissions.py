@@ -271,6 +271,9 @@ async def test_allow_always_covers_only_the_same_call(
     first = await ask(client, prompt="write outside twice, then something else")
 
     assert [r["callId"] for r in client.requests] == ["a1", "b"]
+    assert client.requests[0]["alwaysScope"] == (
+        "This exact command, for this conversation (a changed command asks again)"
+    )
     results = tool_results(model)
     assert results["a2"] == "(no output)"
     assert results["b"].startswith("Error: the user declined")
@@ -328,13 +331,18 @@ async def test_allow_always_for_named_hosts_covers_those_hosts_for_any_command(
     assert [r["callId"] for r in client.requests] == ["p1", "e"]
     request = client.requests[0]
     assert request["title"] == "Run with network access to pypi.org only: pip download x"
-    assert '"Always" covers: Network access to pypi.org (any command' in request["reason"]
+    # What "always" allows comes with the request, one field, exactly what the grant covers.
+    assert request["alwaysScope"] == (
+        "Network access to pypi.org for any command, through the proxy, for this conversation"
+    )
+    assert "Always" not in request["reason"]
+    assert {o["kind"]: o["name"] for o in request["options"]}["allow_always"] == "Allow always"
     assert tool_results(model)["e"].startswith("Error: the user declined")
     grants = (
         await client.protocol.send_request_async("agent/grants", {"sessionId": first["sessionId"]})
     )["grants"]
     assert [g["title"] for g in grants] == [
-        "Network access to pypi.org (any command, through the proxy)"
+        "Network access to pypi.org for any command, through the proxy"
     ]
     status = await client.protocol.send_request_async(
         "agent/sandboxStatus", {"sessionId": first["sessionId"]}

@@ -162,6 +162,7 @@ async def test_the_real_servers_results_and_notifications_fit_the_schema(
     for params in client.activity:
         _validator(methods[p.AGENT_TOOL_ACTIVITY]["params"]).validate(params)
     assert {a["summaryKey"] for a in client.activity} == {"path"}  # write_file's definition
+    assert all("displayName" not in a for a in client.activity)  # a built-in: its name
     for params in client.progress:
         _validator(methods[p.AGENT_ASK_PROGRESS]["params"]).validate(params)
     for delta in client.deltas:

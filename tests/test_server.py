@@ -55,6 +55,7 @@ async def test_initialize_advertises_the_agent_extension(client: AgentTestClient
     for method in ("agent/newSession", "agent/sessions", "agent/toolOutput"):
         assert method in agent["requests"]
     assert agent["askContext"] is True
+    assert agent["model"] == "scripted"  # the configured model, before any ask
 
 
 async def test_list_tools_is_mcp_shaped(client: AgentTestClient) -> None:

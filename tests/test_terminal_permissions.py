@@ -66,6 +66,11 @@ def test_allow_once_on_the_terminal(
     terminal.wait_for_prompts(1)
     assert "Run outside the sandbox: echo hi > ../report.txt" in terminal.screen
     assert "reason: write the report" in terminal.screen
+    # What [a] would allow, as the server says it.
+    assert (
+        '"always" allows: This exact command, for this conversation (a changed command asks again)'
+        in terminal.screen
+    )
     terminal.type("y\n")
     code, stdout = terminal.finish()
     assert (code, stdout) == (0, "Written.\n")

@@ -61,6 +61,9 @@ class ToolContext:
     path_notes: PathNotes | None = None
     # This call's time spent waiting for the user. Set per call.
     waits: CallWaits = field(default_factory=CallWaits)
+    # Why a tool name the registry does not have is not offered (e.g. its MCP server waits
+    # for the user's approval), for the model; None: it is simply unknown.
+    unavailable: Callable[[str], str | None] | None = None
 
     def for_call(self, call_id: str, progress: ProgressSink | None = None) -> ToolContext:
         """This context for one tool call: same conversation state, own cancel flag,

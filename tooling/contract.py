@@ -57,6 +57,10 @@ class ToolDefinition:
     # What a call does, in the Agent Client Protocol's words (a client picks its icon and
     # treatment by it): read, edit, delete, move, search, execute, fetch, think, other.
     kind: str = "other"
+    # How clients name a call of this tool when its registry name reads badly
+    # (``mcp__time__get_current_time`` -> "get_current_time — time (MCP server)"), escaped;
+    # None: the name itself.
+    display_name: str | None = None
 
     def summary_argument(self) -> str | None:
         """The argument a one-line summary of a call shows: ``summary_key``, else the

@@ -44,6 +44,7 @@ class PermissionRequest:
     permission: CallPermission | None
     # The argument a one-line summary shows (ToolDefinition.summary_argument).
     summary_key: str | None = None
+    display_name: str | None = None  # ToolDefinition.display_name
 
 
 @dataclass(frozen=True)

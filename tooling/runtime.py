@@ -49,6 +49,12 @@ class ToolRuntime:
         tool = self._registry.get(name)
         return tool.summary_argument() if tool is not None else None
 
+    def display_name(self, name: str) -> str | None:
+        """How clients name a call to ``name`` (``ToolDefinition.display_name``; None: the
+        name itself, or an unknown tool)."""
+        tool = self._registry.get(name)
+        return tool.display_name if tool is not None else None
+
     def kind(self, name: str) -> str:
         """What a call to ``name`` does (``ToolDefinition.kind``; "other": unknown tool)."""
         tool = self._registry.get(name)
@@ -65,7 +71,8 @@ class ToolRuntime:
         fresh context (an empty ledger: writes over existing files are refused)."""
         tool = self._registry.get(name)
         if tool is None:
-            return f"Error: Unknown tool: {name}"
+            why = context.unavailable(name) if context and context.unavailable else None
+            return f"Error: {why}" if why else f"Error: Unknown tool: {name}"
 
         try:
             arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
@@ -92,6 +99,7 @@ class ToolRuntime:
                     raw_arguments=raw_arguments,
                     permission=permission,
                     summary_key=tool.summary_argument(),
+                    display_name=tool.display_name,
                 )
                 if context.permissions is None:
                     decision = refused_without_asker(request)

@@ -572,7 +572,7 @@ def call_permission(
                 reason=why,
                 escalation=True,
                 grant_scope={"network_hosts": sorted(hosts)},
-                grant_title=f"Network access to {named} (any command, through the proxy)",
+                grant_title=f"Network access to {named} for any command, through the proxy",
             )
         return CallPermission(
             f"Run with network access: {shown}", required=True, reason=why, escalation=True

@@ -72,11 +72,13 @@ words it (\"Approve and start\", what an \"always\" covers), else ours."
                                 (car entry) (nth 3 entry)))))
                     agent-lsp--permission-keys)))
 
-(defun agent-lsp-permission-prompt (tool-name arguments title reason)
+(defun agent-lsp-permission-prompt (tool-name arguments title reason &optional scope)
   "The text of a request about TOOL-NAME's call with ARGUMENTS (a plist).
 A bash command comes first, line by line (an edit or a write: its diff,
-`agent-lsp-edit-lines'), then TITLE and REASON; all of it escaped
-(`agent-lsp-escape-consent'), so nothing in it can hide what runs."
+`agent-lsp-edit-lines'), then TITLE and REASON, then on a line of its own
+what an \"always\" answer allows: SCOPE, the server's sentence (the request's
+alwaysScope) shown as it is; all of it escaped (`agent-lsp-escape-consent'),
+so nothing in it can hide what runs."
   (let ((command (and (equal tool-name "bash") (plist-get arguments :command)))
         (edit (and (listp arguments) arguments
                    (agent-lsp-edit-lines tool-name (json-encode arguments)))))
@@ -93,7 +95,10 @@ A bash command comes first, line by line (an edit or a write: its diff,
             (if (and (stringp reason) (not (string-empty-p reason)))
                 (concat " (" (agent-lsp-escape-consent reason) ")")
               "")
-            " ")))
+            " "
+            (if (and (stringp scope) (not (string-empty-p scope)))
+                (concat "\n\"Always\" allows: " (agent-lsp-escape-consent scope))
+              ""))))
 
 ;;; Receiving a request
 
@@ -139,7 +144,8 @@ request MESSAGE to answer it later; everything else goes to RECEIVE."
          (request (list :server server :id id :title title
                         :prompt (agent-lsp-permission-prompt
                                  (plist-get params :toolName) (plist-get params :arguments)
-                                 (plist-get params :title) (plist-get params :reason))
+                                 (plist-get params :title) (plist-get params :reason)
+                                 (plist-get params :alwaysScope))
                         :choices (agent-lsp-permission-choices (plist-get params :options)))))
     (setq agent-lsp--permission-requests
           (append agent-lsp--permission-requests (list request)))
@@ -296,7 +302,8 @@ With SHOW-NEXT, show the oldest waiting request instead."
 
 (defun agent-lsp-permissions ()
   "Show the oldest waiting permission request in `*agent-lsp-permission*'.
-There y allows once, a always allows this exact call, n rejects, r always
+There y allows once, a always allows (what the request's line
+\"Always\" allows: says), n rejects, r always
 rejects it, d dismisses it; q or C-g leaves it waiting."
   (interactive)
   (agent-lsp--permission-render t)
@@ -315,7 +322,7 @@ rejects it, d dismisses it; q or C-g leaves it waiting."
   (agent-lsp--permission-answer-shown "allow_once"))
 
 (defun agent-lsp-permission-allow-always ()
-  "Allow the call shown for the rest of the conversation (this exact call)."
+  "Allow the request shown for the rest of the conversation (as its scope says)."
   (interactive)
   (agent-lsp--permission-answer-shown "allow_always"))
 
@@ -325,7 +332,7 @@ rejects it, d dismisses it; q or C-g leaves it waiting."
   (agent-lsp--permission-answer-shown "reject_once"))
 
 (defun agent-lsp-permission-reject-always ()
-  "Reject the call shown for the rest of the conversation (this exact call)."
+  "Reject the request shown for the rest of the conversation (as its scope says)."
   (interactive)
   (agent-lsp--permission-answer-shown "reject_always"))
 

@@ -16,7 +16,7 @@ from typing import Any
 from acp.exceptions import RequestError
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
-from ..agent.permissions import OPTIONS, PermissionPrompt
+from ..agent.permissions import ALLOW_ALWAYS, OPTIONS, REJECT_ALWAYS, PermissionPrompt
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,10 @@ class AcpAsker:
             status="pending",
             raw_input=dict(prompt.arguments),
         )
+        scope = prompt.always_scope
         options = [
-            PermissionOption(option_id=kind, name=name, kind=kind) for kind, name in prompt.options
+            PermissionOption(option_id=kind, name=_label(kind, name, scope), kind=kind)
+            for kind, name in prompt.options
         ]  # type: ignore[arg-type]
         await self._shown()
         try:
@@ -58,3 +60,11 @@ class AcpAsker:
         if isinstance(outcome, AllowedOutcome) and outcome.option_id in _KINDS:
             return outcome.option_id
         return None  # cancelled, or an option we never offered: nothing is allowed
+
+
+def _label(kind: str, name: str, scope: str) -> str:
+    """An option's label; an "always" one names what it covers (ACP's request has no other
+    place for the scope: "Allow always: Network access to localhost for any command, …")."""
+    if scope and kind in (ALLOW_ALWAYS, REJECT_ALWAYS):
+        return f"{name}: {scope}"
+    return name

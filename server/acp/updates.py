@@ -58,8 +58,13 @@ def raw_input(arguments: str) -> Any:
         return arguments
 
 
-def call_title(name: str, arguments: str, summary_key: str | None) -> str:
-    return f"{escape_control(name)} {summarize_arguments(name, arguments, summary_key)}".strip()
+def call_title(
+    name: str, arguments: str, summary_key: str | None, display_name: str | None = None
+) -> str:
+    """The call's one line: the tool (its display name when it has one, already escaped:
+    an MCP tool's "get_current_time — time (MCP server)"), then what it acts on."""
+    shown = display_name if display_name else escape_control(name)
+    return f"{shown} {summarize_arguments(name, arguments, summary_key)}".strip()
 
 
 class PromptReporter:
@@ -132,7 +137,7 @@ class PromptReporter:
         self._put(
             helpers.start_tool_call(
                 event.call_id,
-                call_title(event.name, event.arguments, event.summary_key),
+                call_title(event.name, event.arguments, event.summary_key, event.display_name),
                 kind=event.kind,  # type: ignore[arg-type]
                 status="pending",
                 locations=locations,

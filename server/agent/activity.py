@@ -57,6 +57,8 @@ def activity_params(session_id: str, event: ToolCallStarted | ToolCallFinished) 
     }
     if event.summary_key is not None:
         params["summaryKey"] = event.summary_key
+    if event.display_name is not None:
+        params["displayName"] = event.display_name
     if isinstance(event, ToolCallStarted):
         params["status"] = "started"
     else:

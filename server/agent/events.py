@@ -44,6 +44,8 @@ class ToolCallStarted:
     # The argument a one-line summary shows (ToolDefinition.summary_argument; None: unknown).
     summary_key: str | None = None
     kind: str = "other"  # the tool's kind (tooling.contract.ToolDefinition.kind)
+    # How clients name the call (ToolDefinition.display_name; None: the name itself).
+    display_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class ToolCallFinished:
     duration_ms: float  # the time its permission request waited for the user excluded
     summary_key: str | None = None  # as in ToolCallStarted
     waited_ms: float = 0.0  # that time (0: nobody was asked)
+    display_name: str | None = None  # as in ToolCallStarted
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class PermissionRequested:
     arguments: str
     title: str
     summary_key: str | None = None  # as in ToolCallStarted
+    display_name: str | None = None  # as in ToolCallStarted
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ class PermissionAnswered:
     arguments: str
     allowed: bool  # False also for a timeout or a dismissed request
     summary_key: str | None = None  # as in ToolCallStarted
+    display_name: str | None = None  # as in ToolCallStarted
 
 
 @dataclass(frozen=True)

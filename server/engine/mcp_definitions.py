@@ -33,10 +33,12 @@ RACY_NS: Final = 2_000_000_000
 
 @dataclass(frozen=True)
 class Loaded:
-    """A folder's definitions as read, and its workspace servers approved as defined now."""
+    """A folder's definitions as read, and its workspace servers approved as defined now
+    (and those the user declined for good as defined now: "don't ask again")."""
 
     definitions: McpDefinitions
     approved: frozenset[str] = frozenset()
+    rejected: frozenset[str] = frozenset()
 
 
 class FolderDefinitions:
@@ -69,7 +71,9 @@ class FolderDefinitions:
         specs = [e.spec for e in definitions.entries if e.spec and e.origin == WORKSPACE]
         digests = approvals.approved(self.root) if specs else {}
         approved = frozenset(s.name for s in specs if digests.get(s.name) == s.digest())
-        self._loaded = Loaded(definitions, approved)
+        declined = approvals.rejected(self.root) if specs else {}
+        rejected = frozenset(s.name for s in specs if declined.get(s.name) == s.digest())
+        self._loaded = Loaded(definitions, approved, rejected)
         racy = any(
             stat is not None and (not isinstance(stat, tuple) or read_at - stat[2] < RACY_NS)
             for stat in stats
@@ -82,6 +86,12 @@ class FolderDefinitions:
         from ..config.mcp_approvals import McpApprovals
 
         McpApprovals.in_state_dir(self._environ).approve(self.root, spec)
+
+    def reject(self, spec: McpServerSpec) -> None:
+        """Record that the user declined ``spec`` for good (a worker thread's call)."""
+        from ..config.mcp_approvals import McpApprovals
+
+        McpApprovals.in_state_dir(self._environ).reject(self.root, spec)
 
 
 def _identity(path: Path | None) -> tuple[int, int, int, int] | object | None:

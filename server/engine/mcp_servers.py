@@ -25,6 +25,7 @@ loop nor at start-up.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import importlib
 import logging
@@ -35,10 +36,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tooling.display import escape_consent
+from tools.mcp.naming import server_prefix
 
 from .. import protocol as p
 from ..agent.events import EventSink, ToolSourcesMissing, ToolSourcesStarting
-from ..agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, REJECT_ONCE, Asker, PermissionPrompt
+from ..agent.permissions import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    REJECT_ALWAYS,
+    REJECT_ONCE,
+    Asker,
+    PermissionPrompt,
+)
 from ..config.user_config import UserConfigError
 from ..errors import InvalidParamsError
 from .mcp_definitions import WORKSPACE, FolderDefinitions, Loaded
@@ -58,6 +67,12 @@ READY: Final = "ready"
 FAILED: Final = "failed"
 DISABLED: Final = "disabled"
 AWAITING_APPROVAL: Final = "awaiting-approval"
+# A folder's own server the user declined with "don't ask again" (as defined now): not
+# started, and clients do not offer its approval unprompted; it can still be approved.
+REJECTED: Final = "rejected"
+# Stopped by the user (agent/controlMcpServer) until started again, or this server restarts.
+STOPPED: Final = "stopped"
+LOG_LINES: Final = 200  # what agent/mcpServerLog keeps of a server's state lines
 # Seconds before a failed server is tried again (at the next ask past it): the first retry
 # is at once, then the wait doubles up to a minute.
 FIRST_BACKOFF: Final = 1.0
@@ -99,6 +114,8 @@ class _Server:
         self.tools: tuple[ToolDefinition, ...] = ()
         self.failures = 0
         self.retry_at = 0.0
+        self.log: collections.deque[str] = collections.deque(maxlen=LOG_LINES)
+        self.stderr = ""  # the last connection's stderr tail, once it ended
 
     @property
     def spec(self) -> McpServerSpec | None:
@@ -204,13 +221,14 @@ class McpServers:
         elif not spec.enabled:
             server.state = DISABLED
         elif spec.origin == WORKSPACE and spec.name not in approved:
-            server.state = AWAITING_APPROVAL
+            rejected = self._loaded.rejected if self._loaded is not None else frozenset()
+            server.state = REJECTED if spec.name in rejected else AWAITING_APPROVAL
         else:
             self._start(server, spec)
 
     def _retry_if_due(self, server: _Server, retry: bool) -> None:
         spec = server.spec
-        if server.state == AWAITING_APPROVAL and spec is not None:
+        if server.state in (AWAITING_APPROVAL, REJECTED) and spec is not None:
             self._begin(server)  # approved since (by this server or another one of the user's)
         elif retry and server.state == FAILED and spec and self._clock() >= server.retry_at:
             self._start(server, spec)
@@ -236,11 +254,15 @@ class McpServers:
             spec,
             on_tools_changed=lambda c: self._on_tools(server, c),
             on_state_changed=lambda c: self._on_state(server, c),
-            log=lambda line: log.info("%s", line),
+            log=lambda line: self._logged(server, line),
             roots=[self.root.as_uri()],
         )
         server.connection = connection
         await connection.start()
+
+    def _logged(self, server: _Server, line: str) -> None:
+        log.info("%s", line)
+        server.log.append(f"{time.strftime('%H:%M:%S')} {line}")
 
     def _on_state(self, server: _Server, connection: McpConnection) -> None:
         if server.connection is not connection:
@@ -270,6 +292,7 @@ class McpServers:
         connection, server.connection = server.connection, None
         server.tools = ()
         if connection is not None:
+            server.stderr = connection.stderr_tail
             self._spawn(connection.close(), f"close MCP server {server.entry.name}")
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
@@ -313,11 +336,90 @@ class McpServers:
     # -- approvals, listing, the end --------------------------------------------------------
 
     def awaiting(self, name: str) -> McpServerSpec | None:
-        """The spec of the server ``name`` if it is a workspace one awaiting approval."""
+        """The spec of the server ``name`` if it is a workspace one awaiting approval (or
+        declined for good: the user may still approve it)."""
         server = self._servers.get(name)
-        if server is None or server.state != AWAITING_APPROVAL:
+        if server is None or server.state not in (AWAITING_APPROVAL, REJECTED):
             return None
         return server.spec
+
+    async def reject(self, spec: McpServerSpec) -> None:
+        """Record that the user declined ``spec`` for good ("don't ask again")."""
+        await asyncio.to_thread(self._definitions.reject, spec)  # a file written under a lock
+        server = self._servers.get(spec.name)
+        if not self._closed and server is not None and server.spec == spec:
+            if server.state == AWAITING_APPROVAL:
+                server.state = REJECTED
+
+    def control(self, name: str, action: str) -> p.McpServerInfo:
+        """``agent/controlMcpServer``: the user starts, stops or restarts ``name``. Raises
+        :class:`InvalidParamsError` when it is not defined or cannot (awaits approval, is
+        disabled, has a broken definition)."""
+        if action not in p.MCP_SERVER_ACTIONS:
+            raise InvalidParamsError("action", f"must be one of {', '.join(p.MCP_SERVER_ACTIONS)}")
+        server = self._servers.get(name)
+        if server is None:
+            raise InvalidParamsError("name", f"the MCP server {name} is not defined here")
+        spec = server.spec
+        if action == "stop":
+            if server.state in (READY, STARTING, FAILED):
+                self._stop(server)
+                server.state, server.error = STOPPED, None
+                self._logged(server, f"MCP server {name} stopped by the user")
+                self._tools_changed()
+        elif spec is None or server.state in (DISABLED, AWAITING_APPROVAL, REJECTED):
+            state = "its definition cannot be used" if spec is None else server.state
+            raise InvalidParamsError("name", f"the MCP server {name} cannot start ({state})")
+        elif action == "restart" or server.state in (STOPPED, FAILED):
+            self._stop(server)
+            server.failures, server.error = 0, None
+            self._logged(server, f"MCP server {name} {action}ed by the user")
+            self._start(server, spec)
+            self._tools_changed()
+        return _info(server)
+
+    def output(self, name: str) -> str | None:
+        """``agent/mcpServerLog``: the server's state lines, then its stderr's last lines."""
+        server = self._servers.get(name)
+        if server is None:
+            return None
+        connection = server.connection
+        stderr = connection.stderr_tail if connection is not None else server.stderr
+        parts = ["\n".join(server.log) or "(nothing logged yet)"]
+        if stderr:
+            parts.append(f"--- its stderr, the last lines ---\n{stderr}")
+        return "\n\n".join(parts)
+
+    def unavailable(self, tool: str) -> str | None:
+        """Why the tool name ``tool`` (``mcp__SERVER__TOOL``) of one of these servers is not
+        offered: the server waits for the user's approval, was declined, is starting or
+        failed (None: no server of that name is defined, or it is ready)."""
+        for name, server in self._servers.items():
+            if not tool.startswith(server_prefix(name)) or server.state == READY:
+                continue
+            if server.state == AWAITING_APPROVAL:
+                return (
+                    f"the MCP server {name} waits for the user's approval (it is this folder's "
+                    "own server, new or changed since it was approved), so its tools are not "
+                    "available yet. Tell the user to approve it if it is needed."
+                )
+            if server.state == REJECTED:
+                return (
+                    f"the user declined to start the MCP server {name} (as it is defined now), "
+                    "so its tools are not available. Do without them, or ask the user."
+                )
+            if server.state == STARTING:
+                return (
+                    f"the MCP server {name} is still starting; its tools are offered once it "
+                    "is ready (the next ask)."
+                )
+            if server.state == DISABLED:
+                return f"the MCP server {name} is disabled in its definition."
+            if server.state == STOPPED:
+                return f"the user stopped the MCP server {name}; its tools are not available."
+            first = (server.error or "").splitlines()[:1]
+            return f"the MCP server {name} failed" + (f": {first[0]}" if first else ".")
+        return None
 
     async def approve(self, spec: McpServerSpec) -> None:
         """Record the user's approval of ``spec`` and start it (if it is still defined so)."""
@@ -325,7 +427,7 @@ class McpServers:
         server = self._servers.get(spec.name)
         if self._closed or server is None or server.spec != spec:
             return
-        if server.state == AWAITING_APPROVAL:
+        if server.state in (AWAITING_APPROVAL, REJECTED):
             self._start(server, spec)
 
     async def applied(self, within: float) -> None:
@@ -415,7 +517,7 @@ async def wait_for_starting(
     if on_event is not None:
         on_event(ToolSourcesMissing(tuple(missing), tuple(r or "" for r in reasons)))
     listed = "; ".join(
-        f"{escape_control(name)} ({escape_control(reason or '')})"
+        f"{escape_consent(name)} ({escape_consent(reason or '')})"
         for name, reason in zip(missing, reasons, strict=True)
     )
     return f"MCP servers whose tools are missing from this ask: {listed}."
@@ -443,6 +545,24 @@ async def listing(servers: McpServers | None) -> p.McpServersResult:
         return p.McpServersResult([])
     await servers.current()
     return p.McpServersResult(servers.describe())
+
+
+async def control(servers: McpServers | None, name: str, action: str) -> p.McpServerInfo:
+    """``agent/controlMcpServer`` (see :meth:`McpServers.control`)."""
+    if servers is None:
+        raise InvalidParamsError("name", f"the MCP server {name} is not defined here")
+    await servers.current()
+    return servers.control(name, action)
+
+
+async def server_log(servers: McpServers | None, name: str) -> p.McpServerLogResult:
+    """``agent/mcpServerLog`` (see :meth:`McpServers.output`)."""
+    if servers is not None:
+        await servers.current()
+    text = servers.output(name) if servers is not None else None
+    if text is None:
+        raise InvalidParamsError("name", f"the MCP server {name} is not defined here")
+    return p.McpServerLogResult(name=name, text=text)
 
 
 async def approve_with_user(
@@ -474,10 +594,19 @@ async def approve_with_user(
             "outside the sandbox with your rights. Approving remembers this exact definition "
             "for this folder (a changed one asks again)."
         ),
-        # Once or always would both record it: one yes, one no.
-        options=((ALLOW_ONCE, "Approve and start"), (REJECT_ONCE, "Reject")),
+        # Once or always would both record it: one yes; a no for now, or for good.
+        options=(
+            (ALLOW_ONCE, "Approve and start"),
+            (REJECT_ONCE, "Reject"),
+            (REJECT_ALWAYS, "Reject, don't ask again"),
+        ),
     )
-    if await asker.ask(prompt) in (ALLOW_ONCE, ALLOW_ALWAYS):
+    choice = await asker.ask(prompt)
+    if choice in (ALLOW_ONCE, ALLOW_ALWAYS):
         await servers.approve(spec)
+    elif choice == REJECT_ALWAYS:
+        await servers.reject(spec)
     state = servers.state(name) or AWAITING_APPROVAL
-    return p.ApproveMcpServerResult(approved=state != AWAITING_APPROVAL, state=state)
+    return p.ApproveMcpServerResult(
+        approved=state not in (AWAITING_APPROVAL, REJECTED), state=state
+    )

@@ -169,6 +169,8 @@ class AskReporter:
                 }
                 if event.summary_key is not None:
                     activity["summaryKey"] = event.summary_key
+                if event.display_name is not None:
+                    activity["displayName"] = event.display_name
                 self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity)
         elif isinstance(event, FinalAnswer):
             self._phase("done", "answer ready")

@@ -44,6 +44,7 @@ class LspAsker:
             title=prompt.title,
             reason=prompt.reason,
             options=[p.PermissionOption(kind, name, kind) for kind, name in prompt.options],
+            always_scope=prompt.always_scope or None,
         )
         protocol = self._ls.protocol
         msg_id = f"permission-{uuid.uuid4().hex}"

@@ -56,15 +56,20 @@ class AgentProtocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         # pygls builds capabilities from registered features; custom methods are
         # advertised here so clients can detect the agent extension.
-        result.capabilities.experimental = {
-            "agent": {
-                "version": p.PROTOCOL_VERSION,
-                "requests": list(p.REQUESTS),
-                "notifications": list(p.NOTIFICATIONS),
-                # agent/ask accepts `context` (the active document, selection, others).
-                "askContext": True,
-            }
+        agent: dict[str, Any] = {
+            "version": p.PROTOCOL_VERSION,
+            "requests": list(p.REQUESTS),
+            "notifications": list(p.NOTIFICATIONS),
+            # agent/ask accepts `context` (the active document, selection, others).
+            "askContext": True,
         }
+        # The model asks use as configured now (the settings are applied by now), so a
+        # client names it before the first ask; absent while none is configured.
+        engine = getattr(self._server, "engine", None)
+        model = engine.configured_model() if engine is not None else None
+        if model:
+            agent["model"] = model
+        result.capabilities.experimental = {"agent": agent}
         return result
 
 
@@ -357,6 +362,19 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
             q.name, _folder(q.workspace_folder), asker=ls.asker
         )
         return p.to_wire(result)
+
+    @server.feature(p.AGENT_CONTROL_MCP_SERVER)
+    @_rpc
+    async def control_mcp_server(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ControlMcpServerParams)
+        result = await ls.engine.control_mcp_server(q.name, q.action, _folder(q.workspace_folder))
+        return p.to_wire(result)
+
+    @server.feature(p.AGENT_MCP_SERVER_LOG)
+    @_rpc
+    async def mcp_server_log(ls: AgentLanguageServer, params: Any) -> Any:
+        q = p.parse(params, p.ApproveMcpServerParams)
+        return p.to_wire(await ls.engine.mcp_server_log(q.name, _folder(q.workspace_folder)))
 
     @server.feature(p.AGENT_INSTRUCTIONS)
     @_rpc

@@ -71,6 +71,9 @@ class TerminalPermissions:
         print(f"agent-lsp: permission needed: {title}", file=self._err, flush=True)
         if reason:
             print(f"  reason: {reason}", file=self._err, flush=True)
+        scope = escape_control(str(params.get("alwaysScope") or ""))
+        if scope and self._interactive:  # what [a] allows: the server's words, never ours
+            print(f'  "always" allows: {scope}', file=self._err, flush=True)
         if not self._interactive:
             allowed = self._approve_all
             verdict = (

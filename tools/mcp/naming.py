@@ -27,3 +27,8 @@ def tool_name(server: str, tool: str) -> str:
     # Hashed before replacement, so the suffix tells apart what replacement merged.
     digest = hashlib.sha256(f"{PREFIX}{server}{SEPARATOR}{tool}".encode()).hexdigest()
     return f"{name[: MAX_LENGTH - _HASH_LENGTH - 1]}_{digest[:_HASH_LENGTH]}"
+
+
+def server_prefix(server: str) -> str:
+    """What every registry name of ``server``'s tools starts with (``mcp__SERVER__``)."""
+    return f"{PREFIX}{_UNSAFE.sub('_', server)}{SEPARATOR}"

@@ -80,7 +80,7 @@ def definition(connection: McpConnection, tool: types.Tool) -> ToolDefinition:
             ),
             # "Always" covers this tool with any arguments (the issue: grants per tool).
             grant_scope={"mcp_server": server, "mcp_tool": tool.name},
-            grant_title=f"Any call of {shown} on MCP server {server}",
+            grant_title=f"Any call of {shown} on MCP server {server}, with any arguments",
         )
 
     needs_asking = not read_only and not connection.spec.trust
@@ -94,6 +94,7 @@ def definition(connection: McpConnection, tool: types.Tool) -> ToolDefinition:
         title=title,
         annotations=annotations,
         permission=permission if needs_asking else None,
+        display_name=escape_control(f"{tool.name} — {server} (MCP server)"),
     )
 
 

@@ -188,6 +188,12 @@ export class AgentClient implements vscode.Disposable, SetupHost {
     }
     if (!this.chat.session.busy) this.setState({ kind: "idle" });
     this.chat.refreshActiveFile(); // the chip needs a server that takes editor context
+    // The configured model (the user file's, say), named from the start, not "default model".
+    const model = this.capabilities()?.model;
+    if (typeof model === "string" && model !== "" && model !== this.modelStatus.serverCurrent) {
+      this.modelStatus.serverCurrent = model;
+      this.modelStatus.update();
+    }
   }
 
   private onServerLost(): void {

@@ -7,7 +7,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import * as vscode from "vscode";
 import { configLocations, type ConfigLocation, type FolderFiles, USER_FILE_TEMPLATE, userConfigFile, WORKSPACE_FILE_TEMPLATE } from "./mcp-config";
-import { describeMcpStatus, McpRefresher, type McpServerItem, showMcpServers } from "./mcp";
+import { approveMcpServer, awaitingNotice, describeMcpStatus, McpRefresher, type McpServerItem, newlyAwaiting, showMcpServers } from "./mcp";
 import { type McpServerInfo, type McpServersResult, Methods } from "./protocol";
 
 /** What this needs of the client. */
@@ -28,6 +28,10 @@ export class McpStatus implements vscode.Disposable {
   private readonly refresher: McpRefresher;
   private readonly disposables: vscode.Disposable[] = [];
   private debounce: ReturnType<typeof setTimeout> | undefined;
+  /** The definitions announced as waiting for approval (each once a window). */
+  private readonly announced = new Set<string>();
+  /** Each server's own output (Show Output), by name. */
+  private readonly outputs = new Map<string, vscode.OutputChannel>();
 
   constructor(private readonly host: McpHost) {
     this.item.name = "Agent MCP Servers";
@@ -73,12 +77,25 @@ export class McpStatus implements vscode.Disposable {
       {
         pick: (items, title, placeHolder) =>
           vscode.window.showQuickPick<McpServerItem>(items, { title, placeHolder, matchOnDescription: true, matchOnDetail: true }),
-        details: async (message, detail) => {
-          await vscode.window.showInformationMessage(message, { modal: true, detail });
+        details: async (message, detail, actions) => {
+          const pick = await vscode.window.showInformationMessage(message, { modal: true, detail }, ...actions, "Open MCP Configuration");
+          if (pick === "Open MCP Configuration") await this.openConfiguration();
+          return pick;
         },
-        failed: async (message, detail) => {
-          const pick = await vscode.window.showErrorMessage(message, { modal: true, detail }, "Show Log");
-          if (pick) this.host.showLog();
+        failed: async (message, detail, actions) => {
+          const pick = await vscode.window.showErrorMessage(message, { modal: true, detail }, ...actions, "Show Log");
+          if (pick === "Show Log") this.host.showLog();
+          return pick;
+        },
+        output: (name, text) => {
+          // One output channel per server: its own lines, not the agent server's log.
+          let channel = this.outputs.get(name);
+          if (!channel) {
+            channel = vscode.window.createOutputChannel(`Agent MCP: ${name}`);
+            this.outputs.set(name, channel);
+          }
+          channel.replace(text);
+          channel.show(true);
         },
         none: async (message) => {
           const pick = await vscode.window.showInformationMessage(message, "Open MCP Configuration");
@@ -161,6 +178,17 @@ export class McpStatus implements vscode.Disposable {
   }
 
   private show(servers: McpServerInfo[] | undefined): void {
+    for (const server of newlyAwaiting(this.announced, servers ?? [])) {
+      // Not modal, and nothing starts from here but the approval dialog the user opens.
+      void vscode.window.showWarningMessage(awaitingNotice(server), "Review…", "Not Now").then(async (pick) => {
+        if (pick !== "Review…") return;
+        await approveMcpServer({ request: (method, params) => this.host.request(method, params) }, this.host.folderParams(), server, {
+          info: (message) => void vscode.window.showInformationMessage(message),
+          error: (message) => void vscode.window.showErrorMessage(message),
+        });
+        this.refresh();
+      });
+    }
     const view = servers ? describeMcpStatus(servers) : undefined;
     if (!view) {
       this.item.hide();
@@ -181,6 +209,7 @@ export class McpStatus implements vscode.Disposable {
     if (this.debounce) clearTimeout(this.debounce);
     this.refresher.dispose();
     this.item.dispose();
+    for (const channel of this.outputs.values()) channel.dispose();
     for (const d of this.disposables) d.dispose();
   }
 }

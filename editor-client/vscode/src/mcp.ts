@@ -10,6 +10,7 @@ import {
   type ApproveMcpServerResult,
   type McpServerInfo,
   type McpServersParams,
+  type McpServerLogResult,
   type McpServersResult,
   Methods,
 } from "./protocol";
@@ -37,7 +38,12 @@ const ICONS: Record<string, string> = {
   failed: "$(error)",
   disabled: "$(circle-slash)",
   "awaiting-approval": "$(shield)",
+  rejected: "$(circle-slash)",
+  stopped: "$(debug-stop)",
 };
+
+/** A folder's own server the user may approve: waiting, or declined for good (after all). */
+const approvable = (server: McpServerInfo): boolean => server.state === "awaiting-approval" || server.state === "rejected";
 
 /** The state in words, with what the user can do about it. */
 function stateText(server: McpServerInfo): string {
@@ -46,6 +52,10 @@ function stateText(server: McpServerInfo): string {
       return `ready, ${plural(server.tools.length, "tool")}`;
     case "awaiting-approval":
       return "awaiting your approval";
+    case "rejected":
+      return "rejected by you (not asked again)";
+    case "stopped":
+      return "stopped by you";
     case "failed":
       return "failed";
     default:
@@ -68,7 +78,7 @@ export function describeMcpStatus(servers: readonly McpServerInfo[]): McpStatusV
   const count = (state: string) => servers.filter((s) => s.state === state).length;
   const failed = count("failed");
   const awaiting = count("awaiting-approval");
-  const active = servers.length - count("disabled");
+  const active = servers.length - count("disabled") - count("rejected") - count("stopped");
   const icon = failed
     ? "$(error)"
     : awaiting
@@ -105,7 +115,9 @@ export function mcpServerItems(servers: readonly McpServerInfo[]): McpServerItem
         ? firstLine(server.error)
         : server.state === "awaiting-approval"
           ? `choose to approve: ${shown(server.target)}`
-          : shown(server.target);
+          : server.state === "rejected"
+            ? `choose to approve after all: ${shown(server.target)}`
+            : shown(server.target);
     return {
       label: `${ICONS[server.state] ?? "$(question)"} ${shown(server.name)}`,
       description: `${stateText(server)} · ${origin(server)}${trusted}${warnings}`,
@@ -129,10 +141,12 @@ export function serverDetail(server: McpServerInfo): string {
 
 export interface McpServersUi {
   pick(items: McpServerItem[], title: string, placeHolder: string): PromiseLike<McpServerItem | undefined>;
-  /** A server's details (a modal with its detail). */
-  details(message: string, detail: string): PromiseLike<void> | void;
-  /** A failed server's error, with Show Log. */
-  failed(message: string, detail: string): PromiseLike<void> | void;
+  /** A server's details (a modal with its detail and `actions` as buttons): the one picked. */
+  details(message: string, detail: string, actions: string[]): PromiseLike<string | undefined> | string | undefined | void;
+  /** A failed server's error (a modal with `actions`, and Show Log): the action picked. */
+  failed(message: string, detail: string, actions: string[]): PromiseLike<string | undefined> | string | undefined | void;
+  /** One server's own output (agent/mcpServerLog), in a place of its own. */
+  output(name: string, text: string): PromiseLike<void> | void;
   /** No server is defined: say where they are defined (Open MCP Configuration). */
   none(message: string): PromiseLike<void> | void;
   info(message: string): void;
@@ -176,7 +190,7 @@ export async function showMcpServers(
     await ui.none("Agent: no MCP server is defined for this folder.");
     return;
   }
-  const awaiting = servers.filter((s) => s.state === "awaiting-approval").length;
+  const awaiting = servers.filter(approvable).length;
   const picked = await ui.pick(
     mcpServerItems(servers),
     `Agent: MCP servers (${servers.length})`,
@@ -185,28 +199,95 @@ export async function showMcpServers(
   if (!picked) return;
   const { server } = picked;
   const name = shown(server.name);
-  if (server.state === "awaiting-approval") {
-    let result: ApproveMcpServerResult;
-    try {
-      // The server asks the user itself (agent/requestPermission: the permission dialog).
-      result = await connection.request<ApproveMcpServerResult>(Methods.approveMcpServer, { ...folder, name: server.name });
-    } catch (error) {
-      ui.error(`Agent: could not approve the MCP server ${name}: ${reason(error)}`);
-      return;
-    }
-    ui.info(
-      result.approved
-        ? `Agent: MCP server ${name} approved: ${shown(result.state)}.`
-        : `Agent: MCP server ${name} not approved; it is not started.`,
-    );
+  if (approvable(server)) {
+    await approveMcpServer(connection, folder, server, ui);
     await list();
     return;
   }
-  if (server.state === "failed") {
-    await ui.failed(`Agent: MCP server ${name} failed: ${firstLine(server.error) || "no reason given"}`, serverDetail(server));
+  const actions = serverActions(server);
+  const chosen =
+    server.state === "failed"
+      ? await ui.failed(`Agent: MCP server ${name} failed: ${firstLine(server.error) || "no reason given"}`, serverDetail(server), actions)
+      : await ui.details(`Agent: MCP server ${name} is ${stateText(server)}`, serverDetail(server), actions);
+  const action = typeof chosen === "string" ? CONTROL[chosen] : undefined;
+  try {
+    if (action) {
+      const after = await connection.request<McpServerInfo>(Methods.controlMcpServer, { ...folder, name: server.name, action });
+      ui.info(`Agent: MCP server ${name} ${action === "stop" ? "stopped" : `${action}ed`}: ${stateText(after)}.`);
+      await list();
+    } else if (chosen === SHOW_OUTPUT) {
+      const { text } = await connection.request<McpServerLogResult>(Methods.mcpServerLog, { ...folder, name: server.name });
+      await ui.output(server.name, shownLines(text));
+    }
+  } catch (error) {
+    ui.error(`Agent: MCP server ${name}: ${reason(error)}`);
+  }
+}
+
+const SHOW_OUTPUT = "Show Output";
+const CONTROL: Record<string, "start" | "stop" | "restart"> = { Start: "start", Stop: "stop", Restart: "restart" };
+
+/** What the user can do with a server (agent/controlMcpServer, agent/mcpServerLog), as buttons. */
+export function serverActions(server: McpServerInfo): string[] {
+  switch (server.state) {
+    case "ready":
+    case "starting":
+      return ["Restart", "Stop", SHOW_OUTPUT];
+    case "stopped":
+    case "failed":
+      return ["Start", SHOW_OUTPUT];
+    default:
+      return [SHOW_OUTPUT];
+  }
+}
+
+/**
+ * Approve one of the folder's own servers: the server asks the user itself
+ * (agent/requestPermission, the approval dialog); says what came of it.
+ */
+export async function approveMcpServer(
+  connection: McpConnection,
+  folder: McpServersParams,
+  server: McpServerInfo,
+  ui: Pick<McpServersUi, "info" | "error">,
+): Promise<void> {
+  const name = shown(server.name);
+  let result: ApproveMcpServerResult;
+  try {
+    result = await connection.request<ApproveMcpServerResult>(Methods.approveMcpServer, { ...folder, name: server.name });
+  } catch (error) {
+    ui.error(`Agent: could not approve the MCP server ${name}: ${reason(error)}`);
     return;
   }
-  await ui.details(`Agent: MCP server ${name} is ${stateText(server)}`, serverDetail(server));
+  ui.info(
+    result.approved
+      ? `Agent: MCP server ${name} approved: ${shown(result.state)}.`
+      : result.state === "rejected"
+        ? `Agent: MCP server ${name} rejected; you will not be asked again until its definition changes (Agent: MCP Servers approves it after all).`
+        : `Agent: MCP server ${name} not approved; it is not started.`,
+  );
+}
+
+/**
+ * The servers that now wait for approval and were not waiting, as defined now, in the lists
+ * seen before (`seen` remembers them: each definition is announced once a window). A changed
+ * definition of an approved server waits again: without this only the status bar said so.
+ */
+export function newlyAwaiting(seen: Set<string>, servers: readonly McpServerInfo[]): McpServerInfo[] {
+  const fresh: McpServerInfo[] = [];
+  for (const server of servers) {
+    if (server.state !== "awaiting-approval") continue;
+    const key = `${server.name}\0${server.target}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    fresh.push(server);
+  }
+  return fresh;
+}
+
+/** The notice of a server that waits for approval (newlyAwaiting). */
+export function awaitingNotice(server: McpServerInfo): string {
+  return `Agent: this folder's MCP server ${shown(server.name)} is new or changed and waits for your approval (${shown(server.target)}); until then its tools are not available.`;
 }
 
 // -- when to ask again ---------------------------------------------------------------------

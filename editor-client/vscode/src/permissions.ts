@@ -24,6 +24,8 @@ export interface PermissionRequest {
   title: string;
   reason: string;
   options: PermissionOption[];
+  /** What an "always" answer covers, one sentence from the server (absent: none offered). */
+  alwaysScope?: string | null;
 }
 
 export type PermissionResult =
@@ -54,25 +56,25 @@ export interface CancelSignal {
   onCancellationRequested(listener: () => void): { dispose(): void };
 }
 
-// Button labels by kind, in the order the dialog shows them.
+// Button labels by kind, in the order the dialog shows them. What "always" covers is the
+// server's to say (the request's alwaysScope, shown beside the buttons), never a label's.
 const LABELS: Record<string, string> = {
   allow_once: "Allow Once",
-  allow_always: "Always Allow This Call",
+  allow_always: "Always Allow",
   reject_once: "Reject",
-  reject_always: "Always Reject This Call",
-};
-
-// An MCP server's tool (docs/mcp.md: registry names `mcp__SERVER__TOOL`, never a built-in's):
-// its "always" answers cover the tool with any arguments, not one exact call.
-const LABELS_MCP_TOOL: Record<string, string> = {
-  ...LABELS,
-  allow_always: "Always Allow This Tool",
-  reject_always: "Always Reject This Tool",
+  reject_always: "Always Reject",
 };
 // agent/approveMcpServer's question: either allow records the approval of that definition for
-// the folder (and either reject leaves it waiting), so two buttons say all there is.
+// the folder, reject leaves it waiting, reject_always records a no for good. The user asked for
+// it (Agent: MCP Servers, or the notice of a new server), and Reject comes first: the button a
+// modal focuses is never the one that starts a program.
 const MCP_SERVER_APPROVAL = "mcp_server";
-const LABELS_MCP_SERVER: Record<string, string> = { allow_once: "Approve and Start", reject_once: "Reject" };
+const LABELS_MCP_SERVER: Record<string, string> = {
+  reject_once: "Reject",
+  allow_once: "Approve and Start",
+  reject_always: "Reject, Don't Ask Again",
+};
+const ORDER_MCP_SERVER = Object.keys(LABELS_MCP_SERVER);
 
 export const isMcpTool = (toolName: string): boolean => toolName.startsWith("mcp__");
 
@@ -180,21 +182,24 @@ export function permissionDialog(request: PermissionRequest): PermissionDialog {
     lines.push("", `Reason: ${escapeConsent(request.reason)}`);
   }
   const approval = request.toolName === MCP_SERVER_APPROVAL;
-  const mcpTool = isMcpTool(request.toolName);
-  if (!approval) {
-    lines.push(
-      "",
-      mcpTool
-        ? "“Always” answers hold for this conversation and for every call of this tool."
-        : "“Always” answers hold for this conversation and only for this exact call; a changed command asks again.",
-    );
-  }
-  const labels = approval ? LABELS_MCP_SERVER : mcpTool ? LABELS_MCP_TOOL : LABELS;
-  const buttons = (Array.isArray(request.options) ? request.options : [])
+  const scope = alwaysScope(request);
+  if (scope !== undefined) lines.push("", scope);
+  const labels = approval ? LABELS_MCP_SERVER : LABELS;
+  const options = (Array.isArray(request.options) ? request.options : [])
     .filter((option) => typeof option?.optionId === "string")
-    .filter((option) => !approval || option.kind in LABELS_MCP_SERVER)
-    .map((option) => ({ label: labels[option.kind] ?? option.name, optionId: option.optionId }));
-  return { message: `The agent asks: ${escapeConsent(String(what))}`, detail: lines.join("\n"), buttons };
+    .filter((option) => !approval || option.kind in LABELS_MCP_SERVER);
+  if (approval) options.sort((a, b) => ORDER_MCP_SERVER.indexOf(a.kind) - ORDER_MCP_SERVER.indexOf(b.kind));
+  const buttons = options.map((option) => ({ label: labels[option.kind] ?? option.name, optionId: option.optionId }));
+  // An approval is the user's own question (they chose the server), not the agent's.
+  const message = approval ? `Approve? ${escapeConsent(String(what))}` : `The agent asks: ${escapeConsent(String(what))}`;
+  return { message, detail: lines.join("\n"), buttons };
+}
+
+/** The line saying what "always" allows: the server's sentence as it is (escaped), or none. */
+export function alwaysScope(request: PermissionRequest): string | undefined {
+  const scope = request.alwaysScope;
+  if (request.toolName === MCP_SERVER_APPROVAL || typeof scope !== "string" || scope.trim() === "") return undefined;
+  return `“Always” allows: ${escapeConsent(scope)}`;
 }
 
 /** The request as the chat's card shows it: the command once, verbatim, in `code`. */
@@ -222,13 +227,8 @@ export function permissionCard(request: PermissionRequest): PermissionCard {
   }
   const lines = command === undefined ? callSubject(request.toolName, request.arguments) : [];
   if (typeof request.reason === "string" && request.reason.trim() !== "") lines.push(`Reason: ${escapeConsent(request.reason)}`);
-  if (request.toolName !== MCP_SERVER_APPROVAL) {
-    lines.push(
-      isMcpTool(request.toolName)
-        ? "“Always” holds for this conversation and every call of this tool."
-        : "“Always” holds for this conversation and only for this exact call; a changed command asks again.",
-    );
-  }
+  const scope = alwaysScope(request);
+  if (scope !== undefined) lines.push(scope);
   const card: PermissionCard = { title, body: lines.join("\n"), buttons: dialog.buttons };
   if (command !== undefined) card.code = command;
   return card;

@@ -38,7 +38,17 @@ export function skillsChip(result: InstructionsResult): { label: string; title: 
   if (skills.length === 0) return undefined;
   const label = `${skills.length} skill${skills.length === 1 ? "" : "s"}`;
   const lines = skills.map((s) => `${escapeControl(s.name)}: ${escapeControl(s.description)}`);
-  return { label, title: `Skills the agent may use (it reads one when it applies):\n${lines.join("\n")}` };
+  return { label, title: `Skills the agent may use (it reads one when it applies):\n${lines.join("\n")}\nClick to open one.` };
+}
+
+/** The skills as a quick pick offers them (the chip's click): each opens its SKILL.md. */
+export function skillItems(result: InstructionsResult): { label: string; description: string; detail: string; path: string }[] {
+  return result.skills.map((s) => ({
+    label: escapeControl(s.name),
+    description: s.source === "user" ? "your own" : "this folder's",
+    detail: escapeControl(s.description),
+    path: s.path,
+  }));
 }
 
 /** The commands `/` offers, shown as the server lists them (built-ins first). */

@@ -134,6 +134,20 @@ export interface AgentMethods {
   /**
    * request, clientToServer
    */
+  "agent/controlMcpServer": {
+    params: ControlMcpServerParams;
+    result: McpServerInfo;
+  };
+  /**
+   * request, clientToServer
+   */
+  "agent/mcpServerLog": {
+    params: ApproveMcpServerParams;
+    result: McpServerLogResult;
+  };
+  /**
+   * request, clientToServer
+   */
   "agent/instructions": {
     params: ProjectParams;
     result: InstructionsResult;
@@ -512,9 +526,6 @@ export interface McpServerInfo {
    * the command line or URL as written (variables not replaced)
    */
   target: string;
-  /**
-   * starting | ready | failed | disabled | awaiting-approval
-   */
   state: string;
   /**
    * the registry names of its tools (while ready)
@@ -543,6 +554,33 @@ export interface ApproveMcpServerParams {
 export interface ApproveMcpServerResult {
   approved: boolean;
   state: string;
+}
+/**
+ * ``agent/controlMcpServer``: the user starts, stops or restarts one server.
+ */
+export interface ControlMcpServerParams {
+  name: string;
+  /**
+   * one of MCP_SERVER_ACTIONS
+   */
+  action: string;
+  workspaceFolder?: string | null;
+}
+/**
+ * ``agent/mcpServerLog``: one server's own output: its state changes (timed), then
+ * the last lines of a stdio server's stderr (escape it to show it).
+ */
+export interface McpServerLogResult {
+  name: string;
+  text: string;
+}
+/**
+ * Params of requests about what an ask would be told: of a conversation (its folder,
+ * and what it has been told since) or of a folder (default: the first).
+ */
+export interface ProjectParams {
+  sessionId?: string | null;
+  workspaceFolder?: string | null;
 }
 export interface InstructionsResult {
   instructions: InstructionInfo[];
@@ -642,6 +680,7 @@ export interface ToolActivity {
    */
   waitedMs?: number | null;
   summaryKey?: string | null;
+  displayName?: string | null;
 }
 /**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
@@ -707,6 +746,7 @@ export interface RequestPermissionParams {
   title: string;
   reason: string;
   options: PermissionOption[];
+  alwaysScope?: string | null;
 }
 export interface PermissionOption {
   optionId: string;

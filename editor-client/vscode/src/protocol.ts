@@ -36,6 +36,8 @@ export const Methods = {
   sandboxStatus: "agent/sandboxStatus",
   mcpServers: "agent/mcpServers",
   approveMcpServer: "agent/approveMcpServer",
+  controlMcpServer: "agent/controlMcpServer",
+  mcpServerLog: "agent/mcpServerLog",
   instructions: "agent/instructions",
   listCommands: "agent/listCommands",
 } as const satisfies Record<string, keyof Wire.AgentMethods>;
@@ -85,6 +87,7 @@ export type McpServersResult = Wire.McpServersResult;
 export type McpServerInfo = Wire.McpServerInfo;
 export type ApproveMcpServerParams = Wire.ApproveMcpServerParams;
 export type ApproveMcpServerResult = Wire.ApproveMcpServerResult;
+export type McpServerLogResult = Wire.McpServerLogResult;
 /** `agent/instructions` and `agent/listCommands` params: a conversation's, else a folder's. */
 export type ProjectParams = Wire.ProjectParams;
 export type InstructionsResult = Wire.InstructionsResult;
@@ -94,7 +97,7 @@ export type CommandsResult = Wire.CommandsResult;
 export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
 export type FileStatus = "added" | "modified" | "deleted";
 /** `McpServerInfo.state` (docs/protocol.md, agent/mcpServers). */
-export type McpState = "starting" | "ready" | "failed" | "disabled" | "awaiting-approval";
+export type McpState = "starting" | "ready" | "failed" | "disabled" | "stopped" | "awaiting-approval" | "rejected";
 /** `McpServerInfo.origin`: the user file, the `mcpServers` setting, the folder's own files. */
 export type McpOrigin = "user" | "editor" | "workspace";
 
@@ -107,6 +110,8 @@ export interface AgentCapabilities {
   notifications?: string[];
   /** Issue 16: `agent/ask` accepts `context` (the active editor, its selection). */
   askContext?: boolean;
+  /** The model asks use as configured at initialize (absent: none configured). */
+  model?: string;
 }
 
 export interface ToolAnnotations {
@@ -185,6 +190,8 @@ export interface ToolActivity {
   turn?: number;
   /** The argument a one-line summary leads with (the tool's definition says; absent for an unknown tool). */
   summaryKey?: string;
+  /** How to name the call when the tool's name reads badly ("get_current_time — time (MCP server)"). */
+  displayName?: string;
 }
 
 /** `agent/compact`'s result: the conversation's estimated size before and after. */

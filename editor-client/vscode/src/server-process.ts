@@ -196,7 +196,9 @@ export class ServerProcess implements vscode.Disposable {
     }
     void vscode.window
       .showWarningMessage(
-        "The agent-lsp server stopped unexpectedly and is being restarted. The conversation starts over.",
+        // The server kept the conversation in its session files: the next ask carries its
+        // history. Its "always" answers lived in the dead process's memory only.
+        "The agent-lsp server stopped unexpectedly and is being restarted. The conversation continues from its saved history; “always” answers are asked again.",
         "Show Server Log",
       )
       .then((pick) => {

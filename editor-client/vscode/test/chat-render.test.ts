@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { findPathRefs, renderCodeBlock, renderMarkdown, renderPlainText } from "../src/chat/markdown";
-import type { Entry, ToolItem } from "../src/chat/model";
+import { applyActivity, type Entry, type ToolItem } from "../src/chat/model";
 import { renderPage } from "../src/chat/page";
 import { cutCount, formatFooter, renderArguments, renderConversation, renderEntry, renderTail, renderToolItem } from "../src/chat/render";
 
@@ -89,6 +89,17 @@ describe("tool rows", () => {
     assert.ok(!/class="[^"]*\bopen\b/.test(html), "collapsed");
     assert.match(html, /<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false" title="ls">/);
     assert.ok(!html.includes("<details"), "no <details>: its cost in Chromium grows with their number");
+  });
+
+  it("an MCP tool is named as the server names it for people, its registry name in the tooltip", () => {
+    const e = entry();
+    e.items = [];
+    applyActivity(e, { sessionId: "s", callId: "m", name: "mcp__time__get_current_time", arguments: "{\"timezone\":\"UTC\"}", status: "started", displayName: "get_current_time — time (MCP server)" });
+    applyActivity(e, { sessionId: "s", callId: "m", name: "mcp__time__get_current_time", arguments: "{}", status: "completed", durationMs: 3, output: "12:00" });
+    const item = e.items[0] as ToolItem;
+    const html = renderToolItem(e, item, options);
+    assert.match(html, /<code class="tool" title="mcp__time__get_current_time">get_current_time — time \(MCP server\)<\/code>/);
+    assert.doesNotMatch(html, />mcp__time__get_current_time</);
   });
 
   it("a call that waited for permission says so beside its own time", () => {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  answeredCard,
   applyActivity,
   applyCard,
   applyDelta,
@@ -373,6 +374,13 @@ describe("what later features put into the view", () => {
     assert.equal(entry.items.filter((i) => i.kind === "text" && i.channel === "answer").length, 1, "the streamed answer is not added again");
   });
 
+  it("an answered permission card is one line: what was asked, what was chosen", () => {
+    assert.deepEqual(answeredCard("permission-c1", "Run outside the sandbox", "Always Allow"), {
+      kind: "card", id: "permission-c1", title: "Run outside the sandbox — You chose: Always Allow.", body: "", tone: "info", buttons: [],
+    });
+    assert.equal(answeredCard("p", "Run", undefined).title, "Run — Not answered (withdrawn or dismissed).");
+  });
+
   it("a card is added once and replaced by id", () => {
     const entry = newEntry("p");
     const card = { kind: "card" as const, id: "perm-1", title: "Run bash?", body: "rm -rf build", buttons: [] };
@@ -390,8 +398,23 @@ describe("restoring after a reload", () => {
   it("adds the asks the server has after the last one the copy shows", () => {
     const local = conv(["a", "done"], ["b", "error"]);
     const server = conv(["a", "done"], ["c", "done"]);
-    assert.deepEqual(missingEntries(local, server).map((e) => e.prompt), ["c"]);
-    assert.deepEqual(missingEntries(conv(["a", "done"], ["c", "done"]), server), []);
-    assert.deepEqual(missingEntries(conv(["x", "done"]), server), [], "another conversation: nothing");
+    assert.deepEqual(missingEntries(local, server).add.map((e) => e.prompt), ["c"]);
+    assert.deepEqual(missingEntries(conv(["a", "done"], ["c", "done"]), server), { add: [] });
+    assert.deepEqual(missingEntries(conv(["x", "done"]), server), { add: [] }, "another conversation: nothing");
+  });
+
+  it("an ask the server died in is the server's too: its copy replaces the local one, never shown twice", () => {
+    const local = conv(["a", "done"], ["b", "error"]);
+    local.entries[1]!.interrupted = true; // serverLost marked it
+    const server = conv(["a", "done"], ["b", "done"]);
+    const missing = missingEntries(local, server);
+    assert.deepEqual(missing.add, [], "b is not added again");
+    assert.equal(missing.replace?.index, 1);
+    assert.equal(missing.replace?.entry, server.entries[1]);
+    // An ask after it the copy missed is added after it.
+    const later = conv(["a", "done"], ["b", "done"], ["c", "done"]);
+    assert.deepEqual(missingEntries(local, later).add.map((e) => e.prompt), ["c"]);
+    // Cut short by the reload itself (saved as working, kept as cancelled): nothing added.
+    assert.deepEqual(missingEntries(conv(["a", "done"], ["b", "cancelled"]), server), { add: [] });
   });
 });

@@ -7,6 +7,8 @@ import {
   type McpServerItem,
   type McpServersUi,
   mcpServerItems,
+  newlyAwaiting,
+  awaitingNotice,
   showMcpServers,
   STARTING_RECHECKS_MS,
   type Timers,
@@ -77,19 +79,53 @@ describe("Agent: MCP Servers", () => {
     );
   });
 
-  function ui(choose: (items: McpServerItem[]) => McpServerItem | undefined) {
+  function ui(choose: (items: McpServerItem[]) => McpServerItem | undefined, act?: (actions: string[]) => string | undefined) {
     const said: Array<[string, string, string?]> = [];
     const listed: McpServerInfo[][] = [];
+    const offered: string[][] = [];
     const shown: McpServersUi = {
       pick: async (items) => choose(items),
-      details: (message, detail) => void said.push(["details", message, detail]),
-      failed: (message, detail) => void said.push(["failed", message, detail]),
+      details: (message, detail, actions) => (said.push(["details", message, detail]), offered.push(actions), act?.(actions)),
+      failed: (message, detail, actions) => (said.push(["failed", message, detail]), offered.push(actions), act?.(actions)),
+      output: (name, text) => void said.push(["output", name, text]),
       none: (message) => void said.push(["none", message]),
       info: (message) => void said.push(["info", message]),
       error: (message) => void said.push(["error", message]),
     };
-    return { shown, said, listed, onListed: (servers: McpServerInfo[]) => void listed.push(servers) };
+    return { shown, said, listed, offered, onListed: (servers: McpServerInfo[]) => void listed.push(servers) };
   }
+
+  it("a ready server can be restarted or stopped, a stopped one started; its own output shown", async () => {
+    const fake = new FakeServer([]);
+    let user = ui((items) => items[0], () => "Stop");
+    let done = showMcpServers(fake, { workspaceFolder: "file:///p" }, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server()] });
+    const stop = await fake.next("agent/controlMcpServer");
+    assert.deepEqual(stop.params, { workspaceFolder: "file:///p", name: "time", action: "stop" });
+    stop.resolve(server({ state: "stopped", tools: [] }));
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server({ state: "stopped", tools: [] })] });
+    await done;
+    assert.deepEqual(user.offered, [["Restart", "Stop", "Show Output"]]);
+    assert.deepEqual(user.said.at(-1), ["info", "Agent: MCP server time stopped: stopped by you."]);
+    assert.equal(describeMcpStatus([server({ state: "stopped", tools: [] })])?.text, "$(plug) MCP 0/0");
+
+    user = ui((items) => items[0], (actions) => actions[0]);
+    done = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server({ state: "stopped", tools: [] })] });
+    const start = await fake.next("agent/controlMcpServer");
+    assert.equal((start.params as { action: string }).action, "start");
+    start.resolve(server({ state: "starting", tools: [] }));
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server({ state: "starting", tools: [] })] });
+    await done;
+    assert.deepEqual(user.offered, [["Start", "Show Output"]]);
+
+    user = ui((items) => items[0], () => "Show Output");
+    done = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [server()] });
+    (await fake.next("agent/mcpServerLog")).resolve({ name: "time", text: "12:00:00 MCP server time is ready\n--- its stderr ---\nboom\x1b[8m" });
+    await done;
+    assert.deepEqual(user.said.at(-1), ["output", "time", "12:00:00 MCP server time is ready\n--- its stderr ---\nboom\\e[8m"]);
+  });
 
   it("approves an awaiting server through agent/approveMcpServer, then lists again", async () => {
     const fake = new FakeServer([]);
@@ -116,6 +152,39 @@ describe("Agent: MCP Servers", () => {
     (await fake.next("agent/mcpServers")).resolve({ servers: [AWAITING] });
     await done;
     assert.deepEqual(user.said, [["info", "Agent: MCP server repo not approved; it is not started."]]);
+  });
+
+  it("a rejection for good says so; a rejected server can be approved after all", async () => {
+    const fake = new FakeServer([]);
+    const user = ui((items) => items[0]);
+    const done = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [AWAITING] });
+    (await fake.next("agent/approveMcpServer")).resolve({ approved: false, state: "rejected" });
+    (await fake.next("agent/mcpServers")).resolve({ servers: [{ ...AWAITING, state: "rejected" }] });
+    await done;
+    assert.match(user.said[0]?.[1] ?? "", /^Agent: MCP server repo rejected; you will not be asked again until its definition changes/);
+    const rejected = { ...AWAITING, state: "rejected" };
+    assert.equal(mcpServerItems([rejected])[0]?.detail, "choose to approve after all: node tools/mcp.js");
+    assert.equal(describeMcpStatus([server(), rejected])?.text, "$(plug) MCP 1/1");
+    const again = showMcpServers(fake, {}, user.shown, user.onListed);
+    (await fake.next("agent/mcpServers")).resolve({ servers: [rejected] });
+    (await fake.next("agent/approveMcpServer")).resolve({ approved: true, state: "starting" });
+    (await fake.next("agent/mcpServers")).resolve({ servers: [{ ...AWAITING, state: "starting" }] });
+    await again;
+    assert.equal(user.said[1]?.[1], "Agent: MCP server repo approved: starting.");
+  });
+
+  it("announces a server that starts waiting for approval once, a changed definition again", () => {
+    const seen = new Set<string>();
+    assert.deepEqual(newlyAwaiting(seen, [server(), AWAITING]).map((s) => s.name), ["repo"]);
+    assert.deepEqual(newlyAwaiting(seen, [server(), AWAITING]), []); // the next list: said already
+    const changed = { ...AWAITING, target: "node tools/other.js" };
+    assert.deepEqual(newlyAwaiting(seen, [changed]).map((s) => s.target), ["node tools/other.js"]);
+    assert.deepEqual(newlyAwaiting(seen, [{ ...changed, state: "rejected" }]), []); // a no for good: quiet
+    assert.equal(
+      awaitingNotice({ ...AWAITING, name: "re\x1b[8mpo" }),
+      "Agent: this folder's MCP server re\\e[8mpo is new or changed and waits for your approval (node tools/mcp.js); until then its tools are not available.",
+    );
   });
 
   it("shows a failed server's whole error, its lines kept and escaped", async () => {
@@ -256,12 +325,13 @@ describe("permission dialogs of MCP", () => {
       title: 'Run mcp__tb__write_note on MCP server tb: {"text": "n1\\e[8m"}',
       reason: "MCP servers run outside the sandbox, with your rights; tb does not declare it read-only.",
       options,
+      alwaysScope: "Any call of write_note on MCP server tb, with any arguments, for this conversation",
     };
     const dialog = permissionDialog(request);
-    assert.deepEqual(dialog.buttons.map((b) => b.label), ["Allow Once", "Always Allow This Tool", "Reject", "Always Reject This Tool"]);
+    assert.deepEqual(dialog.buttons.map((b) => b.label), ["Allow Once", "Always Allow", "Reject", "Always Reject"]);
     assert.ok(dialog.detail.startsWith('Arguments:\n{\n  "text": "n1\\u001b[8m"\n}'), dialog.detail);
     assert.ok(!/\x1b/.test(dialog.detail));
-    assert.ok(dialog.detail.includes("for every call of this tool"));
+    assert.ok(dialog.detail.includes("“Always” allows: Any call of write_note on MCP server tb, with any arguments"));
   });
 
   it("a workspace server's approval: what it runs, all of it; approve or reject", () => {
@@ -275,10 +345,12 @@ describe("permission dialogs of MCP", () => {
       options,
     };
     const dialog = permissionDialog(request);
-    assert.equal(dialog.message, "The agent asks: Start MCP server repo of /p: node tools/mcp.js a b");
+    // The user asked (not "The agent asks"); Reject first, so the focused button starts nothing.
+    assert.equal(dialog.message, "Approve? Start MCP server repo of /p: node tools/mcp.js a b");
     assert.deepEqual(dialog.buttons, [
-      { label: "Approve and Start", optionId: "allow_once" },
       { label: "Reject", optionId: "reject_once" },
+      { label: "Approve and Start", optionId: "allow_once" },
+      { label: "Reject, Don't Ask Again", optionId: "reject_always" },
     ]);
     const lines = dialog.detail.split("\n");
     for (const line of ["Command: node", 'Arguments: ["tools/mcp.js","a b"]', "Environment:", "  LD_PRELOAD=/p/x.so", "Working folder: /p"]) {

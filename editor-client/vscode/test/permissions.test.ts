@@ -31,6 +31,7 @@ function request(overrides: Partial<PermissionRequest> = {}): PermissionRequest 
       { optionId: "reject_once", name: "Reject", kind: "reject_once" },
       { optionId: "reject_always", name: "Reject always", kind: "reject_always" },
     ],
+    alwaysScope: "This exact command, for this conversation (a changed command asks again)",
     ...overrides,
   };
 }
@@ -68,7 +69,7 @@ describe("the permission dialog", () => {
     assert.match(dialog.detail, /^Command:\nnpm ci --no-audit\n\nReason: install the dependencies\n/);
     assert.deepEqual(
       dialog.buttons.map((b) => b.label),
-      ["Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"],
+      ["Allow Once", "Always Allow", "Reject", "Always Reject"],
     );
   });
 
@@ -124,9 +125,9 @@ describe("what a write or an edit under approval \"always\" shows", () => {
 describe("answerPermission", () => {
   for (const [label, optionId] of [
     ["Allow Once", "allow_once"],
-    ["Always Allow This Call", "allow_always"],
+    ["Always Allow", "allow_always"],
     ["Reject", "reject_once"],
-    ["Always Reject This Call", "reject_always"],
+    ["Always Reject", "reject_always"],
   ] as const) {
     it(`answers ${optionId} for "${label}"`, async () => {
       assert.deepEqual(await answerPermission(request(), user(label)), {
@@ -163,8 +164,23 @@ describe("the chat's permission card", () => {
     const card = permissionCard(request());
     assert.equal(card.title, "Run with network access");
     assert.equal(card.code, "npm ci --no-audit");
-    assert.equal(card.body, "Reason: install the dependencies\n“Always” holds for this conversation and only for this exact call; a changed command asks again.");
-    assert.deepEqual(card.buttons.map((b) => b.label), ["Allow Once", "Always Allow This Call", "Reject", "Always Reject This Call"]);
+    assert.equal(card.body, "Reason: install the dependencies\n“Always” allows: This exact command, for this conversation (a changed command asks again)");
+    assert.deepEqual(card.buttons.map((b) => b.label), ["Allow Once", "Always Allow", "Reject", "Always Reject"]);
+  });
+
+  it("says what “always” allows in the server's words only: a network grant covers any command to that host", () => {
+    const scope = "Network access to localhost for any command, through the proxy, for this conversation";
+    const card = permissionCard(request({ title: "Run with network access to localhost only: curl localhost:8000", arguments: { command: "curl localhost:8000" }, alwaysScope: scope }));
+    assert.equal(card.body, `Reason: install the dependencies\n“Always” allows: ${scope}`);
+    assert.doesNotMatch(card.body, /exact call|changed command/);
+    assert.deepEqual(card.buttons.map((b) => b.label), ["Allow Once", "Always Allow", "Reject", "Always Reject"]);
+    assert.match(permissionDialog(request({ alwaysScope: scope })).detail, /\n\n“Always” allows: Network access to localhost for any command/);
+    // An MCP tool's grant: the server's sentence, not a label of the client's.
+    const mcp = permissionCard(request({ toolName: "mcp__time__set", arguments: { tz: "UTC" }, title: "Run set on MCP server time", alwaysScope: "Any call of set on MCP server time, with any arguments, for this conversation" }));
+    assert.match(mcp.body, /“Always” allows: Any call of set on MCP server time, with any arguments, for this conversation$/);
+    // No scope sent (an older server): no sentence made up in its place; escaped when sent.
+    assert.doesNotMatch(permissionCard(request({ alwaysScope: null })).body, /Always/);
+    assert.match(permissionCard(request({ alwaysScope: "x\u001b[8my" })).body, /“Always” allows: x\\e\[8my$/);
   });
 
   it("keeps a multi-line command's lines and the server's title when it does not end with the command", () => {

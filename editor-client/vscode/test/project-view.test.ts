@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type BuiltContext, MAX_PICKED_DOCUMENTS, type PickedDocument, withDocuments } from "../src/editor-context";
-import { commandChoices, fileChoices, instructionChips, isInstructionPath, skillsChip } from "../src/project-view";
+import { commandChoices, fileChoices, instructionChips, isInstructionPath, skillItems, skillsChip } from "../src/project-view";
 import type { InstructionsResult } from "../src/protocol";
 import { BUILTIN_COMMANDS } from "../src/slash-commands";
 
@@ -40,6 +40,14 @@ describe("the instruction chips", () => {
     assert.match(chip?.title ?? "", /pdf: Read and fill PDF forms\ndeploy\\x07: Ship it/);
     assert.equal(skillsChip({ ...result, skills: [] }), undefined);
     assert.equal(skillsChip({ ...result, skills: result.skills.slice(0, 1) })?.label, "1 skill");
+    assert.match(chip?.title ?? "", /Click to open one\.$/);
+  });
+
+  it("a click on the skills chip offers each skill, opening its SKILL.md", () => {
+    assert.deepEqual(skillItems(result), [
+      { label: "pdf", description: "this folder's", detail: "Read and fill PDF forms", path: "/ws/.agents/skills/pdf/SKILL.md" },
+      { label: "deploy\\x07", description: "your own", detail: "Ship it", path: "/u/skills/deploy/SKILL.md" },
+    ]);
   });
 });
 

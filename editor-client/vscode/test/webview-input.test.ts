@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { caretLines, inputAction, type KeyPress } from "../src/webview/keys";
+import { busyNote, caretLines, inputAction, type KeyPress } from "../src/webview/keys";
 import { PromptHistory } from "../src/webview/prompt-history";
 import { afterChange, isAtBottom, MAX_PLACES, rememberPlace } from "../src/webview/scroll";
 
@@ -77,5 +77,12 @@ describe("where the reader left a conversation", () => {
     for (let i = 0; i < MAX_PLACES + 5; i++) places = rememberPlace(places, `k${i}`, { entry: i, offset: 0 });
     assert.equal(Object.keys(places).length, MAX_PLACES);
     assert.ok(!("s2" in places) && `k${MAX_PLACES + 4}` in places, "the oldest go first");
+  });
+});
+
+describe("Enter while an ask runs", () => {
+  it("says why nothing was sent, naming a waiting permission card", () => {
+    assert.match(busyNote(true), /waits for your answer on the permission card/);
+    assert.match(busyNote(false), /an ask is running/);
   });
 });

@@ -51,6 +51,10 @@ function M.prompt_text(params)
   if type(params.reason) == 'string' and params.reason ~= '' then
     table.insert(lines, 'Reason: ' .. escape(params.reason))
   end
+  -- What an "always" answer allows: the server's sentence (alwaysScope), never our own.
+  if type(params.alwaysScope) == 'string' and params.alwaysScope ~= '' then
+    table.insert(lines, '"Always" allows: ' .. escape(params.alwaysScope))
+  end
   return table.concat(lines, '\n')
 end
 

@@ -241,9 +241,13 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       const history = await this.host.connection.request<SessionHistoryResult>(Methods.sessionHistory, { sessionId });
       if (this.session.conversation !== local || this.session.busy) return;
       const missing = missingEntries(local, ChatSession.fromHistory(history));
-      if (missing.length === 0) return;
-      local.entries.push(...missing);
+      if (missing.add.length === 0 && !missing.replace) return;
+      if (missing.replace) local.entries[missing.replace.index] = missing.replace.entry;
+      local.entries.push(...missing.add);
       this.session.replace(local);
+      // The server's entries have no buttons yet: checkpoints add them (an interrupted ask's
+      // "Interrupted" and its Undo), as for a conversation reopened from the history.
+      this.reopenedEmitter.fire(sessionId);
     } catch {
       // The server no longer has it: the copy is what there is to show.
     }

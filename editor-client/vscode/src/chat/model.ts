@@ -34,6 +34,8 @@ export interface ToolItem {
   arguments: string;
   /** The argument its one-line summary leads with (agent/toolActivity's summaryKey). */
   summaryKey?: string;
+  /** The server's name for it for people (agent/toolActivity's displayName), else `name`. */
+  displayName?: string;
   state: CallState;
   turn?: number;
   durationMs?: number;
@@ -108,6 +110,11 @@ export interface Entry {
   changes?: string;
   /** Buttons under the answer (Retry, and later Show changes / Undo this ask). */
   actions: Button[];
+  /**
+   * The server stopped during this ask: unlike an ask that failed here, the server has it
+   * (its saved conversation lists it interrupted), so a reload takes the server's copy.
+   */
+  interrupted?: boolean;
 }
 
 export interface Conversation {
@@ -207,6 +214,7 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
     if (typeof activity.summaryKey === "string") item.summaryKey = activity.summaryKey;
     entry.items.push(item);
   }
+  if (typeof activity.displayName === "string" && activity.displayName !== "") item.displayName = activity.displayName;
   switch (activity.status) {
     case "started":
       item.state = "running";
@@ -342,6 +350,12 @@ function lastToolIndex(entry: Entry): number {
 }
 
 /** The ask ended without an answer (cancelled or failed): running rows stop too. */
+/** A permission card once answered or withdrawn: one line, what was asked and what came of it. */
+export function answeredCard(id: string, title: string, label: string | undefined): CardItem {
+  const said = label === undefined ? "Not answered (withdrawn or dismissed)." : `You chose: ${label}.`;
+  return { kind: "card", id, title: `${title} — ${said}`, body: "", tone: "info", buttons: [] };
+}
+
 export function applyFailure(entry: Entry, outcome: "cancelled" | "error", error?: ErrorView): Change[] {
   const changes: Change[] = [];
   for (const item of entry.items) {
@@ -425,12 +439,25 @@ export function entriesFromHistory(history: readonly HistoryEntry[]): Entry[] {
   return entries;
 }
 
-/** The server's entries after the last one the local copy shows (failed asks are only local). */
-export function missingEntries(local: Conversation, server: Conversation): Entry[] {
-  const last = [...local.entries].reverse().find((e) => e.state === "done" || e.state === "cancelled");
-  const at = last ? server.entries.map((e) => e.prompt).lastIndexOf(last.prompt) : -1;
-  if (last && at < 0) return [];
-  return server.entries.slice(at + 1);
+/**
+ * What the server has that the local copy does not show: its entries after the last one the
+ * copy shows (asks that failed here are only local), and, when the copy's last such entry is
+ * an ask the server died in (`interrupted`), the server's copy of it to replace the local one
+ * (`replace`: its index in the copy) — that ask is the server's too, and adding it again
+ * showed it twice.
+ */
+export function missingEntries(local: Conversation, server: Conversation): { add: Entry[]; replace?: { index: number; entry: Entry } } {
+  const prompts = server.entries.map((e) => e.prompt);
+  for (let index = local.entries.length - 1; index >= 0; index--) {
+    const entry = local.entries[index];
+    if (!entry || !(entry.state === "done" || entry.state === "cancelled" || entry.interrupted)) continue;
+    const at = prompts.lastIndexOf(entry.prompt);
+    if (at < 0) return { add: [] }; // another conversation, or a copy we cannot place
+    const add = server.entries.slice(at + 1);
+    const own = server.entries[at];
+    return entry.interrupted && own ? { add, replace: { index, entry: own } } : { add };
+  }
+  return { add: server.entries.slice() };
 }
 
 /** What is kept of a conversation between window reloads (capped so workspaceState stays small). */

@@ -76,11 +76,15 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 .disclosure-head { cursor: pointer; }
 .disclosure-head:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: -1px; }
 .call { border-radius: 4px; font-size: .95em; }
-/* A row's header is one line: the summary gives way (ellipsis), the tool and status do not. */
+/* A row's header is one line. In a narrow view the status and a long tool title give way
+   first (ellipsis, a hundred times faster), the command last: "bash make test  failed · 1…",
+   never "bash t.  failed · 1ms · waited 11.3s". */
 .call > .disclosure-head { padding: 2px 4px; border-radius: 4px; display: flex; gap: .4em; align-items: baseline;
   white-space: nowrap; overflow: hidden; }
 .call > .disclosure-head > * { flex: none; }
 .call > .disclosure-head > .args { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+.call > .disclosure-head > .tool, .call > .disclosure-head > .status { flex: 0 100 auto; min-width: 2em; overflow: hidden;
+  text-overflow: ellipsis; }
 .call > .disclosure-head::before { content: "▸"; display: inline-block; width: 1em; opacity: .6; }
 .call.open > .disclosure-head::before { content: "▾"; }
 .call > .disclosure-head:hover { background: var(--vscode-list-hoverBackground, #8882); }
@@ -191,7 +195,7 @@ pre.diff { margin: 2px 0; padding: 4px 0; border-radius: 3px; overflow-x: auto; 
 button.chip { cursor: pointer; }
 button.chip:hover { background: var(--vscode-toolbar-hoverBackground, #8885); }
 .chip.cut { border-color: var(--vscode-editorWarning-foreground, #c90); }
-.chip.skills { cursor: help; opacity: .85; }
+.chip.skills { opacity: .85; }
 .chip.mention button { background: none; border: none; color: inherit; cursor: pointer; padding: 0 2px; font: inherit; }
 #picker { position: absolute; left: 12px; right: 12px; bottom: 100%; z-index: 3; max-height: 40vh; overflow-y: auto;
   padding: 2px 0; border-radius: 3px; border: 1px solid var(--vscode-editorSuggestWidget-border, var(--vscode-widget-border, #8886));

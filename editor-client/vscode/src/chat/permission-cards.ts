@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import type { PermissionCard, PermissionRequest } from "../permissions";
-import type { Button, CardItem, Entry } from "./model";
+import { answeredCard, type Button, type CardItem, type Entry } from "./model";
 
 export interface PermissionCardsHost {
   sessionId(): string | undefined;
@@ -45,8 +45,8 @@ export class PermissionCards {
     void Promise.race([answered, withdrawn.then(() => WITHDRAWN)]).then((label) => {
       this.pending.get(token)?.resolve(undefined);
       this.pending.delete(token);
-      const said = label === WITHDRAWN || label === undefined ? "Not answered (withdrawn or dismissed)." : `You chose: ${label}.`;
-      this.host.addCard({ kind: "card", id, title: card.title, body: `${card.body}\n${said}`.trim(), ...code, tone: "info", buttons: [] }, entry.id);
+      // Answered, the card shrinks to one line (the call's row below shows what ran).
+      this.host.addCard(answeredCard(id, card.title, label === WITHDRAWN ? undefined : label), entry.id);
     });
     return answered;
   }

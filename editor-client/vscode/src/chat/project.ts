@@ -8,7 +8,7 @@ import { homedir } from "node:os";
 import { join, posix } from "node:path";
 import * as vscode from "vscode";
 import { excludeGlob, MAX_FILE_CANDIDATES, rankFiles } from "../file-match";
-import { commandChoices, DEFAULT_INSTRUCTION_FILES, fileChoices, instructionChips, isInstructionPath, skillsChip } from "../project-view";
+import { commandChoices, DEFAULT_INSTRUCTION_FILES, fileChoices, instructionChips, isInstructionPath, skillItems, skillsChip } from "../project-view";
 import { type CommandsResult, type InstructionsResult, Methods, type ProjectParams } from "../protocol";
 import { SECTION, userValue } from "../settings";
 import { BUILTIN_COMMANDS, type CommandChoice } from "../slash-commands";
@@ -37,6 +37,8 @@ export class ProjectContext implements vscode.Disposable {
   private commands: CommandChoice[] = [...BUILTIN_COMMANDS];
   /** The URIs of the chips shown: the only ones "openInstruction" opens. */
   private openable = new Set<string>();
+  /** The skills the chip lists (its click offers them). */
+  private skills: ReturnType<typeof skillItems> = [];
   private generation = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private fileList: FileList | undefined;
@@ -67,6 +69,7 @@ export class ProjectContext implements vscode.Disposable {
       own.onDidDelete(() => this.refresh()),
       vscode.workspace.onDidChangeWorkspaceFolders(forgetFiles),
       host.registerAction("openInstruction", (args) => this.open(args.uri ?? "")),
+      host.registerAction("showSkills", () => this.showSkills()),
     );
   }
 
@@ -112,6 +115,7 @@ export class ProjectContext implements vscode.Disposable {
     if (generation !== this.generation) return; // a later refresh answers
     const instructions = result ? instructionChips(result) : [];
     const skills = result ? skillsChip(result) : undefined;
+    this.skills = result ? skillItems(result) : [];
     this.openable = new Set(instructions.map((c) => c.uri));
     this.chips = skills ? { type: "project", instructions, skills } : { type: "project", instructions };
     this.host.post(this.chips);
@@ -158,6 +162,25 @@ export class ProjectContext implements vscode.Disposable {
       if (this.fileList === list) this.fileList = undefined;
     });
     return files;
+  }
+
+  private async showSkills(): Promise<void> {
+    if (this.skills.length === 0) return;
+    const picked = await vscode.window.showQuickPick(this.skills, {
+      title: "Agent: skills the agent may use",
+      placeHolder: "Open a skill's SKILL.md",
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    if (picked) await this.openFile(vscode.Uri.file(picked.path));
+  }
+
+  private async openFile(uri: vscode.Uri): Promise<void> {
+    try {
+      await vscode.window.showTextDocument(uri, { preview: true });
+    } catch {
+      void vscode.window.showWarningMessage(`Agent: cannot open ${uri.fsPath}.`);
+    }
   }
 
   private async open(uri: string): Promise<void> {

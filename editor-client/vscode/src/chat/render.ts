@@ -127,7 +127,11 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
     `call ${item.state}`,
     partId.item(entry, item),
     `<span class="mark">${CALL_MARK[item.state]}</span> ` +
-      `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> ` +
+      // The server's name for people ("get_current_time — time (MCP server)"); the registry
+      // name stays in the tooltip.
+      (item.displayName
+        ? `<code class="tool" title="${escapeHtml(escapeControl(item.name))}">${escapeHtml(escapeControl(item.displayName))}</code> `
+        : `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> `) +
       `<span class="args">${escapeHtml(summary)}</span> ` +
       `<span class="status">${escapeHtml(status)}</span>`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
@@ -197,8 +201,9 @@ export function renderCardItem(entry: Entry, item: CardItem): string {
     `<div class="card ${item.tone ?? "info"}" role="group" aria-label="${escapeHtml(item.title)}"${partAttrs(partId.item(entry, item))}>` +
     `<div class="card-title">${escapeHtml(item.title)}</div>` +
     (item.code === undefined ? "" : `<pre class="arg-value card-code"><code>${escapeHtml(item.code)}</code></pre>`) +
-    `<div class="card-body">${renderPlainText(item.body)}</div>` +
-    `<div class="buttons">${item.buttons.map((b) => renderButton(b)).join("")}</div></div>`
+    (item.body === "" ? "" : `<div class="card-body">${renderPlainText(item.body)}</div>`) +
+    (item.buttons.length === 0 ? "" : `<div class="buttons">${item.buttons.map((b) => renderButton(b)).join("")}</div>`) +
+    `</div>`
   );
 }
 

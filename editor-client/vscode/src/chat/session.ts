@@ -374,6 +374,7 @@ export class ChatSession {
     if (this.running) {
       const running = this.running;
       this.running = undefined;
+      running.entry.interrupted = true; // the server has it, listed interrupted (missingEntries)
       this.sink.changed(
         applyFailure(running.entry, "error", { message: "The agent-lsp server stopped during this ask.", buttons: [] }),
       );

@@ -29,9 +29,9 @@ export function renderProject(
     container.append(chip);
   }
   if (skills) {
-    const chip = document.createElement("span");
+    const chip = document.createElement("button");
     chip.className = "chip skills";
-    chip.tabIndex = 0;
+    chip.dataset.action = "showSkills"; // a quick pick of them, each opening its SKILL.md
     chip.title = skills.title;
     chip.textContent = skills.label;
     container.append(chip);

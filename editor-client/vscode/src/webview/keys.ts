@@ -44,3 +44,13 @@ export function caretLines(text: string, start: number, end: number): Caret {
     onLastLine: !text.slice(end).includes("\n"),
   };
 }
+
+/**
+ * What the input says to Enter while an ask runs (the message is not sent, and stays in the
+ * input): a permission card waiting for an answer is the usual reason the ask does not end.
+ */
+export function busyNote(cardWaits: boolean): string {
+  return cardWaits
+    ? "Not sent: the agent waits for your answer on the permission card above (your message stays here)."
+    : "Not sent: an ask is running; send when it ends, or Stop it (your message stays here).";
+}

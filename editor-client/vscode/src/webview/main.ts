@@ -10,7 +10,7 @@ import { parseBuiltin } from "../slash-commands";
 import { MentionChips, renderProject } from "./chips";
 import { DraftSync, restoredDraft } from "./draft";
 import { InputCompletion } from "./input-completion";
-import { caretLines, inputAction } from "./keys";
+import { busyNote, caretLines, inputAction } from "./keys";
 import { PromptHistory } from "./prompt-history";
 import { afterChange, isAtBottom, type Place, rememberPlace, type SavedPlaces } from "./scroll";
 
@@ -475,7 +475,12 @@ function submit(): void {
     runBuiltin(builtin.name, builtin.args);
     return;
   }
-  if (busy) return;
+  if (busy) {
+    // Said, not silently ignored (a card waiting for an answer is the usual reason).
+    status.textContent = busyNote(document.querySelector(".entry.working .card.warning") !== null);
+    status.hidden = false;
+    return;
+  }
   history.add(prompt);
   const message: FromView & { type: "send" } = { type: "send", prompt };
   if (activeFile !== undefined) message.activeFile = activeFile;
