@@ -411,14 +411,23 @@ async def test_an_escalated_command_is_asked_about(
         await agent.initialize()
         sid = (await agent.new_session(workspace)).session_id
         start = client.mark()
-        assert (await prompt(agent, sid, "run it with network")).stop_reason == "end_turn"
+        result = await prompt(agent, sid, "run it with network")
 
+    # ACP: a client answers "cancelled" only while it cancels the turn (agent-shell does so
+    # before its session/cancel): the turn ends there, with no further model request.
+    assert result.stop_reason == ("cancelled" if answer == CANCELLED else "end_turn")
+    assert len(model.requests) == (1 if answer == CANCELLED else 2)
     (asked,) = client.permissions
     assert asked.session_id == sid
     assert asked.tool_call.tool_call_id == "x"
     assert {o.kind for o in asked.options} == PERMISSION_KINDS
     assert all(o.option_id == o.kind and o.name for o in asked.options)
     assert statuses(agent, sid, "x", start)[0] == "pending"
+    if answer == CANCELLED:
+        assert "in_progress" not in statuses(agent, sid, "x", start)
+        assert not (workspace / "escalated.txt").exists()
+        assert "ok" not in client.text(sid, since=start)
+        return
     last = final(agent, sid, "x")
     result = tool_results(model.bodies[-1])["x"]
     if answer == "allow_once":
@@ -528,8 +537,9 @@ async def test_a_new_file_is_written_through_the_client_too(
         sid = (await agent.new_session(workspace)).session_id
         assert (await prompt(agent, sid, "make a file")).stop_reason == "end_turn"
     assert client.problems == []
-    # The client was asked whether it holds the file (it does not), then given it.
-    assert [r.path for r in client.reads] in ([], [made])
+    # The client was asked whether it holds the file (it does not), given it, and asked
+    # once what it holds now (no polling).
+    assert [r.path for r in client.reads] == [made, made]
     assert [(w.session_id, w.path, w.content) for w in client.writes] == [(sid, made, "new\n")]
     assert not (workspace / "made.txt").exists()
 

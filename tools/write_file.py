@@ -22,7 +22,7 @@ from tooling.contract import ToolDefinition
 from tooling.workspace import Workspace
 
 from .errors import ToolError, resolve
-from .filestore import FileStore
+from .filestore import FileStore, in_editor
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -45,15 +45,12 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
         store = FileStore(workspace, context)
         try:
             target = resolve(workspace, arguments["path"])
-            in_editor = await store.write(target, content, label="agent-lsp: write_file")
+            written = await store.write(target, content, label="agent-lsp: write_file")
         except ToolError as exc:
             return exc.text()
         shown = store.shown(target)
-        if in_editor:
-            return (
-                f"Wrote {len(content)} characters to {shown} in the editor (the change is in "
-                "its buffer, unsaved; the user saves it)"
-            )
+        if written.placed != "disk":
+            return f"Wrote {len(content)} characters to {shown} {in_editor(written)}"
         return f"Wrote {len(content.encode('utf-8'))} bytes to {shown}"
 
     return ToolDefinition(
