@@ -103,6 +103,8 @@ async def run_command(
             lines.append(
                 f"- `{checkpoint.id}` {checkpoint.time}: {prompt} — {escape_control(files)}"
             )
+            # E.g. files someone else changed during the ask: left out, and undo leaves them.
+            lines += [f"  - {escape_control(note)}" for note in checkpoint.notes]
         return "\n".join(lines)
     # undo
     if not checkpoints:
