@@ -779,6 +779,7 @@ async def test_unknown_sessions_and_malformed_requests_leave_the_agent_up(
     agent: RunningAgent, model: ScriptedModel, workspace: Path
 ) -> None:
     conn = agent.conn
+    agent.client.own_frames_checked = False  # malformed on purpose below
     for request in (
         conn.prompt(session_id=UNKNOWN_SESSION, prompt=[text_block("hi")]),
         conn.set_session_mode(session_id=UNKNOWN_SESSION, mode_id="read-only"),
