@@ -52,8 +52,12 @@ class SessionClaims:
     def release(self, session_id: str) -> None:
         fd = self._held.pop(session_id, None)
         if fd is not None:
+            # Removed while still locked, so no claim files pile up (a process that opened
+            # it just before would lock a file nobody else finds: harmless, it ends with it).
             with contextlib.suppress(OSError):
-                os.close(fd)  # the lock goes with the descriptor; the file may stay
+                (self._folder / f"{session_id}.lock").unlink()
+            with contextlib.suppress(OSError):
+                os.close(fd)  # the lock goes with the descriptor
 
     def release_all(self) -> None:
         for session_id in list(self._held):
