@@ -1123,3 +1123,77 @@ def test_the_schema_check_finds_a_frame_acp_does_not_allow() -> None:
         ("agent", {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "done"}}),
     ]
     assert any("stopReason" in p or "done" in p for p in schema_problems(answered))
+
+
+async def test_edits_through_a_client_that_adds_a_newline_and_saves(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    # Findings 2 and 3: what the client holds after its write is recorded (one read back,
+    # no polling), so the next edit is no conflict; the result says the client saved it.
+    client = RecordingClient(reads_disk=True, saves=True, adds_newline=True)
+    model.reply(tool_calls=[tool_call("read_file", {"path": "a.txt"})])
+    for i, (old, new) in enumerate((("alpha", "one"), ("one", "two"))):
+        edit = {"path": "a.txt", "old_text": old, "new_text": new}
+        model.reply(tool_calls=[tool_call("edit_file", edit, id=f"e{i}")])
+    model.reply("edited twice")
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize(read=True, write=True)
+        sid = (await agent.new_session(workspace)).session_id
+        assert (await prompt(agent, sid, "edit a.txt twice")).stop_reason == "end_turn"
+    for call in ("e0", "e1"):
+        assert final(agent, sid, call).status == "completed", texts_of(final(agent, sid, call))
+        said = tool_results(model.bodies[-1])[call]
+        assert "saved it to disk" in said and "unsaved" not in said, said
+    assert (workspace / "a.txt").read_text() == "two\nbeta\n\n\n"
+    # Per edit: the text for the edit, the compare-and-swap read, one read back.
+    assert len(client.reads) == 1 + 2 * 3, [r.path for r in client.reads]
+
+
+async def test_resent_prompt_blocks_are_not_asked_again_and_a_command_is_the_last_block(
+    agent: RunningAgent, model: ScriptedModel, workspace: Path
+) -> None:
+    # Finding 5, as CodeCompanion sends them: earlier prompts again as leading blocks.
+    sid = (await agent.new_session(workspace)).session_id
+    model.reply("first")
+    await prompt(agent, sid, "first question")
+    model.reply("second")
+    await prompt(agent, sid, "first question", "second question")
+    assert user_texts(model.bodies[-1]) == ["first question", "second question"]
+    asked = len(model.requests)
+    listing = await command_text(agent, sid, "/checkpoints")
+    assert len(model.requests) == asked
+    start = agent.client.mark()
+    result = await prompt(agent, sid, "first question", "second question", "/checkpoints")
+    assert result.stop_reason == "end_turn"
+    assert len(model.requests) == asked  # the command ran; the model was not asked
+    assert agent.client.text(sid, since=start) == listing
+    # The same text alone, typed again on purpose, is asked again.
+    model.reply("again")
+    await prompt(agent, sid, "first question")
+    assert user_texts(model.bodies[-1])[-1] == "first question"
+
+
+async def test_titles_and_the_mode_come_back(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    # Finding 6 and the mode of finding 10.
+    async with acp_agent(env) as agent:
+        await agent.initialize()
+        sid = (await agent.new_session(workspace)).session_id
+        await within(agent.conn.set_session_mode(session_id=sid, mode_id="read-only"))
+        model.reply("answered")
+        start = agent.client.mark()
+        await prompt(agent, sid, "a question worth a title")
+        titles = [u.title for u in agent.client.of(sid, SessionInfoUpdate, start)]
+        assert "a question worth a title" in titles
+    async with acp_agent(env) as agent:
+        await agent.initialize()
+        empty = (await agent.new_session(workspace)).session_id
+        listed = await within(agent.conn.list_sessions(cwd=str(workspace)))
+        titles = {s.session_id: s.title for s in listed.sessions}
+        assert titles == {sid: "a question worth a title"}, (titles, empty)
+        loaded = await within(
+            agent.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        )
+        assert loaded is not None and loaded.modes is not None
+        assert loaded.modes.current_mode_id == "read-only"
