@@ -24,9 +24,11 @@ from acp.schema import (
     FileEditToolCallContent,
     McpServerStdio,
     PromptResponse,
+    SessionInfoUpdate,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
+    UsageUpdate,
     UserMessageChunk,
 )
 
@@ -35,8 +37,11 @@ from tests.support.acp_client import (
     RecordingClient,
     RunningAgent,
     acp_agent,
+    agent_shell_like,
+    codecompanion_like,
     within,
 )
+from tests.support.acp_schema import problems as schema_problems
 from tests.support.lsp_client import SERVER_COMMAND, agent_session, ask, server_env
 from tests.support.mcp_servers import TOOLBOX
 from tests.support.mcp_sessions import new_tag
@@ -412,14 +417,23 @@ async def test_an_escalated_command_is_asked_about(
         await agent.initialize()
         sid = (await agent.new_session(workspace)).session_id
         start = client.mark()
-        assert (await prompt(agent, sid, "run it with network")).stop_reason == "end_turn"
+        result = await prompt(agent, sid, "run it with network")
 
+    # ACP: a client answers "cancelled" only while it cancels the turn (agent-shell does so
+    # before its session/cancel): the turn ends there, with no further model request.
+    assert result.stop_reason == ("cancelled" if answer == CANCELLED else "end_turn")
+    assert len(model.requests) == (1 if answer == CANCELLED else 2)
     (asked,) = client.permissions
     assert asked.session_id == sid
     assert asked.tool_call.tool_call_id == "x"
     assert {o.kind for o in asked.options} == PERMISSION_KINDS
     assert all(o.option_id == o.kind and o.name for o in asked.options)
     assert statuses(agent, sid, "x", start)[0] == "pending"
+    if answer == CANCELLED:
+        assert "in_progress" not in statuses(agent, sid, "x", start)
+        assert not (workspace / "escalated.txt").exists()
+        assert "ok" not in client.text(sid, since=start)
+        return
     last = final(agent, sid, "x")
     result = tool_results(model.bodies[-1])["x"]
     if answer == "allow_once":
@@ -558,8 +572,9 @@ async def test_a_new_file_is_written_through_the_client_too(
         sid = (await agent.new_session(workspace)).session_id
         assert (await prompt(agent, sid, "make a file")).stop_reason == "end_turn"
     assert client.problems == []
-    # The client was asked whether it holds the file (it does not), then given it.
-    assert [r.path for r in client.reads] in ([], [made])
+    # The client was asked whether it holds the file (it does not), given it, and asked
+    # once what it holds now (no polling).
+    assert [r.path for r in client.reads] == [made, made]
     assert [(w.session_id, w.path, w.content) for w in client.writes] == [(sid, made, "new\n")]
     assert not (workspace / "made.txt").exists()
 
@@ -801,6 +816,7 @@ async def test_unknown_sessions_and_malformed_requests_leave_the_agent_up(
     agent: RunningAgent, model: ScriptedModel, workspace: Path
 ) -> None:
     conn = agent.conn
+    agent.client.own_frames_checked = False  # malformed on purpose below
     for request in (
         conn.prompt(session_id=UNKNOWN_SESSION, prompt=[text_block("hi")]),
         conn.set_session_mode(session_id=UNKNOWN_SESSION, mode_id="read-only"),
@@ -840,3 +856,381 @@ async def test_a_second_prompt_while_one_runs_is_refused(
     assert result.stop_reason == "end_turn"
     assert agent.client.text(sid) == "the first answer"
     assert len(model.requests) == 1  # the refused prompt never reached the model
+
+
+# -- clients as they really behave (issue 35) ----------------------------------------------
+# Fake clients modelled on CodeCompanion.nvim 19.22 and agent-shell 0.48.1
+# (tests/support/acp_client.py): each passes the whole flow, and every frame of every test
+# here is checked against the ACP schema when its agent stops.
+
+
+class Chat:
+    """A chat view as CodeCompanion keeps one: prompts whose turn was cancelled stay in it
+    unanswered and are sent again, as leading blocks, with every later prompt; after a
+    load, the replayed user turns are sent with the first prompt."""
+
+    def __init__(self, agent: RunningAgent, session_id: str) -> None:
+        self.agent, self.session_id = agent, session_id
+        self.unanswered: list[str] = []
+
+    async def send(self, text: str) -> PromptResponse:
+        blocks = [*self.unanswered, text]
+        result = await prompt(self.agent, self.session_id, *blocks)
+        if result.stop_reason == "cancelled":
+            self.unanswered.append(text)
+        return result
+
+    async def cancelled(self, text: str, model: ScriptedModel) -> PromptResponse:
+        """``text`` sent, and cancelled while the model is still answering it."""
+        asked = len(model.requests)
+        model.reply("an answer nobody waits for", delay=60)
+        sending = asyncio.ensure_future(self.send(text))
+        try:
+            await until(lambda: len(model.requests) == asked + 1, 20)
+            await self.agent.conn.cancel(session_id=self.session_id)
+            return await within(sending, 15)
+        finally:
+            sending.cancel()
+
+
+def checkpoint_of(listing: str, prompt_text: str) -> str:
+    """The id of the checkpoint whose line in a /checkpoints listing names ``prompt_text``."""
+    (line,) = [line for line in listing.splitlines() if prompt_text in line]
+    return line.split("`")[1]
+
+
+async def test_a_codecompanion_like_client_passes_the_whole_flow(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    client = codecompanion_like()
+    todo = workspace / "notes" / "todo.txt"
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize(read=True, write=True)
+        sid = (await agent.new_session(workspace)).session_id
+        chat = Chat(agent, sid)
+
+        # A new file in a new folder: the client answers empty content for the missing
+        # file, which is a new file, not one "not read yet" (finding 1).
+        model.reply(
+            tool_calls=[
+                tool_call("write_file", {"path": "notes/todo.txt", "content": "- a\n"}, id="w")
+            ]
+        )
+        model.reply("created")
+        start = client.mark()
+        assert (await chat.send("create notes/todo.txt")).stop_reason == "end_turn"
+        assert final(agent, sid, "w").status == "completed", texts_of(final(agent, sid, "w"))
+        assert todo.read_text() == "- a\n\n"  # the client saved it, with its final newline
+        said = tool_results(model.bodies[-1])["w"]
+        assert "saved it to disk" in said and "unsaved" not in said, said  # finding 3
+        # A title from the first prompt, and the context's size (finding 6, usage_update).
+        infos = client.of(sid, SessionInfoUpdate, start)
+        assert [i.title for i in infos if i.title] == ["create notes/todo.txt"]
+        (usage,) = client.of(sid, UsageUpdate, start)
+        assert 0 < usage.used < usage.size
+        listing = await command_text(agent, sid, "/checkpoints")
+        assert "notes/todo.txt (added)" in listing, listing
+
+        # A permission, then the first edit: what the client holds after the write (its
+        # extra newline) is what was recorded, so the edit is no conflict (finding 2).
+        check = {"command": "echo checked", "escalation": "network", "justification": "check"}
+        client.permission_answers.append("allow_once")
+        model.reply(tool_calls=[tool_call("bash", check, id="x")])
+        model.reply(
+            tool_calls=[
+                tool_call(
+                    "edit_file",
+                    {"path": "notes/todo.txt", "old_text": "- a", "new_text": "- b"},
+                    id="e1",
+                )
+            ]
+        )
+        model.reply("edited")
+        assert (await chat.send("check, then a to b")).stop_reason == "end_turn"
+        assert [a.tool_call.tool_call_id for a in client.permissions] == ["x"]
+        assert final(agent, sid, "x").status == "completed"
+        assert final(agent, sid, "e1").status == "completed", texts_of(final(agent, sid, "e1"))
+
+        # A cancelled prompt; the client sends its text again with the next prompts.
+        assert (await chat.cancelled("wait a while", model)).stop_reason == "cancelled"
+        model.reply(
+            tool_calls=[
+                tool_call(
+                    "edit_file",
+                    {"path": "notes/todo.txt", "old_text": "- b", "new_text": "- c"},
+                    id="e2",
+                )
+            ]
+        )
+        model.reply("edited again")
+        assert (await chat.send("b to c")).stop_reason == "end_turn"
+        assert final(agent, sid, "e2").status == "completed", texts_of(final(agent, sid, "e2"))
+        assert todo.read_text().rstrip("\n") == "- c"
+        # The re-sent block is not asked again (finding 5).
+        assert user_texts(model.bodies[-1])[-1] == "b to c"
+        assert "wait a while" not in "\n".join(user_texts(model.bodies[-1]))
+        before_undo = len(model.requests)
+
+        # /undo typed after a cancel: the last block is the command (finding 5); the
+        # client's file is restored through the client, not refused (finding 2).
+        writes = len(client.writes)
+        start = client.mark()
+        assert (await chat.send("/undo")).stop_reason == "end_turn"
+        answer = client.text(sid, since=start)
+        assert "Restored: notes/todo.txt" in answer and "Not restored" not in answer, answer
+        assert len(model.requests) == before_undo  # a command, not a model turn
+        assert [(w.path, w.content) for w in client.writes[writes:]] == [(real(todo), "- b\n\n\n")]
+        assert todo.read_text().rstrip("\n") == "- b"
+        assert client.problems == []
+
+    # /resume in a new process: the conversation is listed with its title (the chat's
+    # own new session, empty, is not), loaded, and the first prompt after it carries the
+    # replayed user turns, which are not asked again (finding 5).
+    client = codecompanion_like()
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize(read=True, write=True)
+        empty = (await agent.new_session(workspace)).session_id
+        listed = await within(agent.conn.list_sessions(cwd=str(workspace)))
+        titles = {s.session_id: s.title for s in listed.sessions}
+        assert titles.get(sid) == "create notes/todo.txt", titles
+        assert empty not in titles
+        await within(agent.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[]))
+        chat = Chat(agent, sid)
+        chat.unanswered = [
+            c.content.text for c in client.of(sid, UserMessageChunk) if c.content.text
+        ]
+        assert "create notes/todo.txt" in chat.unanswered
+        model.reply("It holds - b.")
+        assert (await chat.send("what does todo.txt hold?")).stop_reason == "end_turn"
+        sent = user_texts(model.bodies[-1])
+        assert sent[-1] == "what does todo.txt hold?"
+        assert sent.count("create notes/todo.txt") == 1, sent
+        assert client.problems == []
+
+
+async def command_text(agent: RunningAgent, session_id: str, text: str) -> str:
+    start = agent.client.mark()
+    assert (await prompt(agent, session_id, text)).stop_reason == "end_turn"
+    return agent.client.text(session_id, since=start)
+
+
+async def test_an_agent_shell_like_client_passes_the_whole_flow(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    client = agent_shell_like(workspace)
+    hello = workspace / "hello.py"
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize(read=True, write=True)
+        sid = (await agent.new_session(workspace)).session_id
+        # The unstable model choice agent-shell reads (finding 9), beside the stable option.
+        (answered,) = [
+            m for s, m in client.traffic if s == "agent" and "sessionId" in (m.get("result") or {})
+        ]
+        models = answered["result"]["models"]
+        assert models["currentModelId"] == "scripted"
+        assert {"modelId": "scripted", "name": "scripted"} in models["availableModels"]
+        await agent.request("session/set_model", {"sessionId": sid, "modelId": "other-model"})
+
+        model.reply(
+            tool_calls=[tool_call("write_file", {"path": "hello.py", "content": "hi = 1\n"})]
+        )
+        model.reply("created")
+        assert (await prompt(agent, sid, "create hello.py")).stop_reason == "end_turn"
+        assert model.bodies[-1]["model"] == "other-model"
+        assert hello.read_text() == "hi = 1\n"
+        for old, new in (("hi = 1", "hi = 2"), ("hi = 2", "hi = 3")):
+            model.reply(
+                tool_calls=[
+                    tool_call(
+                        "edit_file", {"path": "hello.py", "old_text": old, "new_text": new}, id=new
+                    )
+                ]
+            )
+            model.reply("edited")
+            assert (await prompt(agent, sid, f"make it {new}")).stop_reason == "end_turn"
+            assert final(agent, sid, new).status == "completed"
+        assert hello.read_text() == "hi = 3\n"
+        assert client.transcript is not None and client.transcript.exists()
+
+        # The user cancels at the permission request: the client answers "cancelled", then
+        # sends session/cancel. The turn ends there, no further model request (finding 4).
+        net = {"command": "echo net", "escalation": "network", "justification": "to fetch"}
+        client.permission_answers.append(CANCELLED)
+        model.reply(tool_calls=[tool_call("bash", net, id="n")])
+        asked = len(model.requests)
+        start = client.mark()
+        assert (await prompt(agent, sid, "use the network")).stop_reason == "cancelled"
+        assert len(model.requests) == asked + 1
+        assert "in_progress" not in statuses(agent, sid, "n", start)
+        # The request does not retitle the call; its reason is the call's content, not a
+        # second line of its title (finding 10).
+        (request,) = client.permissions
+        assert request.tool_call.title is None
+        reason = "".join(texts_of(request.tool_call))  # type: ignore[arg-type]
+        assert "to fetch" in reason, reason
+
+        # The transcript the client wrote is not the agent's change (finding 7), and undo
+        # goes through the client's fs/write_text_file (finding 8).
+        listing = await command_text(agent, sid, "/checkpoints")
+        assert "someone else" in listing and ".agent-shell/transcripts" in listing, listing
+        assert "hello.py (modified)" in listing
+        writes = len(client.writes)
+        answer = await command_text(agent, sid, f"/undo {checkpoint_of(listing, 'hi = 3')}")
+        assert "Restored: hello.py" in answer and "Not restored" not in answer, answer
+        assert [(w.path, w.content) for w in client.writes[writes:]] == [(real(hello), "hi = 2\n")]
+        assert hello.read_text() == "hi = 2\n"
+        assert client.transcript.read_text()  # left as the client wrote it
+
+        await within(agent.conn.set_session_mode(session_id=sid, mode_id="read-only"))
+        assert client.problems == []
+
+    # Resumed in a new process: the mode it was left in (finding 10), a title.
+    client = agent_shell_like(workspace)
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize(read=True, write=True)
+        listed = await within(agent.conn.list_sessions(cwd=str(workspace)))
+        assert {s.session_id: s.title for s in listed.sessions}[sid] == "create hello.py"
+        resumed = await within(agent.conn.resume_session(cwd=str(workspace), session_id=sid))
+        assert resumed.modes is not None and resumed.modes.current_mode_id == "read-only"
+        model.reply("It is 2.")
+        assert (await prompt(agent, sid, "what is hi?")).stop_reason == "end_turn"
+        assert "write_file" not in offered_tools(model.bodies[-1])  # read-only indeed
+        assert user_texts(model.bodies[-1])[-1] == "what is hi?"
+        assert client.problems == []
+
+
+async def test_a_read_is_announced_before_the_client_is_asked_for_the_file(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    client = RecordingClient()
+    model.reply(tool_calls=[tool_call("read_file", {"path": "a.txt"}, id="r")])
+    model.reply("read")
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize(read=True, write=True)
+        sid = (await agent.new_session(workspace)).session_id
+        assert (await prompt(agent, sid, "read a.txt")).stop_reason == "end_turn"
+    announced = client.frame_index("session/update", "tool_call")
+    assert announced < client.frame_index("fs/read_text_file"), client.frames
+
+
+async def test_a_session_open_in_two_processes_is_said(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    async with acp_agent(env) as first:
+        await first.initialize()
+        sid = (await first.new_session(workspace)).session_id
+        model.reply("hello")
+        await prompt(first, sid, "hello")
+        async with acp_agent(env) as second:
+            await second.initialize()
+            await within(second.conn.resume_session(cwd=str(workspace), session_id=sid))
+            await second.client.wait_for(
+                lambda: "open in agent-lsp process" in second.client.text(sid),
+                what="the warning that the session is open elsewhere",
+            )
+            assert str(first.process.pid) in second.client.text(sid)
+        assert "open in" not in first.client.text(sid)
+
+
+async def test_authenticate_without_an_endpoint_names_what_to_set(
+    tmp_path: Path, workspace: Path
+) -> None:
+    state, config = str(tmp_path / "state"), str(tmp_path / "config")
+    env = server_env(None, XDG_STATE_HOME=state, XDG_CONFIG_HOME=config)
+    async with acp_agent(env) as agent:
+        await agent.initialize()
+        error = await expect_error(-32000, agent.conn.authenticate(method_id="agent-lsp-config"))
+    message = str(error)
+    assert not message.startswith("In VS Code") and "VS Code" not in message, message
+    assert "agent-lsp config set" in message
+    assert isinstance(error.data, dict), error.data
+    assert error.data["authMethods"] == ["agent-lsp-config"]
+    assert "agent-lsp config set-key" in error.data["run"]
+    assert error.data["missing"] and "VS Code" not in error.data["missing"]
+
+
+def test_the_schema_check_finds_a_frame_acp_does_not_allow() -> None:
+    bad = {"sessionId": "s", "update": {"sessionUpdate": "usage_update", "used": -1, "size": 1}}
+    good = {"sessionId": "s", "update": {"sessionUpdate": "usage_update", "used": 1, "size": 9}}
+    frame = {"jsonrpc": "2.0", "method": "session/update"}
+    assert schema_problems([("agent", {**frame, "params": good})]) == []
+    assert schema_problems([("agent", {**frame, "params": bad})])
+    answered = [
+        ("client", {"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {}}),
+        ("agent", {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "done"}}),
+    ]
+    assert any("stopReason" in p or "done" in p for p in schema_problems(answered))
+
+
+async def test_edits_through_a_client_that_adds_a_newline_and_saves(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    # Findings 2 and 3: what the client holds after its write is recorded (one read back,
+    # no polling), so the next edit is no conflict; the result says the client saved it.
+    client = RecordingClient(reads_disk=True, saves=True, adds_newline=True)
+    model.reply(tool_calls=[tool_call("read_file", {"path": "a.txt"})])
+    for i, (old, new) in enumerate((("alpha", "one"), ("one", "two"))):
+        edit = {"path": "a.txt", "old_text": old, "new_text": new}
+        model.reply(tool_calls=[tool_call("edit_file", edit, id=f"e{i}")])
+    model.reply("edited twice")
+    async with acp_agent(env, client=client) as agent:
+        await agent.initialize(read=True, write=True)
+        sid = (await agent.new_session(workspace)).session_id
+        assert (await prompt(agent, sid, "edit a.txt twice")).stop_reason == "end_turn"
+    for call in ("e0", "e1"):
+        assert final(agent, sid, call).status == "completed", texts_of(final(agent, sid, call))
+        said = tool_results(model.bodies[-1])[call]
+        assert "saved it to disk" in said and "unsaved" not in said, said
+    assert (workspace / "a.txt").read_text() == "two\nbeta\n\n\n"
+    # Per edit: the text for the edit, the compare-and-swap read, one read back.
+    assert len(client.reads) == 1 + 2 * 3, [r.path for r in client.reads]
+
+
+async def test_resent_prompt_blocks_are_not_asked_again_and_a_command_is_the_last_block(
+    agent: RunningAgent, model: ScriptedModel, workspace: Path
+) -> None:
+    # Finding 5, as CodeCompanion sends them: earlier prompts again as leading blocks.
+    sid = (await agent.new_session(workspace)).session_id
+    model.reply("first")
+    await prompt(agent, sid, "first question")
+    model.reply("second")
+    await prompt(agent, sid, "first question", "second question")
+    assert user_texts(model.bodies[-1]) == ["first question", "second question"]
+    asked = len(model.requests)
+    listing = await command_text(agent, sid, "/checkpoints")
+    assert len(model.requests) == asked
+    start = agent.client.mark()
+    result = await prompt(agent, sid, "first question", "second question", "/checkpoints")
+    assert result.stop_reason == "end_turn"
+    assert len(model.requests) == asked  # the command ran; the model was not asked
+    assert agent.client.text(sid, since=start) == listing
+    # The same text alone, typed again on purpose, is asked again.
+    model.reply("again")
+    await prompt(agent, sid, "first question")
+    assert user_texts(model.bodies[-1])[-1] == "first question"
+
+
+async def test_titles_and_the_mode_come_back(
+    env: dict[str, str], model: ScriptedModel, workspace: Path
+) -> None:
+    # Finding 6 and the mode of finding 10.
+    async with acp_agent(env) as agent:
+        await agent.initialize()
+        sid = (await agent.new_session(workspace)).session_id
+        await within(agent.conn.set_session_mode(session_id=sid, mode_id="read-only"))
+        model.reply("answered")
+        start = agent.client.mark()
+        await prompt(agent, sid, "a question worth a title")
+        titles = [u.title for u in agent.client.of(sid, SessionInfoUpdate, start)]
+        assert "a question worth a title" in titles
+    async with acp_agent(env) as agent:
+        await agent.initialize()
+        empty = (await agent.new_session(workspace)).session_id
+        listed = await within(agent.conn.list_sessions(cwd=str(workspace)))
+        titles = {s.session_id: s.title for s in listed.sessions}
+        assert titles == {sid: "a question worth a title"}, (titles, empty)
+        loaded = await within(
+            agent.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        )
+        assert loaded is not None and loaded.modes is not None
+        assert loaded.modes.current_mode_id == "read-only"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from server.checkpoints import recorder as recorder_module
 from server.checkpoints import service as checkpoints_module
 from server.checkpoints.ignores import inherited_excludes, rebase
 from server.checkpoints.service import CheckpointService
@@ -51,7 +52,8 @@ def shadow_files(service: CheckpointService, root: Path) -> list[str]:
 async def one_ask(service: CheckpointService, root: Path, session: str, prompt: str, edit) -> str:  # type: ignore[no-untyped-def]
     recorder = await service.begin(root, session, prompt, "request")
     await recorder.ready()
-    edit()
+    with recorder.running():  # as a command of the agent's
+        edit()
     await recorder.finish()
     return recorder.checkpoint.id
 
@@ -189,7 +191,8 @@ async def test_ending_a_session_removes_its_logs_refs_and_blobs(
 ) -> None:
     recorder = await service.begin(workspace, "s1", "x", "request")
     await recorder.ready()
-    (workspace / "a.txt").write_text("changed\n")
+    with recorder.running():
+        (workspace / "a.txt").write_text("changed\n")
     recorder.edited_buffer(workspace / "b.txt", "an open buffer\n", "the agent's edit\n")
     await recorder.finish()
     folder = service.folder(workspace)
@@ -199,6 +202,40 @@ async def test_ending_a_session_removes_its_logs_refs_and_blobs(
     assert not list(folder.blobs.root.iterdir())
     assert folder.repo is not None
     assert await folder.repo.refs("refs/agent-lsp/") == {}
+
+
+async def clock_past(nanoseconds: int) -> None:
+    """Return once the clock has moved ``nanoseconds`` on (file times are told apart)."""
+    start = time.time_ns()
+    await asyncio.sleep(nanoseconds / 1e9)
+    assert time.time_ns() - start >= nanoseconds
+
+
+async def test_a_file_changed_by_someone_else_during_an_ask_is_not_the_agents(
+    workspace: Path, service: CheckpointService
+) -> None:
+    # An ACP client (agent-shell) writes its transcript into the workspace during a turn:
+    # while the agent's own command is not running, and without a file tool.
+    recorder = await service.begin(workspace, "s1", "x", "request")
+    await recorder.ready()
+    transcript = workspace / ".agent-shell" / "transcripts" / "today.md"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("# the client's transcript\n")
+    await clock_past(recorder_module.WINDOW_SLACK_NS * 2)
+    with recorder.running():  # the agent's command
+        (workspace / "a.txt").write_text("by the agent's command\n")
+    await clock_past(recorder_module.WINDOW_SLACK_NS * 2)
+    (workspace / "b.txt").write_text("b, by someone else after the command\n")
+    await recorder.finish()
+    checkpoint = recorder.checkpoint
+    assert [c.path for c in checkpoint.changes] == ["a.txt"]
+    (note,) = [n for n in checkpoint.notes if "someone else" in n]
+    assert ".agent-shell/transcripts/today.md" in note and "b.txt" in note
+    # Undo restores the agent's change and leaves the others as they are, no conflict.
+    outcome, _ = await service.rewind(workspace, "s1", checkpoint.id)
+    assert outcome.restored == ["a.txt"] and outcome.conflicts == []
+    assert (workspace / "a.txt").read_text() == "a\n"
+    assert transcript.read_text() == "# the client's transcript\n"
 
 
 async def test_an_ask_whose_server_died_is_worked_out_later(

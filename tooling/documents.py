@@ -29,6 +29,12 @@ class EditOutcome:
     applied: bool
     # Why not, in words for the model (e.g. "the user rejected this edit").
     reason: str = ""
+    # The editor's text of the file after it applied the change, when it says so at once
+    # (ACP: read back once after fs/write_text_file); None: it reports its text later
+    # (LSP: didChange), so the tools wait briefly for it.
+    held: str | None = None
+    # Whether the editor saved the change to disk (None: not known, or not saved).
+    saved: bool | None = None
 
 
 class EditorDocuments(Protocol):

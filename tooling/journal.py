@@ -7,11 +7,15 @@ are invisible to that snapshot: edits that went into an editor's open buffer (no
 disk) and files the snapshot skips (git-ignored files, nested repositories, or every
 file when git is not installed). File tools therefore report each change through the
 ask's journal: a disk write right before it happens, a buffer edit once the editor
-applied it.
+applied it. Any other tool that may change files (``bash``, an MCP tool) says when it
+runs (:meth:`ChangeJournal.running`): a file that changed during the ask without a file
+tool writing it, and not while one of those ran, is someone else's change (an editor's
+own file, say), not the agent's.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
@@ -36,4 +40,9 @@ class ChangeJournal(Protocol):
         """The editor applied the agent's edit of the open buffer of ``path``: its text
         went from ``before`` to ``after`` (not on disk; the editor reports its text
         later, so the journal keeps what the agent made)."""
+        ...
+
+    def running(self) -> AbstractContextManager[None]:
+        """For the length of a ``with``: a tool whose changes no one reports (a command,
+        an MCP tool) runs; what changes meanwhile may be its doing."""
         ...

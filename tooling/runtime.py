@@ -113,7 +113,11 @@ class ToolRuntime:
                 # the permission, so the user's question never waits for the snapshot).
                 await context.journal.ready()
             # Exceptions the handler did not turn into ``Error:`` text are bugs: let them out.
-            output = await tool.handler(arguments, context)
+            if tool.read_only or tool.kind in _REPORTING_KINDS or context.journal is None:
+                output = await tool.handler(arguments, context)
+            else:
+                with context.journal.running():  # its changes are told apart by time
+                    output = await tool.handler(arguments, context)
             return await _with_path_note(tool, arguments, context, output)
         except asyncio.CancelledError:
             context.cancelled.set()  # reaches work the handler runs in threads
@@ -126,6 +130,9 @@ class ToolRuntime:
             where = f" ({exc.filename})" if exc.filename else ""
             return f"Error: {name} failed: {exc.strerror or exc}{where}"
 
+
+# Tools that report each change through the journal (the file tools).
+_REPORTING_KINDS = frozenset({"edit"})
 
 # The kinds of call that act on one file, named by the tool's summary argument.
 _FILE_KINDS = frozenset({"read", "edit", "delete", "move"})

@@ -26,7 +26,7 @@ from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
 from .errors import ToolError, resolve
-from .filestore import FileStore
+from .filestore import FileStore, in_editor
 from .git_writes import GitWrites
 from .textedit import EditError, apply_edit, lines_phrase
 
@@ -85,16 +85,13 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
                 )
             except EditError as exc:
                 raise ToolError(f"{shown}: {exc} Nothing was changed.") from None
-            in_editor = await store.replace(current, edit.text, label="agent-lsp: edit_file")
+            written = await store.replace(current, edit.text, label="agent-lsp: edit_file")
         except ToolError as exc:
             return exc.text()
         noun = "occurrence" if edit.count == 1 else "occurrences"
         where = f"{shown} at {lines_phrase(edit.lines, edit.count)}"
-        if in_editor:
-            return (
-                f"Replaced {edit.count} {noun} in {where} in the editor (the change is in its "
-                "buffer, unsaved; the user saves it)"
-            )
+        if written.placed != "disk":
+            return f"Replaced {edit.count} {noun} in {where} {in_editor(written)}"
         return f"Replaced {edit.count} {noun} in {where}"
 
     return ToolDefinition(

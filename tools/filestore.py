@@ -23,7 +23,11 @@ stale-edit rule exist once.
   refuses it if the user typed meanwhile. Without ``applyEdit`` a buffer with unsaved
   changes is never written under (the disk is written only when the buffer is clean).
 - **After a write** the store records what was written (its digest, and for the disk
-  the written file's fstat), so the agent can go on editing its own text.
+  the written file's fstat), so the agent can go on editing its own text. An editor
+  that says what it holds after the write (ACP: read back once) is taken at its word:
+  its text is recorded, not the text sent (a client that adds a final newline does not
+  make the next edit a conflict); one that reports later (LSP's didChange) is waited for
+  briefly.
 
 Residual races (there is no compare-and-rename in POSIX): a write by another process
 between the last ``stat`` and the rename is replaced; and a same-size, same-inode
@@ -67,6 +71,18 @@ class Shown:
 
     window: LineWindow
     notes: list[str]
+
+
+# Where a write landed: the disk; the editor's buffer, unsaved; the editor, which saved it.
+Placed = Literal["disk", "buffer", "saved"]
+
+
+@dataclass(frozen=True)
+class Written:
+    """Where a write landed, and whether the editor holds other text than was sent."""
+
+    placed: Placed
+    altered: bool = False  # the editor changed it on the way (e.g. a final newline)
 
 
 @dataclass(frozen=True)
@@ -192,31 +208,32 @@ class FileStore:
 
     # -- writing ---------------------------------------------------------------------
 
-    async def replace(self, current: Current, new_text: str, *, label: str) -> bool:
-        """Replace ``current`` (as loaded) with ``new_text``; whether it went to the editor."""
+    async def replace(self, current: Current, new_text: str, *, label: str) -> Written:
+        """Replace ``current`` (as loaded) with ``new_text``; where it landed."""
         data = utf8(new_text, "new_text")
         if current.in_buffer:
-            await self._edit_buffer(current.target, current.text, new_text, label)
-            return True
+            return await self._edit_buffer(current.target, current.text, new_text, label)
         await asyncio.to_thread(self._write_disk, current.target, data, current.stat)
-        return False
+        return Written("disk")
 
-    async def write(self, target: Path, content: str, *, label: str) -> bool:
-        """Create ``target`` or replace all of it; whether it went to the editor."""
+    async def write(self, target: Path, content: str, *, label: str) -> Written:
+        """Create ``target`` or replace all of it; where it landed."""
         data = utf8(content, "content")
         buffer = await self._buffer(target)
         if buffer is not None and self._editable():
             self._check_buffer(target, buffer)
-            await self._edit_buffer(target, buffer, content, label)
-            return True
+            return await self._edit_buffer(target, buffer, content, label)
         if buffer is None and self._editable() and not os.path.lexists(target):
-            if await self._create_in_editor(target, content, data, label):
-                return True
+            created = await self._create_in_editor(target, content, data, label)
+            if created is not None:
+                return created
         await asyncio.to_thread(self._write_whole_on_disk, target, data, buffer)
-        return False
+        return Written("disk")
 
-    async def _create_in_editor(self, target: Path, content: str, data: bytes, label: str) -> bool:
-        """A new file through the editor (ACP's fs/write_text_file); False: this editor
+    async def _create_in_editor(
+        self, target: Path, content: str, data: bytes, label: str
+    ) -> Written | None:
+        """A new file through the editor (ACP's fs/write_text_file); None: this editor
         does not create files."""
         documents = self._documents
         assert documents is not None
@@ -225,11 +242,12 @@ class FileStore:
             self._journal.will_write(target)  # absent before: a rewind removes it
         outcome = await documents.create_text(target, content, label=label)
         if outcome is None:
-            return False
+            return None
         if not outcome.applied:
             raise ToolError(f"{self.shown(target)} was not created: {outcome.reason}")
-        self._ledger.record(target, _whole("buffer", data))
-        return True
+        held = content if outcome.held is None else outcome.held
+        self._ledger.record(target, _whole("buffer", held.encode("utf-8", "surrogatepass")))
+        return Written("saved" if outcome.saved else "buffer", held != content)
 
     def _write_whole_on_disk(self, target: Path, data: bytes, buffer: str | None) -> None:
         shown = self.shown(target)
@@ -300,22 +318,26 @@ class FileStore:
             )
         return os_error(exc, self.shown(target), "write")
 
-    async def _edit_buffer(self, target: Path, base: str, new: str, label: str) -> None:
+    async def _edit_buffer(self, target: Path, base: str, new: str, label: str) -> Written:
         """Change an open buffer through the editor, on condition it is still ``base``."""
         documents = self._documents
         assert documents is not None
         outcome = await documents.apply_edits(target, base, [minimal_edit(base, new)], label=label)
         if not outcome.applied:
             raise ToolError(f"{self.shown(target)} was not changed: {outcome.reason}")
+        held = outcome.held
+        if held is None:
+            # The editor reports its new text with didChange, usually just before or after
+            # answering; wait briefly so the next read sees the agent's own edit.
+            for _ in range(100):
+                if await documents.read_text(target) == new:
+                    break
+                await asyncio.sleep(0.01)
+            held = new
         if self._journal is not None:
-            self._journal.edited_buffer(target, base, new)
-        # The editor reports its new text with didChange, usually just before or after
-        # answering; wait briefly so the next read sees the agent's own edit.
-        for _ in range(100):
-            if await documents.read_text(target) == new:
-                break
-            await asyncio.sleep(0.01)
-        self._ledger.record(target, _whole("buffer", new.encode("utf-8", "surrogatepass")))
+            self._journal.edited_buffer(target, base, held)
+        self._ledger.record(target, _whole("buffer", held.encode("utf-8", "surrogatepass")))
+        return Written("saved" if outcome.saved else "buffer", held != new)
 
     # -- the precondition ------------------------------------------------------------
 
@@ -432,3 +454,17 @@ def _disk_matches(target: Path, data: bytes) -> bool | None:
         return None
     except OSError:
         return False
+
+
+def in_editor(written: Written) -> str:
+    """What a write through the editor did, in words for the model (after the path)."""
+    if written.placed == "saved":
+        said = "through the editor, which saved it to disk"
+    else:
+        said = "in the editor (the change is in its buffer, unsaved; the user saves it)"
+    if written.altered:
+        said += (
+            "; the editor's text differs from what was sent (e.g. a final newline it adds): "
+            "read it again before quoting it"
+        )
+    return said

@@ -26,7 +26,7 @@ from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
 from .errors import ToolError, resolve
-from .filestore import FileStore
+from .filestore import FileStore, in_editor
 from .git_writes import GitWrites
 
 PARAMETERS: dict[str, Any] = {
@@ -58,15 +58,12 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
         store = FileStore(workspace, context)
         try:
             target = resolve(workspace, arguments["path"])
-            in_editor = await store.write(target, content, label="agent-lsp: write_file")
+            written = await store.write(target, content, label="agent-lsp: write_file")
         except ToolError as exc:
             return exc.text()
         shown = store.shown(target)
-        if in_editor:
-            return (
-                f"Wrote {len(content)} characters to {shown} in the editor (the change is in "
-                "its buffer, unsaved; the user saves it)"
-            )
+        if written.placed != "disk":
+            return f"Wrote {len(content)} characters to {shown} {in_editor(written)}"
         return f"Wrote {len(content.encode('utf-8'))} bytes to {shown}"
 
     return ToolDefinition(

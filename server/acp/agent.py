@@ -16,6 +16,8 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,12 +45,14 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionInfo,
+    SessionInfoUpdate,
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
+    UsageUpdate,
 )
 
 from .. import __version__
@@ -57,10 +61,11 @@ from ..engine.engine import AgentEngine
 from ..engine.modes import DEFAULT_MODE, MODES, mode_ids
 from ..errors import AgentError, InvalidParamsError, SessionBusyError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
-from .commands import available_commands, parse_command, run_command
-from .content import McpServers, prompt_parts, replay, session_servers
+from .commands import available_commands, command_of, run_command
+from .content import McpServers, fresh_blocks, prompt_parts, replay, session_servers
 from .documents import AcpDocuments
-from .options import MODE, MODEL, config_options
+from .options import MODE, MODEL, config_options, with_models
+from .ownership import SessionClaims
 from .permissions import AcpAsker
 from .updates import PromptReporter
 
@@ -72,6 +77,21 @@ SETUP = (
     "agent-lsp has no model endpoint yet: run `agent-lsp config set-key` (the key, read "
     "without echo), `agent-lsp config set base_url URL` and `agent-lsp config set model "
     "NAME` in a terminal (`agent-lsp config check` tests them), then try again."
+)
+# What auth_required's data names, for a client that shows data rather than the message.
+SETUP_STEPS = [
+    "agent-lsp config set-key",
+    "agent-lsp config set base_url URL",
+    "agent-lsp config set model NAME",
+    "agent-lsp config check",
+]
+# The engine's configuration messages name our own clients' commands; an ACP client is
+# none of them (the same rewording as the Neovim client's, editor-client/nvim format.lua).
+_CLIENT_NEUTRAL = (
+    ('In VS Code run "Agent: Set API Key"; elsewhere run ', "Run "),
+    ('in VS Code run "Agent: Set API Key"; elsewhere ', "run "),
+    ("or set the editor setting agentLsp.baseUrl, ", ""),
+    ("the editor setting agentLsp.", "the setting "),
 )
 STOP_REASONS = {
     "end_turn": "end_turn",
@@ -98,14 +118,21 @@ def _errors(method: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except AgentError as exc:
             raise RequestError(exc.code, exc.message, exc.data) from None
         except ModelNotConfiguredError as exc:
-            raise RequestError(
-                AUTH_REQUIRED, f"{exc} {SETUP}", {"authMethods": [AUTH_METHOD]}
-            ) from None
+            raise not_configured(exc) from None
         except ModelRequestError as exc:
             data = {"status": exc.status, "kind": exc.kind, "attempts": exc.attempts}
             raise RequestError(p.MODEL_REQUEST_FAILED, str(exc), data) from None
 
     return run
+
+
+def not_configured(exc: ModelNotConfiguredError) -> RequestError:
+    """ACP's auth_required: what is missing and what to run, in the message and the data."""
+    detail = str(exc)
+    for ours, neutral in _CLIENT_NEUTRAL:
+        detail = detail.replace(ours, neutral)
+    data = {"authMethods": [AUTH_METHOD], "missing": detail, "run": SETUP_STEPS}
+    return RequestError(AUTH_REQUIRED, f"{detail} {SETUP}", data)
 
 
 @dataclass
@@ -120,6 +147,10 @@ class Session:
     mcp: McpServers = field(default_factory=dict)
     prompt: asyncio.Future[p.AskResult] | None = None  # the running ask
     kinds: dict[str, str] = field(default_factory=dict)  # each announced call's kind
+    # The text of every prompt seen in this session (and of the loaded conversation's):
+    # a client that sends them again as leading blocks is not asking them again.
+    seen: set[str] = field(default_factory=set)
+    title: str = ""  # as last sent in session_info_update
 
 
 class AcpAgent:
@@ -133,6 +164,7 @@ class AcpAgent:
         self._served: list[str] = []  # the endpoint's models, once listed
         self._listing: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()  # updates sent after a response
+        self._claims = SessionClaims(os.environ)
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -186,15 +218,16 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         mcp_servers: list[Any] | None = None,
         **kwargs: Any,
-    ) -> NewSessionResponse:
+    ) -> dict[str, Any]:
         root = self._open_folder(cwd)
         self._engine.model_settings()  # no endpoint: auth_required, before a session exists
         conversation = self._engine.new_session(root)
         session = self._add_session(conversation.id, root, mcp_servers)
         self._after_response(session)
-        return NewSessionResponse(
+        response = NewSessionResponse(
             session_id=session.id, modes=_modes(session.mode), config_options=self._options(session)
         )
+        return with_models(response, self._model(session), self._served)
 
     @_errors
     async def load_session(
@@ -204,16 +237,17 @@ class AcpAgent:
         mcp_servers: list[Any] | None = None,
         additional_directories: list[str] | None = None,
         **kwargs: Any,
-    ) -> LoadSessionResponse | None:
+    ) -> dict[str, Any]:
         session = await self._reopen(cwd, session_id, mcp_servers)
         history = self._engine.history(session.id)
         runtime = await self._engine.folder(session.root).runtime()
         for update in replay(history, runtime.kind):
             await self._conn.session_update(session_id=session.id, update=update)
         self._after_response(session)
-        return LoadSessionResponse(
+        response = LoadSessionResponse(
             modes=_modes(session.mode), config_options=self._options(session)
         )
+        return with_models(response, self._model(session), self._served)
 
     @_errors
     async def resume_session(
@@ -223,12 +257,13 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         mcp_servers: list[Any] | None = None,
         **kwargs: Any,
-    ) -> ResumeSessionResponse:
+    ) -> dict[str, Any]:
         session = await self._reopen(cwd, session_id, mcp_servers)
         self._after_response(session)
-        return ResumeSessionResponse(
+        response = ResumeSessionResponse(
             modes=_modes(session.mode), config_options=self._options(session)
         )
+        return with_models(response, self._model(session), self._served)
 
     @_errors
     async def list_sessions(
@@ -238,6 +273,8 @@ class AcpAgent:
         if root is not None and root not in self._engine.folders:
             self._open_folder(cwd or "")
         found = await self._engine.sessions(root)
+        # A conversation nobody has asked anything yet (a chat's own new session) is not
+        # listed: there is nothing in it to resume, and it has no title.
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
@@ -247,6 +284,7 @@ class AcpAgent:
                     updated_at=_iso(s.updated),
                 )
                 for s in found
+                if s.turns > 0 or s.title
             ]
         )
 
@@ -256,6 +294,7 @@ class AcpAgent:
         if session.prompt is not None:
             session.prompt.cancel()
         del self._sessions[session_id]
+        self._claims.release(session_id)
         self._apply_mcp()  # servers only this session gave are stopped
         # The conversation stays saved (session/list, session/load), its checkpoints too.
         return CloseSessionResponse()
@@ -269,9 +308,7 @@ class AcpAgent:
             raise InvalidParamsError(
                 "modeId", f"unknown mode; the modes are {', '.join(mode_ids())}"
             )
-        session.mode = mode_id
-        update = CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id)
-        await self._conn.session_update(session_id=session_id, update=update)
+        await self._set_mode(session, mode_id)
         await self._send_options(session)
         return SetSessionModeResponse()
 
@@ -283,11 +320,7 @@ class AcpAgent:
         if config_id == MODE:
             if value not in mode_ids():
                 raise InvalidParamsError("value", f"the modes are {', '.join(mode_ids())}")
-            session.mode = str(value)
-            update = CurrentModeUpdate(
-                session_update="current_mode_update", current_mode_id=session.mode
-            )
-            await self._conn.session_update(session_id=session_id, update=update)
+            await self._set_mode(session, str(value))
         elif config_id == MODEL:
             if not isinstance(value, str) or not value.strip():
                 raise InvalidParamsError("value", "a model name")
@@ -297,6 +330,22 @@ class AcpAgent:
                 "configId", f"no option {config_id!r}; the options: mode, model"
             )
         return SetSessionConfigOptionResponse(config_options=self._options(session))
+
+    @_errors
+    async def set_model(self, params: Any) -> dict[str, Any]:
+        """The unstable ``session/set_model`` (``{sessionId, modelId}``), for clients that
+        still use it: the same as the ``model`` config option, which clients are told of."""
+        if not isinstance(params, dict):
+            raise InvalidParamsError("params", "an object with sessionId and modelId")
+        session_id, model_id = params.get("sessionId"), params.get("modelId")
+        if not isinstance(session_id, str):
+            raise InvalidParamsError("sessionId", "a session id")
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise InvalidParamsError("modelId", "a model name")
+        session = self._session(session_id)
+        session.model = model_id.strip()
+        await self._send_options(session)
+        return {}
 
     # -- prompts -----------------------------------------------------------------
 
@@ -311,12 +360,22 @@ class AcpAgent:
         reporter = PromptReporter(
             self._conn, session.id, workspace, session.documents, session.kinds
         )
+        if session.documents is not None:
+            session.documents.announced = reporter.sent
         try:
-            text, notes = await prompt_parts(prompt, workspace, session.documents)
-            command = parse_command(text.strip())
+            blocks = fresh_blocks(prompt, session.seen)
+            command = command_of(blocks)
             if command is not None:
-                reporter.message(await run_command(self._engine, session.id, *command))
+                reporter.message(
+                    await run_command(self._engine, session.id, *command, session.documents)
+                )
                 return PromptResponse(stop_reason="end_turn")
+            text, notes = await prompt_parts(blocks, workspace, session.documents)
+
+            def cancel() -> None:  # a permission request the client answered "cancelled"
+                if session.prompt is not None:
+                    session.prompt.cancel()
+
             # Its own task, so session/cancel ends the ask and not the SDK's request task
             # (which still answers: stopReason "cancelled").
             ask = asyncio.ensure_future(
@@ -324,7 +383,7 @@ class AcpAgent:
                     text + notes,
                     session_id=session.id,
                     on_event=reporter,
-                    asker=AcpAsker(self._conn, session.kinds, reporter.sent),
+                    asker=AcpAsker(self._conn, session.kinds, reporter.sent, cancel),
                     documents=session.documents,
                     mode=session.mode,
                     model_name=session.model,
@@ -339,10 +398,14 @@ class AcpAgent:
                     raise  # the connection is closing: not a session/cancel
                 # The loop has ended its tools and kept no half turn.
                 return PromptResponse(stop_reason="cancelled")
+            self._usage(reporter, result)
             return PromptResponse(stop_reason=STOP_REASONS.get(result.stop_reason, "end_turn"))
         finally:
+            self._info(reporter, session)
             await reporter.close()
             session.prompt = None
+            if session.documents is not None:
+                session.documents.announced = None
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
@@ -362,6 +425,7 @@ class AcpAgent:
             task.cancel()
         if running:
             await asyncio.wait(running, timeout=5)
+        self._claims.release_all()
 
     # -- helpers -----------------------------------------------------------------
 
@@ -386,7 +450,21 @@ class AcpAgent:
         session = Session(session_id, root, documents, mcp=session_servers(servers))
         self._sessions[session_id] = session
         self._apply_mcp()
+        owner = self._claims.claim(session_id)
+        if owner is not None:
+            self._later(session, self._tell_shared(session, owner))
         return session
+
+    async def _tell_shared(self, session: Session, owner: int) -> None:
+        who = f"agent-lsp process {owner}" if owner > 0 else "another agent-lsp process"
+        text = (
+            f"This session is open in {who} too: both would add to one conversation "
+            "without seeing each other's turns. Close it there, or start a new session."
+        )
+        log.warning("session %s: %s", session.id, text)
+        await self._conn.session_update(
+            session_id=session.id, update=helpers.update_agent_message_text(text)
+        )
 
     async def _reopen(self, cwd: str, session_id: str, servers: list[Any] | None) -> Session:
         root = self._open_folder(cwd)
@@ -397,7 +475,44 @@ class AcpAgent:
         existing = self._sessions.get(session_id)
         if existing is not None:
             return existing
-        return self._add_session(session_id, root, servers)
+        session = self._add_session(session_id, root, servers)
+        if conversation.mode in mode_ids():
+            session.mode = conversation.mode  # as it was left (saved with the conversation)
+        history = self._engine.history(session_id).entries
+        session.seen.update(e.content.strip() for e in history if e.role == "user")
+        session.title = conversation.title
+        return session
+
+    async def _set_mode(self, session: Session, mode: str) -> None:
+        session.mode = mode
+        await self._engine.remember_mode(session.id, mode)
+        update = CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode)
+        await self._conn.session_update(session_id=session.id, update=update)
+
+    def _model(self, session: Session) -> str:
+        return session.model or self._engine.model_settings().model
+
+    def _usage(self, reporter: PromptReporter, result: p.AskResult) -> None:
+        """``usage_update``: the context's size now and the window (no cost: the endpoint
+        does not say what a token costs)."""
+        used, size = result.usage.get("contextTokens"), result.usage.get("contextWindow")
+        if isinstance(used, int) and isinstance(size, int) and size > 0:
+            update = UsageUpdate(session_update="usage_update", used=max(used, 0), size=size)
+            reporter.update(update)
+
+    def _info(self, reporter: PromptReporter, session: Session) -> None:
+        """``session_info_update``: the title once the first prompt gives one (the same as
+        session/list), and the time of this activity."""
+        try:
+            title = self._engine.conversation(session.id).title
+        except AgentError:
+            return
+        update = SessionInfoUpdate(
+            session_update="session_info_update", updated_at=_iso(time.time())
+        )
+        if title and title != session.title:
+            session.title = update.title = title
+        reporter.update(update)
 
     def _session(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
@@ -433,7 +548,6 @@ class AcpAgent:
         endpoint's models listed once, in the background."""
 
         async def send() -> None:
-            await asyncio.sleep(0)
             try:
                 files = (await self._engine.list_commands(session.id)).commands
                 update = helpers.update_available_commands(available_commands(files))
@@ -441,12 +555,24 @@ class AcpAgent:
             except Exception as exc:
                 log.info("available_commands_update not sent: %s", exc)
 
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(send())
+        self._later(session, send())
+        if self._listing is None:
+            self._listing = asyncio.get_running_loop().create_task(self._list_models())
+
+    def _later(self, session: Session, work: Awaitable[None]) -> None:
+        """``work`` after the response in hand (an update about a session the client
+        must know first); kept referenced until done."""
+
+        async def run() -> None:
+            await asyncio.sleep(0)
+            try:
+                await work
+            except Exception as exc:
+                log.info("update for %s not sent: %s", session.id, exc)
+
+        task = asyncio.get_running_loop().create_task(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        if self._listing is None:
-            self._listing = loop.create_task(self._list_models())
 
     async def _list_models(self) -> None:
         try:

@@ -1,20 +1,31 @@
 """The built-in commands an ACP client offers as ``/NAME``: compact, checkpoints, undo.
 
-A prompt that starts with ``/NAME`` (one of these) runs the command instead of asking the
-model; its answer is the agent's message. They are the LSP face's ``agent/compact``,
+A prompt whose last text block starts with ``/NAME`` (one of these) runs the command
+instead of asking the model (a client may send earlier prompts as leading blocks: the last
+one is what the user typed now); its answer is the agent's message. ``/undo`` restores
+through the client's ``fs/write_text_file`` where it has it (its buffers, saved or not as
+the client does), else on disk. They are the LSP face's ``agent/compact``,
 ``agent/checkpoints`` and ``agent/rewind`` in the form ACP has for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    TextContentBlock,
+    UnstructuredCommandInput,
+)
 
 from tooling.display import escape_control
 
 from .. import protocol as p
 from ..engine.engine import AgentEngine
+from .documents import AcpDocuments
 
 COMMANDS: tuple[tuple[str, str, str | None], ...] = (
     (
@@ -51,6 +62,12 @@ def available_commands(prompt_files: Sequence[p.CommandInfo] = ()) -> list[Avail
     ]
 
 
+def command_of(blocks: list[Any]) -> tuple[str, str] | None:
+    """The command a prompt's last text block names, if any."""
+    texts = [b.text for b in blocks if isinstance(b, TextContentBlock)]
+    return parse_command(texts[-1].strip()) if texts else None
+
+
 def parse_command(text: str) -> tuple[str, str] | None:
     """``(name, arguments)`` when ``text`` is one of the commands, else None."""
     if not text.startswith("/"):
@@ -60,7 +77,13 @@ def parse_command(text: str) -> tuple[str, str] | None:
     return (name, rest.strip()) if name in known else None
 
 
-async def run_command(engine: AgentEngine, session_id: str, name: str, arguments: str) -> str:
+async def run_command(
+    engine: AgentEngine,
+    session_id: str,
+    name: str,
+    arguments: str,
+    documents: AcpDocuments | None = None,
+) -> str:
     """The command's answer, in words for the user (Markdown)."""
     if name == "compact":
         result = await engine.compact(session_id)
@@ -80,15 +103,29 @@ async def run_command(engine: AgentEngine, session_id: str, name: str, arguments
             lines.append(
                 f"- `{checkpoint.id}` {checkpoint.time}: {prompt} — {escape_control(files)}"
             )
+            # E.g. files someone else changed during the ask: left out, and undo leaves them.
+            lines += [f"  - {escape_control(note)}" for note in checkpoint.notes]
         return "\n".join(lines)
     # undo
     if not checkpoints:
         return "Nothing to undo: this conversation has no checkpoint."
     wanted = arguments or checkpoints[-1].id
-    result = await engine.rewind(session_id, wanted)
+    editor = documents if documents is not None and documents.can_edit() else None
+    if editor is not None:
+        # The plan compares what the client holds now: ask it for the files first.
+        planned = await engine.rewind(session_id, wanted, dry_run=True, editor=editor)
+        root = engine.conversation(session_id).workspace_root
+        paths = [*planned.restored, *(c.path for c in planned.conflicts)]
+        await editor.refresh([root / Path(path) for path in paths])
+    result = await engine.rewind(session_id, wanted, editor=editor)
     lines = [f"Undid checkpoint `{escape_control(wanted)}` and the prompts after it."]
     if result.restored:
         lines.append("Restored: " + ", ".join(escape_control(p) for p in result.restored))
+    if result.in_editor:
+        lines.append(
+            "Through the editor (as it writes files): "
+            + ", ".join(escape_control(p) for p in result.in_editor)
+        )
     for conflict in result.conflicts:
         lines.append(f"Not restored: {escape_control(conflict.path)}: {conflict.reason}")
     return "\n".join(lines)

@@ -40,6 +40,26 @@ MAX_ATTACHED_CHARS = 100_000  # one attachment's text, beyond which it is cut
 _MAX_READ_BYTES = 4 * MAX_ATTACHED_CHARS
 
 
+def fresh_blocks(blocks: list[Any], seen: set[str]) -> list[Any]:
+    """A prompt's blocks without the earlier prompts a client sends again.
+
+    CodeCompanion re-sends the text of earlier prompts (cancelled ones too) as leading
+    blocks of the next ``session/prompt``, and after a resume its first prompt carries the
+    conversation's replayed user turns. The rule: a text block *before the last text
+    block* whose text is one this session has seen as a prompt (sent here, or a user turn
+    of the loaded conversation) is dropped; the last text block is always kept, so a
+    prompt typed again on purpose is asked again. ``seen`` gets this prompt's texts.
+    """
+    last = max((i for i, b in enumerate(blocks) if isinstance(b, TextContentBlock)), default=-1)
+    kept = [
+        block
+        for i, block in enumerate(blocks)
+        if not (isinstance(block, TextContentBlock) and i < last and block.text.strip() in seen)
+    ]
+    seen.update(b.text.strip() for b in blocks if isinstance(b, TextContentBlock))
+    return kept
+
+
 async def prompt_parts(
     blocks: list[Any], workspace: Workspace, documents: EditorDocuments | None
 ) -> tuple[str, str]:

@@ -1,17 +1,27 @@
 """The editor's files over ACP (``fs/read_text_file``, ``fs/write_text_file``), for the tools.
 
-An ACP client that advertises ``fs.readTextFile`` answers for any file with the text the
-user sees (an unsaved buffer included), and with ``fs.writeTextFile`` writes through its
-own buffers (the user sees the change and can undo it there). Both keep the same rules as
-the LSP face's documents (``tooling.documents``): the workspace boundary is checked by the
-tools before a path gets here, and a write is compare-and-swap: the file's text is read
-again right before it is replaced, and a text that is no longer what the model read is not
-written. ACP has no versioned edit, so a keystroke between that read and the write is the
-one residual race (the client applies the write to its buffer, where the user can undo it).
+An ACP client that advertises ``fs.readTextFile`` answers for any file with the text it
+chooses to give: some clients answer from their open buffer (unsaved text included), others
+read the disk (CodeCompanion does: a line typed and not saved is not seen, and its write
+replaces the whole buffer). With ``fs.writeTextFile`` the write goes through the client,
+which may leave it in its buffer or save it (CodeCompanion saves, and its buffer adds a
+final newline). So after a write the file is read back once (no polling) and what the
+client then holds is what is recorded, for the stale-edit rule and the checkpoint alike;
+whether it saved is observed on disk. Without ``readTextFile`` the client's answer is
+trusted (the text sent is what it holds).
 
-Files larger than :data:`MAX_CLIENT_BYTES` on disk are read from the disk: the whole text
-would cross the wire for a window of it. What the client returned last is kept per path,
-for the code that asks synchronously (the editor-context note, a rewind's plan).
+Both keep the same rules as the LSP face's documents (``tooling.documents``): the workspace
+boundary is checked by the tools before a path gets here, and a write is compare-and-swap:
+the file's text is read again right before it is replaced, and a text that is no longer
+what the model read is not written (a difference in trailing newlines only is not a
+conflict: clients add and drop the final newline on their own). ACP has no versioned edit,
+so a keystroke between that read and the write is the one residual race.
+
+A missing file answered with empty content (CodeCompanion answers so on purpose, "so the
+agent can create it") is a missing file: the tools create it. Files larger than
+:data:`MAX_CLIENT_BYTES` on disk are read from the disk: the whole text would cross the
+wire for a window of it. What the client returned last is kept per path, for the code that
+asks synchronously (the editor-context note, a rewind's plan: :meth:`refresh` first).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +51,9 @@ class AcpDocuments:
         self._read = read
         self._write = write
         self._texts: dict[Path, str] = {}
+        # Set while a prompt runs: returns once its updates so far are out, so the
+        # tool_call that announces a read or write reaches the client before the request.
+        self.announced: Callable[[], Awaitable[None]] | None = None
 
     def buffer_text(self, path: Path) -> str | None:
         return self._texts.get(path)
@@ -50,6 +64,8 @@ class AcpDocuments:
     async def read_text(self, path: Path) -> str | None:
         if not self._read or _too_large(path):
             return None
+        if self.announced is not None:
+            await self.announced()
         try:
             response = await self._conn.read_text_file(session_id=self._session_id, path=str(path))
         except RequestError as exc:
@@ -58,8 +74,18 @@ class AcpDocuments:
             log.info("fs/read_text_file %s: %s", path, exc)
             self._texts.pop(path, None)
             return None
+        if response.content == "" and not os.path.lexists(path):
+            # No such file: the client answers empty content rather than an error.
+            self._texts.pop(path, None)
+            return None
         self._texts[path] = response.content
         return response.content
+
+    async def refresh(self, paths: list[Path]) -> None:
+        """Ask the client again for these files (before code that asks synchronously)."""
+        for path in paths:
+            if self._read:
+                await self.read_text(path)
 
     def can_edit(self) -> bool:
         return self._write
@@ -75,19 +101,26 @@ class AcpDocuments:
     async def replace_text(
         self, path: Path, text: str, *, label: str = "", base_text: str | None = None
     ) -> EditOutcome:
-        """Write ``text`` through the client, on condition it still holds ``base_text``."""
+        """Write ``text`` through the client, on condition it still holds ``base_text``
+        (give or take trailing newlines); the outcome says what it holds after."""
         if base_text is not None and self._read:
             current = await self.read_text(path)
-            if current is not None and current != base_text:
+            if current is not None and current.rstrip("\r\n") != base_text.rstrip("\r\n"):
                 return EditOutcome(False, "the file changed in the editor since it was read")
+        if self.announced is not None:
+            await self.announced()
         try:
             await self._conn.write_text_file(
                 session_id=self._session_id, path=str(path), content=text
             )
         except RequestError as exc:
             return EditOutcome(False, f"the editor refused the write ({exc})")
-        self._texts[path] = text
-        return EditOutcome(True)
+        held = text
+        if self._read:  # once: what the client now holds (its own newline, its encoding)
+            read = await self.read_text(path)
+            held = read if read is not None else text
+        self._texts[path] = held
+        return EditOutcome(True, held=held, saved=_on_disk(path, held))
 
     async def create_text(self, path: Path, text: str, *, label: str) -> EditOutcome | None:
         if not self._write:
@@ -99,6 +132,15 @@ class AcpDocuments:
 
     async def delete_document(self, path: Path, *, label: str) -> EditOutcome | None:
         return None  # ACP has no delete: a rewind deletes on disk
+
+
+def _on_disk(path: Path, text: str) -> bool:
+    """Whether the disk holds ``text`` (the client saved its write)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_CLIENT_BYTES + 1) == text.encode("utf-8", "surrogatepass")
+    except OSError:
+        return False
 
 
 def _too_large(path: Path) -> bool:

@@ -9,7 +9,9 @@ does not list its models offers the configured one only.
 
 from __future__ import annotations
 
-from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
+from typing import Any
+
+from acp.schema import BaseModel, SessionConfigOptionSelect, SessionConfigSelectOption
 
 from ..engine.modes import MODES
 
@@ -39,3 +41,22 @@ def config_options(mode: str, model: str, served: list[str]) -> list[SessionConf
             options=[SessionConfigSelectOption(value=name, name=name) for name in models],
         ),
     ]
+
+
+# -- the unstable model selection (``models`` in session/new, ``session/set_model``) --------
+# ACP's stable way is the ``model`` option above (category ``model``). Some clients still
+# read the unstable ``models`` field and call ``session/set_model`` (agent-shell 0.48), which
+# the SDK no longer models: the field is added to the response as the unstable schema has
+# it (``SessionModelState``), so those clients get a model choice too. Both ways set the
+# same thing.
+
+
+def with_models(response: BaseModel, model: str, served: list[str]) -> dict[str, Any]:
+    """``response`` as JSON with the unstable ``models`` field."""
+    models = list(dict.fromkeys([model, *served]))
+    data = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["models"] = {
+        "currentModelId": model,
+        "availableModels": [{"modelId": name, "name": name} for name in models],
+    }
+    return data

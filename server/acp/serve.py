@@ -13,6 +13,7 @@ import logging
 from typing import BinaryIO
 
 from acp import AgentSideConnection
+from acp.router import MessageRouter, Route
 
 from ..engine.engine import AgentEngine
 from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
@@ -36,6 +37,7 @@ async def serve(engine: AgentEngine, stdin: BinaryIO, stdout: BinaryIO) -> int:
     # session/resume and session/close are stable in ACP v1; SDK 0.12.1 still routes them
     # as "unstable" (its schema lags the protocol), hence the flag.
     conn = AgentSideConnection(agent, writer, reader, listening=False, use_unstable_protocol=True)
+    add_set_model(conn, agent)
     try:
         await conn.listen()  # until the client closes stdin
     except asyncio.CancelledError:
@@ -46,6 +48,19 @@ async def serve(engine: AgentEngine, stdin: BinaryIO, stdout: BinaryIO) -> int:
         await engine.close_mcp_servers()  # no MCP server outlives us
         await conn.close()
     return 128 + received[0] if received else 0
+
+
+def add_set_model(conn: AgentSideConnection, agent: AcpAgent) -> None:
+    """Route the unstable ``session/set_model`` (removed from the SDK's schema, still sent
+    by some clients: ``server.acp.options``). The SDK builds its router inside the
+    connection and offers no hook for a method it does not model, hence the private
+    attribute; without it the method stays "method not found" (the ``model`` config
+    option still works)."""
+    router = getattr(getattr(conn, "_conn", None), "_handler", None)
+    if not isinstance(router, MessageRouter):
+        log.warning("session/set_model is not routed (the SDK's router was not found)")
+        return
+    router.add_route(Route(method="session/set_model", func=agent.set_model, kind="request"))
 
 
 def serve_stdio(engine: AgentEngine, stdin: BinaryIO, stdout: BinaryIO) -> int:

@@ -198,6 +198,10 @@ class PromptReporter:
         """An answer of our own (a command's), as the agent's message."""
         self._put(helpers.update_agent_message_text(text))
 
+    def update(self, update: Any) -> None:
+        """Any other update, in order with the prompt's (before its response)."""
+        self._put(update)
+
     def _put(self, update: Any) -> None:
         self._queue.put_nowait(update)
 

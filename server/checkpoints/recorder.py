@@ -1,6 +1,15 @@
 """One ask's checkpoint as it is recorded: the snapshot before, what the file tools say
 they change (the ask's :class:`~tooling.journal.ChangeJournal`), the snapshot after.
 
+What the snapshots show changed is the agent's only if a file tool wrote it or it changed
+while one of the agent's other tools ran (a command, an MCP tool: ``running``), judged by
+the file's ctime (which no program can set back: a rename or ``cp -p`` moves it too).
+Anything else changed during the ask by someone else -- an ACP client writing its own
+transcript into the workspace, an editor's autosave -- and is left out of the checkpoint
+with a note saying so: undo leaves it as it is instead of refusing it. A file deleted
+during the ask is the agent's if one of those tools ran at all (a deletion leaves no time
+on the file). A change made by someone else *while* a command ran cannot be told apart.
+
 Created by :meth:`server.checkpoints.service.CheckpointService.begin`, which it reports
 back to through :class:`RecorderHost` (a protocol, so this module does not import the
 service that imports it).
@@ -11,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
-from collections.abc import Awaitable
+import time
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -31,6 +42,10 @@ MAX_STAT_FILES = 500  # line counts are computed for at most this many files per
 # background: a first snapshot of a huge tree still fills the index for the next ask,
 # and a git that hangs never holds an ask for longer than this.
 SNAPSHOT_WAIT = 5.0
+# Nanoseconds around a tool's run within which a file's ctime counts as its doing: file
+# times come from the kernel's coarse clock, a tick (up to 10 ms) behind the real time.
+WINDOW_SLACK_NS = 50_000_000
+MAX_OTHERS_NAMED = 20  # files changed by someone else, named in the checkpoint's notes
 
 
 class RecorderHost(Protocol):
@@ -73,6 +88,8 @@ class AskRecorder:
         self._may_change = False
         self._running_fd: int | None = None
         self._started: asyncio.Future[bool] | None = None
+        # When each of the ask's unreported tools ran: [start, end] (end None: running).
+        self._windows: list[list[int | None]] = []
 
     def start(self, register: Awaitable[None]) -> None:
         """Begin in the background: ``register`` writes the checkpoint into the log,
@@ -166,6 +183,43 @@ class AskRecorder:
             first = self._buffers.get(path, (from_text(before), from_text(after)))[0]
             self._buffers[path] = (first, from_text(after))
 
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        window: list[int | None] = [time.time_ns(), None]
+        with self._mutex:
+            self._windows.append(window)
+        try:
+            yield
+        finally:
+            window[1] = time.time_ns()
+
+    def _agents(self, changes: list[FileChange]) -> list[FileChange]:
+        """Of ``changes`` (the snapshots'), those the agent made; notes the others."""
+        with self._mutex:
+            reported = set(self._written) | set(self._buffers)
+            now = time.time_ns()
+            windows = [(start or 0, end or now) for start, end in self._windows]
+        root = self._folder.root
+        kept, others = [], []
+        for change in changes:
+            path = root / change.path
+            if path in reported or _during(path, windows):
+                kept.append(change)
+            else:
+                others.append(change.path)
+        if others:
+            named = ", ".join(others[:MAX_OTHERS_NAMED])
+            more = (
+                f" and {len(others) - MAX_OTHERS_NAMED} more"
+                if len(others) > MAX_OTHERS_NAMED
+                else ""
+            )
+            self.checkpoint.notes.append(
+                f"changed during this ask by someone else, not by the agent (left out: undo "
+                f"leaves them as they are): {named}{more}"
+            )
+        return kept
+
     # -- the end of the ask --------------------------------------------------------------
 
     async def finish(self, *, in_conversation: bool = True) -> None:
@@ -220,7 +274,8 @@ class AskRecorder:
         if before is not None and after_tree is not None and after_tree != before.tree:
             try:
                 between = self._folder.changes_between(before.tree, after_tree)
-                for change in await self._bounded(between):
+                found = await self._bounded(between)
+                for change in await asyncio.to_thread(self._agents, found):
                     changes[change.path] = change
             except GitError as exc:  # the journal's changes are all this ask records
                 self._degrade(f"what this ask changed could not be read from git ({exc})")
@@ -336,6 +391,19 @@ async def snapshot_within(folder: FolderCheckpoints, host: RecorderHost) -> Snap
     except asyncio.CancelledError:
         host.spawn(task)  # never left running unwatched
         raise
+
+
+def _during(path: Path, windows: list[tuple[int, int]]) -> bool:
+    """Whether ``path`` changed while one of the agent's tools ran (by its ctime)."""
+    try:
+        changed = os.lstat(path).st_ctime_ns
+    except FileNotFoundError:
+        return bool(windows)  # deleted: only a tool that ran could have done it
+    except OSError:
+        return True  # cannot tell: the agent's, as before
+    return any(
+        start - WINDOW_SLACK_NS <= changed <= end + WINDOW_SLACK_NS for start, end in windows
+    )
 
 
 def content_of(state: FileState, contents: dict[str, bytes]) -> bytes | bool | None:

@@ -51,6 +51,9 @@ class Conversation:
     # The note a conversation loaded mid-ask got for the answer that never came
     # (server.engine.session_files); while it is the last message, it is interrupted.
     interrupted_note: dict[str, Any] | None = field(default=None, repr=False)
+    # The mode its last ask ran in, or a client chose for it (server.engine.modes); saved
+    # with it, so a client that loads or resumes it offers the same mode again.
+    mode: str | None = None
 
     @property
     def interrupted(self) -> bool:

@@ -272,6 +272,14 @@ class AgentEngine:
         root = self.folder(folder).workspace.root if folder is not None else None
         return await self._sessions.summaries(root)
 
+    async def remember_mode(self, session_id: str, mode: str) -> None:
+        """The mode a client chose for a conversation, saved with it (a conversation with
+        no ask yet is saved by its first)."""
+        conversation = self.conversation(session_id)
+        conversation.mode = mode
+        if conversation.messages and not conversation.busy:
+            await self._sessions.save(conversation)
+
     def history(self, session_id: str) -> p.SessionHistoryResult:
         """What a client needs to redraw a conversation (``agent/sessionHistory``)."""
         return self._sessions.history(session_id)
@@ -348,6 +356,7 @@ class AgentEngine:
             on_session(conversation.id)
         check = self._endpoints.check_model(model, client)
         async with conversation.lock:
+            conversation.mode = mode
             # The folder's MCP servers still starting are waited for (bounded), so that the
             # first ask after a start has their tools; the model is told of those missing.
             missing = await wait_for_starting(target.mcp, on_event)
@@ -446,12 +455,18 @@ class AgentEngine:
         return await self._undo.diff(session_id, checkpoint_id, include_content=include_content)
 
     async def rewind(
-        self, session_id: str, checkpoint_id: str, *, dry_run: bool = False
+        self,
+        session_id: str,
+        checkpoint_id: str,
+        *,
+        dry_run: bool = False,
+        editor: RewindEditor | None = None,
     ) -> p.RewindResult:
         """Undo the asks from ``checkpoint_id`` on and cut the conversation back to
-        before it (refused while the session is answering an ask)."""
+        before it (refused while the session is answering an ask). ``editor``: the files
+        of the face that asks (an ACP session's client), else the attached one."""
         return await self._undo.rewind(
-            session_id, checkpoint_id, dry_run=dry_run, editor=self._editor
+            session_id, checkpoint_id, dry_run=dry_run, editor=editor or self._editor
         )
 
     async def aclose(self) -> None:

@@ -124,6 +124,7 @@ class SessionFiles:
                 "updated": conversation.updated,
                 "asks": conversation.asks,
                 "state": state,
+                "mode": conversation.mode,
             }
             context = conversation.context.to_json()
             if whole or saved is None or not _extends(saved, messages, archive):
@@ -222,6 +223,7 @@ class SessionFiles:
         )
         if meta is not None:
             conversation.updated = meta.updated
+            conversation.mode = _saved_mode(self._path(conversation_id, ".meta.json"))
         # Listed as interrupted while the note is its last message (server.engine.conversations).
         conversation.interrupted_note = note
         if isinstance(data.get("base"), str) and lines < MAX_LOG_LINES:
@@ -308,6 +310,14 @@ class SessionFiles:
                     state=str(data.get("state", "done")),
                 )
         return None
+
+
+def _saved_mode(path: Path | None) -> str | None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if path is not None:
+            mode = json.loads(path.read_text(encoding="utf-8")).get("mode")
+            return mode if isinstance(mode, str) else None
+    return None
 
 
 def _archive_mark(conversation: Conversation) -> tuple[int, int, bool, str | None, int]:

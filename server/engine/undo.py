@@ -52,6 +52,9 @@ class Undo:
         self._folders = folders
         self._warn = warn
         self._service: CheckpointService | None = None
+        # A cancelled ask answers at once while its checkpoint is still being finished
+        # (shielded): per session, that finish, which listing and undo wait for.
+        self._finishing: dict[str, asyncio.Future[None]] = {}
 
     @property
     def service(self) -> CheckpointService:
@@ -95,12 +98,25 @@ class Undo:
         except BaseException:
             kept = await settle()
             if recorder is not None:
-                await asyncio.shield(self._finish(recorder, conversation, request))
+                finishing = asyncio.ensure_future(self._finish(recorder, conversation, request))
+                self._finishing[conversation.id] = finishing
+                finishing.add_done_callback(lambda _: self._finished(conversation.id, finishing))
+                await asyncio.shield(finishing)
                 if not kept:
                     await asyncio.shield(self.drop(conversation))
             raise
         if recorder is not None:
             await asyncio.shield(self._finish(recorder, conversation, request))
+
+    def _finished(self, session_id: str, finishing: asyncio.Future[None]) -> None:
+        if self._finishing.get(session_id) is finishing:
+            del self._finishing[session_id]
+
+    async def _settled(self, session_id: str) -> None:
+        """Once the checkpoint of a cancelled ask of this session is finished."""
+        finishing = self._finishing.get(session_id)
+        if finishing is not None:
+            await asyncio.wait([finishing])
 
     async def drop(self, conversation: Conversation) -> None:
         """Delete the checkpoints of ``conversation``'s session (it ended)."""
@@ -109,6 +125,7 @@ class Undo:
 
     async def checkpoints(self, session_id: str) -> p.CheckpointsResult:
         root, _ = self._session(session_id)
+        await self._settled(session_id)
         with _checkpoint_errors():
             found = await self.service.checkpoints(root, session_id)
         return p.CheckpointsResult([_checkpoint_summary(c) for c in found])
@@ -144,6 +161,7 @@ class Undo:
                 f"Session {session_id} is answering an ask; wait for it or cancel it first."
             )
         lock = conversation.lock if conversation is not None else asyncio.Lock()
+        await self._settled(session_id)
         async with lock:
             with _checkpoint_errors():
                 outcome, undone = await self.service.rewind(

@@ -13,6 +13,12 @@ then the SDK terminates and kills it if it lingers, so no test leaves a process 
 
 Waiting is on conditions (:meth:`RecordingClient.wait_for`), never on fixed sleeps: every
 recorded call wakes the waiters, which re-check their predicate.
+
+Real clients do not all behave like that editor; the flags of :class:`RecordingClient` make
+it behave as one of them (:func:`codecompanion_like`, :func:`agent_shell_like`, modelled on
+CodeCompanion.nvim 19.22 and agent-shell 0.48.1 as issue 35 observed them). Every frame
+either side sent is kept, and checked against the ACP schema when the agent stops
+(``tests.support.acp_schema``).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
+from tests.support.acp_schema import problems as schema_problems
 from tests.support.lsp_client import REPO
 
 # Isolated mode, as an editor should start it (see docs/protocol.md); global options such
@@ -130,7 +137,30 @@ class RecordingClient:
     # Something the agent sent that a strict client would not accept (kept for the asserts:
     # raising inside a handler would only send the agent an error it may swallow).
     problems: list[str] = field(default_factory=list)
+    # Every frame on the wire, both ways, in order: ("agent" or "client", the message).
+    traffic: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # -- how a real client behaves (all off: the editor described above) --
+    # fs/read_text_file of a missing file answers empty content (CodeCompanion: "so the
+    # agent can create it"), not an error.
+    missing_as_empty: bool = False
+    # fs/read_text_file reads the disk, never its buffers (CodeCompanion).
+    reads_disk: bool = False
+    # fs/write_text_file saves the file (folders made), as well as holding it.
+    saves: bool = False
+    # Its buffer adds a newline to the end of what it is given (Neovim's buffer lines).
+    adds_newline: bool = False
+    # After answering a permission request "cancelled", it sends session/cancel
+    # (agent-shell: the answer first, then the cancel).
+    cancels_after_cancelled: bool = False
+    # Appends to this file (in the workspace) at each agent_message_chunk and tool_call
+    # (agent-shell's transcript).
+    transcript: Path | None = None
+    conn: Any = None  # the SDK's ClientSideConnection (on_connect)
+    # Whether this client's own frames are checked against the schema too (off for a test
+    # that sends malformed requests on purpose; the agent's frames are always checked).
+    own_frames_checked: bool = True
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _tasks: set[asyncio.Future[None]] = field(default_factory=set)
 
     # -- recording and waiting ------------------------------------------------------------
 
@@ -158,8 +188,10 @@ class RecordingClient:
         return len(self.updates)
 
     def observe(self, event: StreamEvent) -> None:
-        """A ``Connection`` observer: note each frame the agent sends, in order."""
-        if event.direction != StreamDirection.INCOMING:
+        """A ``Connection`` observer: note each frame, in order."""
+        incoming = event.direction == StreamDirection.INCOMING
+        self.traffic.append(("agent" if incoming else "client", event.message))
+        if not incoming:
             return
         message = event.message
         self.raw_frames.append(message)
@@ -227,6 +259,11 @@ class RecordingClient:
         # order they were sent in is part of what the tests check.
         self.updates.append((session_id, update))
         self._record("session/update", update)
+        kind = getattr(update, "session_update", "")
+        if self.transcript is not None and kind in ("agent_message_chunk", "tool_call"):
+            self.transcript.parent.mkdir(parents=True, exist_ok=True)
+            with self.transcript.open("a", encoding="utf-8") as f:
+                f.write(f"{kind}\n")
 
     async def request_permission(
         self,
@@ -241,6 +278,16 @@ class RecordingClient:
         self.permissions.append(ask)
         self._record("session/request_permission", ask)
         if ask.answer == CANCELLED:
+            if self.cancels_after_cancelled and self.conn is not None:
+                conn = self.conn
+
+                async def cancel() -> None:
+                    await asyncio.sleep(0)  # once the answer is on its way
+                    await conn.cancel(session_id=session_id)
+
+                task = asyncio.ensure_future(cancel())
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         # A real client shows the options and sends back the id of the one picked; it picks
         # by kind here, so a test names what the user chose, not the agent's ids.
@@ -260,7 +307,7 @@ class RecordingClient:
         limit: int | None = None,
         **kwargs: Any,
     ) -> ReadTextFileResponse:
-        from_buffer = path in self.buffers
+        from_buffer = path in self.buffers and not self.reads_disk
         self.reads.append(FileRead(session_id, path, line, limit, from_buffer))
         self._record("fs/read_text_file", self.reads[-1])
         if not Path(path).is_absolute():
@@ -272,7 +319,9 @@ class RecordingClient:
             try:
                 text = Path(path).read_text(encoding="utf-8")
             except FileNotFoundError:
-                raise RequestError.resource_not_found(Path(path).as_uri()) from None
+                if not self.missing_as_empty:
+                    raise RequestError.resource_not_found(Path(path).as_uri()) from None
+                text = ""
         if line is not None or limit is not None:  # ACP: line is 1-based, limit in lines
             lines = text.splitlines(keepends=True)
             start = max((line or 1) - 1, 0)
@@ -287,7 +336,11 @@ class RecordingClient:
         if not Path(path).is_absolute():
             self.problems.append(f"fs/write_text_file with a relative path: {path!r}")
             raise RequestError.invalid_params({"field": "path"})
-        self.buffers[path] = content  # the editor's buffer, not saved
+        held = content + "\n" if self.adds_newline else content
+        self.buffers[path] = held  # the editor's buffer
+        if self.saves:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(held, encoding="utf-8")
         return WriteTextFileResponse()
 
     # The client never advertises a terminal: a call to these is a protocol violation.
@@ -321,7 +374,24 @@ class RecordingClient:
         self._record(f"_{method}", params)
 
     def on_connect(self, conn: Any) -> None:
-        pass
+        self.conn = conn
+
+
+def codecompanion_like() -> RecordingClient:
+    """CodeCompanion.nvim 19.22: reads the disk (a missing file: empty content), and its
+    write replaces the whole buffer, which adds a final newline, and saves it."""
+    return RecordingClient(missing_as_empty=True, reads_disk=True, saves=True, adds_newline=True)
+
+
+def agent_shell_like(workspace: Path) -> RecordingClient:
+    """agent-shell 0.48.1 (acp.el 0.11.2): reads its buffers or the disk, writes and saves,
+    answers a permission request "cancelled" before it sends session/cancel, and writes
+    its transcript into the workspace during every turn."""
+    return RecordingClient(
+        saves=True,
+        cancels_after_cancelled=True,
+        transcript=workspace / ".agent-shell" / "transcripts" / "2026-12-07.md",
+    )
 
 
 @dataclass
@@ -397,6 +467,14 @@ async def acp_agent(
             yield agent
     finally:
         logging.getLogger().removeHandler(watcher)
+    # Reached only when the block ended well: every frame of it is what ACP allows.
+    invalid = schema_problems(client.traffic) if client.own_frames_checked else _agents_only(client)
+    assert not invalid, "ACP frames the schema does not allow:\n" + "\n".join(invalid[:20])
+
+
+def _agents_only(client: RecordingClient) -> list[str]:
+    """The agent's frames' problems (the client's own sent on purpose as they are)."""
+    return [p for p in schema_problems(client.traffic) if p.startswith("agent ")]
 
 
 class _NonFrameWatcher(logging.Handler):
