@@ -31,15 +31,17 @@ files and state) are not readable, unless they lie in the workspace or a writabl
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +51,7 @@ from tooling.permissions import CallPermission
 
 from . import bwrap, git_guard, landlock_exec, seccomp_bpf
 from .bwrap import Namespaces
-from .sandbox_limits import Limits, pids_base
+from .sandbox_limits import CallGroup, Limits, memory_base, pids_base
 
 MODES: tuple[str, ...] = ("workspace-write", "read-only", "off")
 # TCP rules arrived in ABI 4 (Linux 6.7); below it Landlock alone cannot refuse TCP.
@@ -141,14 +143,17 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
         for ns in bwrap.variants(found):
             if not ns.net and abi < MIN_ABI and not seccomp:
                 continue  # nothing would close the network
-            trial = Confinement((root,), root, "none", namespaces=ns, landlock=abi >= 1,
-                                seccomp=seccomp)  # fmt: skip
+            direct = ns.net  # as confinement() decides for a call without the proxy
+            trial = Confinement((root,), root, "none", namespaces=ns,
+                                landlock=not direct and abi >= 1, seccomp=seccomp,
+                                launcher=not direct)  # fmt: skip
             try:
-                done = subprocess.run(
-                    trial.argv([shutil.which("true") or "/bin/true"]), cwd=root,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True, timeout=15,
-                )  # fmt: skip
+                with trial.launch([shutil.which("true") or "/bin/true"]) as launch:
+                    done = subprocess.run(
+                        launch.argv, cwd=root, stdin=subprocess.DEVNULL,
+                        capture_output=True, timeout=15, pass_fds=launch.pass_fds,
+                        preexec_fn=launch.preexec_fn,
+                    )  # fmt: skip
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return None, problem or f"{found} could not run ({exc})"
             if done.returncode == 0:
@@ -173,6 +178,10 @@ class Confinement:
     landlock: bool = True
     seccomp: bool = True
     limits: Limits = field(default_factory=Limits)
+    # Our launcher (an interpreter) inside, for what bubblewrap cannot do: Landlock where it
+    # carries a promise (no namespaces; no network namespace), the proxy's bridge. Without
+    # it (:meth:`launch`), bubblewrap runs the program itself: seccomp on a descriptor.
+    launcher: bool = True
 
     def _hidden_outside(self) -> list[Path]:
         """The hidden paths outside every folder the call may write or read as a whole."""
@@ -187,53 +196,162 @@ class Confinement:
     def proxy_socket(self) -> Path:
         return self.tmp / ".agent-lsp-proxy.sock"
 
-    def argv(self, program: Sequence[str], *, cgroup_procs: Path | None = None) -> list[str]:
-        """The command line that runs ``program`` under this confinement."""
-        # -I: no cwd (the workspace) or PYTHON* variables; -S: no site-packages. Imported,
-        # not run as a script: a script is compiled on every run (~15 ms for this one), a
-        # module is loaded from the bytecode the server's own import left in __pycache__.
-        argv = [INTERPRETER, "-I", "-S", "-c", LAUNCH, str(LAUNCHER.parent)]
-        if self.landlock:
-            for root in (*self.roots, self.tmp):
-                argv += ["--write", str(root)]
-            for folder in self.readable:
-                argv += ["--read", str(folder)]
-            for path in self.hidden:
-                argv += ["--hide", str(path)]
-            if self.network != "all":
-                argv.append("--no-network")
-            if self.network == "proxy":
-                argv += ["--connect-port", str(PROXY_PORT)]
-        else:
-            argv.append("--no-landlock")
+    def argv(self, program: Sequence[str]) -> list[str]:
+        """The command line that runs ``program`` under this confinement, through the
+        launcher (an interpreter start, ~20 ms): :meth:`launch` is the faster way."""
+        return self._argv(program, cgroup=False, seccomp_fd=None)
+
+    def launch(self, program: Sequence[str], *, group: CallGroup | None = None) -> Launch:
+        """How to spawn ``program`` confined: a command line, the descriptors it inherits
+        and what runs before ``exec`` (join ``group``, set the limits). Close it after the
+        spawn (``with``)."""
+        if self.launcher:
+            join = group.join() if group is not None else None
+            argv = self._argv(program, cgroup=group is not None and group.processes,
+                              seccomp_fd=None)  # fmt: skip
+            return Launch(argv, (), join)
         own_net = self.namespaces is not None and self.namespaces.net
-        if self.seccomp:
-            closed = self.network != "all" and not own_net
-            argv += ["--seccomp", "no-sockets" if closed else "sockets"]
-        nproc = cgroup_procs is None and self.namespaces is not None
-        argv += self.limits.launcher_args(nproc=nproc)
-        if self.network == "proxy":
-            argv += ["--bridge", f"{self.proxy_socket}:{PROXY_PORT}"]
-        if cgroup_procs is not None:
-            argv += ["--cgroup", str(cgroup_procs)]
-        if self.namespaces is None:
-            argv.append("--supervise")
-        argv = [*argv, "--", *program]
+        fd = _seccomp_fd(self.network != "all" and not own_net) if self.seccomp else None
+        counted = group is not None and group.processes
+        rlimits = self.limits.rlimits(nproc=False)
+        if self.limits.processes and not counted:
+            # RLIMIT_NPROC counts per user namespace, so it is set inside the new one (set
+            # before bubblewrap it would count every process of the user).
+            prlimit = _prlimit()
+            if prlimit is not None:
+                program = [prlimit, f"--nproc={self.limits.processes}", "--", *program]
+        argv = self._argv(program, cgroup=counted, seccomp_fd=fd)
+        return Launch(argv, () if fd is None else (fd,), _before_exec(group, rlimits))
+
+    def _argv(self, program: Sequence[str], *, cgroup: bool, seccomp_fd: int | None) -> list[str]:
+        argv: list[str] = []
+        if self.launcher:
+            # -I: no cwd (the workspace) or PYTHON* variables; -S: no site-packages. Imported,
+            # not run as a script: a script is compiled on every run (~15 ms for this one), a
+            # module is loaded from the bytecode the server's own import left in __pycache__.
+            argv = [INTERPRETER, "-I", "-S", "-c", LAUNCH, str(LAUNCHER.parent)]
+            if self.landlock:
+                for root in (*self.roots, self.tmp):
+                    argv += ["--write", str(root)]
+                for folder in self.readable:
+                    argv += ["--read", str(folder)]
+                for path in self.hidden:
+                    argv += ["--hide", str(path)]
+                if self.network != "all":
+                    argv.append("--no-network")
+                if self.network == "proxy":
+                    argv += ["--connect-port", str(PROXY_PORT)]
+            else:
+                argv.append("--no-landlock")
+            own_net = self.namespaces is not None and self.namespaces.net
+            if self.seccomp:
+                closed = self.network != "all" and not own_net
+                argv += ["--seccomp", "no-sockets" if closed else "sockets"]
+            argv += self.limits.launcher_args(nproc=not cgroup and self.namespaces is not None)
+            if self.network == "proxy":
+                argv += ["--bridge", f"{self.proxy_socket}:{PROXY_PORT}"]
+            if self.namespaces is None:
+                argv.append("--supervise")
+            argv.append("--")
+        argv += program
         if self.namespaces is not None:
+            launcher = (LAUNCHER.parent, Path(INTERPRETER).parent) if self.launcher else ()
             outer = bwrap.arguments(
                 self.namespaces,
                 share_net=self.network == "all",
                 writable=(*self.roots, self.tmp),
-                readable=(*self.readable, LAUNCHER.parent, Path(INTERPRETER).parent),
-                # Landlock hides them keeping their names (reads fail with EACCES, which
-                # tells the model why); only without it are they covered by mounts.
+                readable=(*self.readable, *launcher),
+                # Landlock hides them keeping their names; without it they are covered by
+                # mounts of an unreadable file or folder (reads fail with EACCES all the
+                # same, which tells the model why).
                 hidden=() if self.landlock else self._hidden_outside(),
                 protected=self.protected,
                 cwd=(*self.roots, *self.readable, self.tmp)[0],
-                cgroup_procs=cgroup_procs,
+                seccomp_fd=seccomp_fd,
+                covers=_covers(),
             )
             argv = [*outer, *argv]
         return argv
+
+
+@dataclass
+class Launch:
+    """One confined spawn: ``subprocess`` arguments, and the descriptors to close after."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+    preexec_fn: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
+    def __enter__(self) -> Launch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@functools.cache
+def _seccomp_program(no_sockets: bool) -> bytes:
+    return seccomp_bpf.program(no_sockets=no_sockets)
+
+
+def _seccomp_fd(no_sockets: bool) -> int:
+    """A pipe's read end holding the compiled filter, for ``bwrap --seccomp FD`` (which
+    reads it whole and applies it just before exec, to bubblewrap's PID 1 as well)."""
+    program = _seccomp_program(no_sockets)
+    read, write = os.pipe()
+    try:
+        os.write(write, program)  # a few hundred bytes: within any pipe's buffer
+    finally:
+        os.close(write)
+    return read
+
+
+@functools.cache
+def _prlimit() -> str | None:
+    found = shutil.which("prlimit")
+    return found if found and os.path.isabs(found) else None
+
+
+def _before_exec(
+    group: CallGroup | None, rlimits: tuple[tuple[int, int], ...]
+) -> Callable[[], None] | None:
+    """Run in the forked child before it execs bubblewrap: join the call's cgroups, set the
+    limits. Plain syscalls only (no import, no lock: the server has threads)."""
+    join = group.join() if group is not None else None
+    setrlimit = resource.setrlimit
+
+    def before_exec() -> None:
+        if join is not None:
+            join()
+        for which, value in rlimits:
+            setrlimit(which, (value, value))
+
+    return before_exec if join is not None or rlimits else None
+
+
+_COVERS: list[tuple[str, str]] = []
+
+
+def _covers() -> tuple[str, str]:
+    """An unreadable empty folder and file (mode 000) that bubblewrap mounts read-only over
+    each hidden folder and file: reading, listing or changing them fails. Made once per
+    server, in a private folder removed at its end."""
+    if not _COVERS:
+        folder = tempfile.mkdtemp(prefix="agent-lsp-covers-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        hidden_dir, hidden_file = os.path.join(folder, "folder"), os.path.join(folder, "file")
+        os.mkdir(hidden_dir, 0)
+        os.close(os.open(hidden_file, os.O_CREAT | os.O_WRONLY, 0))
+        os.chmod(hidden_dir, 0)
+        os.chmod(hidden_file, 0)
+        _COVERS.append((hidden_dir, hidden_file))
+    return _COVERS[0]
 
 
 def confinement(
@@ -266,6 +384,16 @@ def confinement(
         net = "proxy"
     else:
         net = "none"
+    # bubblewrap alone (no interpreter inside) where its mounts and own network namespace
+    # give every promise; the launcher where Landlock carries one (no network namespace:
+    # abstract sockets, TCP) or the proxy's bridge must listen inside.
+    launcher = ns is None or not ns.net or net == "proxy"
+    hidden = policy.hidden_paths
+    if not launcher:
+        # A hidden path that does not exist yet, in a folder too large to rebuild: Landlock.
+        folders = [os.path.realpath(f) for f in (*roots, *(() if writes else (workspace_root,)))]
+        outside = [p for p in hidden if not any(is_within(os.path.realpath(p), f) for f in folders)]
+        launcher = not bwrap.can_hide(outside)
     protected: tuple[Path, ...] = ()
     if ns is not None and roots and not git_writable:
         protected = tuple(
@@ -284,9 +412,10 @@ def confinement(
         protected=protected,
         allowed_hosts=allowed if net == "proxy" else (),
         namespaces=ns,
-        landlock=state.abi >= (1 if ns is not None else MIN_ABI),
+        landlock=launcher and state.abi >= (1 if ns is not None else MIN_ABI),
         seccomp=state.seccomp,
         limits=policy.limits,
+        launcher=launcher,
     )
 
 
@@ -294,9 +423,9 @@ def weakened(state: SandboxSupport) -> list[str]:
     """The promises that do not hold in full on this system (empty: all of them do)."""
     if state.namespaces is not None:
         lost = state.namespaces.weakened()
-        if state.abi < 1:
+        if state.abi < 1 and not state.namespaces.net:
             lost.append("no Landlock: the namespaces alone confine files")
-        return lost
+        return lost + _no_call_memory()
     if not state.available:
         return ["no sandbox at all: every bash call asks first and runs with your rights"]
     lost = [
@@ -313,7 +442,14 @@ def weakened(state: SandboxSupport) -> list[str]:
         lost.append("no seccomp filter: ptrace, io_uring, UDP and other sockets are open")
     if pids_base() is None:
         lost.append("no process limit (no cgroup and no user namespace to count in)")
-    return lost
+    return lost + _no_call_memory()
+
+
+def _no_call_memory() -> list[str]:
+    if memory_base() is not None:
+        return []
+    return ["no memory limit for a call as a whole (no memory cgroup the server may make): "
+            "only each process's own"]  # fmt: skip
 
 
 @contextlib.asynccontextmanager
@@ -346,7 +482,10 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
     layers = {
         "namespaces": ns is not None,
         "networkNamespace": ns is not None and ns.net,
-        "landlock": enforced and state.abi >= (1 if ns is not None else MIN_ABI),
+        # Inside bubblewrap only where there is no network namespace (it then closes TCP and
+        # abstract sockets); the proxy's calls have it too (their launcher runs anyway).
+        "landlock": enforced
+        and (state.abi >= MIN_ABI if ns is None else not ns.net and state.abi >= 1),
         "seccomp": enforced and state.seccomp,
         "processLimit": (
             "cgroup"
@@ -356,6 +495,9 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
             else None
         )
         if enforced and policy.limits.processes
+        else None,
+        "callMemoryLimit": "cgroup"
+        if enforced and policy.limits.call_memory_mb and memory_base() is not None
         else None,
     }
     described: dict[str, Any] = {
@@ -376,6 +518,7 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
             "processes": policy.limits.processes,
             "fileSizeMB": policy.limits.file_size_mb,
             "memoryMB": policy.limits.memory_mb,
+            "callMemoryMB": policy.limits.call_memory_mb,
         },
         "bwrap": ns.bwrap if ns is not None else None,
         # Why the full form is not in force: namespaces refused, or a weaker form of them.
