@@ -439,3 +439,36 @@ def test_what_a_call_would_ask() -> None:
     allowed = sandbox.call_permission(SandboxPolicy(network=True), "npm ci", "network", "x")
     assert not allowed.required
     assert not sandbox.call_permission(SandboxPolicy("off"), "rm x", "unsandboxed", "x").required
+
+
+# -- the call's memory total (issue 33) ---------------------------------------------------
+
+
+async def test_the_calls_memory_total_stops_what_each_process_may_do_alone(
+    workspace: Path,
+) -> None:
+    from tools import sandbox_limits
+    from tools.sandbox_limits import Limits
+
+    if sandbox_limits.memory_base() is None:
+        pytest.skip("no memory cgroup can be made here (not root, no delegation)")
+    # Two processes of 90 MB each: within the per-process limit, past the call's 150 MB.
+    policy = SandboxPolicy(limits=Limits(memory_mb=1024, call_memory_mb=150))
+    grow = "python3 -c 'import time; b = b\"x\" * (90 << 20); time.sleep(3)'"
+    result = await bash(
+        workspace, f"{grow} & {grow} & wait -n; a=$?; wait -n; exit $((a | $?))", policy
+    )
+    assert is_error(result), result
+    assert "memory limit for the whole call (150 MB)" in result and "maxCallMemoryMB" in result
+    # ...and an ordinary call runs under it.
+    assert await bash(workspace, "echo ok", policy) == "ok\n"
+    # The call's cgroups are gone once the pool removed them (off the call's path).
+    base = sandbox_limits.memory_base()
+    assert base is not None
+    prefix = f"{sandbox_limits.PREFIX}{os.getpid()}-"
+    for _ in range(200):
+        left = [p for p in os.listdir(base) if p.startswith(prefix)]
+        if len(left) <= 2 * sandbox_limits.POOL_SIZE:  # the prepared ones stay
+            break
+        await asyncio.sleep(0.05)
+    assert len(left) <= 2 * sandbox_limits.POOL_SIZE, left

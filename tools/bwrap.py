@@ -92,6 +92,7 @@ def arguments(
     cwd: Path,
     seccomp_fd: int | None = None,
     covers: tuple[str, str] | None = None,
+    cgroup_procs: Sequence[Path] = (),
 ) -> list[str]:
     """The ``bwrap`` command line up to (not including) the program.
 
@@ -102,7 +103,8 @@ def arguments(
     read-only over it (what git obeys); ``seccomp_fd``: a descriptor holding the
     compiled seccomp filter, applied by bubblewrap just before it execs the program;
     ``covers``: an unreadable folder and file mounted over each hidden folder and file
-    (else an empty read-only tmpfs and ``/dev/null``).
+    (else an empty read-only tmpfs and ``/dev/null``); ``cgroup_procs``: the call's
+    ``cgroup.procs`` files, the only files of the cgroup trees left writable.
     """
     # No --new-session: the server starts bubblewrap in a session of its own, so there is no
     # controlling terminal to inject into (and seccomp refuses TIOCSTI), and staying in
@@ -131,6 +133,8 @@ def arguments(
     # Private, and read-only once the folders beneath are bound: writes go to the writable
     # folders only (Landlock said so too, where it runs inside; without it, this does).
     argv += ["--remount-ro", "/tmp", "--remount-ro", "/dev/shm"]
+    for procs in cgroup_procs:  # the call's first process joins its cgroups through them
+        argv += ["--bind", str(procs), str(procs)]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--chdir", str(cwd), "--"]
@@ -144,7 +148,10 @@ MAX_NAMES = 200
 def _outermost(hidden: Sequence[Path]) -> list[str]:
     """Where they really are (a symlinked config file is covered at its target), and only
     the outermost: what lies beneath a covered folder is gone with it."""
-    covered = {os.path.realpath(p) for p in hidden}
+    # /dev and /proc are the sandbox's own (fresh): nothing of the host's there to hide, and
+    # covering a device (``AGENT_LSP_ENV_FILE=/dev/null``) would break every command.
+    covered = {os.path.realpath(p) for p in hidden} - {"/dev", "/proc"}
+    covered = {p for p in covered if not p.startswith(("/dev/", "/proc/"))}
     return [
         path
         for path in sorted(covered, key=_depth)

@@ -18,9 +18,10 @@
   past it the kernel's OOM killer ends a process of the call (``SIGKILL``).
 
 The cgroups are made ahead of the calls (:class:`CgroupPool`, two per set of limits) and
-removed after them off the call's path; the process that starts the call joins them before
-it execs (``preexec_fn``), so everything the call starts is counted. The rlimits are set in
-that same place, before ``exec``: no interpreter runs inside the sandbox for them.
+removed after them off the call's path; the call's first process inside the sandbox joins
+them (``sh`` writing ``0`` to each ``cgroup.procs``, or the launcher), so everything the
+command starts is counted. With bubblewrap alone the rlimits are set by ``prlimit`` just
+before the program: no interpreter runs inside the sandbox for them.
 ``0`` turns a limit off. What the kernel says when one is hit is recognised in the output
 (:func:`hit`), so the model and the user are told which limit, and which setting raises it.
 """
@@ -33,7 +34,6 @@ import contextlib
 import os
 import re
 import resource
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,26 +207,9 @@ class CallGroup:
     processes: bool = False  # pids.max is set in one of them
     memory: bool = False  # the memory limit is set in one of them
 
-    def join(self) -> Callable[[], None]:
-        """What the call's first process runs after fork, before exec: join every folder
-        ("0" is the writer itself). Plain syscalls only (it runs in a forked child of a
-        threaded server). A failure costs the limit, not the call."""
-        files = [os.fsencode(folder / "cgroup.procs") for folder in self.folders]
-
-        def join() -> None:
-            for path in files:
-                try:
-                    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-                except OSError:
-                    continue
-                try:
-                    os.write(fd, b"0")
-                except OSError:
-                    pass
-                finally:
-                    os.close(fd)
-
-        return join
+    def procs_files(self) -> list[Path]:
+        """The ``cgroup.procs`` files the call's first process writes ``0`` to (joins)."""
+        return [folder / "cgroup.procs" for folder in self.folders]
 
     def hits(self) -> frozenset[str]:
         """Which limits the call reached: "processes" (a fork refused), "memory" (a process
@@ -327,12 +310,14 @@ class CgroupPool:
         task.add_done_callback(self._tasks.discard)
 
     async def _after(self, group: CallGroup | None, key: Limits) -> None:
-        # Empty once the call's processes are reaped, which may trail its exit a little.
+        # In a thread: removing a cgroup may wait for the kernel (an RCU grace period), and
+        # the event loop is still finishing the call. Empty once the call's processes are
+        # reaped, which may trail its exit a little.
         for _ in range(200):
-            if group is None or group.remove():
+            if group is None or await asyncio.to_thread(group.remove):
                 break
             await asyncio.sleep(0.01)
-        self.fill(key)
+        await asyncio.to_thread(self.fill, key)
 
     def fill(self, limits: Limits) -> None:
         """Make groups for these limits up to the pool's size."""

@@ -286,7 +286,6 @@ async def run_command(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             pass_fds=launch.pass_fds if launch else (),
-            preexec_fn=launch.preexec_fn if launch else None,
         )
     )
     if launch is not None:
@@ -303,7 +302,10 @@ async def run_command(
 
     try:
         exited = await _wait_event(protocol.exited, time_limit)
-        await _settle(transport, protocol, drain=exited)
+        # bubblewrap exits after its PID namespace is empty (its PID 1 ended, and the kernel
+        # killed and reaped the rest): no process of the call is left to look for.
+        emptied = exited and confinement is not None and confinement.namespaces is not None
+        await _settle(transport, protocol, drain=exited, group_gone=emptied)
     except asyncio.CancelledError:
         await _finish_despite_cancel(_settle(transport, protocol, drain=False))
         raise
@@ -443,13 +445,19 @@ class _ShellProtocol(asyncio.SubprocessProtocol):
 
 
 async def _settle(
-    transport: asyncio.SubprocessTransport, protocol: _ShellProtocol, *, drain: bool
+    transport: asyncio.SubprocessTransport,
+    protocol: _ShellProtocol,
+    *,
+    drain: bool,
+    group_gone: bool = False,
 ) -> None:
-    """End the call: let the pipe drain briefly, stop the group, release the transport."""
+    """End the call: let the pipe drain briefly, stop the group (unless ``group_gone``:
+    known to be empty), release the transport."""
     try:
         if drain:
             await _wait_event(protocol.output_closed, DRAIN_GRACE)
-        await _terminate_group(transport.get_pid())
+        if not group_gone:
+            await _terminate_group(transport.get_pid())
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SETTLE_TIMEOUT
         for event in (protocol.exited, protocol.output_closed):
