@@ -462,13 +462,22 @@ async def test_the_calls_memory_total_stops_what_each_process_may_do_alone(
     assert "memory limit for the whole call (150 MB)" in result and "maxCallMemoryMB" in result
     # ...and an ordinary call runs under it.
     assert await bash(workspace, "echo ok", policy) == "ok\n"
-    # The call's cgroups are gone once the pool removed them (off the call's path).
+    # The call's cgroups are gone once the pool removed them (off the call's path): what
+    # is left are the ones prepared for the next calls.
     base = sandbox_limits.memory_base()
     assert base is not None
     prefix = f"{sandbox_limits.PREFIX}{os.getpid()}-"
+
+    def left() -> set[str]:
+        return {p for p in os.listdir(base) if p.startswith(prefix)}
+
+    def prepared() -> set[str]:  # and those of calls whose event loop (test) is gone
+        pool = sandbox_limits.POOL
+        groups = [*(g for ready in pool._ready.values() for g in ready), *pool._retiring]
+        return {f.name for g in groups for f in g.folders}
+
     for _ in range(200):
-        left = [p for p in os.listdir(base) if p.startswith(prefix)]
-        if len(left) <= 2 * sandbox_limits.POOL_SIZE:  # the prepared ones stay
+        if left() == prepared():
             break
         await asyncio.sleep(0.05)
-    assert len(left) <= 2 * sandbox_limits.POOL_SIZE, left
+    assert left() == prepared()

@@ -93,6 +93,7 @@ def arguments(
     seccomp_fd: int | None = None,
     covers: tuple[str, str] | None = None,
     cgroup_procs: Sequence[Path] = (),
+    sync_fds: tuple[int, int] | None = None,
 ) -> list[str]:
     """The ``bwrap`` command line up to (not including) the program.
 
@@ -104,7 +105,9 @@ def arguments(
     compiled seccomp filter, applied by bubblewrap just before it execs the program;
     ``covers``: an unreadable folder and file mounted over each hidden folder and file
     (else an empty read-only tmpfs and ``/dev/null``); ``cgroup_procs``: the call's
-    ``cgroup.procs`` files, the only files of the cgroup trees left writable.
+    ``cgroup.procs`` files, the only files of the cgroup trees left writable;
+    ``sync_fds``: where bubblewrap writes its sandbox's PID, and what it waits on before
+    it starts the program (so the server can move that process into the call's cgroups).
     """
     # No --new-session: the server starts bubblewrap in a session of its own, so there is no
     # controlling terminal to inject into (and seccomp refuses TIOCSTI), and staying in
@@ -137,6 +140,8 @@ def arguments(
         argv += ["--bind", str(procs), str(procs)]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
+    if sync_fds is not None:
+        argv += ["--info-fd", str(sync_fds[0]), "--block-fd", str(sync_fds[1])]
     return [*argv, "--chdir", str(cwd), "--"]
 
 

@@ -204,10 +204,11 @@ class Confinement:
         """How to spawn ``program`` confined, in ``group`` (the call's cgroups): a command
         line and the descriptors it inherits (close them after the spawn: ``with``).
 
-        Without the launcher: ``bwrap [mounts] --seccomp FD -- [sh JOIN] prlimit LIMITS --
-        program``: the filter compiled here, passed on a pipe; ``sh`` (only with cgroups)
-        writes ``0`` to each ``cgroup.procs``; ``prlimit`` sets the rlimits and execs. No
-        ``preexec_fn``: it would make the server fork rather than vfork (~10 ms here).
+        Without the launcher: ``bwrap [mounts] --seccomp FD [--info-fd I --block-fd B] --
+        prlimit LIMITS -- program``: the filter compiled here, passed on a pipe; the server
+        moves the sandbox into the call's cgroups (:meth:`Launch.join`); ``prlimit`` sets
+        the rlimits and execs. No ``preexec_fn``: it would make the server fork rather than
+        vfork (~10 ms here).
         """
         procs = tuple(group.procs_files()) if group is not None else ()
         counted = group is not None and group.processes
@@ -219,12 +220,19 @@ class Confinement:
         ]
         if limits:
             program = [_prlimit() or "prlimit", *limits, "--", *program]
-        if procs:
-            program = [_sh(), "-c", JOIN, "sh", *map(str, procs), "--", *program]
         own_net = self.namespaces is not None and self.namespaces.net
         fd = _seccomp_fd(self.network != "all" and not own_net) if self.seccomp else None
-        argv = self._argv(program, procs=procs, counted=counted, seccomp_fd=fd)
-        return Launch(argv, () if fd is None else (fd,))
+        passed = () if fd is None else (fd,)
+        if group is None or not group.folders:
+            return Launch(self._argv(program, counted=counted, seccomp_fd=fd), passed)
+        # The server moves the sandbox's first process into the call's cgroups while
+        # bubblewrap builds the mounts (joining one waits for the kernel, ~12 ms: in
+        # parallel, not in turn); it waits on block_fd until then (:meth:`Launch.join`).
+        info_read, info_write = os.pipe()
+        block_read, block_write = os.pipe()
+        argv = self._argv(program, counted=counted, seccomp_fd=fd,
+                          sync_fds=(info_write, block_read))  # fmt: skip
+        return Launch(argv, (*passed, info_write, block_read), info_read, block_write, group)
 
     def _argv(
         self,
@@ -233,6 +241,7 @@ class Confinement:
         procs: Sequence[Path] = (),
         counted: bool = False,
         seccomp_fd: int | None = None,
+        sync_fds: tuple[int, int] | None = None,
     ) -> list[str]:
         argv: list[str] = []
         if self.launcher:
@@ -282,6 +291,7 @@ class Confinement:
                 seccomp_fd=seccomp_fd,
                 covers=_covers(),
                 cgroup_procs=procs,
+                sync_fds=sync_fds,
             )
             argv = [*outer, *argv]
         return argv
@@ -289,10 +299,15 @@ class Confinement:
 
 @dataclass
 class Launch:
-    """One confined spawn: ``subprocess`` arguments, and the descriptors to close after."""
+    """One confined spawn: ``subprocess`` arguments; the descriptors the child inherits,
+    closed here once it is spawned (:meth:`close`); and, with cgroups and bubblewrap alone,
+    the server's ends of the pipes that :meth:`join` moves the sandbox into them with."""
 
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
+    info_fd: int | None = None  # bubblewrap writes its sandbox's PID here (--info-fd)
+    block_fd: int | None = None  # which it waits on before the program starts (--block-fd)
+    group: CallGroup | None = None
 
     def close(self) -> None:
         for fd in self.pass_fds:
@@ -300,11 +315,53 @@ class Launch:
                 os.close(fd)
         self.pass_fds = ()
 
+    async def join(self) -> None:
+        """After the spawn: move bubblewrap's sandbox (its PID 1, before it starts the
+        program) into the call's cgroups, then let it go on. Whatever happens, it goes on
+        (a failure costs the limits, not the call); if the call is cancelled meanwhile its
+        process group is killed anyway."""
+        info, block, self.block_fd = self.info_fd, self.block_fd, None
+        if info is None or block is None:
+            return
+        try:
+            pid = await asyncio.to_thread(_sandbox_pid, info)
+            if pid is not None and self.group is not None:
+                await asyncio.to_thread(self.group.move, pid)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(block)  # EOF: bubblewrap goes on
+        # info_fd stays open until the call ends (abandon): bubblewrap may still be writing
+        # the rest of its JSON, and a closed pipe would kill it (SIGPIPE).
+
+    def abandon(self) -> None:
+        """The call ended, or its spawn failed: close everything."""
+        self.close()
+        for fd in (self.info_fd, self.block_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.info_fd = self.block_fd = None
+
     def __enter__(self) -> Launch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.abandon()
+
+
+_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)\s*[,}\n]')
+
+
+def _sandbox_pid(fd: int) -> int | None:
+    """The PID bubblewrap reports on ``--info-fd`` (its JSON's first field). Read as it
+    comes, not to EOF: the sandbox keeps a copy of the pipe open while it waits."""
+    seen = b""
+    while not (found := _CHILD_PID.search(seen)):
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None  # bubblewrap failed before it started the sandbox
+        seen += chunk
+    return int(found.group(1))
 
 
 @functools.cache
@@ -330,18 +387,6 @@ def _prlimit() -> str | None:
     return found if found and os.path.isabs(found) else None
 
 
-def _sh() -> str:
-    found = shutil.which("sh")
-    return found if found and os.path.isabs(found) else "/bin/sh"
-
-
-# ``sh -c JOIN sh PROCS... -- PROGRAM...``: join each cgroup ("0": the writer itself, in
-# whatever PID namespace), then exec the program. A failure costs the limit, not the call.
-JOIN = (
-    'for f; do shift; [ "$f" = -- ] && break; { echo 0 > "$f"; } 2>/dev/null || '
-    'echo "agent-lsp sandbox note: no process or memory limit in this call" >&2; done; '
-    'exec "$@"'
-)
 _PRLIMIT_NAMES = {
     resource.RLIMIT_NPROC: "nproc",
     resource.RLIMIT_FSIZE: "fsize",

@@ -18,10 +18,12 @@
   past it the kernel's OOM killer ends a process of the call (``SIGKILL``).
 
 The cgroups are made ahead of the calls (:class:`CgroupPool`, two per set of limits) and
-removed after them off the call's path; the call's first process inside the sandbox joins
-them (``sh`` writing ``0`` to each ``cgroup.procs``, or the launcher), so everything the
-command starts is counted. With bubblewrap alone the rlimits are set by ``prlimit`` just
-before the program: no interpreter runs inside the sandbox for them.
+removed after them off the call's path. The server moves bubblewrap's sandbox into them
+while bubblewrap builds its mounts (it waits before starting the program), or the launcher
+joins them first thing; so everything the command starts is counted. With bubblewrap
+alone the rlimits are set by ``prlimit`` just before the program: no interpreter runs
+inside the sandbox for them.
+
 ``0`` turns a limit off. What the kernel says when one is hit is recognised in the output
 (:func:`hit`), so the model and the user are told which limit, and which setting raises it.
 """
@@ -211,6 +213,13 @@ class CallGroup:
         """The ``cgroup.procs`` files the call's first process writes ``0`` to (joins)."""
         return [folder / "cgroup.procs" for folder in self.folders]
 
+    def move(self, pid: int) -> None:
+        """Move process ``pid`` (not yet forked the call's others) into every folder.
+        A failure costs the limit, not the call."""
+        for path in self.procs_files():
+            with contextlib.suppress(OSError):
+                path.write_text(str(pid))
+
     def hits(self) -> frozenset[str]:
         """Which limits the call reached: "processes" (a fork refused), "memory" (a process
         killed by the OOM killer)."""
@@ -284,6 +293,8 @@ class CgroupPool:
         self._ready: dict[Limits, list[CallGroup]] = {}
         self._count = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        # Used, not removed yet (their processes being reaped, or their loop gone).
+        self._retiring: list[CallGroup] = []
 
     def _name(self) -> str:
         self._count += 1
@@ -301,6 +312,8 @@ class CgroupPool:
 
     def give_back(self, group: CallGroup | None, limits: Limits) -> None:
         """After a call: remove its group and make the next ones, in the background."""
+        if group is not None:
+            self._retiring.append(group)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -317,6 +330,8 @@ class CgroupPool:
             if group is None or await asyncio.to_thread(group.remove):
                 break
             await asyncio.sleep(0.01)
+        if group is not None and not group.folders:
+            self._retiring.remove(group)
         await asyncio.to_thread(self.fill, key)
 
     def fill(self, limits: Limits) -> None:
@@ -330,11 +345,11 @@ class CgroupPool:
             ready.append(group)
 
     def close(self) -> None:
-        """Remove the prepared groups (the server's end)."""
-        for ready in self._ready.values():
-            for group in ready:
-                group.remove()
+        """Remove the prepared groups, and used ones still there (the server's end)."""
+        for group in [*(g for ready in self._ready.values() for g in ready), *self._retiring]:
+            group.remove()
         self._ready.clear()
+        self._retiring.clear()
 
 
 def _key(limits: Limits) -> Limits:

@@ -295,12 +295,18 @@ async def run_command(
     try:
         transport, protocol = await asyncio.shield(spawn)
     except asyncio.CancelledError:
+        if launch is not None:
+            launch.abandon()  # bubblewrap, if it started, goes on: its group is killed
         await _finish_despite_cancel(_abandon(spawn))
         raise
     except OSError as exc:
+        if launch is not None:
+            launch.abandon()
         return _missing_workspace(cwd) or f"Error: could not start bash: {exc}"
 
     try:
+        if launch is not None:
+            await launch.join()  # into the call's cgroups, before the command starts
         exited = await _wait_event(protocol.exited, time_limit)
         # bubblewrap exits after its PID namespace is empty (its PID 1 ended, and the kernel
         # killed and reaped the rest): no process of the call is left to look for.
@@ -309,6 +315,9 @@ async def run_command(
     except asyncio.CancelledError:
         await _finish_despite_cancel(_settle(transport, protocol, drain=False))
         raise
+    finally:
+        if launch is not None:
+            launch.abandon()
 
     text = output.render()
     if not exited:
