@@ -30,12 +30,14 @@ import dataclasses
 import json
 import os
 import platform
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,6 +50,7 @@ from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
 from tools import sandbox, sandbox_limits  # noqa: E402
 from tools.sandbox import SandboxPolicy  # noqa: E402
+from tools.sandbox_limits import Limits  # noqa: E402
 from tools.shell import bash_tool  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "sandbox.md"
@@ -85,7 +88,76 @@ def variant(name: str, full: sandbox.SandboxSupport) -> Iterator[None]:
         sandbox.support, sandbox.confinement, sandbox_limits.POOL.take = saved  # type: ignore[method-assign]
 
 
-async def measure(rounds: int) -> dict[str, dict[str, float]]:
+PIECES = {
+    "true": "`true` spawned directly (the pieces' baseline)",
+    "bwrap": "`bwrap` with the full form's mounts (agent-lsp's files covered) `-- true`",
+    "seccomp": "+ `--seccomp FD` (the filter on a pipe)",
+    "prlimit": "+ `prlimit` (the rlimits) before `true`: the full form without cgroups",
+    "cgroups": "+ moved into fresh call cgroups while it builds its mounts (`--block-fd`)",
+    "join-after": "the same cgroups joined in turn instead (`echo 0 > cgroup.procs` inside)",
+    "launcher": "bubblewrap + the launcher (Landlock, seccomp, limits) `-- true` (before)",
+}
+
+
+def _pieces(root: Path, tmp: Path, hidden: tuple[Path, ...]) -> dict[str, Callable[[], None]]:
+    """Each piece of the full form spawned alone (``true`` as the program)."""
+    policy = SandboxPolicy(hidden_paths=hidden)
+    full = sandbox.confinement(policy, root, tmp)
+    assert full is not None and not full.launcher
+    bare = dataclasses.replace(full, seccomp=False, limits=Limits(0, 0, 0, 0))
+    no_limits = dataclasses.replace(full, limits=Limits(0, 0, 0, 0))
+    launcher = dataclasses.replace(full, launcher=True, landlock=True)
+    true = [shutil.which("true") or "/bin/true"]
+
+    def run(launch: sandbox.Launch) -> None:
+        with launch:
+            subprocess.run(launch.argv, pass_fds=launch.pass_fds, check=True,
+                           stdin=subprocess.DEVNULL)  # fmt: skip
+
+    def in_groups(after: bool) -> None:
+        group = sandbox_limits.make_group(Limits(), f"agent-lsp-{os.getpid()}-bench")
+        assert group is not None
+        try:
+            if after:
+                join = "; ".join(f"echo 0 > {p}" for p in group.procs_files())
+                argv = full._argv(["/bin/sh", "-c", f"{join}; exec true"],
+                                  procs=group.procs_files())  # fmt: skip
+                subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
+                return
+            with full.launch(true, group=group) as launch:
+                child = subprocess.Popen(launch.argv, pass_fds=launch.pass_fds,
+                                         stdin=subprocess.DEVNULL)  # fmt: skip
+                launch.close()
+                assert launch.info_fd is not None and launch.block_fd is not None
+                pid = sandbox._sandbox_pid(launch.info_fd)
+                if pid is not None:
+                    group.move(pid)
+                os.close(launch.block_fd)
+                launch.block_fd = None
+                assert child.wait() == 0
+        finally:
+            while not group.remove():
+                time.sleep(0.001)
+
+    return {
+        "true": lambda: subprocess.run(true, check=True),
+        "bwrap": lambda: run(bare.launch(true)),
+        "seccomp": lambda: run(no_limits.launch(true)),
+        "prlimit": lambda: run(full.launch(true)),
+        "cgroups": lambda: in_groups(after=False),
+        "join-after": lambda: in_groups(after=True),
+        "launcher": lambda: run(launcher.launch(true)),
+    }
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000
+
+
+async def measure(
+    rounds: int,
+) -> tuple[dict[str, dict[str, tuple[float, float, float]]], dict[str, float]]:
     full = sandbox.support()
     assert full.namespaces is not None and full.namespaces.net, full
     with tempfile.TemporaryDirectory(prefix="agent-lsp-bench-") as folder:
@@ -101,26 +173,49 @@ async def measure(rounds: int) -> dict[str, dict[str, float]]:
                 "off" if name == "off" else "workspace-write", hidden_paths=hidden))]))
             for name in VARIANTS
         }  # fmt: skip
-        samples: dict[str, dict[str, list[float]]] = {
+        # (wall, CPU of the processes the call ran, CPU of this process) per call.
+        samples: dict[str, dict[str, list[tuple[float, float, float]]]] = {
             c: {v: [] for v in VARIANTS} for c in COMMANDS
         }
+        pieces = _pieces(root, Path(folder), hidden)
+        piece_samples: dict[str, list[float]] = {name: [] for name in pieces}
         for index in range(rounds + 2):
+            for name in sorted(pieces, key=lambda n: hash((n, index))):
+                time.sleep(0.05)  # noqa: ASYNC251 (the pieces are spawned synchronously)
+                started = time.perf_counter()
+                pieces[name]()
+                if index >= 2:
+                    piece_samples[name].append((time.perf_counter() - started) * 1000)
             order = VARIANTS[index % len(VARIANTS) :] + VARIANTS[: index % len(VARIANTS)]
             for name in order:
                 for label, command in COMMANDS.items():
                     with variant(name, full):
+                        children, own = _children_cpu(), time.process_time()
                         started = time.perf_counter()
                         out = await runtimes[name].execute("bash", json.dumps({"command": command}))
                         wall = (time.perf_counter() - started) * 1000
+                        cpu = _children_cpu() - children
+                        server = (time.process_time() - own) * 1000
                     assert out.startswith("(no output)"), (name, out)
                     if index >= 2:  # the first rounds warm up (pool, caches)
-                        samples[label][name].append(wall)
+                        samples[label][name].append((wall, cpu, server))
                     await asyncio.sleep(0.05)  # calls are seconds apart in real use
-        return {c: {v: statistics.median(s) for v, s in by.items()} for c, by in samples.items()}
+        calls = {
+            c: {
+                v: tuple(statistics.median(x[i] for x in s) for i in range(3))
+                for v, s in by.items()
+            }  # type: ignore[misc]
+            for c, by in samples.items()
+        }
+        return calls, {n: statistics.median(s) for n, s in piece_samples.items()}  # type: ignore[return-value]
 
 
 def report(
-    medians: dict[str, dict[str, float]], rounds: int, load: tuple[float, float], took: float
+    medians: dict[str, dict[str, tuple[float, float, float]]],
+    pieces: dict[str, float],
+    rounds: int,
+    load: tuple[float, float],
+    took: float,
 ) -> str:
     lines = [
         "### Bash sandbox cost per call",
@@ -133,20 +228,43 @@ def report(
         f"cgroups: pids {'yes' if sandbox_limits.pids_base() else 'no'}, memory "
         f"{'yes' if sandbox_limits.memory_base() else 'no'}; Python {platform.python_version()}. "
         "Medians of the rounds; each round runs every variant once per command through the "
-        "real bash tool, in an order rotated round by round, 50 ms apart.",
+        "real bash tool, in an order rotated round by round, 50 ms apart. Server CPU: this "
+        "process's own (the tool, the event loop), which a loaded machine stretches far less "
+        "than wall time (the sandboxed processes' CPU cannot be counted: bubblewrap's PID 1 "
+        "reaps them and reports no usage).",
         "",
-        "| command | sandbox | wall | no sandbox (same run) | added | target |",
-        "|---|---|---|---|---|---|",
+        "| command | sandbox | wall | no sandbox (same run) | added | target "
+        "| server CPU | added |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for command, by in medians.items():
         base = by["off"]
         for name in VARIANTS:
-            added = by[name] - base
+            wall, _, server = by[name]
+            added = wall - base[0]
             target = TARGETS.get(name)
             met = "met" if target is not None and added <= target else "NOT met"
             verdict = "baseline" if name == "off" else f"<= {target:g} ms: {met}" if target else ""
-            lines.append(f"| {command} | {LABELS[name]} | {by[name]:.1f} ms | {base:.1f} ms | "
-                         f"{added:+.1f} ms | {verdict} |")  # fmt: skip
+            lines.append(
+                f"| {command} | {LABELS[name]} | {wall:.1f} ms | {base[0]:.1f} ms | "
+                f"{added:+.1f} ms | {verdict} | {server:.1f} ms | {server - base[2]:+.1f} ms |"
+            )
+    lines += [
+        "",
+        "### Where the time goes",
+        "",
+        "Each piece spawned alone in the same rounds (`true` as the program), 50 ms apart:",
+        "",
+        "| piece | wall | over the row above |",
+        "|---|---|---|",
+    ]
+    previous = None
+    for name, label in PIECES.items():
+        step = "" if previous is None else f"{pieces[name] - pieces[previous]:+.2f} ms"
+        if name in ("join-after", "launcher"):
+            step = f"{pieces[name] - pieces['prlimit']:+.2f} ms over the full form without cgroups"
+        lines.append(f"| {label} | {pieces[name]:.2f} ms | {step} |")
+        previous = name if name not in ("join-after", "launcher") else previous
     return "\n".join(lines) + "\n"
 
 
@@ -156,8 +274,10 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    medians = asyncio.run(measure(args.rounds))
-    text = report(medians, args.rounds, (load, os.getloadavg()[0]), time.perf_counter() - started)
+    medians, pieces = asyncio.run(measure(args.rounds))
+    text = report(
+        medians, pieces, args.rounds, (load, os.getloadavg()[0]), time.perf_counter() - started
+    )
     RESULTS.write_text(text)
     print(text)
 
