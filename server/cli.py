@@ -153,6 +153,7 @@ def _add_sandbox_arguments(ask: argparse.ArgumentParser) -> None:
         ("--max-processes", "processes a command may run at once (default 1024)"),
         ("--max-file-size-mb", "size of a file a command may write, in MB (default 8192)"),
         ("--max-memory-mb", "memory one process of a command may allocate, in MB (default 8192)"),
+        ("--max-call-memory-mb", "memory all processes of a command may use, in MB (default 8192)"),
     ):
         group.add_argument(flag, type=int, metavar="N", help=what)
     group.add_argument(

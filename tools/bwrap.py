@@ -91,7 +91,10 @@ def arguments(
     protected: Sequence[Path],
     cwd: Path,
     pinned: Sequence[Path] = (),
-    cgroup_procs: Path | None = None,
+    seccomp_fd: int | None = None,
+    covers: tuple[str, str] | None = None,
+    cgroup_procs: Sequence[Path] = (),
+    sync_fds: tuple[int, int] | None = None,
 ) -> list[str]:
     """The ``bwrap`` command line up to (not including) the program.
 
@@ -101,8 +104,13 @@ def arguments(
     read-only mount; ``protected``: existing paths inside a writable folder bound
     read-only over it (what git obeys); ``pinned``: folders inside a writable one bound
     read-write onto themselves, so that a rename of them fails (a mount point cannot be
-    moved: ``mv .git .git-old`` gets EBUSY); ``cgroup_procs``: the call's ``cgroup.procs``,
-    the one file of the cgroup tree left writable.
+    moved: ``mv .git .git-old`` gets EBUSY); ``seccomp_fd``: a descriptor holding the
+    compiled seccomp filter, applied by bubblewrap just before it execs the program;
+    ``covers``: an unreadable folder and file mounted over each hidden folder and file
+    (else an empty read-only tmpfs and ``/dev/null``); ``cgroup_procs``: the call's
+    ``cgroup.procs`` files, the only files of the cgroup trees left writable;
+    ``sync_fds``: where bubblewrap writes its sandbox's PID, and what it waits on before
+    it starts the program (so the server can move that process into the call's cgroups).
     """
     # No --new-session: the server starts bubblewrap in a session of its own, so there is no
     # controlling terminal to inject into (and seccomp refuses TIOCSTI), and staying in
@@ -115,6 +123,9 @@ def arguments(
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"]
     argv += ["--proc", "/proc"] if ns.proc else ["--ro-bind", "/proc", "/proc"]
     argv += ["--tmpfs", "/tmp"]
+    # Before the folders bound read-write and readable: a folder the call may write or read
+    # as a whole stays so (the policy's rule), even beneath a hidden one.
+    argv += _hide(hidden, covers)
     # Parents before children: a later mount covers what an earlier one put beneath it.
     # "-try": a writableRoots entry that does not exist (yet) binds nothing, rather than
     # failing every call; what exists is checked by the caller (the workspace).
@@ -123,23 +134,111 @@ def arguments(
             argv += ["--ro-bind-try", path, path]
     for path in sorted({*map(str, writable)}, key=_depth):
         argv += ["--bind-try", path, path]
-    # Where they really are (a symlinked config file is covered at its target), and only
-    # the outermost: what lies beneath a covered folder is gone with it.
-    covered = {os.path.realpath(p) for p in hidden}
-    for path in sorted(covered, key=_depth):
-        if any(path.startswith(other.rstrip("/") + "/") for other in covered):
-            continue
-        if os.path.isdir(path):
-            argv += ["--tmpfs", path, "--remount-ro", path]
-        elif os.path.exists(path):
-            argv += ["--ro-bind", "/dev/null", path]
     for path in sorted({*map(str, pinned)}, key=_depth):
         argv += ["--bind-try", path, path]
     for path in sorted({*map(str, protected)}, key=_depth):
         argv += ["--ro-bind-try", path, path]  # removed since it was found: nothing to cover
-    if cgroup_procs is not None:  # the launcher joins the call's cgroup through it
-        argv += ["--bind", str(cgroup_procs), str(cgroup_procs)]
+    # Private, and read-only once the folders beneath are bound: writes go to the writable
+    # folders only (Landlock said so too, where it runs inside; without it, this does).
+    argv += ["--remount-ro", "/tmp", "--remount-ro", "/dev/shm"]
+    for procs in cgroup_procs:  # the call's first process joins its cgroups through them
+        argv += ["--bind", str(procs), str(procs)]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
+    if sync_fds is not None:
+        argv += ["--info-fd", str(sync_fds[0]), "--block-fd", str(sync_fds[1])]
     return [*argv, "--chdir", str(cwd), "--"]
+
+
+# A hidden folder with more entries than this is covered whole (its names not shown); a
+# folder on the way to a hidden path that does not exist yet, with more, cannot be covered.
+MAX_NAMES = 200
+
+
+def _outermost(hidden: Sequence[Path]) -> list[str]:
+    """Where they really are (a symlinked config file is covered at its target), and only
+    the outermost: what lies beneath a covered folder is gone with it."""
+    # /dev and /proc are the sandbox's own (fresh): nothing of the host's there to hide, and
+    # covering a device (``AGENT_LSP_ENV_FILE=/dev/null``) would break every command.
+    covered = {os.path.realpath(p) for p in hidden} - {"/dev", "/proc"}
+    covered = {p for p in covered if not p.startswith(("/dev/", "/proc/"))}
+    return [
+        path
+        for path in sorted(covered, key=_depth)
+        if not any(path.startswith(other.rstrip("/") + "/") for other in covered)
+    ]
+
+
+def _missing_parents(hidden: Sequence[Path]) -> dict[str, list[str]] | None:
+    """For each hidden path that does not exist (yet), the nearest folder that does, with
+    its entries; None when one cannot be covered that way (``/``, or too many entries)."""
+    parents: dict[str, list[str]] = {}
+    for path in _outermost(hidden):
+        if os.path.lexists(path):
+            continue
+        parent = os.path.dirname(path)
+        while not os.path.isdir(parent):
+            parent = os.path.dirname(parent)
+        if parent == "/" or parent in parents:
+            if parent == "/":
+                return None
+            continue
+        try:
+            with os.scandir(parent) as listing:
+                names = [entry.name for entry in listing]
+        except OSError:
+            return None
+        if len(names) > MAX_NAMES:
+            return None
+        parents[parent] = names
+    return parents
+
+
+def can_hide(hidden: Sequence[Path]) -> bool:
+    """Whether mounts can hide these paths (else Landlock must: see ``_hide``)."""
+    return _missing_parents(hidden) is not None
+
+
+def _hide(hidden: Sequence[Path], covers: tuple[str, str] | None) -> list[str]:
+    """The mounts that hide ``hidden``: an existing folder or file is covered (unreadable,
+    its names visible); for one that does not exist yet, the folder it would appear in is
+    rebuilt from its current entries (each bound read-only), so nothing created there
+    during the call, the hidden path included, is visible in it (Landlock's rule too)."""
+    argv: list[str] = []
+    outermost = _outermost(hidden)
+    if covers:
+        for parent, names in (_missing_parents(hidden) or {}).items():
+            argv += ["--tmpfs", parent]
+            for name in sorted(names):
+                inside = os.path.join(parent, name)
+                if inside not in outermost:  # covered below
+                    argv += ["--ro-bind", inside, inside]
+            argv += ["--remount-ro", parent]
+    for path in outermost:
+        if os.path.isdir(path):
+            argv += _cover_folder(path, covers) if covers else [
+                "--tmpfs", path, "--remount-ro", path]  # fmt: skip
+        elif os.path.exists(path):
+            argv += ["--ro-bind", covers[1] if covers else "/dev/null", path]
+    return argv
+
+
+def _cover_folder(path: str, covers: tuple[str, str]) -> list[str]:
+    """A hidden folder: its names stay visible (``ls`` lists them), each entry covered by
+    the unreadable folder or file, the folder itself read-only (an empty tmpfs first)."""
+    try:
+        with os.scandir(path) as listing:
+            entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
+    except OSError:
+        entries = None
+    if entries is None or len(entries) > MAX_NAMES:
+        return ["--ro-bind", covers[0], path]
+    argv = ["--tmpfs", path]
+    for name, folder in sorted(entries):
+        inside = os.path.join(path, name)
+        argv += ["--dir", inside] if folder else []
+        argv += ["--ro-bind", covers[0] if folder else covers[1], inside]
+    return [*argv, "--remount-ro", path]
 
 
 def _depth(path: str) -> tuple[int, str]:

@@ -5,18 +5,21 @@ Run by path, never imported from the workspace::
     python -I -S landlock_exec.py [--write DIR]... [--read DIR]... [--hide PATH]...
         [--no-network] [--connect-port PORT]... [--no-landlock] [--seccomp sockets|no-sockets]
         [--limit-processes N] [--limit-file-size BYTES] [--limit-memory BYTES]
-        [--cgroup CGROUP_PROCS] [--bridge UNIX_SOCKET:PORT] [--supervise] -- PROGRAM [ARG]...
+        [--cgroup CGROUP_PROCS]... [--bridge UNIX_SOCKET:PORT] [--supervise] -- PROGRAM [ARG]...
 
 ``-I`` keeps the current directory (the workspace) and every ``PYTHON*`` variable out
 of the interpreter, ``-S`` skips site-packages: this file uses the standard library
 only (and its two siblings ``seccomp_bpf.py`` and ``sandbox_bridge.py``, found beside it),
 so nothing the command's repository contains can run before the confinement does.
 
-It runs either inside bubblewrap's namespaces (``tools/sandbox.py`` builds that command
-line) or, where namespaces are not allowed, directly; in both cases, in this order:
+It runs where Landlock carries a promise or the proxy's bridge must listen: inside
+bubblewrap's namespaces without a network namespace of their own, or with the proxy
+(``tools/sandbox.py`` builds that command line), or directly where namespaces are not
+allowed. With a network namespace, bubblewrap runs the command itself (seccomp on a
+descriptor, the limits set by ``prlimit``) and this launcher is not used. In this order:
 
-0. ``--cgroup``: join the call's pids cgroup (the process limit), first, so that every
-   process it starts is counted;
+0. ``--cgroup``: join the call's cgroups (the process limit, the call's memory total),
+   first, so that every process it starts is counted;
 1. ``--bridge``: listen on ``127.0.0.1:PORT`` and fork the process that pipes each
    connection to the domain proxy's Unix socket (only inside a network namespace);
 2. the Landlock ruleset, inherited by every process the command starts (the kernel
@@ -319,7 +322,8 @@ def confine(
 
 
 def main(argv: list[str]) -> int:
-    lists: dict[str, list[str]] = {"--write": [], "--read": [], "--hide": [], "--connect-port": []}
+    names = ("--write", "--read", "--hide", "--connect-port", "--cgroup")
+    lists: dict[str, list[str]] = {name: [] for name in names}
     values: dict[str, str] = {}
     flags: set[str] = set()
     args = list(argv)
@@ -337,8 +341,8 @@ def main(argv: list[str]) -> int:
     if not command:
         return _fail("no command given")
     notes: list[str] = []
-    if "--cgroup" in values:
-        notes += _join_cgroup(values["--cgroup"])
+    for procs in lists["--cgroup"]:
+        notes += _join_cgroup(procs)
     try:
         if "--bridge" in values:
             _start_bridge(values["--bridge"])
@@ -363,12 +367,11 @@ def main(argv: list[str]) -> int:
     return _exec(command, program)
 
 
-# Options with a value: --bridge UNIX_SOCKET:PORT, --seccomp sockets|no-sockets, --cgroup
-# CGROUP_PROCS_FILE, and the limits (a number each: processes, bytes, bytes).
+# Options with a value: --bridge UNIX_SOCKET:PORT, --seccomp sockets|no-sockets, and the
+# limits (a number each: processes, bytes, bytes).
 _VALUED = (
     "--bridge",
     "--seccomp",
-    "--cgroup",
     "--limit-processes",
     "--limit-file-size",
     "--limit-memory",
@@ -376,14 +379,14 @@ _VALUED = (
 
 
 def _join_cgroup(procs: str) -> list[str]:
-    """Move this process into the call's cgroup (its ``pids.max`` is the process limit):
-    "0" is the writer itself, in whatever PID namespace it is. Only that file is writable
-    here (the limit beside it is not). A failure costs the limit, not the call."""
+    """Move this process into one of the call's cgroups: "0" is the writer itself, in
+    whatever PID namespace it is. Only that file is writable here (the limit beside it is
+    not). A failure costs the limit, not the call."""
     try:
         with open(procs, "w") as file:
             file.write("0")
     except OSError as exc:
-        return [f"note: no process limit in this call ({exc.strerror or exc})"]
+        return [f"note: no process or memory limit in this call ({exc.strerror or exc})"]
     return []
 
 

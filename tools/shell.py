@@ -49,7 +49,6 @@ import os
 import shutil
 import signal
 import subprocess
-import uuid
 from collections.abc import Awaitable, Iterable
 from pathlib import Path
 from typing import Any
@@ -62,8 +61,8 @@ from tooling.workspace import Workspace
 from . import git_guard, sandbox
 from .sandbox import PROXY_PORT, Confinement, SandboxPolicy
 from .sandbox_caches import cache_redirects
-from .sandbox_limits import PREFIX as CGROUP_PREFIX
-from .sandbox_limits import cgroup_limit_hit, hit, pids_cgroup
+from .sandbox_limits import POOL as CGROUPS
+from .sandbox_limits import CallGroup, hit
 from .sandbox_proxy import DomainProxy, proxy_environment
 
 DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
@@ -132,28 +131,30 @@ def bash_tool(
         async with sandbox.private_tmp() as tmp, contextlib.AsyncExitStack() as stack:
             confinement = _confinement(policy, root, tmp, arguments, git_before.found)
             refused: list[str] = []
-            procs = None
+            group = None
             if confinement is not None:
                 if confinement.network == "proxy":
                     proxy = DomainProxy(confinement.proxy_socket, confinement.allowed_hosts)
                     refused = (await stack.enter_async_context(proxy)).refused
-                name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-                procs = await stack.enter_async_context(
-                    pids_cgroup(confinement.limits.processes, name)
+                # Made ahead: removed, and the next one made, after the call.
+                group = CGROUPS.take(confinement.limits)
+            try:
+                result = await run_command(
+                    root,
+                    arguments["command"],
+                    time_limit=float(arguments.get("timeout_seconds", timeout)),
+                    hidden_env=hidden,
+                    tmp=tmp,
+                    confinement=confinement,
+                    group=group,
                 )
-            result = await run_command(
-                root,
-                arguments["command"],
-                time_limit=float(arguments.get("timeout_seconds", timeout)),
-                hidden_env=hidden,
-                tmp=tmp,
-                confinement=confinement,
-                cgroup_procs=procs,
-            )
-            limit_hit = cgroup_limit_hit(procs)
+                limit_hits = group.hits() if group is not None else frozenset()
+            finally:
+                if confinement is not None:
+                    CGROUPS.give_back(group, confinement.limits)
         notes = []
-        if confinement is not None and (is_error(result) or refused):
-            notes.append(hit(confinement.limits, result, limit_hit))
+        if confinement is not None and (is_error(result) or refused or limit_hits):
+            notes.append(hit(confinement.limits, result, limit_hits))
             notes.append(sandbox.explain_denial(result, confinement, refused))
         git_after = await asyncio.to_thread(git_guard.fingerprint, root, since=git_before)
         last_git[:] = [git_after]
@@ -248,12 +249,13 @@ async def run_command(
     hidden_env: frozenset[str] = frozenset(),
     tmp: Path | None = None,
     confinement: Confinement | None = None,
-    cgroup_procs: Path | None = None,
+    group: CallGroup | None = None,
 ) -> str:
     """Run ``bash -c command`` under the module's policies and return the result text.
 
-    ``tmp`` becomes the command's ``TMPDIR``; ``confinement`` (if any) is applied by the
-    sandbox launcher before ``bash`` starts.
+    ``tmp`` becomes the command's ``TMPDIR``; ``confinement`` (if any) is applied before
+    ``bash`` starts (by bubblewrap, or the sandbox launcher), in ``group`` (the call's
+    cgroups, if any).
     """
     missing = _missing_workspace(cwd)
     if missing:
@@ -262,11 +264,13 @@ async def run_command(
     if tmp is not None:
         env.update(TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp))
     argv = ["bash", "-c", command]
+    launch = None
     if confinement is not None:
         # The launcher starts, and bash is looked up after it: say here if there is none.
         if shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
             return "Error: could not start bash: no bash found on PATH"
-        argv = confinement.argv(argv, cgroup_procs=cgroup_procs)
+        launch = confinement.launch(argv, group=group)
+        argv = launch.argv
         # Per-user caches it may not write point into its temp dir instead.
         env.update(cache_redirects(env, confinement, cwd))
         if confinement.network == "proxy":
@@ -286,22 +290,39 @@ async def run_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=launch.pass_fds if launch else (),
         )
     )
+    if launch is not None:
+        # Once spawned (even after a cancel), the child holds its own copy of the seccomp
+        # filter's descriptor: never before, or the number could be reused meanwhile.
+        spawn.add_done_callback(lambda _: launch.close())
     try:
         transport, protocol = await asyncio.shield(spawn)
     except asyncio.CancelledError:
+        if launch is not None:
+            launch.abandon()  # bubblewrap, if it started, goes on: its group is killed
         await _finish_despite_cancel(_abandon(spawn))
         raise
     except OSError as exc:
+        if launch is not None:
+            launch.abandon()
         return _missing_workspace(cwd) or f"Error: could not start bash: {exc}"
 
     try:
+        if launch is not None:
+            await launch.join()  # into the call's cgroups, before the command starts
         exited = await _wait_event(protocol.exited, time_limit)
-        await _settle(transport, protocol, drain=exited)
+        # bubblewrap exits after its PID namespace is empty (its PID 1 ended, and the kernel
+        # killed and reaped the rest): no process of the call is left to look for.
+        emptied = exited and confinement is not None and confinement.namespaces is not None
+        await _settle(transport, protocol, drain=exited, group_gone=emptied)
     except asyncio.CancelledError:
         await _finish_despite_cancel(_settle(transport, protocol, drain=False))
         raise
+    finally:
+        if launch is not None:
+            launch.abandon()
 
     text = output.render()
     if not exited:
@@ -438,13 +459,19 @@ class _ShellProtocol(asyncio.SubprocessProtocol):
 
 
 async def _settle(
-    transport: asyncio.SubprocessTransport, protocol: _ShellProtocol, *, drain: bool
+    transport: asyncio.SubprocessTransport,
+    protocol: _ShellProtocol,
+    *,
+    drain: bool,
+    group_gone: bool = False,
 ) -> None:
-    """End the call: let the pipe drain briefly, stop the group, release the transport."""
+    """End the call: let the pipe drain briefly, stop the group (unless ``group_gone``:
+    known to be empty), release the transport."""
     try:
         if drain:
             await _wait_event(protocol.output_closed, DRAIN_GRACE)
-        await _terminate_group(transport.get_pid())
+        if not group_gone:
+            await _terminate_group(transport.get_pid())
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SETTLE_TIMEOUT
         for event in (protocol.exited, protocol.output_closed):

@@ -29,9 +29,10 @@ Keys: :model, :baseUrl, :requestTimeout, :maxRetries, :maxTurns,
 :enabledTools (a vector of tool names), :bashTimeout, :systemPrompt,
 :editThroughEditor, :confirmEdits (t or :json-false), :sandbox, :writableRoots,
 :network, :allowedDomains (a vector of host names, \"*.example.com\" for
-subdomains), :maxProcesses, :maxFileSizeMB, :maxMemoryMB (positive integers),
-:approval, :allowedCommands, :permissionTimeout, :contextWindow
-\(tokens), :compactThreshold (0.1 to 0.95), :mcpServers (MCP servers by name),
+subdomains), :maxProcesses, :maxFileSizeMB, :maxMemoryMB,
+:maxCallMemoryMB (positive integers), :approval, :allowedCommands,
+:permissionTimeout, :contextWindow \(tokens), :compactThreshold (0.1 to 0.95),
+:mcpServers (MCP servers by name),
 :instructionFiles (a vector of paths relative to the folder: the first that
 exists at its root, and a subfolder's own, are given to the model; default
 [\"AGENTS.md\" \"CLAUDE.md\" \".github/copilot-instructions.md\"]),

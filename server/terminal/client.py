@@ -143,6 +143,7 @@ def sandbox_settings(args: argparse.Namespace) -> dict[str, Any]:
         ("max_processes", "maxProcesses"),
         ("max_file_size_mb", "maxFileSizeMB"),
         ("max_memory_mb", "maxMemoryMB"),
+        ("max_call_memory_mb", "maxCallMemoryMB"),
     ):
         value = getattr(args, flag)
         if value is not None:

@@ -837,6 +837,10 @@ export interface Settings {
    */
   maxMemoryMB?: number | null;
   /**
+   * Limit of a sandboxed call: call memory mb.
+   */
+  maxCallMemoryMB?: number | null;
+  /**
    * When calls need the user's permission.
    */
   approval?: "on-request" | "always" | "never";

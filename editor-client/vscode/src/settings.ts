@@ -35,6 +35,7 @@ export const SAFETY_SETTINGS = [
   "maxProcesses",
   "maxFileSizeMB",
   "maxMemoryMB",
+  "maxCallMemoryMB",
   "approval",
   "allowedCommands",
   "permissionTimeout",
