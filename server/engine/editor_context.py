@@ -111,6 +111,8 @@ async def with_context(
 def with_note(content: str, line: str) -> str:
     """``content`` (a prompt, with or without its note) with ``line`` added to its note."""
     return content + ("\n" if MARKER in content else MARKER) + line
+
+
 async def _attachments(files: list[tuple[Path, str]], buffers: Buffers | None) -> list[str]:
     """The content of ``files`` as the user sees it (unsaved changes included), each cut
     at :data:`FILE_CHARS`, all within :data:`ATTACHED_CHARS`; what is cut or left out is

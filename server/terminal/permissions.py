@@ -42,7 +42,7 @@ def offered(options: object) -> dict[str, tuple[str, str]]:
             continue
         key = by_kind.get(str(option.get("kind")))
         if key is not None and key not in keys:
-            name = escape_control(str(option.get("name") or NAMES[KEYS[key]]))
+            name = escape_consent(str(option.get("name") or NAMES[KEYS[key]]))
             keys[key] = (str(option.get("optionId") or KEYS[key]), name)
     return keys or {key: (kind, NAMES[kind]) for key, kind in KEYS.items()}
 
@@ -71,7 +71,7 @@ class TerminalPermissions:
         print(f"agent-lsp: permission needed: {title}", file=self._err, flush=True)
         if reason:
             print(f"  reason: {reason}", file=self._err, flush=True)
-        scope = escape_control(str(params.get("alwaysScope") or ""))
+        scope = escape_consent(str(params.get("alwaysScope") or ""))
         if scope and self._interactive:  # what [a] allows: the server's words, never ours
             print(f'  "always" allows: {scope}', file=self._err, flush=True)
         if not self._interactive:

@@ -94,7 +94,7 @@ def definition(connection: McpConnection, tool: types.Tool) -> ToolDefinition:
         title=title,
         annotations=annotations,
         permission=permission if needs_asking else None,
-        display_name=escape_control(f"{tool.name} — {server} (MCP server)"),
+        display_name=escape_consent(f"{tool.name} — {server} (MCP server)"),
     )
 
 
