@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.lsp_client import agent_session, ask, server_env
+from tests.support.model_server import ScriptedModel, tool_call
 from tests.support.net import pending_connections
 from tests.support.procs import pids_with, unique_tag, until
 from tooling.contract import is_error
@@ -383,11 +385,8 @@ async def test_a_granted_host_is_reached_through_the_proxy_and_no_other(
     assert served == ["/granted", "/py"]
 
 
-async def test_a_granted_name_that_resolves_to_loopback_is_refused(
-    workspace: Path, web: tuple[int, list[str]]
-) -> None:
-    """DNS rebinding (issue 33): this machine's host name resolves to 127.0.0.x; granted
-    by name, it reaches nothing on loopback (granting the address itself would)."""
+def loopback_host_name() -> str:
+    """This machine's host name, when it resolves to loopback only (else the test skips)."""
     name = socket.gethostname().lower()
     try:
         addresses = {info[4][0] for info in socket.getaddrinfo(name, 80)}
@@ -399,11 +398,38 @@ async def test_a_granted_name_that_resolves_to_loopback_is_refused(
         or not all(a.startswith("127.") or a == "::1" for a in addresses)
     ):
         pytest.skip("this machine's host name does not resolve to loopback only")
+    return name
+
+
+async def test_a_granted_name_that_resolves_to_loopback_is_refused(
+    workspace: Path, web: tuple[int, list[str]]
+) -> None:
+    """DNS rebinding (issue 33): this machine's host name resolves to 127.0.0.x; granted
+    by name, it reaches nothing on loopback (granting the address itself would)."""
+    name = loopback_host_name()
     port, served = web
     policy = SandboxPolicy(allowed_domains=(name,))
     refused = await bash(workspace, f"curl -sS --fail http://{name}:{port}/rebound", policy)
     assert is_error(refused), refused
     assert f"The proxy refused {name}:{port} (it resolves to internal addresses only" in refused
+    assert served == []
+
+
+async def test_through_the_server_a_rebound_granted_name_is_refused_and_the_model_told(
+    model: ScriptedModel, workspace: Path, web: tuple[int, list[str]]
+) -> None:
+    """The same through agent/ask: allowedDomains names the host, the call's curl is
+    refused, the model is told why, and the loopback server sees nothing."""
+    name = loopback_host_name()
+    port, served = web
+    command = f"curl -sS --fail http://{name}:{port}/rebound"
+    model.reply(tool_calls=[tool_call("bash", {"command": command}, id="fetch")])
+    model.reply("done")
+    settings = {"allowedDomains": [name]}
+    async with agent_session(server_env(model.base_url), [workspace], settings=settings) as client:
+        await ask(client, prompt="fetch it")
+    [result] = [m["content"] for m in model.bodies[1]["messages"] if m.get("tool_call_id")]
+    assert f"The proxy refused {name}:{port} (it resolves to internal addresses only" in result
     assert served == []
 
 

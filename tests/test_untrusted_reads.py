@@ -24,6 +24,7 @@ import pytest
 from server.config.sources import resolve_model_sources
 from server.config.user_config import UserConfigError, read_user_config
 from server.project import commands as cmds
+from server.project import instructions
 from server.project import skills as skill_files
 from server.project.environment import describe_head
 from tests.support.lsp_client import agent_session, ask, server_env
@@ -285,3 +286,16 @@ def test_a_fifo_env_file_or_user_config_is_refused_without_blocking(tmp_path: Pa
         assert sources.get("api_key") is None
         with pytest.raises(UserConfigError, match="not a regular file"):
             read_user_config(fifo)
+
+
+async def test_a_folder_named_agents_md_is_passed_over_for_the_next_name(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "AGENTS.md").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("CLAUDE-RULE\n")
+    found = await instructions.project_instructions(
+        None, Workspace(root), instructions.INSTRUCTION_FILES, 32 * 1024, None
+    )
+    assert [(one.name, one.text, one.skipped) for one in found.files] == [
+        ("CLAUDE.md", "CLAUDE-RULE\n", None)
+    ]
+    assert found.warnings == []

@@ -148,7 +148,11 @@ async def _first_in(
 
 
 def _check_regular(path: Path) -> None:
+    """Raise SkippedFile for a FIFO, socket or device; IsADirectoryError for a folder (not
+    a file at all: the next name is looked at, as for an absent one)."""
     info = os.stat(path)  # never blocks, whatever the file is
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
     if not stat.S_ISREG(info.st_mode):
         raise SkippedFile(path, f"not a regular file ({kind_of(info.st_mode)})")
 
