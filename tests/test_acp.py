@@ -476,9 +476,9 @@ async def test_a_write_to_git_configuration_is_asked_about_with_its_content(
         assert (await prompt(agent, sid, "configure git")).stop_reason == "end_turn"
     (asked,) = client.permissions
     assert asked.tool_call.tool_call_id == "w"
-    title = asked.tool_call.title or ""
-    assert title.startswith("Write a file git obeys: .git/config\n")
-    assert "fsmonitor = touch x" in title
+    asked_text = "".join(texts_of(asked.tool_call))  # type: ignore[arg-type]
+    assert asked_text.startswith("Write a file git obeys: .git/config\n"), asked_text
+    assert "fsmonitor = touch x" in asked_text
     assert asked.tool_call.raw_input == arguments
     assert "fsmonitor" not in (workspace / ".git/config").read_text()
 

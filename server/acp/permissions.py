@@ -47,9 +47,10 @@ class AcpAsker:
         return True  # every ACP client answers session/request_permission
 
     async def ask(self, prompt: PermissionPrompt) -> str | None:
-        reason = (
-            [helpers.tool_content(helpers.text_block(prompt.reason))] if prompt.reason else None
-        )
+        # What is asked goes in the call's content, not its title (agent-shell shows the
+        # request's title in place of the call's): the question, then the reason below it.
+        asked = "\n".join(part for part in (prompt.title, prompt.reason) if part)
+        reason = [helpers.tool_content(helpers.text_block(asked))] if asked else None
         call = ToolCallUpdate(
             tool_call_id=prompt.call_id,
             kind=self._kinds.get(prompt.call_id, "other"),  # type: ignore[arg-type]
