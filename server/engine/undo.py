@@ -96,14 +96,22 @@ class Undo:
         try:
             yield recorder
         except BaseException:
-            kept = await settle()
-            if recorder is not None:
-                finishing = asyncio.ensure_future(self._finish(recorder, conversation, request))
-                self._finishing[conversation.id] = finishing
-                finishing.add_done_callback(lambda _: self._finished(conversation.id, finishing))
-                await asyncio.shield(finishing)
+            if recorder is None:
+                await settle()
+                raise
+
+            async def wind_up() -> None:
+                kept = await settle()
+                await self._finish(recorder, conversation, request)
                 if not kept:
-                    await asyncio.shield(self.drop(conversation))
+                    await self.drop(conversation)
+
+            # Known to listing and undo before anything here awaits: a cancelled ask's
+            # prompt may be answered while its conversation is still being settled.
+            finishing = asyncio.ensure_future(wind_up())
+            self._finishing[conversation.id] = finishing
+            finishing.add_done_callback(lambda _: self._finished(conversation.id, finishing))
+            await asyncio.shield(finishing)
             raise
         if recorder is not None:
             await asyncio.shield(self._finish(recorder, conversation, request))
