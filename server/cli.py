@@ -58,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep conversations in memory only (they end with the process)",
     )
+    parser.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help=(
+            "prepare nothing for asks at start (the model SDK, the model check, the checkpoint "
+            "stores): the terminal's commands that ask nothing start their server so"
+        ),
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser(
         "acp",
@@ -241,7 +249,7 @@ def serve(args: argparse.Namespace, *, acp: bool = False) -> int:
     # lives on in the engine's copy of the environment only.
     environ = take_key_from_environment()
     session_dir = None if args.memory_only else (args.session_dir or default_session_dir())
-    engine = AgentEngine(environ=environ, session_dir=session_dir)
+    engine = AgentEngine(environ=environ, session_dir=session_dir, warm=not args.no_warm_up)
     if acp:
         from .acp.serve import serve_stdio as serve_acp
 

@@ -142,6 +142,19 @@ def test_list_shows_each_servers_state_tools_and_error_and_stops_them(
     assert wait_until(lambda: not pids_with(ready), 5)
 
 
+def test_list_says_nothing_of_the_model(tmp_path: Path, workspace: Path) -> None:
+    # Issue 34: `mcp list` printed a warning about the model (its server's warm-up checked
+    # the endpoint); a command that asks nothing starts its server without preparing asks.
+    user_servers(tmp_path, {"tb": ["--tag", new_tag()]})
+    with ScriptedModel(models=["another-model"]) as endpoint:
+        env = own_env(tmp_path, endpoint.base_url)  # MODEL=scripted: not served there
+        shown = agent_lsp(env, "mcp", "list", "--workspace", str(workspace))
+        assert shown.returncode == 0, shown.stderr
+        assert "tb " in shown.stdout
+        assert shown.stderr == ""
+        assert not [e for e in endpoint.http_log if e["method"] == "GET"]  # never asked
+
+
 def test_list_no_start_shows_the_definitions_and_starts_nothing(
     tmp_path: Path, workspace: Path
 ) -> None:

@@ -68,8 +68,12 @@ class AgentEngine:
         max_conversations: int = 100,
         session_dir: Path | None = None,
         checkpoint_dir: Path | None = None,
+        warm: bool = True,
     ) -> None:
         self._environ = environ
+        # False (``--no-warm-up``): a server for a command that asks nothing (``agent-lsp mcp
+        # list``): no model SDK, no model check (its warning), no checkpoint stores at start.
+        self._warm_asks = warm
         self._settings = AgentSettings()
         env = os.environ if environ is None else environ
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
@@ -122,6 +126,9 @@ class AgentEngine:
         # first ask waits for, while an ask never waits for an MCP server
         # (bench/results/mcp.md).
         await self._folders.warm_up()
+        if not self._warm_asks:
+            self._folders.refresh_mcp()
+            return
         # False: the SDK cannot be imported, and an ask will report the broken install.
         if await self._endpoints.warm_up(self._settings.model_overrides()):
             await self._sessions.prune()

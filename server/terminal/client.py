@@ -292,11 +292,13 @@ async def connected(
     session_dir: Path | None = None,
     shown: StreamedOutput,
     approve_all: bool = False,
+    asks: bool = True,
 ) -> AsyncIterator[Request]:
     """The server as a child process, initialized for ``workspace``, shut down after;
     yields a function sending one request (which fails at once if the server dies).
     What the server reports goes to ``shown``; permission requests are answered on the
-    terminal (all allowed with ``approve_all``)."""
+    terminal (all allowed with ``approve_all``). Without ``asks`` (a command that asks
+    nothing) the server prepares nothing for asks (``--no-warm-up``)."""
     err = shown.err
     client = LanguageClient("agent-lsp-terminal", __version__, converter_factory=get_converter)
     permissions = TerminalPermissions(sys.stdin, err, approve_all=approve_all)
@@ -345,6 +347,8 @@ async def connected(
             shown.line(_prefixed(params.message))
 
     command = [*SERVER_ARGV]
+    if not asks:
+        command.append("--no-warm-up")
     if session_dir is not None:
         command += ["--session-dir", str(session_dir.resolve())]
     server, connection = await _start_server(client, command)

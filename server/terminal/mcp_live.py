@@ -45,7 +45,7 @@ def list_servers(workspace: Path, wait: float, err: TextIO) -> list[dict[str, An
 async def _list_servers(workspace: Path, wait: float, err: TextIO) -> list[dict[str, Any]]:
     # The server's own messages (a server that failed, a file it cannot read) go to err as
     # they come; the table on stdout holds the states and the whole errors.
-    async with connected(workspace, shown=StreamedOutput(err, err)) as request:
+    async with connected(workspace, shown=StreamedOutput(err, err), asks=False) as request:
         return await settled(request, wait)
 
 
@@ -70,7 +70,7 @@ def approve(workspace: Path, name: str, wait: float, out: TextIO, err: TextIO) -
 
 async def _approve(workspace: Path, name: str, wait: float, out: TextIO, err: TextIO) -> int:
     shown = name if name.isprintable() else escape_control(name)
-    async with connected(workspace, shown=StreamedOutput(out, err)) as request:
+    async with connected(workspace, shown=StreamedOutput(out, err), asks=False) as request:
         try:
             result = await request(AGENT_APPROVE_MCP_SERVER, {"name": name})
         except JsonRpcException as exc:
