@@ -822,6 +822,8 @@ scenario("the file you look at is a chip above the input: sent while it shows, n
   const frame = await focusChatInput(page);
   const chip = frame.locator("#attach .chip.active-file");
   await until("the app.py chip, attached", async () => (await chip.count()) === 1 && (await chip.innerText()).includes("app.py") && (await chip.getByRole("button", { name: "Don't attach app.py" }).count()) === 1, 15_000);
+  // Its row says what it is (an open AGENTS.md beside the instruction chip of that name).
+  assert((await frame.locator("#attach .chips-label").innerText()) === "With the ask:", `label: ${await frame.locator("#attach .chips-label").innerText()}`);
   assert((await frame.getByRole("checkbox").count()) === 0, "the old unticked boxes are still shown");
   await frame.locator("#composer").screenshot({ path: join(OUTPUT, "active-file-chip.png") });
   let count = modelRequests(model.recordFile).length;

@@ -235,7 +235,12 @@ function apply(message: ToView): void {
         toggle.setAttribute("aria-label", toggle.title);
         if (message.attached) chip.append(name, toggle);
         else chip.append(toggle, name);
-        attach.append(chip);
+        // Its row says what it is: beside "Instructions: AGENTS.md", an open AGENTS.md is a
+        // file sent with the ask, not a second instruction chip.
+        const label = document.createElement("span");
+        label.className = "chips-label";
+        label.textContent = message.attached ? "With the ask:" : "Not sent:";
+        attach.append(label, chip);
       }
       attach.hidden = attach.childElementCount === 0;
       break;
