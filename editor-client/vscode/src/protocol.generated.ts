@@ -574,14 +574,6 @@ export interface McpServerLogResult {
   name: string;
   text: string;
 }
-/**
- * Params of requests about what an ask would be told: of a conversation (its folder,
- * and what it has been told since) or of a folder (default: the first).
- */
-export interface ProjectParams {
-  sessionId?: string | null;
-  workspaceFolder?: string | null;
-}
 export interface InstructionsResult {
   instructions: InstructionInfo[];
   skills: SkillInfo[];
