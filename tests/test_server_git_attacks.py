@@ -328,3 +328,24 @@ def test_no_sandbox_means_no_git_on_workspace_content(
     assert runner.unusable() == "no sandbox on this system to run it in"
     summary = environment.git_summary(workspace)
     assert summary.endswith("status skipped (no sandbox on this system to run it in)"), summary
+
+
+async def test_without_namespaces_glob_still_lists_with_git_and_runs_nothing(
+    no_namespaces: None, workspace: Path, marker: Path
+) -> None:
+    # Landlock, seccomp and the supervising launcher only: git still runs read-only.
+    from tooling.registry import ToolRegistry
+    from tooling.runtime import ToolRuntime
+    from tooling.workspace import Workspace
+    from tools.glob import glob_tool
+
+    assert sandbox.support().available, sandbox.support().reason()
+    git(workspace, "init", "-q", "evil")
+    git(workspace / "evil", "config", "core.fsmonitor", touch(marker))
+    write(workspace / "evil/a.txt", "a\n")
+    write(workspace / "evil/.gitignore", "ignored.txt\n")
+    write(workspace / "evil/ignored.txt", "i\n")
+    runtime = ToolRuntime(ToolRegistry([glob_tool(Workspace(workspace))]))
+    out = await runtime.execute("glob", '{"pattern": "evil/*"}')
+    assert out.splitlines() == ["evil/.gitignore", "evil/a.txt"]
+    assert not marker.exists()
