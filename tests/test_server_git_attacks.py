@@ -328,3 +328,58 @@ def test_no_sandbox_means_no_git_on_workspace_content(
     assert runner.unusable() == "no sandbox on this system to run it in"
     summary = environment.git_summary(workspace)
     assert summary.endswith("status skipped (no sandbox on this system to run it in)"), summary
+
+
+async def test_without_namespaces_glob_still_lists_with_git_and_runs_nothing(
+    no_namespaces: None, workspace: Path, marker: Path
+) -> None:
+    # Landlock, seccomp and the supervising launcher only: git still runs read-only.
+    from tooling.registry import ToolRegistry
+    from tooling.runtime import ToolRuntime
+    from tooling.workspace import Workspace
+    from tools.glob import glob_tool
+
+    assert sandbox.support().available, sandbox.support().reason()
+    git(workspace, "init", "-q", "evil")
+    git(workspace / "evil", "config", "core.fsmonitor", touch(marker))
+    write(workspace / "evil/a.txt", "a\n")
+    write(workspace / "evil/.gitignore", "ignored.txt\n")
+    write(workspace / "evil/ignored.txt", "i\n")
+    runtime = ToolRuntime(ToolRegistry([glob_tool(Workspace(workspace))]))
+    out = await runtime.execute("glob", '{"pattern": "evil/*"}')
+    assert out.splitlines() == ["evil/.gitignore", "evil/a.txt"]
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("hangs", ["init", "add", "diff-tree", "update-ref", "cat-file"])
+async def test_each_shadow_git_call_that_hangs_is_bounded(
+    tmp_path: Path, workspace: Path, hangs: str
+) -> None:
+    # A git given to the service (its `git=`) that hangs on one subcommand: the warm-up
+    # and the ask go on without it, the checkpoint saying so when it lost something.
+    from server.checkpoints.service import CheckpointService
+
+    write(workspace / "a.txt", "a\n")
+    slow = write(
+        tmp_path / "slow-git",
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = {hangs} ] && exec sleep 600; done\n'
+        f'exec {REAL_GIT} "$@"\n',
+    )
+    slow.chmod(0o755)
+    service = CheckpointService(tmp_path / "state", git=str(slow))
+    try:
+        started = time.monotonic()
+        await service.prepare(workspace)
+        recorder = await service.begin(workspace, "s1", "write", "request")
+        await recorder.ready()
+        recorder.will_write(workspace / "b.txt")
+        write(workspace / "b.txt", "b\n")
+        await recorder.finish()
+        took = time.monotonic() - started
+    finally:
+        await service.aclose()
+    assert took < 10, took
+    checkpoint = recorder.checkpoint
+    assert [c.path for c in checkpoint.changes] == ["b.txt"], checkpoint
+    if hangs in ("init", "add", "diff-tree"):  # the snapshots or their difference lost
+        assert checkpoint.coverage == "fileTools" and checkpoint.notes, checkpoint

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -69,10 +70,23 @@ def hanging_git(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def server_tmp() -> Iterator[Path]:
+    """The server's temp dir, apart from the tests' (a git in a temp dir is never chosen;
+    the hanging one must be) and outside the folder the tests make unreadable."""
+    folder = Path(tempfile.mkdtemp(prefix="agent-lsp-server-tmp-", dir="/var/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 async def client(
-    model: ScriptedModel, workspace: Path, hanging_git: Path
+    model: ScriptedModel, workspace: Path, hanging_git: Path, server_tmp: Path
 ) -> AsyncIterator[AgentTestClient]:
-    env = server_env(model.base_url, PATH=f"{hanging_git}{os.pathsep}{os.environ['PATH']}")
+    env = server_env(
+        model.base_url,
+        PATH=f"{hanging_git}{os.pathsep}{os.environ['PATH']}",
+        TMPDIR=str(server_tmp),
+    )
     async with agent_session(
         env, [workspace], command=unprivileged(SERVER_COMMAND, workspace / "mem.txt")
     ) as client:

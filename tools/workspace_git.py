@@ -51,10 +51,10 @@ HARDENING = (
     "protocol.allow=never",
     "-c",
     "diff.external=",
-    # In the sandbox's user namespace the files may show another owner than git's uid.
-    "-c",
-    "safe.directory=*",
 )
+# Confined only: in the sandbox's user namespace the files may show another owner than
+# git's uid (unconfined, git's own check of a repository's owner stays in force).
+CONFINED_ONLY = ("-c", "safe.directory=*")
 
 
 class GitTimeout(Exception):
@@ -97,10 +97,11 @@ class GitRunner:
         self, folder: Path, args: Sequence[str], tmp: Path
     ) -> tuple[list[str], dict[str, str]]:
         assert self.git is not None
-        argv = [self.git, *HARDENING, *_excludes_file(self.git), "-C", str(folder), *args]
+        argv = [self.git, *HARDENING, *_excludes_file(self.git)]
         env = _environment(tmp)
         if not self.confined:
-            return argv, env
+            return [*argv, "-C", str(folder), *args], env
+        argv += [*CONFINED_ONLY, "-C", str(folder), *args]
         confinement = self._confinement(folder, tmp)
         return confinement.argv(argv), env
 

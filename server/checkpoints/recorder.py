@@ -245,6 +245,8 @@ class AskRecorder:
         if self._before is not None and not self._before.done():
             if self._gave_up:
                 self._service.spawn(self._before)  # finishes for the next ask's sake
+                # Its tree (if git got that far) is kept by no ref: not this checkpoint's.
+                checkpoint.before_tree = None
             else:
                 # The ask ended (cancelled, failed) before its snapshot did: no tool that
                 # changes files ran (they wait for it), so there is nothing to record.
