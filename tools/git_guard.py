@@ -223,7 +223,15 @@ def fingerprint(
 
     for pointer in found.pointers:
         watch(str(pointer))
+    # Thousands of linked worktrees are a planted tree: watching each costs seconds a call.
+    # Their folder is mounted read-only whole then (protected_paths), and the result says
+    # what is not watched (root_truncated: "could not check"), so nothing passes silently.
+    many = sum(git_dir.kind == "worktree" for git_dir in found.dirs) > MAX_MOUNTS
+    root_truncated |= many
+    truncated |= many
     for git_dir in found.dirs:
+        if many and git_dir.kind == "worktree":
+            continue
         texts = {name: watch(os.path.join(git_dir.path, name)) for name in OBEYED_FILES}
         for hooks in _hook_folders(git_dir, texts["config"], texts["config.worktree"]):
             try:
