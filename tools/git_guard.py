@@ -384,9 +384,11 @@ def obeys(path: Path, root: Path, *, found: GitDirs | None = None) -> str | None
     # The checkouts above the file, whatever the budget reached: their git dirs are read
     # here even when the discovery ran out before them.
     discovery = _Discovery(real_root, ENTRY_BUDGET, {})
+    known = {str(git_dir.work_tree) for git_dir in found.dirs if git_dir.work_tree is not None}
     folder = os.path.dirname(real)
     while folder == real_root or folder.startswith(real_root + os.sep):
-        discovery.checkout(folder, "nested")
+        if folder not in known:  # found already, with what its git dir leads to
+            discovery.checkout(folder, "nested")
         folder = os.path.dirname(folder)
     dirs = {git_dir.path: git_dir for git_dir in found.dirs}
     for git_dir in discovery.dirs.values():
