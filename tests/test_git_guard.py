@@ -513,3 +513,5 @@ def test_thousands_of_worktrees_are_mounted_as_one_folder(repo: Path) -> None:
     assert not any(name.startswith(".git/worktrees/") for name in protected)
     assert ".git/config" in protected and ".git/hooks" in protected
     assert len(protected) < 20
+    # Not watched one by one either (seconds a call): said, never silent.
+    assert "could not check what git obeys" in (git_guard.coverage_note(fingerprint(repo)) or "")

@@ -66,6 +66,18 @@ def fsmonitor(marker: Path) -> str:
     return f'[core]\n\tfsmonitor = "touch {marker}; false"\n'
 
 
+def git_obeys_it(tmp_path: Path, config: str, marker: Path) -> None:
+    """The control: the same config, in a repository of the test's own, does run the marker
+    command on git status (so an absent marker above means it was kept out, not broken)."""
+    control = tmp_path / "control"
+    assert git(tmp_path, "init", "-q", str(control)).returncode == 0
+    with (control / ".git/config").open("a") as config_file:
+        config_file.write(config)
+    git(control, "status", "--short")
+    assert marker.exists(), "the planted command did not run: the test proves nothing"
+    marker.unlink()
+
+
 def users_git_runs(repo: Path, *folders: str) -> None:
     """What the user does next, outside the sandbox: git status (and a commit)."""
     for folder in ("", *folders):
@@ -137,6 +149,7 @@ async def test_writes_to_what_git_obeys_are_asked_about_and_a_rejection_keeps_th
     assert (repo / "notes.txt").read_text() == "fine\n"
     users_git_runs(repo)
     assert not marker.exists()
+    git_obeys_it(repo.parent, planted, marker)
 
 
 async def test_an_allowed_write_to_git_configuration_is_made(
@@ -238,6 +251,7 @@ async def test_a_git_dir_cannot_be_moved_aside_and_commits_still_work(
     assert not (repo / ".git-old").exists() and not (repo / "nested-old").exists()
     users_git_runs(repo, "nested")
     assert not marker.exists()
+    git_obeys_it(repo.parent, fsmonitor(marker), marker)
 
 
 # -- 5: the watch fails closed -------------------------------------------------------------

@@ -6,14 +6,19 @@ hooks, the ``commondir`` that says where the rest of a repository lives (its con
 included), and the ``.git`` files that point a checkout at its git dir. The bash sandbox
 lets a command write in the workspace, ``.git`` included, so that commits work; a command
 could therefore plant something that the user's next ``git status`` runs, outside any
-sandbox (``git status`` at the top also runs git in every submodule). Two defences, from
-one discovery:
+sandbox (``git status`` at the top also runs git in every submodule). This module is the
+one owner of what git obeys; its defences share one discovery:
 
-- :func:`protected_paths`: those files that exist, for the sandbox to bind read-only;
+- :func:`protected_paths`: those files that exist, for the sandbox to bind read-only, and
+  :func:`pinned_folders`: the git dirs and the folders leading to them, bound onto
+  themselves so that no command can rename one aside and plant a fresh one in its place;
 - :func:`fingerprint` before and after a call, and :func:`change_note`: what the call
-  created, changed or removed, for the model to tell the user. Only the watch covers names
-  that do not exist yet: a mount over a missing file would create it in the user's
-  repository.
+  created, changed or removed (a new repository named as one), for the model to tell the
+  user; :func:`coverage_note`: what the watch could not read, said rather than passed over.
+  Only the watch covers names that do not exist yet: a mount over a missing file would
+  create it in the user's repository;
+- :func:`obeys`: whether git would obey one path, for the file tools, which write outside
+  the sandbox and so ask the user first (``tools.git_writes``).
 
 Discovery (:func:`git_dirs`) walks, in this order, so that a budget spent early is spent on
 what matters most: the workspace's own ``.git`` (a folder, or a file naming one elsewhere);
@@ -218,7 +223,15 @@ def fingerprint(
 
     for pointer in found.pointers:
         watch(str(pointer))
+    # Thousands of linked worktrees are a planted tree: watching each costs seconds a call.
+    # Their folder is mounted read-only whole then (protected_paths), and the result says
+    # what is not watched (root_truncated: "could not check"), so nothing passes silently.
+    many = sum(git_dir.kind == "worktree" for git_dir in found.dirs) > MAX_MOUNTS
+    root_truncated |= many
+    truncated |= many
     for git_dir in found.dirs:
+        if many and git_dir.kind == "worktree":
+            continue
         texts = {name: watch(os.path.join(git_dir.path, name)) for name in OBEYED_FILES}
         for hooks in _hook_folders(git_dir, texts["config"], texts["config.worktree"]):
             try:
@@ -371,9 +384,11 @@ def obeys(path: Path, root: Path, *, found: GitDirs | None = None) -> str | None
     # The checkouts above the file, whatever the budget reached: their git dirs are read
     # here even when the discovery ran out before them.
     discovery = _Discovery(real_root, ENTRY_BUDGET, {})
+    known = {str(git_dir.work_tree) for git_dir in found.dirs if git_dir.work_tree is not None}
     folder = os.path.dirname(real)
     while folder == real_root or folder.startswith(real_root + os.sep):
-        discovery.checkout(folder, "nested")
+        if folder not in known:  # found already, with what its git dir leads to
+            discovery.checkout(folder, "nested")
         folder = os.path.dirname(folder)
     dirs = {git_dir.path: git_dir for git_dir in found.dirs}
     for git_dir in discovery.dirs.values():

@@ -4,7 +4,8 @@ Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Fl
 
 1. **Namespaces** (bubblewrap, ``tools/bwrap.py``): new user, PID, IPC, UTS and network
    namespaces per call; ``/`` read-only, the writable folders bound read-write, a private
-   ``/tmp``, agent-lsp's own files covered, what git obeys read-only; the call's processes
+   ``/tmp``, agent-lsp's own files covered, what git obeys read-only and git dirs pinned
+   (bound onto themselves: a mount point cannot be renamed); the call's processes
    end with it. No network but loopback unless granted: all of it, or named hosts only
    through a per-call proxy outside (``tools/sandbox_proxy.py``).
 2. **Landlock** (Linux >= 5.13; ABI >= 4 for TCP), applied by the launcher
