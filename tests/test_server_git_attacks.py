@@ -22,6 +22,7 @@ import pytest
 
 from tests.support.lsp_client import AgentTestClient, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
+from tests.test_permissions import permission_session
 from tools import sandbox
 
 REAL_GIT = shutil.which("git")
@@ -96,8 +97,17 @@ async def run_ask(
         model.reply(tool_calls=[call])
     model.reply("done")
     options = {"settings": settings} if settings else {}
-    async with agent_session(env or server_env(model.base_url), [workspace], **options) as client:
-        result = await ask(client, prompt="look around")
+    if any(name == "write_file" for _, name, _ in calls):
+        # Writing what git obeys asks (issue 33, finding 3): the user allows each write
+        # here, so that what the model planted is really there when the server runs git.
+        async with permission_session(model, workspace, settings=settings) as permitting:
+            permitting.answers = ["allow_once"] * len(calls)
+            result = await ask(permitting, prompt="look around")
+    else:
+        async with agent_session(
+            env or server_env(model.base_url), [workspace], **options
+        ) as client:
+            result = await ask(client, prompt="look around")
     assert result["answer"] == "done", result
     return result
 
@@ -147,6 +157,7 @@ async def test_glob_in_a_repository_planted_with_write_file_runs_nothing_it_name
     result = await run_ask(
         model, workspace, [*calls, tool_call("glob", {"pattern": "evil/*"}, id="glob")]
     )
+    assert "fsmonitor" in (workspace / "evil/.git/config").read_text()  # planted, allowed
     assert output(result, "glob").splitlines() == ["evil/a.txt"]
     assert not marker.exists()
 
@@ -177,6 +188,7 @@ async def test_a_root_turned_into_a_repository_runs_nothing(
     result = await run_ask(
         model, workspace, [*calls, tool_call("glob", {"pattern": "**/*"}, id="glob")]
     )
+    assert "fsmonitor" in (workspace / ".git/config").read_text()  # planted, allowed
     assert output(result, "glob").splitlines() == ["a.txt"]
     assert not marker.exists()
 
