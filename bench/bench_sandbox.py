@@ -92,8 +92,8 @@ PIECES = {
     "true": "`true` spawned directly (the pieces' baseline)",
     "bwrap": "`bwrap` with the full form's mounts (agent-lsp's files covered) `-- true`",
     "seccomp": "+ `--seccomp FD` (the filter on a pipe)",
-    "prlimit": "+ `prlimit` (the rlimits) before `true`: the full form without cgroups",
-    "cgroups": "+ moved into fresh call cgroups while it builds its mounts (`--block-fd`)",
+    "prlimit": "+ the rlimits set by the server meanwhile (`--block-fd`): no cgroups",
+    "cgroups": "+ moved into fresh call cgroups meanwhile too (the full form)",
     "join-after": "the same cgroups joined in turn instead (`echo 0 > cgroup.procs` inside)",
     "launcher": "bubblewrap + the launcher (Landlock, seccomp, limits) `-- true` (before)",
 }
