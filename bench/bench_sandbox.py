@@ -94,7 +94,7 @@ PIECES = {
     "seccomp": "+ `--seccomp FD` (the filter on a pipe)",
     "prlimit": "+ the rlimits set by the server meanwhile (`--block-fd`): no cgroups",
     "cgroups": "+ moved into fresh call cgroups meanwhile too (the full form)",
-    "join-after": "the same cgroups joined in turn instead (`echo 0 > cgroup.procs` inside)",
+    "join-after": "bwrap + seccomp, cgroups joined in turn (`echo 0 > cgroup.procs` inside)",
     "launcher": "bubblewrap + the launcher (Landlock, seccomp, limits) `-- true` (before)",
 }
 
@@ -110,9 +110,18 @@ def _pieces(root: Path, tmp: Path, hidden: tuple[Path, ...]) -> dict[str, Callab
     true = [shutil.which("true") or "/bin/true"]
 
     def run(launch: sandbox.Launch) -> None:
+        """Spawn it as the tool does (Launch.join's work, here synchronously)."""
         with launch:
-            subprocess.run(launch.argv, pass_fds=launch.pass_fds, check=True,
-                           stdin=subprocess.DEVNULL)  # fmt: skip
+            child = subprocess.Popen(launch.argv, pass_fds=launch.pass_fds,
+                                     stdin=subprocess.DEVNULL)  # fmt: skip
+            launch.close()
+            if launch.info_fd is not None and launch.block_fd is not None:
+                pid = sandbox._sandbox_pid(launch.info_fd)
+                if pid is not None:
+                    assert launch._settle(pid) is None
+                os.close(launch.block_fd)
+                launch.block_fd = None
+            assert child.wait() == 0
 
     def in_groups(after: bool) -> None:
         group = sandbox_limits.make_group(Limits(), f"agent-lsp-{os.getpid()}-bench")
@@ -124,17 +133,7 @@ def _pieces(root: Path, tmp: Path, hidden: tuple[Path, ...]) -> dict[str, Callab
                                   procs=group.procs_files())  # fmt: skip
                 subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
                 return
-            with full.launch(true, group=group) as launch:
-                child = subprocess.Popen(launch.argv, pass_fds=launch.pass_fds,
-                                         stdin=subprocess.DEVNULL)  # fmt: skip
-                launch.close()
-                assert launch.info_fd is not None and launch.block_fd is not None
-                pid = sandbox._sandbox_pid(launch.info_fd)
-                if pid is not None:
-                    group.move(pid)
-                os.close(launch.block_fd)
-                launch.block_fd = None
-                assert child.wait() == 0
+            run(full.launch(true, group=group))
         finally:
             while not group.remove():
                 time.sleep(0.001)
