@@ -328,9 +328,12 @@ class Launch:
         if info is None or block is None:
             return
         try:
-            pid = await asyncio.to_thread(_sandbox_pid, info)
-            if pid is not None:
+            pid = await _read_sandbox_pid(info)
+            if pid is not None and self.group is not None and self.group.folders:
+                # Moving into a cgroup waits for the kernel: not on the event loop.
                 self.failure = await asyncio.to_thread(self._settle, pid)
+            elif pid is not None:
+                self.failure = self._settle(pid)  # a few prlimit(2): microseconds
         finally:
             with contextlib.suppress(OSError):
                 os.close(block)  # EOF: bubblewrap goes on
@@ -366,6 +369,32 @@ class Launch:
 
 
 _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)\s*[,}\n]')
+
+
+async def _read_sandbox_pid(fd: int) -> int | None:
+    """:func:`_sandbox_pid` on the event loop (no thread hop: it comes within milliseconds)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[int | None] = loop.create_future()
+    seen = bytearray()
+    os.set_blocking(fd, False)
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        seen.extend(chunk)
+        found = _CHILD_PID.search(seen)
+        if (found or not chunk) and not done.done():
+            done.set_result(int(found.group(1)) if found else None)
+
+    loop.add_reader(fd, readable)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(fd)
 
 
 def _sandbox_pid(fd: int) -> int | None:
