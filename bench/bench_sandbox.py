@@ -264,6 +264,26 @@ def report(
             step = f"{pieces[name] - pieces['prlimit']:+.2f} ms over the full form without cgroups"
         lines.append(f"| {label} | {pieces[name]:.2f} ms | {step} |")
         previous = name if name not in ("join-after", "launcher") else previous
+    true = medians["`true`"]
+    added = {name: true[name][0] - true["off"][0] for name in VARIANTS}
+    spawned = pieces["cgroups"] - pieces["true"]
+    lines += [
+        "",
+        f"The full form adds {added['full']:+.1f} ms to `true` through the tool "
+        f"({added['full-nocgroup']:+.1f} ms where the server may make no cgroup), against "
+        f"{added['launcher']:+.1f} ms for the form before issue 37 in the same run. Spawned "
+        f"alone it is {spawned:+.1f} ms over `true`: bubblewrap's namespaces and mounts "
+        f"{pieces['bwrap'] - pieces['true']:+.1f} ms (its own cost, the floor of this design), "
+        f"the seccomp descriptor {pieces['seccomp'] - pieces['bwrap']:+.1f} ms, the limits "
+        f"set from outside {pieces['prlimit'] - pieces['seccomp']:+.1f} ms, the move into the "
+        f"call's cgroups {pieces['cgroups'] - pieces['prlimit']:+.1f} ms although it runs "
+        "while bubblewrap builds its mounts (joined in turn, from inside: "
+        f"{pieces['join-after'] - pieces['prlimit']:+.1f} ms; a process changing cgroup waits "
+        "for an RCU grace period, longer here than bubblewrap's whole set-up). The rest, "
+        f"{added['full'] - spawned:+.1f} ms, is the tool's side: the pipes to bubblewrap, the "
+        "asyncio spawn and the end of the call. The fallback (no namespaces) is the launcher "
+        "as before: an interpreter start, Landlock through ctypes, `--supervise`.",
+    ]
     return "\n".join(lines) + "\n"
 
 
