@@ -4,16 +4,23 @@ Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Fl
 
 1. **Namespaces** (bubblewrap, ``tools/bwrap.py``): new user, PID, IPC, UTS and network
    namespaces per call; ``/`` read-only, the writable folders bound read-write, a private
-   ``/tmp``, agent-lsp's own files covered, what git obeys read-only; the call's processes
-   end with it. No network but loopback unless granted: all of it, or named hosts only
-   through a per-call proxy outside (``tools/sandbox_proxy.py``).
+   read-only ``/tmp``, agent-lsp's own files covered by unreadable mounts, what git obeys
+   read-only; the call's processes end with it. No network but loopback unless granted:
+   all of it, or named hosts only through a per-call proxy outside
+   (``tools/sandbox_proxy.py``).
 2. **Landlock** (Linux >= 5.13; ABI >= 4 for TCP), applied by the launcher
-   (``tools/landlock_exec.py``) in the new process before it execs ``bash``: writes only
-   beneath the writable folders, no reading of agent-lsp's files, no TCP unless granted.
+   (``tools/landlock_exec.py``, an interpreter) in the new process before it execs
+   ``bash``: writes only beneath the writable folders, no reading of agent-lsp's files, no
+   TCP unless granted. Only where it carries a promise the namespaces do not: without
+   namespaces, without a network namespace, and for the proxy's calls (whose bridge the
+   launcher starts inside). With a network namespace bubblewrap runs ``bash`` itself.
 3. **seccomp** (``tools/seccomp_bpf.py``): no ptrace, keyrings, bpf, io_uring, new
    namespaces or mounts, device nodes, TIOCSTI; without a network namespace, no socket
-   but ``AF_UNIX``.
-4. **Limits** (``tools/sandbox_limits.py``): processes, file size, memory.
+   but ``AF_UNIX``. Compiled here and passed to ``bwrap --seccomp FD``, or loaded by the
+   launcher.
+4. **Limits** (``tools/sandbox_limits.py``): processes, file size, memory per process and
+   per call; set by the server on bubblewrap's sandbox before it starts ``bash``
+   (:meth:`Launch.join`), or by the launcher.
 
 The server itself is never confined. Where namespaces are refused (no bubblewrap, a
 container, a distribution that restricts user namespaces) the launcher applies Landlock,
