@@ -12,8 +12,9 @@ Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Fl
    (``tools/landlock_exec.py``, an interpreter) in the new process before it execs
    ``bash``: writes only beneath the writable folders, no reading of agent-lsp's files, no
    TCP unless granted. Only where it carries a promise the namespaces do not: without
-   namespaces, without a network namespace, and for the proxy's calls (whose bridge the
-   launcher starts inside). With a network namespace bubblewrap runs ``bash`` itself.
+   namespaces, in the host's network namespace (none of its own, or a call granted the
+   network: the host's abstract sockets), and for the proxy's calls (whose bridge the
+   launcher starts inside). Otherwise bubblewrap runs ``bash`` itself.
 3. **seccomp** (``tools/seccomp_bpf.py``): no ptrace, keyrings, bpf, io_uring, new
    namespaces or mounts, device nodes, TIOCSTI; without a network namespace, no socket
    but ``AF_UNIX``. Compiled here and passed to ``bwrap --seccomp FD``, or loaded by the
@@ -489,9 +490,9 @@ def confinement(
     else:
         net = "none"
     # bubblewrap alone (no interpreter inside) where its mounts and own network namespace
-    # give every promise; the launcher where Landlock carries one (no network namespace:
-    # abstract sockets, TCP) or the proxy's bridge must listen inside.
-    launcher = ns is None or not ns.net or net == "proxy"
+    # give every promise; the launcher where Landlock carries one (the host's network
+    # namespace: its abstract sockets, TCP) or the proxy's bridge must listen inside.
+    launcher = ns is None or not ns.net or net != "none"
     hidden = policy.hidden_paths
     if not launcher:
         # A hidden path that does not exist yet, in a folder too large to rebuild: Landlock.
@@ -586,10 +587,14 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
     layers = {
         "namespaces": ns is not None,
         "networkNamespace": ns is not None and ns.net,
-        # Inside bubblewrap only where there is no network namespace (it then closes TCP and
-        # abstract sockets); the proxy's calls have it too (their launcher runs anyway).
+        # Inside bubblewrap only where the call is in the host's network namespace (none of
+        # its own, or the whole network granted) or goes through the proxy (see confinement).
         "landlock": enforced
-        and (state.abi >= MIN_ABI if ns is None else not ns.net and state.abi >= 1),
+        and (
+            state.abi >= MIN_ABI
+            if ns is None
+            else state.abi >= 1 and (not ns.net or access != "none")
+        ),
         "seccomp": enforced and state.seccomp,
         "processLimit": (
             "cgroup"
