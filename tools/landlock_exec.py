@@ -16,7 +16,8 @@ It runs where Landlock carries a promise or the proxy's bridge must listen: insi
 bubblewrap's namespaces without a network namespace of their own, or with the proxy
 (``tools/sandbox.py`` builds that command line), or directly where namespaces are not
 allowed. With a network namespace, bubblewrap runs the command itself (seccomp on a
-descriptor, the limits set by ``prlimit``) and this launcher is not used. In this order:
+descriptor, the limits set by the server on its first process) and this launcher is not
+used. In this order:
 
 0. ``--cgroup``: join the call's cgroups (the process limit, the call's memory total),
    first, so that every process it starts is counted;

@@ -4,17 +4,24 @@ Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Fl
 
 1. **Namespaces** (bubblewrap, ``tools/bwrap.py``): new user, PID, IPC, UTS and network
    namespaces per call; ``/`` read-only, the writable folders bound read-write, a private
-   ``/tmp``, agent-lsp's own files covered, what git obeys read-only and git dirs pinned
-   (bound onto themselves: a mount point cannot be renamed); the call's processes
-   end with it. No network but loopback unless granted: all of it, or named hosts only
-   through a per-call proxy outside (``tools/sandbox_proxy.py``).
+   read-only ``/tmp``, agent-lsp's own files covered by unreadable mounts, what git obeys
+   read-only and git dirs pinned (bound onto themselves: a mount point cannot be renamed);
+   the call's processes end with it. No network but loopback unless granted: all of it, or
+   named hosts only through a per-call proxy outside (``tools/sandbox_proxy.py``).
 2. **Landlock** (Linux >= 5.13; ABI >= 4 for TCP), applied by the launcher
-   (``tools/landlock_exec.py``) in the new process before it execs ``bash``: writes only
-   beneath the writable folders, no reading of agent-lsp's files, no TCP unless granted.
+   (``tools/landlock_exec.py``, an interpreter) in the new process before it execs
+   ``bash``: writes only beneath the writable folders, no reading of agent-lsp's files, no
+   TCP unless granted. Only where it carries a promise the namespaces do not: without
+   namespaces, in the host's network namespace (none of its own, or a call granted the
+   network: the host's abstract sockets), and for the proxy's calls (whose bridge the
+   launcher starts inside). Otherwise bubblewrap runs ``bash`` itself.
 3. **seccomp** (``tools/seccomp_bpf.py``): no ptrace, keyrings, bpf, io_uring, new
    namespaces or mounts, device nodes, TIOCSTI; without a network namespace, no socket
-   but ``AF_UNIX``.
-4. **Limits** (``tools/sandbox_limits.py``): processes, file size, memory.
+   but ``AF_UNIX``. Compiled here and passed to ``bwrap --seccomp FD``, or loaded by the
+   launcher.
+4. **Limits** (``tools/sandbox_limits.py``): processes, file size, memory per process and
+   per call; set by the server on bubblewrap's sandbox before it starts ``bash``
+   (:meth:`Launch.join`), or by the launcher.
 
 The server itself is never confined. Where namespaces are refused (no bubblewrap, a
 container, a distribution that restricts user namespaces) the launcher applies Landlock,
@@ -39,6 +46,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -144,10 +152,11 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
         for ns in bwrap.variants(found):
             if not ns.net and abi < MIN_ABI and not seccomp:
                 continue  # nothing would close the network
-            direct = ns.net and _prlimit() is not None  # as confinement() decides
+            direct = ns.net  # as confinement() decides for a call without the proxy
+            # No limits: set from outside by a call (Launch.join), which the probe is not.
             trial = Confinement((root,), root, "none", namespaces=ns,
                                 landlock=not direct and abi >= 1, seccomp=seccomp,
-                                launcher=not direct)  # fmt: skip
+                                limits=Limits(0, 0, 0, 0), launcher=not direct)  # fmt: skip
             try:
                 with trial.launch([shutil.which("true") or "/bin/true"]) as launch:
                     done = subprocess.run(
@@ -208,35 +217,33 @@ class Confinement:
         """How to spawn ``program`` confined, in ``group`` (the call's cgroups): a command
         line and the descriptors it inherits (close them after the spawn: ``with``).
 
-        Without the launcher: ``bwrap [mounts] --seccomp FD [--info-fd I --block-fd B] --
-        prlimit LIMITS -- program``: the filter compiled here, passed on a pipe; the server
-        moves the sandbox into the call's cgroups (:meth:`Launch.join`); ``prlimit`` sets
-        the rlimits and execs. No ``preexec_fn``: it would make the server fork rather than
-        vfork (~10 ms here).
+        Without the launcher: ``bwrap [mounts] --seccomp FD --info-fd I --block-fd B --
+        program``: the filter compiled here, passed on a pipe; while bubblewrap builds its
+        mounts the server sets the limits of the sandbox's first process and moves it into
+        the call's cgroups, then lets it start the program (:meth:`Launch.join`). No
+        ``preexec_fn`` (it would make the server fork rather than vfork, ~10 ms here), no
+        ``prlimit`` or shell inside (an exec each).
         """
         procs = tuple(group.procs_files()) if group is not None else ()
         counted = group is not None and group.processes
         if self.launcher:
             return Launch(self._argv(program, procs=procs, counted=counted, seccomp_fd=None))
-        limits = [
-            f"--{_PRLIMIT_NAMES[which]}={value}"
-            for which, value in self.limits.rlimits(nproc=not counted)
-        ]
-        if limits:
-            program = [_prlimit() or "prlimit", *limits, "--", *program]
+        # RLIMIT_NPROC counts per user namespace: set on the sandbox's first process, already
+        # in its new one, it counts the call's processes only (and binds root there too).
+        limits = self.limits.rlimits(nproc=not counted)
         own_net = self.namespaces is not None and self.namespaces.net
         fd = _seccomp_fd(self.network != "all" and not own_net) if self.seccomp else None
         passed = () if fd is None else (fd,)
-        if group is None or not group.folders:
-            return Launch(self._argv(program, counted=counted, seccomp_fd=fd), passed)
-        # The server moves the sandbox's first process into the call's cgroups while
-        # bubblewrap builds the mounts (joining one waits for the kernel, ~12 ms: in
-        # parallel, not in turn); it waits on block_fd until then (:meth:`Launch.join`).
+        if not limits and (group is None or not group.folders):
+            return Launch(self._argv(program, seccomp_fd=fd), passed)
+        # Joining a cgroup waits for the kernel (~12 ms: an RCU grace period): beside
+        # bubblewrap's own work, not after it.
         info_read, info_write = os.pipe()
         block_read, block_write = os.pipe()
         argv = self._argv(program, counted=counted, seccomp_fd=fd,
                           sync_fds=(info_write, block_read))  # fmt: skip
-        return Launch(argv, (*passed, info_write, block_read), info_read, block_write, group)
+        return Launch(argv, (*passed, info_write, block_read), info_read, block_write, group,
+                      limits)  # fmt: skip
 
     def _argv(
         self,
@@ -313,6 +320,9 @@ class Launch:
     info_fd: int | None = None  # bubblewrap writes its sandbox's PID here (--info-fd)
     block_fd: int | None = None  # which it waits on before the program starts (--block-fd)
     group: CallGroup | None = None
+    limits: tuple[tuple[int, int], ...] = ()  # rlimits of that process (and so the call's)
+    # Set by join when a limit could not be set: the program did not run.
+    failure: str | None = None
 
     def close(self) -> None:
         for fd in self.pass_fds:
@@ -321,22 +331,38 @@ class Launch:
         self.pass_fds = ()
 
     async def join(self) -> None:
-        """After the spawn: move bubblewrap's sandbox (its PID 1, before it starts the
-        program) into the call's cgroups, then let it go on. Whatever happens, it goes on
-        (a failure costs the limits, not the call); if the call is cancelled meanwhile its
+        """After the spawn: set the limits of bubblewrap's sandbox (its PID 1, before it
+        starts the program) and move it into the call's cgroups, then let it go on. A limit
+        that cannot be set kills it (:attr:`failure`: the program never runs); a cgroup it
+        cannot join costs that limit, not the call. If the call is cancelled meanwhile, its
         process group is killed anyway."""
         info, block, self.block_fd = self.info_fd, self.block_fd, None
         if info is None or block is None:
             return
         try:
-            pid = await asyncio.to_thread(_sandbox_pid, info)
-            if pid is not None and self.group is not None:
-                await asyncio.to_thread(self.group.move, pid)
+            pid = await _read_sandbox_pid(info)
+            if pid is not None and self.group is not None and self.group.folders:
+                # Moving into a cgroup waits for the kernel: not on the event loop.
+                self.failure = await asyncio.to_thread(self._settle, pid)
+            elif pid is not None:
+                self.failure = self._settle(pid)  # a few prlimit(2): microseconds
         finally:
             with contextlib.suppress(OSError):
                 os.close(block)  # EOF: bubblewrap goes on
         # info_fd stays open until the call ends (abandon): bubblewrap may still be writing
         # the rest of its JSON, and a closed pipe would kill it (SIGPIPE).
+
+    def _settle(self, pid: int) -> str | None:
+        try:
+            for which, value in self.limits:
+                resource.prlimit(pid, which, (value, value))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            return f"could not set the sandbox's limits ({exc.strerror or exc})"
+        if self.group is not None:
+            self.group.move(pid)
+        return None
 
     def abandon(self) -> None:
         """The call ended, or its spawn failed: close everything."""
@@ -355,6 +381,32 @@ class Launch:
 
 
 _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)\s*[,}\n]')
+
+
+async def _read_sandbox_pid(fd: int) -> int | None:
+    """:func:`_sandbox_pid` on the event loop (no thread hop: it comes within milliseconds)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[int | None] = loop.create_future()
+    seen = bytearray()
+    os.set_blocking(fd, False)
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        seen.extend(chunk)
+        found = _CHILD_PID.search(seen)
+        if (found or not chunk) and not done.done():
+            done.set_result(int(found.group(1)) if found else None)
+
+    loop.add_reader(fd, readable)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(fd)
 
 
 def _sandbox_pid(fd: int) -> int | None:
@@ -384,19 +436,6 @@ def _seccomp_fd(no_sockets: bool) -> int:
     finally:
         os.close(write)
     return read
-
-
-@functools.cache
-def _prlimit() -> str | None:
-    found = shutil.which("prlimit")
-    return found if found and os.path.isabs(found) else None
-
-
-_PRLIMIT_NAMES = {
-    resource.RLIMIT_NPROC: "nproc",
-    resource.RLIMIT_FSIZE: "fsize",
-    resource.RLIMIT_DATA: "data",
-}
 
 
 _COVERS: list[tuple[str, str]] = []
@@ -455,9 +494,9 @@ def confinement(
     else:
         net = "none"
     # bubblewrap alone (no interpreter inside) where its mounts and own network namespace
-    # give every promise; the launcher where Landlock carries one (no network namespace:
-    # abstract sockets, TCP) or the proxy's bridge must listen inside.
-    launcher = ns is None or not ns.net or net == "proxy" or _prlimit() is None
+    # give every promise; the launcher where Landlock carries one (the host's network
+    # namespace: its abstract sockets, TCP) or the proxy's bridge must listen inside.
+    launcher = ns is None or not ns.net or net != "none"
     hidden = policy.hidden_paths
     if not launcher:
         # A hidden path that does not exist yet, in a folder too large to rebuild: Landlock.
@@ -562,10 +601,14 @@ def describe(policy: SandboxPolicy, workspace_root: Path) -> dict[str, Any]:
     layers = {
         "namespaces": ns is not None,
         "networkNamespace": ns is not None and ns.net,
-        # Inside bubblewrap only where there is no network namespace (it then closes TCP and
-        # abstract sockets); the proxy's calls have it too (their launcher runs anyway).
+        # Inside bubblewrap only where the call is in the host's network namespace (none of
+        # its own, or the whole network granted) or goes through the proxy (see confinement).
         "landlock": enforced
-        and (state.abi >= MIN_ABI if ns is None else not ns.net and state.abi >= 1),
+        and (
+            state.abi >= MIN_ABI
+            if ns is None
+            else state.abi >= 1 and (not ns.net or access != "none")
+        ),
         "seccomp": enforced and state.seccomp,
         "processLimit": (
             "cgroup"

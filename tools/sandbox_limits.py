@@ -21,8 +21,8 @@ The cgroups are made ahead of the calls (:class:`CgroupPool`, two per set of lim
 removed after them off the call's path. The server moves bubblewrap's sandbox into them
 while bubblewrap builds its mounts (it waits before starting the program), or the launcher
 joins them first thing; so everything the command starts is counted. With bubblewrap
-alone the rlimits are set by ``prlimit`` just before the program: no interpreter runs
-inside the sandbox for them.
+alone the server sets the rlimits of the sandbox's first process (``prlimit(2)``) in that
+same moment: no interpreter or other program runs inside the sandbox for them.
 
 ``0`` turns a limit off. What the kernel says when one is hit is recognised in the output
 (:func:`hit`), so the model and the user are told which limit, and which setting raises it.

@@ -311,7 +311,7 @@ async def run_command(
 
     try:
         if launch is not None:
-            await launch.join()  # into the call's cgroups, before the command starts
+            await launch.join()  # its limits and cgroups, before the command starts
         exited = await _wait_event(protocol.exited, time_limit)
         # bubblewrap exits after its PID namespace is empty (its PID 1 ended, and the kernel
         # killed and reaped the rest): no process of the call is left to look for.
@@ -325,6 +325,10 @@ async def run_command(
             launch.abandon()
 
     text = output.render()
+    if launch is not None and launch.failure:
+        return (
+            f"Error: the sandbox could not be applied, so the command did not run: {launch.failure}"
+        )
     if not exited:
         return f"Error: command timed out after {time_limit:g} s\n{text}"
     code = transport.get_returncode()
