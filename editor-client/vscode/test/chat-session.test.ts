@@ -18,6 +18,7 @@ import {
   phaseText,
   progressText,
 } from "../src/chat/model";
+import { renderNoteItem } from "../src/chat/render";
 import { ChatSession, type ChatSink, type Connection } from "../src/chat/session";
 import { ChatStore, type Memento } from "../src/chat/store";
 import { type AskResult, Methods } from "../src/protocol";
@@ -252,6 +253,25 @@ describe("the model's pieces", () => {
     assert.deepEqual([item.durationMs, item.waitedMs], [5, 700]);
     applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, callId: "c", progress: 4, total: 10 });
     assert.equal(item.progress, "3/10"); // a finished call takes no more
+  });
+
+  it("the MCP servers an ask goes without stay in its entry; the wait for them is status only", () => {
+    const entry = newEntry("p");
+    const waiting = "starting MCP servers (waiting up to 10 s): time, slow";
+    const first = applyProgress(entry, { sessionId: "s", turn: 0, phase: "starting", message: waiting, servers: ["time", "slow"] });
+    assert.deepEqual(first.map((c) => c.part), ["tail"]);
+    assert.equal(entry.status, waiting);
+    assert.equal(entry.items.length, 0);
+    const missing = "this ask goes without the tools of MCP servers not ready: slow (still starting after 10 s)\u001b[2J";
+    const second = applyProgress(entry, { sessionId: "s", turn: 0, phase: "starting", message: missing, servers: ["slow"] });
+    assert.deepEqual(second.map((c) => c.part), ["item", "tail"]);
+    const note = entry.items[0];
+    assert.ok(note?.kind === "note");
+    assert.equal(note.text, "this ask goes without the tools of MCP servers not ready: slow (still starting after 10 s)\\e[2J");
+    // The model's progress that follows replaces the status line, not the note.
+    applyProgress(entry, { sessionId: "s", turn: 1, phase: "model", message: "turn 1: waiting for the model" });
+    assert.deepEqual(entry.items.map((i) => i.kind), ["note"]);
+    assert.match(renderNoteItem(entry, note), /⚠ this ask goes without the tools of MCP servers not ready: slow/);
   });
 
   it("a result adds calls the client missed and the answer once", () => {
