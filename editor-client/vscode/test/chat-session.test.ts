@@ -19,7 +19,7 @@ import {
   progressText,
 } from "../src/chat/model";
 import { renderNoteItem } from "../src/chat/render";
-import { ChatSession, type ChatSink, type Connection } from "../src/chat/session";
+import { ChatSession, type ChatSink, type Connection, deleteQuestion } from "../src/chat/session";
 import { ChatStore, type Memento } from "../src/chat/store";
 import { type AskResult, Methods } from "../src/protocol";
 
@@ -225,6 +225,54 @@ describe("a conversation", () => {
     for (let i = 0; i < 20 && session.conversation.entries[0]?.items.length !== 3; i++) await new Promise((r) => setImmediate(r));
     const items = session.conversation.entries[0]?.items ?? [];
     assert.deepEqual(items.map((i) => (i.kind === "text" ? i.text : i.id)), ["Let me read it first.", "c1", "Fixed."]);
+  });
+});
+
+describe("deleting a conversation (Agent: Delete Conversation…)", () => {
+  it("sends agent/endSession for the one picked; the one on screen deleted, a new one is shown", async () => {
+    const { server, sink, session } = setup();
+    const first = session.send("first", { folder: FOLDER_A });
+    (await server.next(Methods.newSession)).resolve({ sessionId: "s1", workspaceFolder: FOLDER_A });
+    (await server.next(Methods.ask)).resolve(result());
+    await first;
+    // Another saved conversation: the one on screen stays.
+    const other = session.deleteSession("s0");
+    const ended = await server.next(Methods.endSession);
+    assert.deepEqual(ended.params, { sessionId: "s0" });
+    ended.resolve(null);
+    assert.deepEqual(await other, { kind: "deleted", current: false });
+    assert.equal(session.sessionId, "s1");
+    assert.equal(session.conversation.entries.length, 1);
+    // The one on screen: the view starts over (nothing of it stays to be asked in).
+    const resets = sink.resets;
+    const shown = session.deleteSession("s1");
+    (await server.next(Methods.endSession)).resolve(null);
+    assert.deepEqual(await shown, { kind: "deleted", current: true });
+    assert.equal(session.sessionId, undefined);
+    assert.equal(session.conversation.entries.length, 0);
+    assert.equal(sink.resets, resets + 1);
+  });
+
+  it("does not delete the conversation an ask runs in, and a refusal keeps it shown", async () => {
+    const { server, session } = setup();
+    const running = session.send("first", { folder: FOLDER_A });
+    (await server.next(Methods.newSession)).resolve({ sessionId: "s1", workspaceFolder: FOLDER_A });
+    const ask = await server.next(Methods.ask);
+    assert.deepEqual(await session.deleteSession("s1"), { kind: "busy" });
+    assert.equal(server.calls.filter((c) => c.method === Methods.endSession).length, 0);
+    ask.resolve(result());
+    await running;
+    const refused = session.deleteSession("s1");
+    (await server.next(Methods.endSession)).reject({ code: -32603, message: "disk full" });
+    await assert.rejects(refused);
+    assert.equal(session.sessionId, "s1");
+  });
+
+  it("asks in a modal that names the conversation and says what goes", () => {
+    const question = deleteQuestion("  fix the \u001b[2J parser ");
+    assert.equal(question.message, 'Delete the conversation "fix the \\e[2J parser" for good?');
+    assert.match(question.detail, /checkpoints are deleted.*can no longer be undone\. Files it changed stay as they are\./);
+    assert.equal(deleteQuestion(undefined).message, "Delete the conversation (untitled) for good?");
   });
 });
 
