@@ -521,7 +521,9 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     });
     if (!pick) return;
     const question = deleteQuestion(pick.title);
-    const answer = await vscode.window.showWarningMessage(question.message, { modal: true, detail: question.detail }, "Delete");
+    // Keep comes first: the button a modal focuses is never the one that deletes (a cancel
+    // affordance would not be focused: VS Code focuses the first other button).
+    const answer = await vscode.window.showWarningMessage(question.message, { modal: true, detail: question.detail }, "Keep", "Delete");
     if (answer !== "Delete") return;
     let outcome: DeleteOutcome;
     try {
