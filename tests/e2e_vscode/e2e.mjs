@@ -548,6 +548,7 @@ const SCRIPT = [
   { match: "E2E-REOPENED", replies: [{ content: "Reopened: the word was PAPAYA (REOPENED-OK)." }] },
   { match: "E2E-DELETE-KEEP", replies: [{ content: "A conversation that stays (KEEP-OK)." }] },
   { match: "E2E-DELETE-1", replies: [{ content: "A conversation to delete (DELETE-OK)." }] },
+  { match: "E2E-DELETE-2", replies: [{ content: "Another one to delete (DELETE-2-OK)." }] },
   {
     match: "E2E-CANCEL",
     replies: [
@@ -1157,6 +1158,25 @@ scenario("Delete Conversation deletes the one picked once a modal naming it is c
   const listed = await rows.allInnerTexts();
   assert(!listed.some((r) => r.includes("E2E-DELETE-1")), `the history after the deletion: ${JSON.stringify(listed)}`);
   await page.keyboard.press("Escape");
+  // From the history itself: a row's trash button asks the same question.
+  await ask(page, "E2E-DELETE-2 another conversation to delete");
+  await finishedEntry(frame, "E2E-DELETE-2");
+  await runCommand(page, "Agent: Conversation History");
+  const second = rows.filter({ hasText: "E2E-DELETE-2" }).first();
+  await until("the second conversation in the history", async () => (await second.count()) > 0, 15_000);
+  await second.hover();
+  await second.locator(".codicon-trash").click();
+  await until("the deletion question naming the second", async () => (await dialog.count()) > 0 && /Delete the conversation "E2E-DELETE-2[^"]*" for good\?/.test(await dialog.first().innerText()), 15_000);
+  await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Delete$/ }).click();
+  await waitForNotification(page, /deleted the conversation "E2E-DELETE-2/, 15_000);
+  await until("a new, empty conversation again", async () => (await frame.locator(".entry").count()) === 0, 15_000);
+  await runCommand(page, "Agent: Conversation History");
+  await until("the history, with the conversation kept", async () => (await kept.count()) > 0, 15_000);
+  const after = await rows.allInnerTexts();
+  assert(!after.some((r) => r.includes("E2E-DELETE-") && !r.includes("E2E-DELETE-KEEP")), `the history after the second deletion: ${JSON.stringify(after)}`);
+  // A row still reopens its conversation.
+  await kept.first().click();
+  await until("the kept conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-DELETE-KEEP" }).count()) === 1, 15_000);
 });
 
 scenario("Stop during a long bash cancels it", async ({ page, userData }) => {

@@ -496,12 +496,26 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     const items = await this.sessionItems();
     if (!items) return;
     const current = this.session.sessionId;
-    const pick = await vscode.window.showQuickPick(items, {
-      title: "Agent: Conversations",
-      placeHolder: "Reopen a conversation to read or continue it (Agent: Delete Conversation… deletes one)",
-      matchOnDescription: true,
-      matchOnDetail: true,
+    // Each row's trash button deletes that conversation (confirmed, as Delete Conversation… does).
+    const trash: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("trash"), tooltip: "Delete this conversation…" };
+    const picker = vscode.window.createQuickPick<(typeof items)[number]>();
+    picker.title = "Agent: Conversations";
+    picker.placeholder = "Reopen a conversation to read or continue it (its trash button deletes it)";
+    picker.matchOnDescription = true;
+    picker.matchOnDetail = true;
+    picker.items = items.map((item) => ({ ...item, buttons: [trash] }));
+    const chosen = await new Promise<{ reopen?: (typeof items)[number] | undefined; remove?: (typeof items)[number] }>((resolve) => {
+      picker.onDidAccept(() => resolve({ reopen: picker.selectedItems[0] }));
+      picker.onDidTriggerItemButton((event) => resolve({ remove: event.item }));
+      picker.onDidHide(() => resolve({}));
+      picker.show();
     });
+    picker.dispose();
+    if (chosen.remove) {
+      await this.confirmAndDelete(chosen.remove);
+      return;
+    }
+    const pick = chosen.reopen;
     if (pick && pick.sessionId !== current) await this.openSession(pick.sessionId, pick.label);
     if (pick) await this.view.reveal(false);
   }
@@ -519,7 +533,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
       matchOnDescription: true,
       matchOnDetail: true,
     });
-    if (!pick) return;
+    if (pick) await this.confirmAndDelete(pick);
+  }
+
+  private async confirmAndDelete(pick: { sessionId: string; title: string }): Promise<void> {
     const question = deleteQuestion(pick.title);
     // Keep comes first: the button a modal focuses is never the one that deletes (a cancel
     // affordance would not be focused: VS Code focuses the first other button).
