@@ -184,7 +184,8 @@ def test_approve_on_the_terminal_records_it_and_starts_the_server(
     prompt = terminal.wait_for_prompt()
     assert f"Start MCP server repo of {workspace}: {sys.executable} {TOOLBOX} --tag {tag}" in prompt
     # Issue 34: the request's own answers, not "allow once" (an approval is for good).
-    assert prompt.endswith("[y] Approve and start  [n] Reject > ")
+    # (the third, a rejection for good, as the editors offer it).
+    assert prompt.endswith("[y] Approve and start  [n] Reject  [r] Reject, don't ask again > ")
     assert not pids_with(tag)  # asked before it starts
     terminal.type("y\n")
     code, stdout = terminal.finish()

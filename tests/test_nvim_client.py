@@ -516,12 +516,16 @@ STEPS: dict[str, Steps] = {
           return table.concat(items, '\\n')
         end
         local history = listed()
-        -- :AgentDelete: the first conversation, confirmed.
-        local question, notes = nil, {}
+        -- The first conversation deleted from the :AgentHistory picker (its last entry: the
+        -- list again, as :AgentDelete offers it), confirmed.
+        local question, notes, prompts = nil, {}, {}
         vim.ui.select = function(list, opts, on_choice)
           if opts.format_item then
+            table.insert(prompts, opts.prompt)
             for _, item in ipairs(list) do
-              if item.title == 'typed question' then return on_choice(item) end
+              local delete_entry = opts.format_item(item) == '(delete one of these conversations…)'
+              if #prompts == 1 and delete_entry then return on_choice(item) end
+              if #prompts == 2 and item.title == 'typed question' then return on_choice(item) end
             end
             return on_choice(nil)
           end
@@ -530,7 +534,7 @@ STEPS: dict[str, Steps] = {
         end
         local notify = vim.notify
         vim.notify = function(message) table.insert(notes, message) end
-        vim.cmd('AgentDelete')
+        vim.cmd('AgentHistory')
         T.wait('the deletion', function()
           return vim.tbl_contains(notes, 'agent-lsp: deleted the conversation "typed question"')
         end)
@@ -544,6 +548,7 @@ STEPS: dict[str, Steps] = {
           trace = T.lines(agent.status().trace_buf),
           history = history,
           question = question,
+          pickers = prompts,
           after_delete = listed(),
         })
         """
@@ -1349,7 +1354,8 @@ def test_a_conversation_is_reopened_after_a_restart(
         in (records["notes"])
     )
     items = records["items"]
-    assert len(items) == 2, items
+    # The two conversations, then the entry that offers the list again to delete one.
+    assert len(items) == 3 and items[2] == "(delete one of these conversations…)", items
     assert re.fullmatch(
         r"\d{4}-\d\d-\d\d \d\d:\d\d  hang  \(1 ask\)  \[interrupted: .*\]", items[0]
     )

@@ -106,6 +106,19 @@ def test_the_built_in_tools_name_what_the_editors_show() -> None:
         assert f" {case['name']} {summary}" in format_activity(case), case
 
 
+def test_an_mcp_tool_is_shown_by_its_display_name() -> None:
+    """The terminal's trace line names an MCP tool as the server's displayName does (the
+    editors' lines are compared with these in the shared trace scenario)."""
+    by_display = [case for case in FORMAT_CASES if "displayName" in case]
+    lines = [format_activity(case)[9:] for case in by_display]
+    assert lines == [
+        "✓ get_current_time — time (MCP server) UTC (4 ms)",
+        '⏸ \\e[8mecho — tb\\u202e (MCP server) {"text": "hi"} (waiting for permission)',
+        "→ mcp__tb__echo {}",
+        "→ mcp__tb__echo {}",
+    ]
+
+
 @pytest.fixture
 async def client(model: ScriptedModel) -> AsyncIterator[Any]:
     settings = ModelSettings(

@@ -64,8 +64,14 @@ its error (every line) and its warnings."
                     (pcase transport ("stdio" "command") ("http" "url") (_ "target"))
                     (agent-lsp-escape-control target))
             lines))
-    (when (equal state "awaiting-approval")
-      (push "    not started: a approves it (agent-lsp asks you first)" lines))
+    (pcase state
+      ("awaiting-approval"
+       (push "    not started: a approves it (agent-lsp asks you first)" lines))
+      ("rejected"
+       (push "    not started: you rejected it (don't ask again); a approves it after all" lines))
+      ("stopped"
+       (push "    stopped by the user: an ask does not start it until the agent-lsp server restarts"
+             lines)))
     (when tools
       (push (concat "    tools: " (agent-lsp-escape-control (string-join tools ", "))) lines))
     (unless (string-empty-p error-text)
@@ -186,7 +192,8 @@ Nothing waits: the buffer says it is listing until the answer comes."
   "List the MCP servers of the current project's folder.
 From the user file's [mcp_servers.NAME], the `:mcpServers' setting and the
 folder's own .vscode/mcp.json and .mcp.json (see docs/mcp.md): each one's
-name, state (starting, ready, failed, disabled, awaiting-approval), origin,
+name, state (starting, ready, failed, disabled, stopped, awaiting-approval,
+rejected), origin,
 transport, command or URL, tools, error and warnings.  In the buffer,
 \\<agent-lsp-mcp-mode-map>\\[agent-lsp-mcp-approve] approves the folder's own server at point and \\[revert-buffer] lists
 them again.  Returns the buffer."
@@ -221,8 +228,8 @@ allow it, that exact definition starts, and a changed one asks again."
          (name (or name (plist-get at :name)
                    (user-error "No MCP server at point")))
          (server (and (derived-mode-p 'agent-lsp-mcp-mode) agent-lsp--mcp-server)))
-    (when (and at (not (equal (plist-get at :state) "awaiting-approval")))
-      (user-error "%s is %s: only a server awaiting approval is approved here"
+    (when (and at (not (member (plist-get at :state) '("awaiting-approval" "rejected"))))
+      (user-error "%s is %s: only a server awaiting approval (or rejected) is approved here"
                   (agent-lsp-escape-control name)
                   (agent-lsp-escape-control (agent-lsp--mcp-string (plist-get at :state)))))
     (if server

@@ -128,11 +128,20 @@ Without one of those, ARGUMENTS itself on one line."
                         return (agent-lsp--one-line value)))
           (agent-lsp--one-line arguments)))))
 
+(defun agent-lsp-tool-name (params)
+  "How the tool of the call in PARAMS is shown: its displayName (an MCP tool's
+\"get_current_time — time (MCP server)\") or its name (the model's: maybe no such
+tool), escaped."
+  (let ((shown (plist-get params :displayName))
+        (name (plist-get params :name)))
+    (cond ((and (stringp shown) (not (string-empty-p shown))) (agent-lsp-escape-control shown))
+          ((stringp name) (agent-lsp-escape-control name))
+          (t "?"))))
+
 (defun agent-lsp-format-activity (params)
   "One trace line for an `agent/toolActivity' notification PARAMS (a plist)."
   (let* ((stamp (format-time-string "%H:%M:%S"))
-         (name (let ((n (plist-get params :name)))  ; the model's: maybe no such tool
-                 (if (stringp n) (agent-lsp-escape-control n) "?")))
+         (name (agent-lsp-tool-name params))
          (summary (agent-lsp-summarize-arguments (plist-get params :arguments)
                                                  (plist-get params :summaryKey)))
          (status (plist-get params :status)))

@@ -32,7 +32,8 @@ def stop_note(stop_reason: Any) -> str | None:
 
 
 def format_activity(params: dict[str, Any]) -> str:
-    """One trace line, e.g. ``12:00:01 ✓ read_file src/app.py (3 ms)``; a call waiting
+    """One trace line, e.g. ``12:00:01 ✓ read_file src/app.py (3 ms)`` (an MCP tool by its
+    ``displayName``: ``✓ get_current_time — time (MCP server) UTC (4 ms)``); a call waiting
     for the user's permission: ``12:00:01 ⏸ bash npm ci (waiting for permission)``."""
     stamp = time.strftime("%H:%M:%S")
     name = params.get("name", "?")
@@ -40,7 +41,10 @@ def format_activity(params: dict[str, Any]) -> str:
     summary = summarize_arguments(
         name, params.get("arguments") or "", key if isinstance(key, str) else None
     )
-    name = escape_control(str(name))  # the model's: a call may name a tool that does not exist
+    # The model's: a call may name a tool that does not exist. A tool's displayName (an MCP
+    # tool's "get_current_time — time (MCP server)") is shown instead of its name.
+    shown = params.get("displayName")
+    name = escape_control(shown if isinstance(shown, str) and shown else str(name))
     status = params.get("status")
     if status == "started":
         return f"{stamp} → {name} {summary}"

@@ -86,6 +86,24 @@ FORMAT_CASES: list[dict[str, Any]] = [
         "status": "completed",
         "durationMs": 1,
     },
+    # An MCP tool is shown by its displayName (the summary still follows its summaryKey);
+    # an empty or non-string one leaves the name.
+    {
+        "name": "mcp__time__get_current_time",
+        "displayName": "get_current_time — time (MCP server)",
+        "arguments": '{"timezone": "UTC"}',
+        "summaryKey": "timezone",
+        "status": "completed",
+        "durationMs": 4,
+    },
+    {
+        "name": "mcp__tb__echo",
+        "displayName": "\x1b[8mecho — tb\u202e (MCP server)",
+        "arguments": '{"text": "hi"}',
+        "status": "waiting",
+    },
+    {"name": "mcp__tb__echo", "displayName": "", "arguments": "{}", "status": "started"},
+    {"name": "mcp__tb__echo", "displayName": 7, "arguments": "{}", "status": "started"},
     # The model's escape sequences and bidi overrides are spelled out (tooling.display), and
     # a line break shows as ⏎: a terminal would show this command as "git fetch origin #".
     {

@@ -20,6 +20,7 @@ export function registerCommands(context: vscode.ExtensionContext, agent: AgentC
     vscode.commands.registerCommand("agentLsp.cancel", () => cancel(agent)),
     vscode.commands.registerCommand("agentLsp.newConversation", () => agent.newConversation()),
     vscode.commands.registerCommand("agentLsp.history", () => agent.chat.showHistory()),
+    vscode.commands.registerCommand("agentLsp.deleteConversation", () => agent.chat.deleteConversation()),
     vscode.commands.registerCommand("agentLsp.listTools", () => listTools(agent)),
     vscode.commands.registerCommand("agentLsp.manageGrants", () => manageGrantsCommand(agent)),
     vscode.commands.registerCommand("agentLsp.sandboxStatus", () => agent.sandboxStatus()),

@@ -18,7 +18,8 @@ import {
   phaseText,
   progressText,
 } from "../src/chat/model";
-import { ChatSession, type ChatSink, type Connection } from "../src/chat/session";
+import { renderNoteItem } from "../src/chat/render";
+import { ChatSession, type ChatSink, type Connection, deleteQuestion } from "../src/chat/session";
 import { ChatStore, type Memento } from "../src/chat/store";
 import { type AskResult, Methods } from "../src/protocol";
 
@@ -227,6 +228,54 @@ describe("a conversation", () => {
   });
 });
 
+describe("deleting a conversation (Agent: Delete Conversation…)", () => {
+  it("sends agent/endSession for the one picked; the one on screen deleted, a new one is shown", async () => {
+    const { server, sink, session } = setup();
+    const first = session.send("first", { folder: FOLDER_A });
+    (await server.next(Methods.newSession)).resolve({ sessionId: "s1", workspaceFolder: FOLDER_A });
+    (await server.next(Methods.ask)).resolve(result());
+    await first;
+    // Another saved conversation: the one on screen stays.
+    const other = session.deleteSession("s0");
+    const ended = await server.next(Methods.endSession);
+    assert.deepEqual(ended.params, { sessionId: "s0" });
+    ended.resolve(null);
+    assert.deepEqual(await other, { kind: "deleted", current: false });
+    assert.equal(session.sessionId, "s1");
+    assert.equal(session.conversation.entries.length, 1);
+    // The one on screen: the view starts over (nothing of it stays to be asked in).
+    const resets = sink.resets;
+    const shown = session.deleteSession("s1");
+    (await server.next(Methods.endSession)).resolve(null);
+    assert.deepEqual(await shown, { kind: "deleted", current: true });
+    assert.equal(session.sessionId, undefined);
+    assert.equal(session.conversation.entries.length, 0);
+    assert.equal(sink.resets, resets + 1);
+  });
+
+  it("does not delete the conversation an ask runs in, and a refusal keeps it shown", async () => {
+    const { server, session } = setup();
+    const running = session.send("first", { folder: FOLDER_A });
+    (await server.next(Methods.newSession)).resolve({ sessionId: "s1", workspaceFolder: FOLDER_A });
+    const ask = await server.next(Methods.ask);
+    assert.deepEqual(await session.deleteSession("s1"), { kind: "busy" });
+    assert.equal(server.calls.filter((c) => c.method === Methods.endSession).length, 0);
+    ask.resolve(result());
+    await running;
+    const refused = session.deleteSession("s1");
+    (await server.next(Methods.endSession)).reject({ code: -32603, message: "disk full" });
+    await assert.rejects(refused);
+    assert.equal(session.sessionId, "s1");
+  });
+
+  it("asks in a modal that names the conversation and says what goes", () => {
+    const question = deleteQuestion("  fix the \u001b[2J parser ");
+    assert.equal(question.message, 'Delete the conversation "fix the \\e[2J parser" for good?');
+    assert.match(question.detail, /checkpoints are deleted.*can no longer be undone\. Files it changed stay as they are\./);
+    assert.equal(deleteQuestion(undefined).message, "Delete the conversation (untitled) for good?");
+  });
+});
+
 describe("the model's pieces", () => {
   it("progress text comes from the structured phase", () => {
     assert.equal(phaseText({ phase: "tools", turn: 3 }), "turn 3: running tools");
@@ -252,6 +301,25 @@ describe("the model's pieces", () => {
     assert.deepEqual([item.durationMs, item.waitedMs], [5, 700]);
     applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, callId: "c", progress: 4, total: 10 });
     assert.equal(item.progress, "3/10"); // a finished call takes no more
+  });
+
+  it("the MCP servers an ask goes without stay in its entry; the wait for them is status only", () => {
+    const entry = newEntry("p");
+    const waiting = "starting MCP servers (waiting up to 10 s): time, slow";
+    const first = applyProgress(entry, { sessionId: "s", turn: 0, phase: "starting", message: waiting, servers: ["time", "slow"] });
+    assert.deepEqual(first.map((c) => c.part), ["tail"]);
+    assert.equal(entry.status, waiting);
+    assert.equal(entry.items.length, 0);
+    const missing = "this ask goes without the tools of MCP servers not ready: slow (still starting after 10 s)\u001b[2J";
+    const second = applyProgress(entry, { sessionId: "s", turn: 0, phase: "starting", message: missing, servers: ["slow"] });
+    assert.deepEqual(second.map((c) => c.part), ["item", "tail"]);
+    const note = entry.items[0];
+    assert.ok(note?.kind === "note");
+    assert.equal(note.text, "this ask goes without the tools of MCP servers not ready: slow (still starting after 10 s)\\e[2J");
+    // The model's progress that follows replaces the status line, not the note.
+    applyProgress(entry, { sessionId: "s", turn: 1, phase: "model", message: "turn 1: waiting for the model" });
+    assert.deepEqual(entry.items.map((i) => i.kind), ["note"]);
+    assert.match(renderNoteItem(entry, note), /⚠ this ask goes without the tools of MCP servers not ready: slow/);
   });
 
   it("a result adds calls the client missed and the answer once", () => {

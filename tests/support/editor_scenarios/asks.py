@@ -174,7 +174,8 @@ class SettingsAndNewConversation(Scenario):
     lists the saved conversations; deletes the first one, confirmed; lists them again.
     records: tools (the list's text), input_prompt, first_session, second_session,
     conversation, trace, history (the list's text after the new conversation), question
-    (the deletion's confirmation), after_delete (the list's text after it)."""
+    (the deletion's confirmation), after_delete (the list's text after it), and in Neovim
+    pickers (the prompts of the pickers the deletion went through)."""
 
     name = "settings_tools_prompt_input_and_new_conversation"
     settings: ClassVar[dict[str, Any]] = {"enabledTools": ["read_file", "glob"], "maxTurns": 3}
@@ -213,6 +214,13 @@ class SettingsAndNewConversation(Scenario):
         assert "checkpoints" in records["question"]
         assert "typed question" not in records["after_delete"]
         assert "start over" in records["after_delete"]
+        # Neovim deletes it from inside the :AgentHistory picker (its last entry offers the
+        # list again to delete one), Emacs with D in its history buffer.
+        if "pickers" in records:
+            assert records["pickers"] == ["Reopen a conversation:", "Delete a conversation:"]
+            assert "(delete one of these conversations…)" in records["history"]
+        else:
+            assert "D deletes it" in records["history"]
 
 
 class CancelLongBash(Scenario):

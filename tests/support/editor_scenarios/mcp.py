@@ -69,6 +69,29 @@ VIEW_CASES: list[list[dict[str, Any]]] = [
             "trusted": False,
             "warnings": ["odd: neither command nor url\nsecond line"],
         },
+        # Declined with "Reject, don't ask again", and stopped by the user: worded, like
+        # awaiting-approval, on a line of their own.
+        {
+            "name": "notes",
+            "origin": "workspace",
+            "transport": "stdio",
+            "target": "node notes.js",
+            "state": "rejected",
+            "tools": [],
+            "trusted": False,
+            "warnings": [],
+        },
+        {
+            "name": "idx",
+            "origin": "user",
+            "transport": "stdio",
+            "target": "idx-mcp",
+            "state": "stopped",
+            "tools": [],
+            "error": None,
+            "trusted": False,
+            "warnings": [],
+        },
     ],
     [],
 ]
@@ -91,6 +114,14 @@ VIEW_LINES = [
         "",
         "odd: disabled (user)",
         "    warning: odd: neither command nor url⏎second line",
+        "",
+        "notes: rejected (workspace, stdio)",
+        "    command: node notes.js",
+        "    not started: you rejected it (don't ask again); a approves it after all",
+        "",
+        "idx: stopped (user, stdio)",
+        "    command: idx-mcp",
+        "    stopped by the user: an ask does not start it until the agent-lsp server restarts",
     ],
     [
         "No MCP servers for this folder. Define them in the user file"
@@ -166,9 +197,11 @@ class McpToolThroughAnAsk(Scenario):
         }
         assert results == {"echo": "hello", "note": "noted: n1"}
         trace = "\n".join(records["trace"])
-        assert "✓ mcp__tb__echo hello (" in trace
-        assert "⏸ mcp__tb__write_note n1 (waiting for permission)" in trace
-        assert "✓ mcp__tb__write_note n1 (" in trace
+        # Each call named as the server names it (displayName), summarized by its argument.
+        assert "✓ echo — tb (MCP server) hello (" in trace
+        assert "⏸ write_note — tb (MCP server) n1 (waiting for permission)" in trace
+        assert "✓ write_note — tb (MCP server) n1 (" in trace
+        assert "mcp__tb__" not in trace
         assert "done" in records["conversation"]
         no_orphan(tag)
 

@@ -32,7 +32,7 @@ local shown = {}
 --- `durationMs`, `waitedMs`, `summaryKey`) or a history entry's (`ok`, `output`).
 function M.lines(call)
   local status = call.status or (call.ok == false and 'failed' or 'completed')
-  local name = type(call.name) == 'string' and format.escape_control(call.name) or '?'
+  local name = format.tool_name(call)
   local head = string.format('- %s %s %s', MARKS[status] or '?', name, format.summarize(call.arguments, call.summaryKey))
   if status == 'waiting' then
     head = head .. ' (waiting for permission)'

@@ -292,10 +292,19 @@ function M.took(params)
 end
 
 --- One trace line for an agent/toolActivity notification.
+--- How a call's tool is shown: its displayName (an MCP tool's "get_current_time — time
+--- (MCP server)") or its name, escaped; the name is the model's too: it may call a tool
+--- that does not exist.
+function M.tool_name(params)
+  if type(params.displayName) == 'string' and params.displayName ~= '' then
+    return M.escape_control(params.displayName)
+  end
+  return type(params.name) == 'string' and M.escape_control(params.name) or '?'
+end
+
 function M.activity_line(params, now)
   local stamp = os.date('%H:%M:%S', now)
-  -- The name is the model's too: it may call a tool that does not exist.
-  local name = type(params.name) == 'string' and M.escape_control(params.name) or '?'
+  local name = M.tool_name(params)
   local summary = M.summarize(params.arguments, params.summaryKey)
   if params.status == 'started' then
     return string.format('%s → %s %s', stamp, name, summary)

@@ -3,7 +3,8 @@
 -- redrawn in the conversation buffer, its tool calls as the live ones show; later asks,
 -- :AgentCheckpoints, :AgentDiff and :AgentRewind then act on it. The server keeps
 -- conversations on disk, so this works after Neovim or the server restarted.
--- :AgentDelete deletes one for good (agent/endSession), once confirmed.
+-- :AgentDelete (or the picker's last entry) deletes one for good (agent/endSession), once
+-- confirmed.
 local buffers = require('agent_lsp.buffers')
 local calls = require('agent_lsp.calls')
 local client = require('agent_lsp.client')
@@ -109,9 +110,14 @@ function M.reopen(root, session)
   end)
 end
 
+-- The last entry of :AgentHistory's list: choosing it offers the list again to delete one.
+local DELETE_ENTRY = { delete_entry = true }
+M.DELETE_LABEL = '(delete one of these conversations…)'
+
 -- Pick one of the saved conversations of the current buffer's project (`prompt` above the
--- list; the current one is marked), then `on_choice(root, c, session)`.
-local function pick(prompt, on_choice)
+-- list; the current one is marked), then `on_choice(root, c, session)`; `on_delete`: the
+-- list ends with DELETE_ENTRY, which calls it.
+local function pick(prompt, on_choice, on_delete)
   local root = transcript.root_for(0)
   client.with_client(root, function(c)
     local params = { workspaceFolder = vim.uri_from_fname(root) }
@@ -124,12 +130,21 @@ local function pick(prompt, on_choice)
         return notify('no saved conversations here')
       end
       local function item(session)
+        if session == DELETE_ENTRY then
+          return M.DELETE_LABEL
+        end
         local current = session.sessionId == conv.session_id and conv.root == root
         return M.item(session) .. (current and '  [current]' or '')
       end
       local options = { prompt = prompt, kind = 'agent_lsp_session', format_item = item }
-      vim.ui.select(list, options, function(choice)
-        if choice then
+      local shown = list
+      if on_delete then
+        shown = vim.list_extend(vim.list_slice(list), { DELETE_ENTRY })
+      end
+      vim.ui.select(shown, options, function(choice)
+        if choice == DELETE_ENTRY then
+          on_delete()
+        elseif choice then
           on_choice(root, c, choice)
         end
       end)
@@ -137,10 +152,13 @@ local function pick(prompt, on_choice)
   end)
 end
 
---- :AgentHistory: pick one of the project's saved conversations and reopen it.
+--- :AgentHistory: pick one of the project's saved conversations and reopen it; the list's
+--- last entry offers it again to delete one (as :AgentDelete does).
 function M.history()
   pick('Reopen a conversation:', function(root, _, session)
     M.reopen(root, session)
+  end, function()
+    M.delete_picked()
   end)
 end
 

@@ -51,6 +51,10 @@ function M.server_lines(server)
   end
   if state == 'awaiting-approval' then
     table.insert(lines, '    not started: a approves it (agent-lsp asks you first)')
+  elseif state == 'rejected' then
+    table.insert(lines, "    not started: you rejected it (don't ask again); a approves it after all")
+  elseif state == 'stopped' then
+    table.insert(lines, '    stopped by the user: an ask does not start it until the agent-lsp server restarts')
   end
   local tools = type(server.tools) == 'table' and server.tools or {}
   if #tools > 0 then
@@ -196,7 +200,8 @@ function M.approve(name, root)
   end)
 end
 
---- The server whose lines hold the cursor (`a`): approve it if it awaits approval.
+--- The server whose lines hold the cursor (`a`): approve it if it awaits approval (or was
+--- rejected for good: the user may still approve it).
 function M.approve_at_cursor()
   local row = api.nvim_win_get_cursor(0)[1]
   local at
@@ -208,8 +213,8 @@ function M.approve_at_cursor()
   if not at then
     return notify('no MCP server under the cursor', vim.log.levels.WARN)
   end
-  if at.state ~= 'awaiting-approval' then
-    return notify(escape(at.name) .. ' is ' .. escape(at.state) .. ': only a server awaiting approval is approved here')
+  if at.state ~= 'awaiting-approval' and at.state ~= 'rejected' then
+    return notify(escape(at.name) .. ' is ' .. escape(at.state) .. ': only a server awaiting approval (or rejected) is approved here')
   end
   M.approve(at.name, shown.root)
 end

@@ -33,7 +33,7 @@ import { headSummary } from "../summary";
 import { PathExistsCache } from "./path-cache";
 import { ProjectContext } from "./project";
 import { type BuiltinRoute, builtinRoute } from "../slash-commands";
-import { ChatSession, type Connection, retryContext, type SendOutcome } from "./session";
+import { ChatSession, type Connection, type DeleteOutcome, deleteQuestion, retryContext, type SendOutcome } from "./session";
 import { ChatStore } from "./store";
 import { ChatView } from "./view";
 
@@ -457,17 +457,18 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
 
   // -- history ---------------------------------------------------------------------------------
 
-  async showHistory(): Promise<void> {
+  /** This window's folders' saved conversations as quick pick items, newest first (undefined: said why not). */
+  private async sessionItems(): Promise<(vscode.QuickPickItem & { sessionId: string; title: string })[] | undefined> {
     if (!this.host.connection.supports(Methods.sessions)) {
       void vscode.window.showInformationMessage("Agent: this agent-lsp server keeps no conversation history.");
-      return;
+      return undefined;
     }
     let result: SessionsResult;
     try {
       result = await this.host.connection.request<SessionsResult>(Methods.sessions, {});
     } catch (error) {
       void this.toast(describeAskError(error));
-      return;
+      return undefined;
     }
     // The server keeps every workspace's conversations; this window lists its own folders'.
     const folders = new Set((vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath));
@@ -476,10 +477,10 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     );
     if (sessions.length === 0) {
       void vscode.window.showInformationMessage("Agent: no past conversations in this workspace yet.");
-      return;
+      return undefined;
     }
     const current = this.session.sessionId;
-    const items = sessions.map((s) => ({
+    return sessions.map((s) => ({
       label: `${s.sessionId === current ? "$(comment-discussion) " : s.state === "interrupted" ? "$(warning) " : ""}${s.title || "(untitled)"}`,
       // An ask that never finished (its server died): said, so the user can reopen it and undo it.
       description: [s.state === "interrupted" ? "interrupted" : "", ago(toDate(s.updated)), `${s.turns} ask${s.turns === 1 ? "" : "s"}`]
@@ -487,15 +488,74 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
         .join(" · "),
       detail: folderLabel(s.workspaceFolder),
       sessionId: s.sessionId,
+      title: s.title || "",
     }));
+  }
+
+  async showHistory(): Promise<void> {
+    const items = await this.sessionItems();
+    if (!items) return;
+    const current = this.session.sessionId;
+    // Each row's trash button deletes that conversation (confirmed, as Delete Conversation… does).
+    const trash: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("trash"), tooltip: "Delete this conversation…" };
+    const picker = vscode.window.createQuickPick<(typeof items)[number]>();
+    picker.title = "Agent: Conversations";
+    picker.placeholder = "Reopen a conversation to read or continue it (its trash button deletes it)";
+    picker.matchOnDescription = true;
+    picker.matchOnDetail = true;
+    picker.items = items.map((item) => ({ ...item, buttons: [trash] }));
+    const chosen = await new Promise<{ reopen?: (typeof items)[number] | undefined; remove?: (typeof items)[number] }>((resolve) => {
+      picker.onDidAccept(() => resolve({ reopen: picker.selectedItems[0] }));
+      picker.onDidTriggerItemButton((event) => resolve({ remove: event.item }));
+      picker.onDidHide(() => resolve({}));
+      picker.show();
+    });
+    picker.dispose();
+    if (chosen.remove) {
+      await this.confirmAndDelete(chosen.remove);
+      return;
+    }
+    const pick = chosen.reopen;
+    if (pick && pick.sessionId !== current) await this.openSession(pick.sessionId, pick.label);
+    if (pick) await this.view.reveal(false);
+  }
+
+  /**
+   * Agent: Delete Conversation…: pick one of the saved conversations, confirm in a modal that
+   * names it, then agent/endSession (New Conversation never deletes one).
+   */
+  async deleteConversation(): Promise<void> {
+    const items = await this.sessionItems();
+    if (!items) return;
     const pick = await vscode.window.showQuickPick(items, {
-      title: "Agent: Conversations",
-      placeHolder: "Reopen a conversation to read or continue it",
+      title: "Agent: Delete Conversation",
+      placeHolder: "Delete a conversation for good (you confirm next)",
       matchOnDescription: true,
       matchOnDetail: true,
     });
-    if (pick && pick.sessionId !== current) await this.openSession(pick.sessionId, pick.label);
-    if (pick) await this.view.reveal(false);
+    if (pick) await this.confirmAndDelete(pick);
+  }
+
+  private async confirmAndDelete(pick: { sessionId: string; title: string }): Promise<void> {
+    const question = deleteQuestion(pick.title);
+    // Keep comes first: the button a modal focuses is never the one that deletes (a cancel
+    // affordance would not be focused: VS Code focuses the first other button).
+    const answer = await vscode.window.showWarningMessage(question.message, { modal: true, detail: question.detail }, "Keep", "Delete");
+    if (answer !== "Delete") return;
+    let outcome: DeleteOutcome;
+    try {
+      outcome = await this.session.deleteSession(pick.sessionId);
+    } catch (error) {
+      void this.toast(describeAskError(error));
+      return;
+    }
+    if (outcome.kind === "busy") {
+      void vscode.window.showInformationMessage("Agent: an ask is running in that conversation; stop it first.");
+      return;
+    }
+    this.store.forget(pick.sessionId);
+    if (outcome.current) this.store.setCurrent(undefined);
+    void vscode.window.showInformationMessage(`Agent: deleted the conversation ${question.name}.`);
   }
 
   /** Show a past conversation (its local copy, else the server's history) and continue it. */

@@ -69,11 +69,16 @@ export interface CardItem {
   buttons: Button[];
 }
 
-/** A one-line note in the conversation (a compaction: "compacted: 30,512 → 9,880 tokens ..."). */
+/**
+ * A one-line note in the conversation (a compaction: "compacted: 30,512 → 9,880 tokens ...";
+ * the MCP servers an ask goes without).
+ */
 export interface NoteItem {
   kind: "note";
   id: string;
   text: string;
+  /** What leads the line; default "⇣" (a compaction). */
+  icon?: string;
 }
 
 export type Item = ToolItem | TextItem | CardItem | NoteItem;
@@ -184,8 +189,18 @@ export function progressText(progress: number, total?: number | null): string {
   return typeof total === "number" && total > 0 ? `${n(progress)}/${n(total)}` : n(progress);
 }
 
+/** How many `starting` progress updates each running entry had (not saved with it). */
+const startingSeen = new WeakMap<Entry, number>();
+
 export function applyProgress(entry: Entry, progress: AskProgress): Change[] {
   const changes: Change[] = [];
+  if (progress.phase === "starting" && typeof progress.message === "string" && progress.message) {
+    // The first says which MCP servers the ask waits for (the status line is enough); the
+    // second names those it goes without: it stays in the entry, as Neovim and Emacs keep it.
+    const seen = (startingSeen.get(entry) ?? 0) + 1;
+    startingSeen.set(entry, seen);
+    if (seen > 1) changes.push(...applyNote(entry, `${entry.id}-mcp-missing`, escapeControl(progress.message), "⚠"));
+  }
   if (typeof progress.callId === "string" && typeof progress.progress === "number") {
     const item = toolItem(entry, progress.callId);
     if (item !== undefined && item.state === "running") {
@@ -260,8 +275,9 @@ export function applyCard(entry: Entry, card: CardItem): Change[] {
 }
 
 /** Put a note into the entry, or replace the note with the same id. */
-export function applyNote(entry: Entry, id: string, text: string): Change[] {
+export function applyNote(entry: Entry, id: string, text: string, icon?: string): Change[] {
   const note: NoteItem = { kind: "note", id, text };
+  if (icon !== undefined) note.icon = icon;
   const index = entry.items.findIndex((i) => i.kind === "note" && i.id === id);
   if (index >= 0) entry.items[index] = note;
   else entry.items.push(note);

@@ -208,7 +208,7 @@ export function renderCardItem(entry: Entry, item: CardItem): string {
 }
 
 export function renderNoteItem(entry: Entry, item: NoteItem): string {
-  return `<div class="note"${partAttrs(partId.item(entry, item))}>⇣ ${escapeHtml(item.text)}</div>`;
+  return `<div class="note"${partAttrs(partId.item(entry, item))}>${escapeHtml(item.icon ?? "⇣")} ${escapeHtml(item.text)}</div>`;
 }
 
 export function renderItem(entry: Entry, item: Item, options: RenderOptions): string {

@@ -10,6 +10,7 @@
 // - the status line comes from `agent/askProgress`'s structured fields, never from text.
 
 import { compactionSummary } from "../compaction";
+import { escapeControl } from "../display";
 import { describeAskError, type ErrorReport } from "../errors";
 import {
   type AnswerDelta,
@@ -82,6 +83,23 @@ export type CompactOutcome =
   | { kind: "busy" }
   | { kind: "empty" }
   | { kind: "unsupported" };
+
+export type DeleteOutcome =
+  /** Deleted; `current`: it was the conversation on screen (a new one is shown now). */
+  | { kind: "deleted"; current: boolean }
+  /** An ask runs in the conversation on screen: not deleted. */
+  | { kind: "busy" };
+
+/** The modal question before a conversation is deleted: it names the conversation. */
+export function deleteQuestion(title: string | undefined): { name: string; message: string; detail: string } {
+  const name = title?.trim() ? `"${escapeControl(title.trim())}"` : "(untitled)";
+  return {
+    name,
+    message: `Delete the conversation ${name} for good?`,
+    detail:
+      "Its saved files and its checkpoints are deleted: it can no longer be reopened, and its asks can no longer be undone. Files it changed stay as they are.",
+  };
+}
 
 interface Running {
   entry: Entry;
@@ -356,6 +374,20 @@ export class ChatSession {
     this.conversation = conversation;
     this.sink.reset(conversation);
     return old;
+  }
+
+  /**
+   * Delete a saved conversation for good (agent/endSession: its files and its checkpoints),
+   * once the user confirmed. The one on screen deleted, the view starts a new one; one with
+   * an ask running is not deleted (stop the ask first).
+   */
+  async deleteSession(sessionId: string): Promise<DeleteOutcome> {
+    const current = this.conversation.sessionId === sessionId;
+    if (current && (this.running || this.compacting)) return { kind: "busy" };
+    await this.connection.request(Methods.endSession, { sessionId });
+    const shown = this.conversation.sessionId === sessionId;
+    if (shown) this.replace({ entries: [] });
+    return { kind: "deleted", current: shown };
   }
 
   /** A past conversation from the server's history (no local copy of it). */
