@@ -96,14 +96,31 @@ class GitRunner:
     def _command(
         self, folder: Path, args: Sequence[str], tmp: Path
     ) -> tuple[list[str], dict[str, str]]:
+        """The command line for a thread (:meth:`run_sync`): through the sandbox's launcher."""
+        argv, env, confinement = self._plain(folder, args, tmp)
+        return (argv if confinement is None else confinement.argv(argv)), env
+
+    def _launch(
+        self, folder: Path, args: Sequence[str], tmp: Path
+    ) -> tuple[sandbox.Launch | None, list[str], dict[str, str]]:
+        """The spawn for the event loop (:meth:`run`): bubblewrap running git itself where
+        it can (no interpreter inside: ~20 ms rather than ~40 ms a call), as bash is run."""
+        argv, env, confinement = self._plain(folder, args, tmp)
+        if confinement is None:
+            return None, argv, env
+        launch = confinement.launch(argv)
+        return launch, launch.argv, env
+
+    def _plain(
+        self, folder: Path, args: Sequence[str], tmp: Path
+    ) -> tuple[list[str], dict[str, str], Confinement | None]:
         assert self.git is not None
         argv = [self.git, *HARDENING, *_excludes_file(self.git)]
         env = _environment(tmp)
         if not self.confined:
-            return [*argv, "-C", str(folder), *args], env
+            return [*argv, "-C", str(folder), *args], env, None
         argv += [*CONFINED_ONLY, "-C", str(folder), *args]
-        confinement = self._confinement(folder, tmp)
-        return confinement.argv(argv), env
+        return argv, env, self._confinement(folder, tmp)
 
     def _confinement(self, folder: Path, tmp: Path) -> Confinement:
         read_only = dataclasses.replace(
@@ -126,7 +143,7 @@ class GitRunner:
         if self.unusable():
             return None
         async with sandbox.private_tmp() as tmp:
-            argv, env = self._command(folder, args, tmp)
+            launch, argv, env = self._launch(folder, args, tmp)
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *argv,
@@ -136,10 +153,19 @@ class GitRunner:
                     stderr=subprocess.PIPE,
                     env=env,
                     start_new_session=True,  # its own group: a kill reaches all it started
+                    pass_fds=launch.pass_fds if launch is not None else (),
                 )
             except OSError:
+                if launch is not None:
+                    launch.abandon()
                 return None
             try:
+                if launch is not None:
+                    launch.close()  # the child holds its own copies now
+                    await launch.join()  # its limits, before git starts
+                    if launch.failure:
+                        await _kill(proc)
+                        return None
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                     out, err = await proc.communicate()
             except TimeoutError:
@@ -148,6 +174,9 @@ class GitRunner:
             except BaseException:  # cancellation: never leave git running
                 await asyncio.shield(_kill(proc))
                 raise
+            finally:
+                if launch is not None:
+                    launch.abandon()
         assert proc.returncode is not None
         if self.confined and sandbox.is_launch_failure(
             proc.returncode, err.decode(errors="replace")
