@@ -197,6 +197,27 @@ describe("the chat's permission card", () => {
     assert.match(card.body, /^File: src\/a\.ts\nWrites 1 line \(1 byte\):\nx\n/);
   });
 
+  it("shows a write to what git obeys with its file, why, and the whole new content (issue 33)", () => {
+    const content = "[core]\n\tfsmonitor = touch /tmp/x\u202e\n";
+    const req = request({
+      toolName: "write_file",
+      arguments: { path: ".git/config", content },
+      title: "Write a file git obeys: .git/config",
+      reason: `.git/config is a git configuration. Git runs what such a file names (a hook, core.fsmonitor, a filter) whenever you run git, outside the sandbox, with your rights. New content:\n${content}`,
+      alwaysScope: "This exact call, for this conversation",
+    });
+    const card = permissionCard(req);
+    assert.equal(card.title, "Write a file git obeys: .git/config");
+    assert.equal(card.code, undefined);
+    assert.match(card.body, /^File: \.git\/config\n/);
+    assert.match(card.body, /fsmonitor = touch \/tmp\/x\\u202e/); // the bidi override spelled out
+    assert.match(card.body, /outside the sandbox, with your rights/);
+    assert.deepEqual(card.buttons.map((b) => b.label), ["Allow Once", "Always Allow", "Reject", "Always Reject"]);
+    const dialog = permissionDialog(req);
+    assert.match(dialog.message, /Write a file git obeys: \.git\/config/);
+    assert.match(dialog.detail, /fsmonitor = touch/);
+  });
+
   it("is answered on the card when the chat shows it: the clicked label is the answer, the modal never opens", async () => {
     const ui = user("Allow Once");
     const cards: PermissionCard[] = [];
