@@ -91,7 +91,7 @@ async def test_a_shared_key_file_is_reported_once(
         model.reply("ok")
         await ask(client, prompt="hello")
         warnings = [m.message for m in client.messages if "chmod 600" in m.message]
-        assert len(warnings) == 1
+        assert len(warnings) == 1, [m.message for m in client.messages]
         assert str(path) in warnings[0] and FILE_KEY not in warnings[0]
 
 

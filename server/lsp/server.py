@@ -280,12 +280,14 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         if not paths and params.root_path:
             paths = [Path(params.root_path)]
         ls.pending_warnings.extend(ls.engine.set_folders(paths))
-        # Shown once the client is ready for messages (after `initialized`).
+        # Shown once the client is ready for messages (after `initialized`). The user file's
+        # warnings first: each is given once per process, and initialize's answer reads
+        # the file (the configured model) before `initialized`.
+        ls.pending_warnings.extend(ls.engine.config_warnings())
         ls.pending_warnings.extend(ls.apply_settings(params.initialization_options))
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
-        ls.pending_warnings.extend(ls.engine.config_warnings())
         for warning in ls.pending_warnings:
             ls.warn_user(warning)
         ls.pending_warnings.clear()
