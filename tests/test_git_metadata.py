@@ -22,21 +22,13 @@ import pytest
 
 from tests.support.lsp_client import ask
 from tests.support.model_server import ScriptedModel, tool_call
+from tests.test_git_guard import GIT_ENV
 from tests.test_permissions import CAN_ASK, permission_session, tool_results
 from tools import sandbox
 
 NEEDS_NAMESPACES = pytest.mark.skipif(
     sandbox.support().namespaces is None, reason="needs the bubblewrap sandbox"
 )
-GIT_ENV = {
-    **{key: value for key, value in os.environ.items() if not key.startswith("GIT_")},
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

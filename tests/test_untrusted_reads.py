@@ -14,7 +14,6 @@ import contextlib
 import errno
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from server.project import skills as skill_files
 from server.project.environment import describe_head
 from tests.support.lsp_client import agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel, tool_call
+from tests.test_project_context import git
 from tooling.regular_files import SkippedFile, read_regular, read_text_file
 from tooling.workspace import Workspace
 
@@ -69,26 +69,6 @@ def folder_line(system: str, root: Path) -> str:
     lines = [line for line in system.splitlines() if line.startswith(prefix)]
     assert len(lines) == 1, system[:2000]
     return lines[0]
-
-
-def git(root: Path, *args: str) -> str:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(root),
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "LC_ALL": "C",
-    }
-    done = subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    return done.stdout
 
 
 def git_repo(root: Path) -> None:
