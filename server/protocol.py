@@ -276,6 +276,9 @@ class HistoryToolCall:
     arguments: str
     ok: bool
     output: str  # a preview
+    # How clients name the call (the tool's display name, as agent/toolActivity's
+    # displayName); None: the name itself, or a tool not known now.
+    display_name: str | None = None
 
 
 @attrs.define

@@ -79,6 +79,15 @@ async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(
         assert shown[("mcp__tb__echo", "completed")] == "echo — tb (MCP server)"
         for status in ("started", "waiting", "completed"):
             assert shown[("mcp__tb__write_note", status)] == "write_note — tb (MCP server)"
+        # A reopened conversation names its calls the same way.
+        history = await client.protocol.send_request_async(
+            "agent/sessionHistory", {"sessionId": result["sessionId"]}
+        )
+        calls = [c for e in history["entries"] for c in e.get("toolCalls", [])]
+        assert {c["name"]: c.get("displayName") for c in calls} == {
+            "mcp__tb__echo": "echo — tb (MCP server)",
+            "mcp__tb__write_note": "write_note — tb (MCP server)",
+        }
 
         # A refused one is declined, and the server never sees the call.
         model.reply(tool_calls=[tool_call("mcp__tb__write_note", {"text": "n2"}, id="no")])

@@ -187,6 +187,7 @@ conversation.  (`agent-lsp-new-conversation' deletes nothing.)"
           (seq-doseq (call (plist-get entry :toolCalls))
             (agent-lsp--tool-line
              (list :sessionId id :callId (plist-get call :id) :name (plist-get call :name)
+                   :displayName (plist-get call :displayName)
                    :arguments (plist-get call :arguments)
                    :status (if (eq (plist-get call :ok) t) "completed" "failed")
                    :output (plist-get call :output))))

@@ -239,7 +239,7 @@ class AcpAgent:
         **kwargs: Any,
     ) -> dict[str, Any]:
         session = await self._reopen(cwd, session_id, mcp_servers)
-        history = self._engine.history(session.id)
+        history = await self._engine.history(session.id)
         runtime = await self._engine.folder(session.root).runtime()
         for update in replay(history, runtime.kind):
             await self._conn.session_update(session_id=session.id, update=update)
@@ -478,7 +478,7 @@ class AcpAgent:
         session = self._add_session(session_id, root, servers)
         if conversation.mode in mode_ids():
             session.mode = conversation.mode  # as it was left (saved with the conversation)
-        history = self._engine.history(session_id).entries
+        history = (await self._engine.history(session_id)).entries
         session.seen.update(e.content.strip() for e in history if e.role == "user")
         session.title = conversation.title
         return session

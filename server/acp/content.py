@@ -149,7 +149,7 @@ def replay(history: p.SessionHistoryResult, kind: Callable[[str], str]) -> Itera
             arguments = raw_input(call.arguments)
             yield helpers.start_tool_call(
                 call.id,
-                call_title(call.name, call.arguments, None),
+                call_title(call.name, call.arguments, None, call.display_name),
                 kind=kind(call.name),  # type: ignore[arg-type]
                 status="completed" if call.ok else "failed",
                 content=[helpers.tool_content(helpers.text_block(call.output))],

@@ -287,9 +287,16 @@ class AgentEngine:
         if conversation.messages and not conversation.busy:
             await self._sessions.save(conversation)
 
-    def history(self, session_id: str) -> p.SessionHistoryResult:
-        """What a client needs to redraw a conversation (``agent/sessionHistory``)."""
-        return self._sessions.history(session_id)
+    async def history(self, session_id: str) -> p.SessionHistoryResult:
+        """What a client needs to redraw a conversation (``agent/sessionHistory``), its
+        tool calls named as live activity names them while the folder is open (the tools
+        its registry knows now: an MCP server's, once it has started)."""
+        conversation = self.conversation(session_id)
+        folder = self._folders.get(conversation.workspace_root)
+        runtime = await folder.runtime() if folder is not None else None
+        return self._sessions.history(
+            session_id, runtime.display_name if runtime is not None else None
+        )
 
     def tool_output(self, session_id: str, call_id: str) -> p.ToolOutputResult:
         """A tool call's whole output, as the model received it (``agent/toolOutput``)."""

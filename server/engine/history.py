@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -122,9 +122,12 @@ class Sessions:
     def revoke_grant(self, session_id: str, grant_id: str) -> bool:
         return self.get(session_id).grants.revoke(grant_id)
 
-    def history(self, session_id: str) -> p.SessionHistoryResult:
+    def history(
+        self, session_id: str, display_name: Callable[[str], str | None] | None = None
+    ) -> p.SessionHistoryResult:
         """What a client needs to redraw a conversation: prompts, answers, tool calls
-        (what compaction took out of the model's view included, as far as it is kept)."""
+        (what compaction took out of the model's view included, as far as it is kept),
+        each call named by ``display_name`` as live activity names it, where it gives one."""
         conversation = self.get(session_id)
         messages = transcript(conversation.messages, conversation.archive)
         results = {
@@ -150,6 +153,7 @@ class Sessions:
                             arguments,
                             not is_error(output),
                             preview(output, HISTORY_PREVIEW),
+                            display_name(name) if display_name is not None else None,
                         )
                     )
                 entries.append(

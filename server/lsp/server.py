@@ -447,9 +447,9 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
 
     @server.feature(p.AGENT_SESSION_HISTORY)
     @_rpc
-    def session_history(ls: AgentLanguageServer, params: Any) -> Any:
+    async def session_history(ls: AgentLanguageServer, params: Any) -> Any:
         q = p.parse(params, p.SessionParams)
-        return p.to_wire(ls.engine.history(q.session_id))
+        return p.to_wire(await ls.engine.history(q.session_id))
 
     @server.feature(p.AGENT_TOOL_OUTPUT)
     @_rpc

@@ -324,6 +324,7 @@ export interface HistoryToolCall {
    * a preview
    */
   output: string;
+  displayName?: string | null;
 }
 export interface ToolOutputParams {
   sessionId: string;

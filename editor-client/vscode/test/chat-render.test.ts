@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { findPathRefs, renderCodeBlock, renderMarkdown, renderPlainText } from "../src/chat/markdown";
-import { applyActivity, type Entry, type ToolItem } from "../src/chat/model";
+import { applyActivity, type Entry, entriesFromHistory, type ToolItem } from "../src/chat/model";
 import { renderPage } from "../src/chat/page";
 import { cutCount, formatFooter, renderArguments, renderConversation, renderEntry, renderTail, renderToolItem } from "../src/chat/render";
 
@@ -100,6 +100,26 @@ describe("tool rows", () => {
     const html = renderToolItem(e, item, options);
     assert.match(html, /<code class="tool" title="mcp__time__get_current_time">get_current_time — time \(MCP server\)<\/code>/);
     assert.doesNotMatch(html, />mcp__time__get_current_time</);
+  });
+
+  it("a reopened conversation names its MCP calls as live activity does (the history's displayName)", () => {
+    const [reopened] = entriesFromHistory([
+      { role: "user", content: "time?" },
+      {
+        role: "assistant",
+        content: "",
+        toolCalls: [
+          { id: "m", name: "mcp__time__get_current_time", arguments: "{}", ok: true, output: "12:00", displayName: "get_current_time — time (MCP server)" },
+          { id: "b", name: "bash", arguments: "{}", ok: true, output: "", displayName: null },
+        ],
+      },
+    ]);
+    assert.ok(reopened);
+    const [mcp, bash] = reopened.items as ToolItem[];
+    assert.ok(mcp && bash);
+    assert.match(renderToolItem(reopened, mcp, options), /<code class="tool" title="mcp__time__get_current_time">get_current_time — time \(MCP server\)<\/code>/);
+    assert.equal(bash.displayName, undefined);
+    assert.match(renderToolItem(reopened, bash, options), /<code class="tool">bash<\/code>/);
   });
 
   it("a call that waited for permission says so beside its own time", () => {

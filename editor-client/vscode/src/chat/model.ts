@@ -441,7 +441,7 @@ export function entriesFromHistory(history: readonly HistoryEntry[]): Entry[] {
     const text = message.content ?? "";
     if (text.trim() !== "") entry.items.push({ kind: "text", id: freshId("t"), text, turn, channel: "answer" });
     for (const call of message.toolCalls ?? []) {
-      entry.items.push({
+      const item: ToolItem = {
         kind: "tool",
         id: call.id,
         name: call.name,
@@ -449,7 +449,10 @@ export function entriesFromHistory(history: readonly HistoryEntry[]): Entry[] {
         state: call.ok ? "ok" : "failed",
         turn,
         output: call.output,
-      });
+      };
+      // Named as live activity names it (an MCP tool: "get_current_time — time (MCP server)").
+      if (typeof call.displayName === "string" && call.displayName !== "") item.displayName = call.displayName;
+      entry.items.push(item);
     }
   }
   return entries;
