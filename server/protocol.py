@@ -125,6 +125,11 @@ def _non_empty(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> No
         raise ParamsError(_camel(attribute.name), "must be a non-empty string")
 
 
+def _names(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not all(isinstance(v, str) and v.strip() for v in value):
+        raise ParamsError(_camel(attribute.name), "must be a list of non-empty strings")
+
+
 @attrs.define
 class FolderParams:
     """Params of requests that act on one open folder (default: the first)."""
@@ -167,6 +172,10 @@ class AskParams:
     workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
     work_done_token: int | str | None = None
     context: EditorContext | None = None
+    # Tools the user turned off for this ask (a client's per-conversation choice): tool
+    # names, or "mcp__SERVER__*" for all of one MCP server's tools. Left out of the tools
+    # the model is offered; a call to one is refused, saying so.
+    disabled_tools: list[str] | None = attrs.field(default=None, validator=_names)
 
 
 @attrs.define

@@ -99,6 +99,31 @@ async def test_an_mcp_tool_is_listed_with_its_source_and_called_through_an_ask(
     assert wait_until(lambda: not pids_with(tag), 5), "the MCP server outlived the session"
 
 
+async def test_tools_the_user_turned_off_are_not_offered_and_a_call_to_one_is_refused(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    def offered(body: dict[str, Any]) -> set[str]:
+        return {t["function"]["name"] for t in body.get("tools", [])}
+
+    async with mcp_session(model, workspace, {"tb": toolbox_server(new_tag())}) as client:
+        await until_state(client, "tb", "ready")
+        model.reply(tool_calls=[tool_call("mcp__tb__echo", {"text": "hi"}, id="echo")])
+        model.reply("done without it")
+        off = ["mcp__tb__*", "bash"]
+        first = await ask(client, prompt="use the toolbox", disabledTools=off)
+        assert first["answer"] == "done without it"
+        sent = offered(model.bodies[-2])
+        assert "read_file" in sent
+        assert "bash" not in sent and not any(n.startswith("mcp__tb__") for n in sent)
+        assert tool_results(model)["echo"] == (
+            "Error: mcp__tb__echo is turned off by the user for this conversation; do without it."
+        )
+        # The next ask without the list (the user turned them on again) offers them all.
+        model.reply("all there")
+        await ask(client, prompt="again", sessionId=first["sessionId"])
+        assert {"bash", "mcp__tb__echo", "mcp__tb__write_note"} <= offered(model.bodies[-1])
+
+
 async def test_a_crashed_server_is_failed_and_restarts_at_the_next_ask(
     model: ScriptedModel, workspace: Path
 ) -> None:

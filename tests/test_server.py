@@ -225,6 +225,8 @@ async def test_invalid_params(client: AgentTestClient, params: dict[str, Any], f
         ("agent/sessionHistory", {"sessionId": "0" * 32}, "sessionId"),
         ("agent/toolOutput", {"sessionId": "0" * 32}, "callId"),
         ("agent/sessions", "folder", "params"),
+        ("agent/ask", {"prompt": "hi", "disabledTools": ["bash", 3]}, "disabledTools[1]"),
+        ("agent/ask", {"prompt": "hi", "disabledTools": [""]}, "disabledTools"),
     ],
 )
 async def test_every_request_refuses_malformed_params_the_same_way(

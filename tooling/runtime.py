@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolContext
@@ -32,6 +33,16 @@ class ToolRuntime:
         for tool in registry:
             jsonschema.Draft202012Validator.check_schema(tool.parameters)
             self._validators[tool.name] = jsonschema.Draft202012Validator(tool.parameters)
+
+    def without(self, turned_off: Callable[[str], bool]) -> ToolRuntime:
+        """This runtime without the tools ``turned_off`` names (not offered, not run: a
+        call to one is an unknown tool's); the validators are shared, not compiled again."""
+        narrowed = object.__new__(ToolRuntime)
+        narrowed._registry = ToolRegistry(t for t in self._registry if not turned_off(t.name))
+        narrowed._validators = {
+            name: v for name, v in self._validators.items() if not turned_off(name)
+        }
+        return narrowed
 
     @property
     def registry(self) -> ToolRegistry:

@@ -23,7 +23,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -331,6 +331,7 @@ class AgentEngine:
         documents: EditorDocuments | None = None,
         mode: str = DEFAULT_MODE,
         model_name: str | None = None,
+        disabled_tools: Sequence[str] = (),
     ) -> p.AskResult:
         """Run one ask; ``on_session`` learns the session id before any tool runs.
 
@@ -338,7 +339,9 @@ class AgentEngine:
         ``asker`` reaches the user for calls that need permission (none: such calls
         are refused, and the model is told why). ``documents``: the editor's files as
         this ask's tools see them (default: the attached ones); ``mode`` narrows what the
-        tools may do (``server.engine.modes``); ``model_name`` replaces the configured model.
+        tools may do (``server.engine.modes``); ``model_name`` replaces the configured model;
+        ``disabled_tools``: the tools the user turned off (names, ``mcp__SERVER__*``), not
+        offered to the model, a call to one refused saying so.
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
@@ -377,6 +380,11 @@ class AgentEngine:
             if missing is not None:
                 content = with_note(content, missing)
             runtime = await self._folders.variant(target, settings.tools()).runtime()
+            unavailable = target.mcp.unavailable if target.mcp else None
+            if disabled_tools:
+                turned_off = turned_off_by(disabled_tools)
+                runtime = runtime.without(turned_off)
+                unavailable = _turned_off_note(turned_off, unavailable)
             await self._project.tell(conversation, target.workspace, settings, documents)
             window = context_window(conversation, settings, model.model, runtime)
             request = {"role": "user", "content": content}
@@ -408,7 +416,7 @@ class AgentEngine:
                             path_notes=self._project.nested(
                                 conversation, target.workspace, settings, documents
                             ),
-                            unavailable=target.mcp.unavailable if target.mcp else None,
+                            unavailable=unavailable,
                         ),
                         window=window,
                         streaming=self._endpoints.streaming(model),
@@ -499,3 +507,24 @@ def _escalates(arguments: str) -> bool:
     if not isinstance(parsed, dict):
         return False
     return bool(parsed.get("escalation") or parsed.get("network_hosts"))
+
+
+def turned_off_by(disabled: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a tool name is one of ``disabled``: a name, or ``PREFIX*`` (an MCP server's
+    tools, ``mcp__SERVER__*``) for the names starting with PREFIX."""
+    names = frozenset(d for d in disabled if not d.endswith("*"))
+    prefixes = tuple(d[:-1] for d in disabled if d.endswith("*"))
+    return lambda name: name in names or (bool(prefixes) and name.startswith(prefixes))
+
+
+def _turned_off_note(
+    turned_off: Callable[[str], bool], otherwise: Callable[[str], str | None] | None
+) -> Callable[[str], str | None]:
+    """Why a tool name the model called is not there: turned off, else ``otherwise``'s."""
+
+    def why(name: str) -> str | None:
+        if turned_off(name):
+            return f"{name} is turned off by the user for this conversation; do without it."
+        return otherwise(name) if otherwise is not None else None
+
+    return why

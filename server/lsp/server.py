@@ -492,6 +492,7 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
                 on_session=reporter.set_session,
                 context=q.context,
                 asker=ls.asker,
+                disabled_tools=q.disabled_tools or (),
             )
             outcome = "done"
             return p.to_wire(result)

@@ -197,6 +197,7 @@ export interface AskParams {
   workspaceFolder?: string | null;
   workDoneToken?: number | string | null;
   context?: EditorContext | null;
+  disabledTools?: string[] | null;
 }
 /**
  * What the user is looking at, sent with an ask (``agent/ask`` ``context``).
