@@ -7,7 +7,7 @@ import type { AgentClient } from "./agent-client";
 import { manageGrants } from "./grants";
 import { type ListToolsResult, Methods } from "./protocol";
 import type { CheckAction } from "./setup";
-import { toolPickItems, toolsTitle } from "./tools-view";
+import { disabledAfterPick, isTurnedOff, toolPickItems, toolsTitle, toolToggleItems } from "./tools-view";
 
 export function registerCommands(context: vscode.ExtensionContext, agent: AgentClient): vscode.Disposable[] {
   return [
@@ -22,6 +22,7 @@ export function registerCommands(context: vscode.ExtensionContext, agent: AgentC
     vscode.commands.registerCommand("agentLsp.history", () => agent.chat.showHistory()),
     vscode.commands.registerCommand("agentLsp.deleteConversation", () => agent.chat.deleteConversation()),
     vscode.commands.registerCommand("agentLsp.listTools", () => listTools(agent)),
+    vscode.commands.registerCommand("agentLsp.configureTools", () => configureTools(agent)),
     vscode.commands.registerCommand("agentLsp.manageGrants", () => manageGrantsCommand(agent)),
     vscode.commands.registerCommand("agentLsp.sandboxStatus", () => agent.sandboxStatus()),
     vscode.commands.registerCommand("agentLsp.mcpServers", () => agent.mcp.showServers()),
@@ -105,6 +106,42 @@ async function listTools(agent: AgentClient): Promise<void> {
     matchOnDescription: true,
     matchOnDetail: true,
   });
+}
+
+/**
+ * Agent: Configure Tools…: the tools of this conversation, checked when on; the unchecked
+ * ones are sent as agent/ask's disabledTools with each of its asks (the model is not offered them).
+ */
+async function configureTools(agent: AgentClient): Promise<void> {
+  const client = agent.usableClient();
+  if (!client) return;
+  let result: ListToolsResult;
+  try {
+    result = await client.sendRequest<ListToolsResult>(Methods.listTools, agent.folderParams());
+  } catch (error) {
+    void agent.showRequestError(error);
+    return;
+  }
+  const tools = result.tools ?? [];
+  const items = toolToggleItems(tools, agent.chat.disabledTools).map(
+    (entry): vscode.QuickPickItem & { name?: string } =>
+      "separator" in entry ? { label: entry.separator, kind: vscode.QuickPickItemKind.Separator } : entry,
+  );
+  const picked = await vscode.window.showQuickPick(items, {
+    title: "Agent: tools of this conversation",
+    placeHolder: "Checked tools are offered to the model; uncheck the ones it should not use here",
+    canPickMany: true,
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  if (picked === undefined) return;
+  const disabled = disabledAfterPick(tools, new Set(picked.flatMap((i) => (i.name === undefined ? [] : [i.name]))));
+  agent.chat.setDisabledTools(disabled);
+  const off = tools.filter((tool) => isTurnedOff(tool.name, disabled)).length;
+  vscode.window.setStatusBarMessage(
+    off ? `Agent: ${off} of ${tools.length} tools off in this conversation` : "Agent: all tools on in this conversation",
+    4000,
+  );
 }
 
 /** Agent: Manage Permissions: the conversation's "always" answers; revoke the picked ones. */

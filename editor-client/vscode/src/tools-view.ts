@@ -50,16 +50,20 @@ function toolItem(tool: ToolInfo): ToolPickItem {
  * per MCP server, in the order the server lists them.
  */
 export function toolPickItems(tools: readonly ToolInfo[]): ToolPickEntry[] {
+  return grouped(tools, toolItem);
+}
+
+function grouped<T>(tools: readonly ToolInfo[], item: (tool: ToolInfo) => T): (T | { separator: string })[] {
   const builtin = tools.filter((tool) => toolServer(tool) === undefined);
   const byServer = new Map<string, ToolInfo[]>();
   for (const tool of tools) {
     const server = toolServer(tool);
     if (server !== undefined) byServer.set(server, [...(byServer.get(server) ?? []), tool]);
   }
-  if (byServer.size === 0) return builtin.map(toolItem);
-  const entries: ToolPickEntry[] = [{ separator: "built-in" }, ...builtin.map(toolItem)];
+  if (byServer.size === 0) return builtin.map(item);
+  const entries: (T | { separator: string })[] = [{ separator: "built-in" }, ...builtin.map(item)];
   for (const [server, own] of byServer) {
-    entries.push({ separator: `${escapeControl(server)} (MCP)` }, ...own.map(toolItem));
+    entries.push({ separator: `${escapeControl(server)} (MCP)` }, ...own.map(item));
   }
   return entries;
 }
@@ -70,4 +74,48 @@ export function toolsTitle(tools: readonly ToolInfo[]): string {
   return mcp === 0
     ? `Agent tools (${tools.length})`
     : `Agent tools (${tools.length}: ${tools.length - mcp} built-in, ${mcp} from MCP servers)`;
+}
+
+// -- Agent: Configure Tools… (the tools of this conversation, on or off) -------------------------
+
+/** Whether `name` is one of `disabled` (agent/ask's disabledTools): a name, or `PREFIX*`. */
+export function isTurnedOff(name: string, disabled: readonly string[]): boolean {
+  return disabled.some((d) => (d.endsWith("*") ? name.startsWith(d.slice(0, -1)) : d === name));
+}
+
+export interface ToolToggleItem extends ToolPickItem {
+  /** The tool's name (agent/listTools'). */
+  name: string;
+  /** On for this conversation. */
+  picked: boolean;
+}
+
+export type ToolToggleEntry = ToolToggleItem | { separator: string };
+
+/** Agent: List Tools' items, grouped the same way, each checked unless turned off. */
+export function toolToggleItems(tools: readonly ToolInfo[], disabled: readonly string[]): ToolToggleEntry[] {
+  return grouped(tools, (tool) => ({ ...toolItem(tool), name: tool.name, picked: !isTurnedOff(tool.name, disabled) }));
+}
+
+/**
+ * The conversation's disabledTools after the pick: the tools left unchecked, an MCP server
+ * whose every tool is unchecked as `mcp__SERVER__*` (its tools stay off when it lists new ones).
+ */
+export function disabledAfterPick(tools: readonly ToolInfo[], picked: ReadonlySet<string>): string[] {
+  const off = tools.filter((tool) => !picked.has(tool.name));
+  const disabled: string[] = [];
+  const servers = new Set<string>();
+  for (const tool of off) {
+    const server = toolServer(tool);
+    if (server === undefined || servers.has(server)) continue;
+    const prefix = `mcp__${server}__`;
+    const own = tools.filter((t) => toolServer(t) === server);
+    if (own.every((t) => !picked.has(t.name) && t.name.startsWith(prefix))) servers.add(server);
+  }
+  for (const server of servers) disabled.push(`mcp__${server}__*`);
+  for (const tool of off) {
+    const server = toolServer(tool);
+    if (server === undefined || !servers.has(server)) disabled.push(tool.name);
+  }
+  return disabled;
 }

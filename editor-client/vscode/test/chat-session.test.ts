@@ -115,6 +115,24 @@ describe("a conversation", () => {
     await followUp;
   });
 
+  it("sends the tools the user turned off for this conversation with each ask; a new conversation has them all", async () => {
+    const { server, session } = setup();
+    session.conversation.disabledTools = ["mcp__time__*", "bash"];
+    const first = session.send("first", { folder: FOLDER_A });
+    (await server.next(Methods.newSession)).resolve({ sessionId: "s1", workspaceFolder: FOLDER_A });
+    const ask = await server.next(Methods.ask);
+    assert.deepEqual(ask.params.disabledTools, ["mcp__time__*", "bash"]);
+    ask.resolve(result());
+    await first;
+    session.replace({ entries: [] });
+    const fresh = session.send("second", { folder: FOLDER_A });
+    (await server.next(Methods.newSession)).resolve({ sessionId: "s2", workspaceFolder: FOLDER_A });
+    const next = await server.next(Methods.ask);
+    assert.equal("disabledTools" in next.params, false);
+    next.resolve(result({ sessionId: "s2" }));
+    await fresh;
+  });
+
   it("works with a server without agent/newSession: the first result names the session", async () => {
     const { server, session } = setup([Methods.ask]);
     const first = session.send("first", { folder: FOLDER_A });

@@ -16,7 +16,7 @@ import {
 import { permissionDialog, type PermissionRequest } from "../src/permissions";
 import type { McpServerInfo, ToolInfo } from "../src/protocol";
 import { type ConfigReader, SECTION, toInitializationOptions } from "../src/settings";
-import { toolPickItems, toolsTitle } from "../src/tools-view";
+import { disabledAfterPick, isTurnedOff, toolPickItems, toolsTitle, toolToggleItems } from "../src/tools-view";
 import { FakeServer } from "./fake-server";
 
 function server(overrides: Partial<McpServerInfo> = {}): McpServerInfo {
@@ -304,6 +304,24 @@ describe("Agent: List Tools with MCP tools", () => {
       { label: "$(warning) mcp__tb__write_note", description: "destructive · tb (MCP)", detail: "[tb] Note." },
     ]);
     assert.equal(toolsTitle(tools), "Agent tools (3: 1 built-in, 2 from MCP servers)");
+  });
+
+  it("Configure Tools: the same groups, each checked unless this conversation turned it off", () => {
+    const items = toolToggleItems(tools, ["mcp__tb__write_note"]);
+    assert.deepEqual(
+      items.map((i) => ("separator" in i ? i.separator : `${i.name}:${i.picked}`)),
+      ["built-in", "read_file:true", "tb (MCP)", "mcp__tb__echo:true", "mcp__tb__write_note:false"],
+    );
+    const all = toolToggleItems(tools, ["mcp__tb__*"]);
+    assert.deepEqual(all.flatMap((i) => ("separator" in i || i.picked ? [] : [i.name])), ["mcp__tb__echo", "mcp__tb__write_note"]);
+    assert.equal(isTurnedOff("mcp__tbx__echo", ["mcp__tb__*"]), false);
+  });
+
+  it("Configure Tools: what is unchecked becomes disabledTools, a server with every tool off as mcp__SERVER__*", () => {
+    assert.deepEqual(disabledAfterPick(tools, new Set(["read_file", "mcp__tb__echo"])), ["mcp__tb__write_note"]);
+    assert.deepEqual(disabledAfterPick(tools, new Set(["read_file"])), ["mcp__tb__*"]);
+    assert.deepEqual(disabledAfterPick(tools, new Set()), ["mcp__tb__*", "read_file"]);
+    assert.deepEqual(disabledAfterPick(tools, new Set(tools.map((t) => t.name))), []);
   });
 
   it("lists built-ins alone as before, a tool without source among them", () => {

@@ -444,6 +444,18 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
     this.session.onDelta(delta);
   }
 
+  /** The tools this conversation's asks leave out (Agent: Configure Tools…), kept with it. */
+  get disabledTools(): readonly string[] {
+    return this.session.conversation.disabledTools ?? [];
+  }
+
+  setDisabledTools(names: readonly string[]): void {
+    const conversation = this.session.conversation;
+    if (names.length) conversation.disabledTools = [...names];
+    else delete conversation.disabledTools;
+    this.store.save(conversation);
+  }
+
   /** Start over; the old conversation stays in the history (the server keeps it). */
   async newConversation(): Promise<void> {
     const old = this.session.replace({ entries: [] });

@@ -131,6 +131,8 @@ export interface Conversation {
   notice?: string | undefined;
   /** "info" for news that is not an error (an undo's outcome); default error. */
   noticeTone?: "info" | "error" | undefined;
+  /** The tools the user turned off for this conversation (Agent: Configure Tools…), sent with each ask. */
+  disabledTools?: string[] | undefined;
   entries: Entry[];
 }
 

@@ -211,6 +211,7 @@ export class ChatSession {
       else if (options.folder) params.workspaceFolder = options.folder;
       if (options.workDoneToken) params.workDoneToken = options.workDoneToken;
       if (options.context) params.context = options.context;
+      if (this.conversation.disabledTools?.length) params.disabledTools = [...this.conversation.disabledTools];
       const result = await this.connection.request<AskResult>(Methods.ask, params, running.abort.signal);
       if (!this.current(running)) return { kind: "superseded" };
       this.conversation.sessionId = result.sessionId;
