@@ -140,7 +140,7 @@ def arguments(
         argv += ["--ro-bind-try", path, path]  # removed since it was found: nothing to cover
     # Private, and read-only once the folders beneath are bound: writes go to the writable
     # folders only (Landlock said so too, where it runs inside; without it, this does).
-    argv += ["--remount-ro", "/tmp", "--remount-ro", "/dev/shm"]
+    argv += ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/dev/shm"]
     for procs in cgroup_procs:  # the call's first process joins its cgroups through them
         argv += ["--bind", str(procs), str(procs)]
     if seccomp_fd is not None:
@@ -170,12 +170,16 @@ def _outermost(hidden: Sequence[Path]) -> list[str]:
 
 
 def _missing_parents(hidden: Sequence[Path]) -> dict[str, list[str]] | None:
-    """For each hidden path that does not exist (yet), the nearest folder that does, with
-    its entries; None when one cannot be covered that way (``/``, or too many entries)."""
+    """For each hidden path that does not exist (yet), or is a file, the nearest folder
+    that does, with its entries; None when one cannot be covered that way (``/``, or too
+    many entries). A file is not covered in place: a mount over a file's name is dropped
+    when something outside renames another file onto that name (an editor saving by
+    rename, during a long call), and the new file would show through. In a rebuilt folder
+    it is simply absent, whatever happens to its name outside."""
     parents: dict[str, list[str]] = {}
     for path in _outermost(hidden):
-        if os.path.lexists(path):
-            continue
+        if os.path.isdir(path):
+            continue  # covered in place by a tmpfs (a folder is not renamed over)
         parent = os.path.dirname(path)
         while not os.path.isdir(parent):
             parent = os.path.dirname(parent)
@@ -206,18 +210,24 @@ def _hide(hidden: Sequence[Path], covers: tuple[str, str] | None) -> list[str]:
     during the call, the hidden path included, is visible in it (Landlock's rule too)."""
     argv: list[str] = []
     outermost = _outermost(hidden)
+    rebuilt: set[str] = set()
     if covers:
         for parent, names in (_missing_parents(hidden) or {}).items():
+            rebuilt.add(parent)
             argv += ["--tmpfs", parent]
             for name in sorted(names):
                 inside = os.path.join(parent, name)
                 if inside not in outermost:  # covered below
                     argv += ["--ro-bind", inside, inside]
+                elif os.path.isdir(inside):  # a hidden folder: its mount point, covered below
+                    argv += ["--dir", inside]
             argv += ["--remount-ro", parent]
     for path in outermost:
         if os.path.isdir(path):
             argv += _cover_folder(path, covers) if covers else [
                 "--tmpfs", path, "--remount-ro", path]  # fmt: skip
+        elif os.path.dirname(path) in rebuilt:
+            continue  # left out of its rebuilt folder
         elif os.path.exists(path):
             argv += ["--ro-bind", covers[1] if covers else "/dev/null", path]
     return argv

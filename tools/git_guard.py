@@ -433,7 +433,7 @@ def _obeyed_by_name(path: str, base: str) -> str | None:
     parts = os.path.relpath(path, base).split(os.sep) if path != base else []
     shown = "/".join(parts)
     for index, part in enumerate(parts):
-        if part == ".git":
+        if part.casefold() == ".git":  # a case-insensitive file system: .GIT is .git
             where = "/".join(parts[: index + 1])
             if index == len(parts) - 1:
                 return (
@@ -708,6 +708,11 @@ def _hook_folders(git_dir: GitDir, *configs: bytes) -> list[str]:
             # Relative to where git runs hooks: the checkout's top (husky's ``.husky/_``,
             # ignored by git, so invisible in a diff).
             folders.append(os.path.join(base, value))
+        else:
+            continue
+        # husky 9: ``.husky/_`` holds wrappers that run ``.husky/<hook>``: those run too.
+        if os.path.basename(os.path.normpath(folders[-1])) == "_":
+            folders.append(os.path.dirname(os.path.normpath(folders[-1])))
     return folders
 
 

@@ -28,10 +28,24 @@ def _path_entries() -> tuple[str, ...]:
     return tuple(os.environ.get("PATH", os.defpath).split(os.pathsep))
 
 
+# Every folder the agent has been given to write in this process (the workspace folders and
+# writable roots of every tool assembly): a program the server runs is never looked up
+# there, whichever folder it runs for (the checkpoints of one folder, with another
+# folder's ``.venv/bin`` or a writable root's ``bin`` on PATH). Only ever grows.
+_agent_writable: set[str] = set()
+
+
+def mark_agent_writable(folders: Iterable[Path]) -> None:
+    """Folders the agent may write from now on (called where the tools are assembled)."""
+    added = {os.path.realpath(str(f)) for f in folders} - _agent_writable
+    if added:
+        _agent_writable.update(added)
+
+
 def untrusted_folders(writable: Iterable[Path] = ()) -> tuple[str, ...]:
-    """``writable`` (the workspace folders and writable roots) and the temp dirs, as real
-    paths."""
-    folders = [*map(str, writable), tempfile.gettempdir(), *SHARED_TEMP]
+    """``writable`` (the workspace folders and writable roots), every folder the agent was
+    given to write so far, and the temp dirs, as real paths."""
+    folders = [*map(str, writable), *sorted(_agent_writable), tempfile.gettempdir(), *SHARED_TEMP]
     return tuple(dict.fromkeys(os.path.realpath(f) for f in folders))
 
 

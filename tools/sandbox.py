@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import functools
 import os
 import re
@@ -210,8 +211,11 @@ class Confinement:
 
     def argv(self, program: Sequence[str]) -> list[str]:
         """The command line that runs ``program`` under this confinement, through the
-        launcher (an interpreter start, ~20 ms): :meth:`launch` is the faster way."""
-        return self._argv(program)
+        launcher (an interpreter start, ~20 ms): :meth:`launch` is the faster way. Always
+        the launcher: without it nothing would set the seccomp filter and the limits (the
+        server does, in :meth:`Launch.join`, for :meth:`launch` only)."""
+        through = self if self.launcher else dataclasses.replace(self, launcher=True)
+        return through._argv(program)
 
     def launch(self, program: Sequence[str], *, group: CallGroup | None = None) -> Launch:
         """How to spawn ``program`` confined, in ``group`` (the call's cgroups): a command
@@ -339,6 +343,8 @@ class Launch:
         info, block, self.block_fd = self.info_fd, self.block_fd, None
         if info is None or block is None:
             return
+        pid: int | None = None
+        done = False
         try:
             pid = await _read_sandbox_pid(info)
             if pid is not None and self.group is not None and self.group.folders:
@@ -346,9 +352,21 @@ class Launch:
                 self.failure = await asyncio.to_thread(self._settle, pid)
             elif pid is not None:
                 self.failure = self._settle(pid)  # a few prlimit(2): microseconds
+            done = True
         finally:
-            with contextlib.suppress(OSError):
-                os.close(block)  # EOF: bubblewrap goes on
+            if not done and pid is not None:
+                # Cancelled or timed out before the limits were surely in place (a thread
+                # may still be setting them): the program must never start without them.
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                self.failure = self.failure or "the call ended before its limits were set"
+            if done or pid is not None:
+                with contextlib.suppress(OSError):
+                    os.close(block)  # EOF: bubblewrap goes on (or finds its sandbox gone)
+            else:
+                # Nothing known to kill yet: bubblewrap keeps waiting on it until the caller
+                # has killed the call's process group, and abandon closes it then.
+                self.block_fd = block
         # info_fd stays open until the call ends (abandon): bubblewrap may still be writing
         # the rest of its JSON, and a closed pipe would kill it (SIGPIPE).
 

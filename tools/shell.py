@@ -277,6 +277,7 @@ async def run_command(
             env.update(proxy_environment(PROXY_PORT))
     output = BoundedOutput(OUTPUT_LIMIT)
     loop = asyncio.get_running_loop()
+    started = loop.time()  # the call's time limit counts from here, the sandbox's set-up included
 
     # Shielded so that a cancel arriving mid-spawn still lets us learn the pid and kill
     # the whole group (asyncio's own cleanup would kill only the shell).
@@ -311,8 +312,12 @@ async def run_command(
 
     try:
         if launch is not None:
-            await launch.join()  # its limits and cgroups, before the command starts
-        exited = await _wait_event(protocol.exited, time_limit)
+            # Its limits and cgroups, before the command starts; bounded by the call's time
+            # (a bubblewrap that never says its sandbox's PID must not hold the call).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(launch.join(), time_limit)
+        left = max(0.0, time_limit - (loop.time() - started))
+        exited = await _wait_event(protocol.exited, left)
         # bubblewrap exits after its PID namespace is empty (its PID 1 ended, and the kernel
         # killed and reaped the rest): no process of the call is left to look for.
         emptied = exited and confinement is not None and confinement.namespaces is not None

@@ -96,7 +96,8 @@ class GitRunner:
     def _command(
         self, folder: Path, args: Sequence[str], tmp: Path
     ) -> tuple[list[str], dict[str, str]]:
-        """The command line for a thread (:meth:`run_sync`): through the sandbox's launcher."""
+        """The command line for a thread (:meth:`run_sync`): through the sandbox's launcher
+        (``Confinement.argv``), which sets the seccomp filter and the limits itself."""
         argv, env, confinement = self._plain(folder, args, tmp)
         return (argv if confinement is None else confinement.argv(argv)), env
 
@@ -160,13 +161,13 @@ class GitRunner:
                     launch.abandon()
                 return None
             try:
-                if launch is not None:
-                    launch.close()  # the child holds its own copies now
-                    await launch.join()  # its limits, before git starts
-                    if launch.failure:
-                        await _kill(proc)
-                        return None
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    if launch is not None:
+                        launch.close()  # the child holds its own copies now
+                        await launch.join()  # its limits, before git starts
+                        if launch.failure:
+                            await _kill(proc)
+                            return None
                     out, err = await proc.communicate()
             except TimeoutError:
                 await _kill(proc)

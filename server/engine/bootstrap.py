@@ -50,6 +50,7 @@ def build_tools(
     # Imported here, not at the top, so validating settings (check_enabled) stays
     # cheap; the server imports these in a worker thread before the first ask.
     from tooling.registry import ToolRegistry
+    from tools import programs
     from tools.edit_file import edit_file_tool
     from tools.glob import glob_tool
     from tools.read_file import read_file_tool
@@ -59,6 +60,9 @@ def build_tools(
     settings = settings or ToolSettings()
     policy = settings.sandbox
     policy = dataclasses.replace(policy, hidden_paths=(*policy.hidden_paths, *hidden_paths))
+    # From now on no program the server runs (git for checkpoints, glob, the status) is
+    # looked up in a folder these tools may write.
+    programs.mark_agent_writable((workspace.root, *policy.writable_roots))
 
     factories: dict[str, Callable[[], ToolDefinition]] = {
         "bash": lambda: bash_tool(
