@@ -175,7 +175,7 @@ def _missing_parents(hidden: Sequence[Path]) -> dict[str, list[str]] | None:
     many entries). A file is not covered in place: a mount over a file's name is dropped
     when something outside renames another file onto that name (an editor saving by
     rename, during a long call), and the new file would show through. In a rebuilt folder
-    it is simply absent, whatever happens to its name outside."""
+    its cover stays, whatever happens to its name outside."""
     parents: dict[str, list[str]] = {}
     for path in _outermost(hidden):
         if os.path.isdir(path):
@@ -221,13 +221,15 @@ def _hide(hidden: Sequence[Path], covers: tuple[str, str] | None) -> list[str]:
                     argv += ["--ro-bind", inside, inside]
                 elif os.path.isdir(inside):  # a hidden folder: its mount point, covered below
                     argv += ["--dir", inside]
+                else:  # a hidden file: covered here, in the rebuilt folder (reads: EACCES)
+                    argv += ["--ro-bind", covers[1], inside]
             argv += ["--remount-ro", parent]
     for path in outermost:
         if os.path.isdir(path):
             argv += _cover_folder(path, covers) if covers else [
                 "--tmpfs", path, "--remount-ro", path]  # fmt: skip
         elif os.path.dirname(path) in rebuilt:
-            continue  # left out of its rebuilt folder
+            continue  # covered in its rebuilt folder, above
         elif os.path.exists(path):
             argv += ["--ro-bind", covers[1] if covers else "/dev/null", path]
     return argv
