@@ -52,8 +52,14 @@ _INVISIBLE_RANGES = [
     (0xE0000, 0xE007F),
 ]
 # Only in what the user consents to: private-use characters (a font may draw anything, or
-# nothing) and variation selectors (invisible, and able to smuggle bytes behind a letter).
+# nothing), variation selectors (invisible, and able to smuggle bytes behind a letter) and
+# the other marks that draw as nothing.
 _CONSENT_RANGES = [
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x17B4, 0x17B5),  # Khmer inherent vowels (drawn as nothing)
+    (0x180B, 0x180D),  # Mongolian free variation selectors
+    (0x180F, 0x180F),
+    (0x2065, 0x2065),  # unassigned, in the invisible operators' block
     (0xE000, 0xF8FF),
     (0xFE00, 0xFE0F),
     (0xE0100, 0xE01EF),
@@ -61,7 +67,7 @@ _CONSENT_RANGES = [
 ]
 # Blank characters: a run longer than CONSENT_BLANK_RUN of them is shown as one marker, so
 # a command cannot push its tail out of sight with hundreds of spaces.
-_BLANKS = " \t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_BLANKS = " \t\u00a0\u1680\u2000-\u200a\u202f\u205f\u2800\u3000"
 CONSENT_BLANK_RUN = 3
 
 

@@ -25,7 +25,8 @@
   "The characters beyond the controls that `agent-lsp-escape-control' spells out.")
 
 (defconst agent-lsp--consent-only
-  '((#xe000 . #xf8ff) (#xfe00 . #xfe0f) (#xe0100 . #xe01ef) (#xf0000 . #x10ffff))
+  '(#x34f (#x17b4 . #x17b5) (#x180b . #x180d) #x180f #x2065
+    (#xe000 . #xf8ff) (#xfe00 . #xfe0f) (#xe0100 . #xe01ef) (#xf0000 . #x10ffff))
   "What `agent-lsp-escape-consent' spells out too: private use, variation selectors.")
 
 (defconst agent-lsp--consent-blank-run 3
@@ -52,7 +53,7 @@
 
 (defconst agent-lsp--blank-run
   (rx-to-string `(>= ,(1+ agent-lsp--consent-blank-run)
-                     (any " \t" #xa0 #x1680 (#x2000 . #x200a) #x202f #x205f #x3000))
+                     (any " \t" #xa0 #x1680 (#x2000 . #x200a) #x202f #x205f #x2800 #x3000))
                 t)
   "A run of blanks that consent text shows as ␣×N.")
 

@@ -15,14 +15,14 @@ const INVISIBLE =
   "\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ud800-\\udfff\\ufeff\\uffa0\\ufff9-\\ufffb\\u{110bd}\\u{110cd}" +
   "\\u{13430}-\\u{1343f}\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0000}-\\u{e007f}";
 // Only in what the user consents to: private use and variation selectors.
-const CONSENT_ONLY = "\\ue000-\\uf8ff\\ufe00-\\ufe0f\\u{e0100}-\\u{e01ef}\\u{f0000}-\\u{10ffff}";
+const CONSENT_ONLY = "\\u034f\\u17b4\\u17b5\\u180b-\\u180d\\u180f\\u2065\\ue000-\\uf8ff\\ufe00-\\ufe0f\\u{e0100}-\\u{e01ef}\\u{f0000}-\\u{10ffff}";
 const CONTROLS = new RegExp(`[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f${INVISIBLE}]`, "gu");
 const CONTROLS_BUT_NEWLINE = new RegExp(`[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f${INVISIBLE}]`, "gu");
 const CONSENT = new RegExp(`[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f${INVISIBLE}${CONSENT_ONLY}]`, "gu");
 const CONSENT_BUT_NEWLINE = new RegExp(`[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f${INVISIBLE}${CONSENT_ONLY}]`, "gu");
 // More than CONSENT_BLANK_RUN blanks in a row show as one marker, "␣×N".
 export const CONSENT_BLANK_RUN = 3;
-const BLANK_RUN = new RegExp(`[ \\t\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]{${CONSENT_BLANK_RUN + 1},}`, "g");
+const BLANK_RUN = new RegExp(`[ \\t\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u2800\\u3000]{${CONSENT_BLANK_RUN + 1},}`, "g");
 
 function spelled(char: string): string {
   if (char === "\x1b") return "\\e";

@@ -50,6 +50,8 @@ describe("escapeControl (the rules of tooling/display.py)", () => {
 describe("escapeConsent (tooling/display.py escape_consent)", () => {
   it("shows a long run of blanks as one marker, and keeps short ones", () => {
     assert.equal(escapeConsent(`rm -rf build${" ".repeat(200)}&& curl x|sh`), "rm -rf build␣×200&& curl x|sh");
+    // Marks that draw as nothing, and the braille blank's runs (as tooling/display.py).
+    assert.equal(escapeConsent(`x\u034fy\u17b4\u180b\u180f\u2065${"\u2800".repeat(40)}z`), "x\\u034fy\\u17b4\\u180b\\u180f\\u2065␣×40z");
     assert.equal(escapeConsent("a   b"), "a   b");
     assert.equal(escapeConsent("a\t\u00a0\u3000\u2003 b"), "a␣×5b");
     assert.equal(escapeConsent(`a\n${" ".repeat(9)}b`, { keepNewlines: true }), "a\n␣×9b");

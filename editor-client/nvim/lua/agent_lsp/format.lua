@@ -36,7 +36,8 @@ local INVISIBLE = {
 }
 -- Only in what the user consents to (_CONSENT_RANGES): private use, variation selectors.
 local CONSENT_ONLY = {
-  { 0xE000, 0xF8FF }, { 0xFE00, 0xFE0F }, { 0xE0100, 0xE01EF }, { 0xF0000, 0x10FFFF },
+  { 0x034F, 0x034F }, { 0x17B4, 0x17B5 }, { 0x180B, 0x180D }, { 0x180F, 0x180F },
+  { 0x2065, 0x2065 }, { 0xE000, 0xF8FF }, { 0xFE00, 0xFE0F }, { 0xE0100, 0xE01EF }, { 0xF0000, 0x10FFFF },
 }
 M.CONSENT_BLANK_RUN = 3
 
@@ -81,10 +82,10 @@ function M.escape_control(text, keep_newlines)
 end
 
 -- Blank characters whose runs escape_consent marks: space, tab, and in UTF-8 U+00A0,
--- U+1680, U+2000-200A, U+202F, U+205F, U+3000.
+-- U+1680, U+2000-200A, U+202F, U+205F, U+2800 (braille blank), U+3000.
 local BLANK = '[ \t]'
 local WIDE_BLANKS = { ['\194\160'] = true, ['\225\154\128'] = true, ['\226\128\175'] = true,
-  ['\226\129\159'] = true, ['\227\128\128'] = true }
+  ['\226\129\159'] = true, ['\226\160\128'] = true, ['\227\128\128'] = true }
 for byte = 0x80, 0x8A do
   WIDE_BLANKS['\226\128' .. string.char(byte)] = true
 end
