@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tooling.documents import EditorDocuments
+from tools import programs
 
 from .. import protocol as p
 from ..agent.events import EngineWarning, EventSink, WarningSink
@@ -155,6 +156,7 @@ class AgentEngine:
         """
         settings, problems = known_tools_only(settings, self._settings)
         self._settings = settings
+        programs.mark_agent_writable(settings.sandbox.writable_roots)
         self._folders.rebuild()
         if notice := self.sandbox_notice():
             problems.append(notice)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace, WorkspaceError
-from tools import sandbox
+from tools import programs, sandbox
 
 from ..config.own_secrets import exposure_warning
 from ..errors import InvalidParamsError, NoWorkspaceFolderError
@@ -157,6 +157,9 @@ class Folders:
         if workspace.root not in self._folders:
             kept = (reuse or {}).get(workspace.root)
             self._folders[workspace.root] = kept or self._make_folder(workspace)
+        # Before anything runs a program for it (a checkpoint's git at the warm-up): never
+        # looked up in a folder the agent writes, this one's or its writable roots'.
+        programs.mark_agent_writable((workspace.root, *self._settings().sandbox.writable_roots))
         return exposure_warning(workspace.root, self._hidden_paths)
 
     def remove(self, path: Path) -> None:
