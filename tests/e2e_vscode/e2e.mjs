@@ -1127,58 +1127,6 @@ scenario("a conversation reopened from the history continues: the follow-up carr
   assert(request.messages.some((m) => m.role === "assistant" && String(m.content ?? "").length > 0), "no earlier answer in the follow-up's context");
 });
 
-scenario("Delete Conversation deletes the one picked once a modal naming it is confirmed; the others stay", async ({ page }) => {
-  // Issue 34: New Conversation never deletes one; deleting is its own, confirmed, command.
-  await ask(page, "E2E-DELETE-KEEP a conversation that stays");
-  const frame = await panelFrame(page);
-  await finishedEntry(frame, "E2E-DELETE-KEEP");
-  await runCommand(page, "Agent: New Conversation");
-  await until("an empty conversation", async () => (await frame.locator(".entry").count()) === 0, 10_000);
-  await ask(page, "E2E-DELETE-1 a conversation to delete");
-  await finishedEntry(frame, "E2E-DELETE-1");
-  await runCommand(page, "Agent: Delete Conversation…");
-  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "E2E-DELETE-1" }).first();
-  await until("the conversation in the list to delete from", async () => (await row.count()) > 0, 15_000);
-  await row.click();
-  const dialog = page.locator(".monaco-dialog-box");
-  await until("the deletion question naming it", async () => (await dialog.count()) > 0 && /Delete the conversation "E2E-DELETE-1[^"]*" for good\?/.test(await dialog.first().innerText()), 15_000);
-  const question = await dialog.first().innerText();
-  assert(/checkpoints are deleted/.test(question) && /can no longer be undone/.test(question), `the deletion question:\n${question}`);
-  // The focused button (Enter) keeps it.
-  await until("Keep focused", async () => /^Keep$/.test((await dialog.locator(".dialog-buttons .monaco-button:focus").first().innerText().catch(() => "")).trim()), 5_000);
-  await page.screenshot({ path: join(OUTPUT, "delete-conversation.png") });
-  await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Delete$/ }).click();
-  await until("a new, empty conversation", async () => (await frame.locator(".entry").count()) === 0, 15_000);
-  await waitForNotification(page, /deleted the conversation "E2E-DELETE-1/, 15_000);
-  // Gone from the history; the earlier conversations are still there.
-  await runCommand(page, "Agent: Conversation History");
-  const rows = page.locator(".quick-input-list .monaco-list-row");
-  const kept = rows.filter({ hasText: "E2E-DELETE-KEEP" });
-  await until("the history, with the conversation kept", async () => (await kept.count()) > 0, 15_000);
-  const listed = await rows.allInnerTexts();
-  assert(!listed.some((r) => r.includes("E2E-DELETE-1")), `the history after the deletion: ${JSON.stringify(listed)}`);
-  await page.keyboard.press("Escape");
-  // From the history itself: a row's trash button asks the same question.
-  await ask(page, "E2E-DELETE-2 another conversation to delete");
-  await finishedEntry(frame, "E2E-DELETE-2");
-  await runCommand(page, "Agent: Conversation History");
-  const second = rows.filter({ hasText: "E2E-DELETE-2" }).first();
-  await until("the second conversation in the history", async () => (await second.count()) > 0, 15_000);
-  await second.hover();
-  await second.locator(".codicon-trash").click();
-  await until("the deletion question naming the second", async () => (await dialog.count()) > 0 && /Delete the conversation "E2E-DELETE-2[^"]*" for good\?/.test(await dialog.first().innerText()), 15_000);
-  await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Delete$/ }).click();
-  await waitForNotification(page, /deleted the conversation "E2E-DELETE-2/, 15_000);
-  await until("a new, empty conversation again", async () => (await frame.locator(".entry").count()) === 0, 15_000);
-  await runCommand(page, "Agent: Conversation History");
-  await until("the history, with the conversation kept", async () => (await kept.count()) > 0, 15_000);
-  const after = await rows.allInnerTexts();
-  assert(!after.some((r) => r.includes("E2E-DELETE-") && !r.includes("E2E-DELETE-KEEP")), `the history after the second deletion: ${JSON.stringify(after)}`);
-  // A row still reopens its conversation.
-  await kept.first().click();
-  await until("the kept conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-DELETE-KEEP" }).count()) === 1, 15_000);
-});
-
 scenario("Stop during a long bash cancels it", async ({ page, userData }) => {
   assert(pgrep(CANCEL_MARK).length === 0, `a ${CANCEL_MARK} process exists before the test`);
   await ask(page, "E2E-CANCEL run the long job");
@@ -1561,6 +1509,66 @@ scenario("an ask whose server died is listed as interrupted in the history, reop
   await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Undo$/ }).click();
   await until("the interrupted ask's file removed", () => !existsSync(written), 15_000);
   await until("the ask marked undone", async () => (await entry.getByText("Undone", { exact: true }).count()) === 1, 10_000);
+});
+
+// After the scenarios that continue the conversation the earlier ones built (a dead server's
+// restart continues it): this one leaves another conversation shown.
+scenario("Delete Conversation deletes the one picked once a modal naming it is confirmed; the others stay", async ({ page }) => {
+  // Issue 34: New Conversation never deletes one; deleting is its own, confirmed, command.
+  // A conversation of its own first: the history names a conversation by its first prompt.
+  const frame = await panelFrame(page);
+  await runCommand(page, "Agent: New Conversation");
+  await until("an empty conversation to start", async () => (await frame.locator(".entry").count()) === 0, 10_000);
+  await ask(page, "E2E-DELETE-KEEP a conversation that stays");
+  await finishedEntry(frame, "E2E-DELETE-KEEP");
+  await runCommand(page, "Agent: New Conversation");
+  await until("an empty conversation", async () => (await frame.locator(".entry").count()) === 0, 10_000);
+  await ask(page, "E2E-DELETE-1 a conversation to delete");
+  await finishedEntry(frame, "E2E-DELETE-1");
+  await runCommand(page, "Agent: Delete Conversation…");
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "E2E-DELETE-1" }).first();
+  await until("the conversation in the list to delete from", async () => (await row.count()) > 0, 15_000);
+  await row.click();
+  const dialog = page.locator(".monaco-dialog-box");
+  await until("the deletion question naming it", async () => (await dialog.count()) > 0 && /Delete the conversation "E2E-DELETE-1[^"]*" for good\?/.test(await dialog.first().innerText()), 15_000);
+  const question = await dialog.first().innerText();
+  assert(/checkpoints are deleted/.test(question) && /can no longer be undone/.test(question), `the deletion question:\n${question}`);
+  // The focused button (Enter) keeps it.
+  await until("Keep focused", async () => /^Keep$/.test((await dialog.locator(".dialog-buttons .monaco-button:focus").first().innerText().catch(() => "")).trim()), 5_000);
+  await page.screenshot({ path: join(OUTPUT, "delete-conversation.png") });
+  await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Delete$/ }).click();
+  await until("a new, empty conversation", async () => (await frame.locator(".entry").count()) === 0, 15_000);
+  await waitForNotification(page, /deleted the conversation "E2E-DELETE-1/, 15_000);
+  // Gone from the history; the earlier conversations are still there.
+  await runCommand(page, "Agent: Conversation History");
+  await page.keyboard.type("E2E-DELETE");  // only these rows: the history is long by now
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  const kept = rows.filter({ hasText: "E2E-DELETE-KEEP" });
+  await until("the history, with the conversation kept", async () => (await kept.count()) > 0, 15_000);
+  const listed = await rows.allInnerTexts();
+  assert(!listed.some((r) => r.includes("E2E-DELETE-1")), `the history after the deletion: ${JSON.stringify(listed)}`);
+  await page.keyboard.press("Escape");
+  // From the history itself: a row's trash button asks the same question.
+  await ask(page, "E2E-DELETE-2 another conversation to delete");
+  await finishedEntry(frame, "E2E-DELETE-2");
+  await runCommand(page, "Agent: Conversation History");
+  await page.keyboard.type("E2E-DELETE");
+  const second = rows.filter({ hasText: "E2E-DELETE-2" }).first();
+  await until("the second conversation in the history", async () => (await second.count()) > 0, 15_000);
+  await second.hover();
+  await second.locator(".codicon-trash").click();
+  await until("the deletion question naming the second", async () => (await dialog.count()) > 0 && /Delete the conversation "E2E-DELETE-2[^"]*" for good\?/.test(await dialog.first().innerText()), 15_000);
+  await dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Delete$/ }).click();
+  await waitForNotification(page, /deleted the conversation "E2E-DELETE-2/, 15_000);
+  await until("a new, empty conversation again", async () => (await frame.locator(".entry").count()) === 0, 15_000);
+  await runCommand(page, "Agent: Conversation History");
+  await page.keyboard.type("E2E-DELETE");
+  await until("the history, with the conversation kept", async () => (await kept.count()) > 0, 15_000);
+  const after = await rows.allInnerTexts();
+  assert(!after.some((r) => r.includes("E2E-DELETE-") && !r.includes("E2E-DELETE-KEEP")), `the history after the second deletion: ${JSON.stringify(after)}`);
+  // A row still reopens its conversation.
+  await kept.first().click();
+  await until("the kept conversation reopened", async () => (await frame.locator(".prompt-text", { hasText: "E2E-DELETE-KEEP" }).count()) === 1, 15_000);
 });
 
 scenario("a workspace's settings cannot choose the server program or the endpoint", async ({ page, model, codeServerPid }) => {
