@@ -86,17 +86,22 @@ function cancel(agent: AgentClient): void {
   if (!agent.chat.stop()) vscode.window.setStatusBarMessage("Agent: nothing is running", 3000);
 }
 
-async function listTools(agent: AgentClient): Promise<void> {
+/** agent/listTools for the current folder; undefined (the error shown) when it failed. */
+async function folderTools(agent: AgentClient): Promise<ListToolsResult["tools"] | undefined> {
   const client = agent.usableClient();
-  if (!client) return;
-  let result: ListToolsResult;
+  if (!client) return undefined;
   try {
-    result = await client.sendRequest<ListToolsResult>(Methods.listTools, agent.folderParams());
+    const result = await client.sendRequest<ListToolsResult>(Methods.listTools, agent.folderParams());
+    return result.tools ?? [];
   } catch (error) {
     void agent.showRequestError(error);
-    return;
+    return undefined;
   }
-  const tools = result.tools ?? [];
+}
+
+async function listTools(agent: AgentClient): Promise<void> {
+  const tools = await folderTools(agent);
+  if (!tools) return;
   const items = toolPickItems(tools).map((entry): vscode.QuickPickItem =>
     "separator" in entry ? { label: entry.separator, kind: vscode.QuickPickItemKind.Separator } : entry,
   );
@@ -113,16 +118,8 @@ async function listTools(agent: AgentClient): Promise<void> {
  * ones are sent as agent/ask's disabledTools with each of its asks (the model is not offered them).
  */
 async function configureTools(agent: AgentClient): Promise<void> {
-  const client = agent.usableClient();
-  if (!client) return;
-  let result: ListToolsResult;
-  try {
-    result = await client.sendRequest<ListToolsResult>(Methods.listTools, agent.folderParams());
-  } catch (error) {
-    void agent.showRequestError(error);
-    return;
-  }
-  const tools = result.tools ?? [];
+  const tools = await folderTools(agent);
+  if (!tools) return;
   const items = toolToggleItems(tools, agent.chat.disabledTools).map(
     (entry): vscode.QuickPickItem & { name?: string } =>
       "separator" in entry ? { label: entry.separator, kind: vscode.QuickPickItemKind.Separator } : entry,
