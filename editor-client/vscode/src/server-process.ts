@@ -54,10 +54,15 @@ export interface ServerHooks {
   showError(report: ErrorReport): Promise<void>;
 }
 
+/** How long a restart waits for a starting server to finish starting before stopping it. */
+const START_SETTLE_MS = 60_000;
+
 export class ServerProcess implements vscode.Disposable {
   private current: LanguageClient | undefined;
   readonly log = vscode.window.createOutputChannel("Agent Server", { log: true });
   private stopping = false;
+  /** The current client's start(): a stop must wait for it (a starting client cannot be stopped). */
+  private starting: Promise<void> | undefined;
   private restarts: number[] = [];
   /** The settings the server last got (initializationOptions or didChangeConfiguration). */
   private sentSettings: string | undefined;
@@ -155,7 +160,8 @@ export class ServerProcess implements vscode.Disposable {
     this.current = client;
     this.hooks.setState({ kind: "starting" });
     try {
-      await client.start();
+      this.starting = client.start();
+      await this.starting;
       this.log.info(`agent-lsp server started: ${[command.command, ...command.args].join(" ")} --stdio`);
     } catch (error) {
       const message =
@@ -221,6 +227,15 @@ export class ServerProcess implements vscode.Disposable {
     if (!client) return;
     this.stopping = true;
     try {
+      // A client still starting throws on stop() and its process lives on beside the next
+      // one (a key set in the first seconds did that): let the start settle, then stop it.
+      // Bounded: a server that never answers initialize is left to dispose() below.
+      if (client.state === State.Starting && this.starting) {
+        let timer: NodeJS.Timeout | undefined;
+        const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, START_SETTLE_MS)));
+        await Promise.race([this.starting.catch(() => undefined), bound]);
+        clearTimeout(timer);
+      }
       if (client.isRunning()) await client.stop(5000);
       await client.dispose();
     } catch (error) {
