@@ -1,15 +1,23 @@
-"""docs/protocol.schema.json from server/protocol.py: the agent/* methods and their types.
+"""The one generator of the wire's client-side copies, from server/protocol/.
 
-``server.protocol`` owns the protocol (its classes and ``SIGNATURES``); this script only
-reads it, so the schema clients build on cannot drift from what the server parses and
-sends. It lives beside the schema, outside ``server/``: the server never needs it.
+``server.protocol`` owns the protocol (its classes, ``SIGNATURES``, ``ErrorCode``,
+``ErrorAction``); this script only reads it, so what clients build on cannot drift from
+what the server parses and sends. It writes:
 
-    uv run python docs/protocol_schema.py          # rewrite the schema
-    uv run python docs/protocol_schema.py --check  # exit 1 when it is stale
+- docs/protocol.schema.json: the agent/* methods and their types, the error codes and
+  actions, the settings;
+- editor-client/nvim/lua/agent_lsp/protocol_generated.lua: the method names, error codes
+  and actions as a Lua table;
+- editor-client/emacs/agent-lsp-protocol.el: the same as defconsts.
+
+It lives beside the schema, outside ``server/``: the server never needs it.
+
+    uv run python docs/protocol_schema.py          # rewrite them
+    uv run python docs/protocol_schema.py --check  # exit 1 when one is stale
 
 The settings come from ``server.engine.settings.SCHEMA`` (``$defs/Settings``). The VS
-Code client's types are generated from the schema in turn
-(``editor-client/vscode/scripts/generate-protocol.mjs``).
+Code client's types, method names, error codes and actions are generated from the schema
+in turn (``editor-client/vscode/scripts/generate-protocol.mjs``).
 """
 
 from __future__ import annotations
@@ -29,39 +37,42 @@ import attrs
 
 from server import protocol as p
 from server.engine import settings
+from server.protocol import messages
 
 SCHEMA_PATH = Path(__file__).with_name("protocol.schema.json")
+REPO = Path(__file__).resolve().parents[1]
+LUA_PATH = REPO / "editor-client/nvim/lua/agent_lsp/protocol_generated.lua"
+ELISP_PATH = REPO / "editor-client/emacs/agent-lsp-protocol.el"
 _PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _PRIMITIVES[type(None)] = "null"
 
 
 def build_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12): ``$defs`` per class, ``methods`` per method name."""
-    directions = {
-        **{m: ("request", "clientToServer") for m in p.REQUESTS},
-        **{m: ("notification", "serverToClient") for m in p.NOTIFICATIONS},
-        p.AGENT_REQUEST_PERMISSION: ("request", "serverToClient"),
-    }
-    if set(directions) != set(p.SIGNATURES):
-        missing = sorted(set(directions) ^ set(p.SIGNATURES))
-        raise ValueError(f"protocol.SIGNATURES and the method lists disagree on {missing}")
     walker = _Walker()
     methods: dict[str, Any] = {}
-    for method, (kind, direction) in directions.items():
-        params, result = p.SIGNATURES[method]
-        entry = {"kind": kind, "direction": direction, "params": walker.schema_of(params)}
-        if kind == "request":
-            entry["result"] = walker.schema_of(result)
+    for method, signature in p.SIGNATURES.items():
+        entry = {
+            "kind": signature.kind,
+            "direction": signature.direction,
+            "params": walker.schema_of(signature.params),
+        }
+        if signature.kind == "request":
+            entry["result"] = walker.schema_of(signature.result)
         methods[method] = entry
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "agent-lsp protocol",
         "description": (
-            "Generated from server/protocol.py by docs/protocol_schema.py; do not edit. "
+            "Generated from server/protocol/ by docs/protocol_schema.py; do not edit. "
             "`methods` maps each agent/* method to its params and result ({}: not declared "
-            "as a type yet, see docs/protocol.md). docs/protocol.md is the prose."
+            "as a type, see docs/protocol.md); `errorCodes` names the JSON-RPC error codes; "
+            "`errorActions` are the values of an error's `data.action` (what the user does "
+            "to fix it). docs/protocol.md is the prose."
         ),
         "protocolVersion": p.PROTOCOL_VERSION,
+        "errorCodes": {_camel_upper(c.name): int(c) for c in p.ErrorCode},
+        "errorActions": [a.value for a in p.ErrorAction],
         "settingsSection": p.SETTINGS_SECTION,
         "settings": {"$ref": "#/$defs/Settings"},
         "methods": methods,
@@ -95,8 +106,10 @@ class _Walker:
         self._classes: dict[str, type] = {}
 
     def schema_of(self, tp: Any) -> dict[str, Any]:
-        if tp is Any:
+        if tp is Any or tp is object:
             return {}
+        if typing.is_typeddict(tp):
+            return {"$ref": f"#/$defs/{self._define_typeddict(tp)}"}
         if isinstance(tp, type) and attrs.has(tp):
             return {"$ref": f"#/$defs/{self._define(tp)}"}
         if tp in _PRIMITIVES:
@@ -126,7 +139,7 @@ class _Walker:
         for field in attrs.fields(cls):
             wire = _wire_name(field.name)
             prop = self.schema_of(hints[field.name])
-            if field.validator is getattr(p, "_non_empty", None):  # protocol.py's validator
+            if field.validator is messages._non_empty:  # the protocol's validator
                 prop["pattern"] = r"\S"
             if field.name in comments:
                 prop["description"] = comments[field.name]
@@ -138,7 +151,9 @@ class _Walker:
                 prop["default"] = field.default
             properties[wire] = prop
         doc = cls.__dict__.get("__doc__")
-        if cls.__module__ != p.__name__:  # lsprotocol's (Range, Position): its docs are LSP's
+        if (
+            cls.__module__ != messages.__name__
+        ):  # lsprotocol's (Range, Position): its docs are LSP's
             doc = f"LSP's {name} (lsprotocol.types.{name})."
         self.defs[name] = {
             "type": "object",
@@ -147,6 +162,44 @@ class _Walker:
             **({"required": required} if required else {}),
         }
         return name
+
+    def _define_typeddict(self, cls: Any) -> str:
+        """A ``TypedDict``: JSON built as it is sent, its keys the wire's own names."""
+        name = cls.__name__
+        if self._classes.setdefault(name, cls) is not cls:
+            raise ValueError(f"two protocol classes are named {name}")
+        if name in self.defs:
+            return name
+        self.defs[name] = {}
+        # NotRequired read from the hints (a postponed annotation hides it from
+        # __required_keys__ before Python 3.12)
+        hints = typing.get_type_hints(cls, include_extras=True)
+        comments = _field_comments(cls)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for key, tp in hints.items():
+            if typing.get_origin(tp) is typing.NotRequired:
+                tp = typing.get_args(tp)[0]
+            else:
+                required.append(key)
+            prop = self.schema_of(tp)
+            if key in comments:
+                prop["description"] = comments[key]
+            properties[key] = prop
+        doc = cls.__dict__.get("__doc__")
+        self.defs[name] = {
+            "type": "object",
+            **({"description": inspect.cleandoc(doc)} if doc else {}),
+            "properties": properties,
+            **({"required": required} if required else {}),
+        }
+        return name
+
+
+def _camel_upper(name: str) -> str:
+    """``MODEL_NOT_CONFIGURED`` -> ``modelNotConfigured``."""
+    head, *rest = name.lower().split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def _wire_name(name: str) -> str:
@@ -158,10 +211,10 @@ def _wire_name(name: str) -> str:
 
 
 def _field_comments(cls: type) -> dict[str, str]:
-    """``field: type  # comment`` of a class of protocol.py: the comment, by field."""
-    if sys.modules.get(cls.__module__) is not p:
+    """``field: type  # comment`` of a class of server/protocol/: the comment, by field."""
+    if sys.modules.get(cls.__module__) is not messages:
         return {}
-    source = inspect.getsource(p)
+    source = inspect.getsource(messages)
     by_line = {
         tok.start[0]: tok.string.lstrip("#").strip()
         for tok in tokenize.generate_tokens(io.StringIO(source).readline)
@@ -179,17 +232,104 @@ def _field_comments(cls: type) -> dict[str, str]:
     return {}
 
 
+# -- the clients' tables ----------------------------------------------------------------------
+
+_BANNER = "Generated from server/protocol/ by docs/protocol_schema.py; do not edit."
+
+
+def _method_key(method: str) -> str:
+    return method.removeprefix("agent/")
+
+
+def _snake(name: str) -> str:
+    """``newSession`` -> ``new_session``."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def render_lua() -> str:
+    """The Neovim client's table: ``methods.new_session``, ``error_codes.session_busy``,
+    ``actions.set_api_key``."""
+    lines = [
+        f"-- {_BANNER}",
+        "-- Regenerate: uv run python docs/protocol_schema.py",
+        "local M = {}",
+        "",
+    ]
+    lines.append("M.methods = {")
+    lines += [f"  {_snake(_method_key(m))} = '{m}'," for m in p.SIGNATURES]
+    lines += ["}", "", "M.error_codes = {"]
+    lines += [f"  {c.name.lower()} = {int(c)}," for c in p.ErrorCode]
+    lines += ["}", "", "-- An error's data.action: what the user does to fix it.", "M.actions = {"]
+    lines += [f"  {a.name.lower()} = '{a.value}'," for a in p.ErrorAction]
+    lines += ["}", "", "return M", ""]
+    return "\n".join(lines)
+
+
+def render_elisp() -> str:
+    """The Emacs client's constants: ``agent-lsp-method-new-session`` (the keyword jsonrpc
+    sends: ``:agent/newSession``), ``agent-lsp-error-session-busy``,
+    ``agent-lsp-action-set-api-key``."""
+
+    def dashed(name: str) -> str:
+        return _snake(name).replace("_", "-")
+
+    lines = [
+        ";;; agent-lsp-protocol.el --- The agent protocol's names  -*- lexical-binding: t; -*-",
+        "",
+        f";; {_BANNER}",
+        ";; Regenerate: uv run python docs/protocol_schema.py",
+        "",
+        ";;; Code:",
+        "",
+    ]
+    for m in p.SIGNATURES:
+        lines.append(f"(defconst agent-lsp-method-{dashed(_method_key(m))} :{m}")
+        lines.append(f'  "The method {m}, as the keyword jsonrpc sends.")')
+    lines += [
+        "",
+        "(defun agent-lsp-method-symbol (method)",
+        '  "The symbol Eglot dispatches METHOD (a keyword above) to, as in `eql\'."',
+        "  (intern (substring (symbol-name method) 1)))",
+        "",
+    ]
+    for c in p.ErrorCode:
+        lines.append(f"(defconst agent-lsp-error-{c.name.lower().replace('_', '-')} {int(c)}")
+        lines.append(f'  "The JSON-RPC error code {c.name}.")')
+    lines.append("")
+    for a in p.ErrorAction:
+        lines.append(f'(defconst agent-lsp-action-{dashed(a.value)} "{a.value}"')
+        lines.append(f'  "An error\'s data.action: {a.value}.")')
+    lines += ["", "(provide 'agent-lsp-protocol)", ";;; agent-lsp-protocol.el ends here", ""]
+    return "\n".join(lines)
+
+
+def outputs() -> dict[Path, str]:
+    """Every file this script writes, with its text."""
+    return {
+        SCHEMA_PATH: render(build_schema()),
+        LUA_PATH: render_lua(),
+        ELISP_PATH: render_elisp(),
+    }
+
+
+def stale() -> list[Path]:
+    return [
+        path
+        for path, text in outputs().items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
+
+
 def main(argv: list[str]) -> int:
-    text = render(build_schema())
     if argv == ["--check"]:
-        if SCHEMA_PATH.exists() and SCHEMA_PATH.read_text(encoding="utf-8") == text:
-            return 0
-        print(f"{SCHEMA_PATH} is stale: run uv run python docs/protocol_schema.py", file=sys.stderr)
-        return 1
+        for path in stale():
+            print(f"{path} is stale: run uv run python docs/protocol_schema.py", file=sys.stderr)
+        return 1 if stale() else 0
     if argv:
         print(__doc__, file=sys.stderr)
         return 2
-    SCHEMA_PATH.write_text(text, encoding="utf-8")
+    for path, text in outputs().items():
+        path.write_text(text, encoding="utf-8")
     return 0
 
 

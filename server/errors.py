@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from .protocol import (
-    CONTEXT_WINDOW_EXCEEDED,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    NO_WORKSPACE_FOLDER,
-    SESSION_BUSY,
-)
+from .protocol import ErrorCode
 
 
 class AgentError(Exception):
     """A problem the user or client can act on; carries its JSON-RPC code."""
 
-    code = INTERNAL_ERROR
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
 
     def __init__(self, message: str, *, data: dict[str, object] | None = None) -> None:
         super().__init__(message)
@@ -23,7 +17,7 @@ class AgentError(Exception):
 
 
 class InvalidParamsError(AgentError):
-    code = INVALID_PARAMS
+    code = ErrorCode.INVALID_PARAMS
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"Invalid params: {field}: {message}", data={"field": field})
@@ -31,15 +25,15 @@ class InvalidParamsError(AgentError):
 
 
 class NoWorkspaceFolderError(AgentError):
-    code = NO_WORKSPACE_FOLDER
+    code = ErrorCode.NO_WORKSPACE_FOLDER
 
 
 class SessionBusyError(AgentError):
-    code = SESSION_BUSY
+    code = ErrorCode.SESSION_BUSY
 
 
 class ContextWindowExceededError(AgentError):
     """The conversation does not fit the model's context window even compacted;
     ``data``: ``{contextTokens, contextWindow}``."""
 
-    code = CONTEXT_WINDOW_EXCEEDED
+    code = ErrorCode.CONTEXT_WINDOW_EXCEEDED

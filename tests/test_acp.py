@@ -1147,6 +1147,7 @@ async def test_authenticate_without_an_endpoint_names_what_to_set(
     assert error.data["authMethods"] == ["agent-lsp-config"]
     assert "agent-lsp config set-key" in error.data["run"]
     assert error.data["missing"] and "VS Code" not in error.data["missing"]
+    assert error.data["action"] == "setApiKey"
 
 
 def test_the_schema_check_finds_a_frame_acp_does_not_allow() -> None:

@@ -127,6 +127,9 @@ async def test_list_models_says_what_is_missing(workspace: Path, tmp_path: Path)
             await client.protocol.send_request_async("agent/listModels", None)
         assert caught.value.code == -32001
         assert "No model API key" in caught.value.message
+        # What to do, for each client to word in its own menus; the words name no editor.
+        assert caught.value.data == {"action": "setApiKey"}
+        assert "VS Code" not in caught.value.message
 
 
 async def test_list_models_reports_a_refused_key(workspace: Path) -> None:
@@ -199,6 +202,7 @@ async def test_check_an_address_where_nothing_listens(workspace: Path) -> None:
     assert list(checks) == ["configuration", "models"]
     assert checks["models"]["message"].startswith(f"Nothing answers at {url}")
     assert checks["models"]["kind"] == "unreachable"
+    assert checks["models"]["action"] == "setBaseUrl"
 
 
 async def test_check_a_refused_key(workspace: Path) -> None:
@@ -209,8 +213,10 @@ async def test_check_a_refused_key(workspace: Path) -> None:
     assert result["ok"] is False
     message = checks["models"]["message"]
     assert "The endpoint refused the API key from environment MODEL_API_KEY" in message
-    assert "HTTP 401" in message and "Agent: Set API Key" in message
+    assert "HTTP 401" in message and "`agent-lsp config set-key`" in message
+    assert "VS Code" not in message  # the client words the action its own way
     assert checks["models"]["kind"] == "auth"
+    assert checks["models"]["action"] == "setApiKey"
     assert "test-key-123" not in repr(result)
 
 
@@ -237,6 +243,7 @@ async def test_check_a_rate_limited_endpoint(workspace: Path) -> None:
     assert checks["request"]["ok"] is False
     assert "rate-limiting or out of quota" in checks["request"]["message"]
     assert checks["request"]["kind"] == "other"  # nothing to set: the words say what to do
+    assert "action" not in checks["request"]
 
 
 async def test_check_without_a_key(tmp_path: Path, workspace: Path) -> None:
@@ -246,6 +253,7 @@ async def test_check_without_a_key(tmp_path: Path, workspace: Path) -> None:
     assert (only["name"], only["ok"]) == ("configuration", False)
     assert only["message"].startswith("No model API key.")
     assert only["kind"] == "auth"
+    assert only["action"] == "setApiKey"
 
 
 async def test_check_a_base_url_without_a_scheme(workspace: Path) -> None:

@@ -46,6 +46,18 @@ def test_the_checked_in_schema_is_current() -> None:
     )
 
 
+def test_the_generated_lua_and_elisp_tables_are_current() -> None:
+    assert generator.stale() == [], "stale: run uv run python docs/protocol_schema.py"
+    lua = generator.LUA_PATH.read_text(encoding="utf-8")
+    elisp = generator.ELISP_PATH.read_text(encoding="utf-8")
+    for method in p.SIGNATURES:
+        assert f"'{method}'" in lua and f" :{method}\n" in elisp
+    assert "model_not_configured = -32001" in lua
+    assert "(defconst agent-lsp-error-request-cancelled -32800" in elisp
+    assert "set_api_key = 'setApiKey'" in lua
+    assert '(defconst agent-lsp-action-set-api-key "setApiKey"' in elisp
+
+
 def test_it_is_a_2020_12_schema_naming_every_method() -> None:
     Draft202012Validator.check_schema(SCHEMA)
     methods = SCHEMA["methods"]
@@ -56,19 +68,23 @@ def test_it_is_a_2020_12_schema_naming_every_method() -> None:
     assert all("result" not in methods[m] for m in p.NOTIFICATIONS)
 
 
-def test_a_signature_without_its_method_fails_the_generator(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(p, "SIGNATURES", {**p.SIGNATURES, "agent/nothing": (p.FolderParams, Any)})
-    with pytest.raises(ValueError, match="agent/nothing"):
-        generator.build_schema()
+def test_the_method_lists_and_error_tables_are_derived_from_the_declaration() -> None:
+    assert p.REQUESTS == tuple(
+        m for m, s in p.SIGNATURES.items() if (s.kind, s.direction) == ("request", "clientToServer")
+    )
+    assert p.NOTIFICATIONS == tuple(m for m, s in p.SIGNATURES.items() if s.kind == "notification")
+    constants = {v for k, v in vars(p).items() if k.startswith("AGENT_")}
+    assert constants == set(p.SIGNATURES)  # every method constant is declared, and only those
+    assert SCHEMA["errorCodes"]["modelNotConfigured"] == p.ErrorCode.MODEL_NOT_CONFIGURED == -32001
+    assert SCHEMA["errorActions"] == ["setApiKey", "setBaseUrl", "setModel"]
 
 
 # -- the schema against the converter: names, types, what is required ------------------------
 
 
 def _protocol_classes() -> list[type]:
-    names = [n for n in SCHEMA["$defs"] if isinstance(getattr(p, n, None), type)]
+    # The attrs classes (the TypedDicts are JSON as it is built; the real server checks them).
+    names = [n for n in SCHEMA["$defs"] if attrs.has(getattr(p, n, None) or int)]
     return [getattr(p, n) for n in names]
 
 
@@ -185,6 +201,10 @@ async def test_the_real_servers_results_and_notifications_fit_the_schema(
     await request(p.AGENT_LIST_MODELS, {})
     await request(p.AGENT_CHECK_CONNECTION, {})
     await request(p.AGENT_COMPACT, session)
+    tools = (await request(p.AGENT_LIST_TOOLS, {}))["tools"]
+    assert {t["source"]["kind"] for t in tools} == {"builtin"}
+    assert "grants" not in await request(p.AGENT_SANDBOX_STATUS, {})
+    assert (await request(p.AGENT_SANDBOX_STATUS, session))["grants"] == []
     fresh = await request(p.AGENT_NEW_SESSION, {})
     assert (await request(p.AGENT_END_SESSION, {"sessionId": fresh["sessionId"]}))["ended"]
 

@@ -227,7 +227,8 @@ def test_missing_key_message_names_the_commands_and_the_file(tmp_path: Path) -> 
         load_model_settings(environ={"XDG_CONFIG_HOME": str(tmp_path)}, env_file=None)
     message = str(caught.value)
     assert message.startswith("No model API key.")
-    assert '"Agent: Set API Key"' in message
+    assert "VS Code" not in message  # each client words the action (setApiKey) its own way
+    assert caught.value.action == "setApiKey"
     assert "agent-lsp config set-key" in message
     assert str(tmp_path / "agent-lsp" / "config.toml") in message
 

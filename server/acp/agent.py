@@ -85,11 +85,9 @@ SETUP_STEPS = [
     "agent-lsp config set model NAME",
     "agent-lsp config check",
 ]
-# The engine's configuration messages name our own clients' commands; an ACP client is
-# none of them (the same rewording as the Neovim client's, editor-client/nvim format.lua).
+# The engine's configuration messages name the editor's settings; an ACP client forwards
+# none (its agent is configured in a terminal: SETUP).
 _CLIENT_NEUTRAL = (
-    ('In VS Code run "Agent: Set API Key"; elsewhere run ', "Run "),
-    ('in VS Code run "Agent: Set API Key"; elsewhere ', "run "),
     ("or set the editor setting agentLsp.baseUrl, ", ""),
     ("the editor setting agentLsp.", "the setting "),
 )
@@ -131,7 +129,9 @@ def not_configured(exc: ModelNotConfiguredError) -> RequestError:
     detail = str(exc)
     for ours, neutral in _CLIENT_NEUTRAL:
         detail = detail.replace(ours, neutral)
-    data = {"authMethods": [AUTH_METHOD], "missing": detail, "run": SETUP_STEPS}
+    data: dict[str, object] = {"authMethods": [AUTH_METHOD], "missing": detail, "run": SETUP_STEPS}
+    if exc.action:
+        data[p.ACTION_KEY] = exc.action
     return RequestError(AUTH_REQUIRED, f"{detail} {SETUP}", data)
 
 

@@ -14,7 +14,7 @@ Three sources, merged in this order:
       headers = { Authorization = "Bearer ${TRACKER_TOKEN}" }
       trust = true
 
-- the editor setting ``agentLsp.mcpServers``, in the shape of VS Code's ``mcp.json``
+- the editor setting ``agentLsp.mcpServers``, in the shape of ``.vscode/mcp.json``'s
   ``servers`` object (``{"NAME": {"type": "stdio", "command": ...}}``); same name as a user
   server: the editor's wins;
 - a workspace folder's ``.vscode/mcp.json`` (``servers``) and ``.mcp.json`` (``mcpServers``, as
@@ -27,7 +27,7 @@ One bad server never stops the others: each problem is a warning naming the serv
 and a server with a bad value is not started (its entry has no spec), since guessing what the user
 meant could run something else. Unknown keys are ignored with a warning, for newer versions.
 
-``${VAR}`` (or VS Code's ``${env:VAR}``) in ``args``, ``url``, ``env`` values and ``headers``
+``${VAR}`` (or ``mcp.json``'s ``${env:VAR}``) in ``args``, ``url``, ``env`` values and ``headers``
 values is replaced from the environment given; ``$$`` is a literal ``$``. An unset variable keeps
 that server from starting. A workspace definition may not reference the environment (it would
 let a repository send the user's secrets to a server of its choosing); it may use
@@ -141,7 +141,7 @@ def parse_user_table(raw: Any, where: str, environ: Mapping[str, str]) -> McpDef
 
 
 def parse_editor_setting(raw: Any, environ: Mapping[str, str]) -> McpDefinitions:
-    """The editor's ``mcpServers`` setting (VS Code's ``mcp.json`` ``servers`` shape)."""
+    """The editor's ``mcpServers`` setting (``.vscode/mcp.json``'s ``servers`` shape)."""
     if raw is None:
         return McpDefinitions()
     if not isinstance(raw, dict):
@@ -181,7 +181,7 @@ def parse_workspace_folder(folder: Path) -> McpDefinitions:
                 base=folder,
             )
         )
-    # Two files of one folder naming one server: the first file's (VS Code's) is kept.
+    # Two files of one folder naming one server: the first file's (``.vscode/mcp.json``) is kept.
     return merge_definitions(*found)
 
 

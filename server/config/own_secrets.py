@@ -5,8 +5,8 @@ conversations (prompts, tool output) and checkpoints live in the state folder.
 :func:`hidden_paths` names them all, and the server hands them to the bash sandbox
 (``SandboxPolicy.hidden_paths``), which lets no confined command read them.
 
-**Environment.** A key given in the environment (``MODEL_API_KEY``: the VS Code extension
-passes the stored key that way) sits in the process's initial environment block, which the
+**Environment.** A key given in the environment (``MODEL_API_KEY``: an editor client that
+stores the key passes it that way) sits in the process's initial environment block, which the
 kernel shows as ``/proc/PID/environ`` — and a Landlock-confined process of the same user may
 still read that file of its parent (PTRACE_MODE_READ is not refused; only attaching is).
 ``unsetenv`` does not help: it drops the pointer, not the bytes. So

@@ -29,8 +29,8 @@ from .user_config import ENDPOINT_VARIABLE, UserConfig, config_path, display_pat
 
 PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]
 ENV_FILE_VARIABLE: Final = "AGENT_LSP_ENV_FILE"
-# How to name where MODEL_API_KEY came from (the VS Code extension sets it: the key
-# it passes comes from VS Code's secret storage, not from a shell).
+# How to name where MODEL_API_KEY came from (a client that keeps the key itself sets it:
+# the key it passes comes from the editor's secret storage, not from a shell).
 KEY_SOURCE_VARIABLE: Final = "AGENT_LSP_API_KEY_SOURCE"
 
 MAX_ENV_FILE_BYTES = 1024 * 1024
@@ -119,8 +119,8 @@ def resolve_model_sources(
 
 def missing_key_message(sources: ModelSources) -> str:
     return (
-        'No model API key. In VS Code run "Agent: Set API Key"; elsewhere run '
-        f"`agent-lsp config set-key` (it writes {_user_file_name(sources)}); or set "
+        "No model API key. Run `agent-lsp config set-key` (it writes "
+        f"{_user_file_name(sources)}); or set "
         "MODEL_API_KEY (or OPENAI_API_KEY) in the server's environment or in "
         f"{_env_file_name(sources)}. The key is never read from editor settings or the "
         "workspace."

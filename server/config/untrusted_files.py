@@ -1,7 +1,7 @@
 """Reading a file a repository provides (``.vscode/mcp.json``, ``.mcp.json``): untrusted input.
 
 Regular files only (a FIFO or device could block or feed without end), at most ``limit``
-bytes, UTF-8 (:func:`tooling.regular_files.read_regular`); and VS Code's JSON-with-comments
+bytes, UTF-8 (:func:`tooling.regular_files.read_regular`); and ``mcp.json``'s JSON-with-comments
 turned into JSON for the standard parser.
 """
 
@@ -35,7 +35,7 @@ def read_untrusted(path: Path, limit: int) -> tuple[str | None, str | None]:
 
 
 def strip_jsonc(text: str) -> str:
-    """JSON with comments and trailing commas (VS Code's ``mcp.json`` allows both) as JSON."""
+    """JSON with comments and trailing commas (``.vscode/mcp.json`` allows both) as JSON."""
     pieces: list[tuple[bool, str]] = []  # (is a string literal, text)
     index, length = 0, len(text)
     while index < length:

@@ -4,7 +4,7 @@
 The note names the file and the lines, and quotes the selected text from what the
 user sees (the editor's buffer, unsaved changes included, else the file on disk),
 capped at :data:`SELECTION_CHARS` with the cap said. The files the user points at
-(``documents``: VS Code's ``@file``) and the active document without a selection (its
+(``documents``: an editor's ``@file``) and the active document without a selection (its
 file chip) are attached too, their content as the user sees it, within a budget
 (:data:`FILE_CHARS` a file, :data:`ATTACHED_CHARS` in all; a cut says so, and a file
 past the budget is named for the model to read). It is appended to the user

@@ -86,7 +86,9 @@ class Endpoints:
     async def check_connection(self, overrides: Mapping[str, Any]) -> p.CheckConnectionResult:
         """Whether the endpoint works, in plain words."""
         report = await check_connection(overrides, environ=self._environ)
-        checks = [p.ConnectionCheck(c.name, c.ok, c.message, c.kind) for c in report.checks]
+        checks = [
+            p.ConnectionCheck(c.name, c.ok, c.message, c.kind, c.action) for c in report.checks
+        ]
         return p.CheckConnectionResult(report.ok, checks)
 
     def check_model(self, settings: ModelSettings, client: AsyncOpenAI) -> asyncio.Task[None]:

@@ -25,7 +25,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tooling.documents import EditorDocuments
 from tools import programs
@@ -212,7 +212,7 @@ class AgentEngine:
         """The named folder, or the first; errors name what is wrong."""
         return self._folders.folder(path)
 
-    async def list_tools(self, folder: Path | None = None) -> list[dict[str, Any]]:
+    async def list_tools(self, folder: Path | None = None) -> list[p.ToolInfo]:
         return await self._folders.list_tools(folder)
 
     async def mcp_servers(self, folder: Path | None = None) -> p.McpServersResult:
@@ -241,7 +241,7 @@ class AgentEngine:
 
     def sandbox_status(
         self, folder: Path | None = None, session_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> p.SandboxStatus:
         """``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force; with a
         session, its folder's and ``grants``: the user's "always" answers that let its bash
         calls leave the sandbox (a host's network, an exact escalated command)."""
@@ -249,7 +249,7 @@ class AgentEngine:
         status = self._folders.sandbox_status(target.workspace.root)
         if conversation is not None:
             status["grants"] = [
-                {"grantId": g.grant_id, "title": g.title}
+                p.SandboxGrant(grantId=g.grant_id, title=g.title)
                 for g in self._sessions.grants(conversation.id)
                 if g.tool_name == "bash" and g.decision == "allow" and _escalates(g.arguments)
             ]

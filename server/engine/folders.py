@@ -15,13 +15,14 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace, WorkspaceError
 from tools import programs, sandbox
 
+from .. import protocol as p
 from ..config.own_secrets import exposure_warning
 from ..errors import InvalidParamsError, NoWorkspaceFolderError
 from .bootstrap import build_tools, check_enabled, sandbox_unavailable
@@ -105,14 +106,17 @@ class Folder:
             return cached[1]
         return await asyncio.to_thread(self.runtime_now)
 
-    async def describe_tools(self) -> list[dict[str, Any]]:
+    async def describe_tools(self) -> list[p.ToolInfo]:
         """The tools as ``agent/listTools`` lists them, each with its ``source`` (built-in,
         or ``{"kind": "mcp", "server": NAME}`` from the MCP tool's annotations)."""
         # Only the registry is needed, built in a thread (not the whole warm-up: the
         # SDK import would make an early listTools wait a second).
         described = (await self.registry()).describe()
         return [
-            {**tool, "source": tool["annotations"].get("source") or dict(BUILTIN_SOURCE)}
+            cast(
+                p.ToolInfo,
+                {**tool, "source": tool["annotations"].get("source") or dict(BUILTIN_SOURCE)},
+            )
             for tool in described
         ]
 
@@ -188,7 +192,7 @@ class Folders:
             if one.mcp is not None and (one.mcp.in_use or not used_only):
                 one.mcp.refresh(retry=retry)
 
-    async def list_tools(self, path: Path | None) -> list[dict[str, Any]]:
+    async def list_tools(self, path: Path | None) -> list[p.ToolInfo]:
         """``agent/listTools`` of a folder; its MCP definitions are read again meanwhile
         (in the background: a change shows in a later listing)."""
         folder = self.folder(path)
@@ -272,14 +276,14 @@ class Folders:
         self._sandbox_warned = notice is not None
         return notice
 
-    def sandbox_status(self, path: Path | None) -> dict[str, Any]:
+    def sandbox_status(self, path: Path | None) -> p.SandboxStatus:
         """The bash sandbox of a folder, its layers in force."""
         workspace = self.folder(path).workspace
         configured = self._settings().sandbox
         policy = dataclasses.replace(
             configured, hidden_paths=(*configured.hidden_paths, *self._hidden_paths)
         )
-        return sandbox.describe(policy, workspace.root)
+        return cast(p.SandboxStatus, sandbox.describe(policy, workspace.root))
 
     def _make_folder(
         self, workspace: Workspace, mcp: McpServers | None = None, key: ToolSettings | None = None

@@ -52,7 +52,7 @@ def _strings(**extra: Any) -> dict[str, Any]:
 # the environment and the user file: server.model.endpoint, tools/shell.py). Published in
 # docs/protocol.schema.json; tests/test_settings_schema.py holds parse_settings to it.
 # "scope": "machine" marks the settings a repository must not choose: clients take them from
-# the user's own settings only (VS Code's machine scope), never from a workspace's.
+# the user's own settings only (an editor's machine scope), never from a workspace's.
 SCHEMA: Final[dict[str, dict[str, Any]]] = {
     "model": {"type": "string", "description": "Model name sent to the endpoint."},
     "baseUrl": {"type": "string", "scope": "machine", "description": "OpenAI-compatible endpoint."},
@@ -158,12 +158,12 @@ SCHEMA: Final[dict[str, dict[str, Any]]] = {
         scope="machine",
         description="At most this much of the instruction files reaches the model (bytes).",
     ),
-    # Raw: server.config.mcp_config parses it (VS Code's mcp.json "servers" shape), with a
+    # Raw: server.config.mcp_config parses it (.vscode/mcp.json's "servers" shape), with a
     # warning per server; machine-scoped, as a repository must not name commands to run.
     "mcpServers": {
         "type": ["object", "null"],
         "scope": "machine",
-        "description": "MCP servers by name, in the shape of VS Code's mcp.json servers.",
+        "description": "MCP servers by name, in the shape of .vscode/mcp.json's servers.",
     },
 }
 

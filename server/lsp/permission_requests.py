@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -49,21 +48,28 @@ class LspAsker:
         protocol = self._ls.protocol
         msg_id = f"permission-{uuid.uuid4().hex}"
         future = protocol.send_request(p.AGENT_REQUEST_PERMISSION, p.to_wire(params), msg_id=msg_id)
+        answer = asyncio.wrap_future(future)
+        answer.add_done_callback(_read_late)
         try:
-            result = await asyncio.wrap_future(future)
+            # Shielded: pygls keeps the request's future until the client answers; left
+            # pending here, the client's late answer (to the $/cancelRequest, or the
+            # user's click) settles it quietly, with nobody awaiting it. Cancelled, it
+            # would take the answer with an error in the log.
+            result = await asyncio.shield(answer)
         except asyncio.CancelledError:
-            # The ask was cancelled or the user took too long: withdraw the request. The
-            # client's late answer (to the $/cancelRequest, or the user's click) goes to a
-            # placeholder that nobody awaits: pygls 2.1 has no public way to forget a
-            # request it sent, and its cancelled future would take the answer with an
-            # error in the log (or, removed, with an "unknown message id" warning).
-            protocol._request_futures[msg_id] = Future()
+            # The ask was cancelled or the user took too long: withdraw the request.
             protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
             raise
         except JsonRpcException as exc:
             log.warning("agent/requestPermission failed on the client: %s", exc)
             return None
         return _chosen_kind(result)
+
+
+def _read_late(answer: asyncio.Future[Any]) -> None:
+    """An answer nobody awaits any more is read here (else asyncio logs its error)."""
+    if not answer.cancelled():
+        answer.exception()
 
 
 def _chosen_kind(result: Any) -> str | None:

@@ -227,7 +227,8 @@ def _rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
         if isinstance(exc, AgentError):
             return JsonRpcException(message=exc.message, code=exc.code, data=exc.data)
         if isinstance(exc, ModelNotConfiguredError):
-            return JsonRpcException(message=str(exc), code=p.MODEL_NOT_CONFIGURED)
+            data = {p.ACTION_KEY: exc.action} if exc.action else None
+            return JsonRpcException(message=str(exc), code=p.MODEL_NOT_CONFIGURED, data=data)
         assert isinstance(exc, ModelRequestError)
         data = {
             "status": exc.status,
@@ -340,13 +341,13 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
 
     @server.feature(p.AGENT_LIST_TOOLS)
     @_rpc
-    async def list_tools(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+    async def list_tools(ls: AgentLanguageServer, params: Any) -> p.ListToolsResult:
         q = p.parse(params, p.FolderParams)
-        return {"tools": await ls.engine.list_tools(_folder(q.workspace_folder))}
+        return p.ListToolsResult(tools=await ls.engine.list_tools(_folder(q.workspace_folder)))
 
     @server.feature(p.AGENT_SANDBOX_STATUS)
     @_rpc
-    def sandbox_status(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+    def sandbox_status(ls: AgentLanguageServer, params: Any) -> p.SandboxStatus:
         q = p.parse(params, p.ProjectParams)
         return ls.engine.sandbox_status(_folder(q.workspace_folder), q.session_id)
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..config.sources import ModelSources, resolve_model_sources
 from ..config.user_config import UserConfigError
+from ..protocol import ErrorAction
 from .endpoint import (
     ModelNotConfiguredError,
     ModelRequestError,
@@ -45,11 +46,18 @@ if TYPE_CHECKING:
 LIST_TIMEOUT: Final = 15.0
 REQUEST_TIMEOUT: Final = 30.0
 PROBE_PROMPT: Final = "Reply with the single word OK."
-SET_KEY_HINT: Final = 'in VS Code run "Agent: Set API Key"; elsewhere `agent-lsp config set-key`'
+# How to set each value without an editor; a failed check's ``action`` lets each client
+# add its own way (a command, a menu).
+SET_KEY_HINT: Final = "`agent-lsp config set-key`"
 SET_URL_HINT: Final = "`agent-lsp config set base_url URL` or the editor setting agentLsp.baseUrl"
-SET_MODEL_HINT: Final = (
-    '"Agent: Select Model" in VS Code, `agent-lsp config set model NAME`, or agentLsp.model'
-)
+SET_MODEL_HINT: Final = "`agent-lsp config set model NAME` or the editor setting agentLsp.model"
+# The action that fixes a failed check of each kind.
+ACTIONS: Final[Mapping[str, ErrorAction]] = {
+    "unreachable": ErrorAction.SET_BASE_URL,
+    "url": ErrorAction.SET_BASE_URL,
+    "auth": ErrorAction.SET_API_KEY,
+    "model": ErrorAction.SET_MODEL,
+}
 
 # What a failed check asks the user to fix:
 # - unreachable: nothing answers at the base URL (refused, unknown host, timeout);
@@ -66,6 +74,11 @@ class Check:
     ok: bool
     message: str
     kind: Kind | None = None  # a failed check's; None when it passed
+
+    @property
+    def action(self) -> ErrorAction | None:
+        """What the user does to fix it (None: passed, or no one setting fixes it)."""
+        return ACTIONS.get(self.kind) if self.kind else None
 
 
 @dataclass(frozen=True)

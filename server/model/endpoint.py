@@ -32,6 +32,7 @@ from ..config.sources import (
     resolve_model_sources,
 )
 from ..config.user_config import UserConfigError
+from ..protocol import ErrorAction
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -57,7 +58,13 @@ class ModelSettings:
 
 
 class ModelNotConfiguredError(Exception):
-    """The endpoint cannot be used yet; the message says what to set and where."""
+    """The endpoint cannot be used yet; the message says what to set and where, and
+    ``action`` which setting it is (each client words it in its own menus; None: no one
+    setting fixes it, e.g. a broken user configuration file)."""
+
+    def __init__(self, message: str, action: ErrorAction | None = None) -> None:
+        super().__init__(message)
+        self.action = action
 
 
 class ModelRequestError(Exception):
@@ -118,15 +125,16 @@ def load_model_settings(
         raise ModelNotConfiguredError(str(exc)) from None
 
     if sources.api_key is None:
-        raise ModelNotConfiguredError(missing_key_message(sources))
+        raise ModelNotConfiguredError(missing_key_message(sources), ErrorAction.SET_API_KEY)
     api_key = sources.api_key.value
     if sources.base_url is None:
-        raise ModelNotConfiguredError(missing_base_url_message(sources))
+        raise ModelNotConfiguredError(missing_base_url_message(sources), ErrorAction.SET_BASE_URL)
     base_url = sources.base_url.value
     if not base_url.startswith(("http://", "https://")):
         raise ModelNotConfiguredError(
             f"The model base URL must start with http:// or https://, got {base_url!r} "
-            f"(from {sources.base_url.source})."
+            f"(from {sources.base_url.source}).",
+            ErrorAction.SET_BASE_URL,
         )
 
     model = sources.model.value if sources.model else DEFAULT_MODEL

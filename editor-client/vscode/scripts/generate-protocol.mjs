@@ -1,6 +1,7 @@
 // src/protocol.generated.ts from docs/protocol.schema.json (itself generated from
-// server/protocol.py): one interface per $defs entry, and `AgentMethods`, method name to
-// its params and result. src/protocol.ts re-exports these under the names the extension uses.
+// server/protocol/): one interface per $defs entry; `AgentMethods`, method name to its params
+// and result; `Methods` (method names by key), `ErrorCodes` and `ErrorActions` (an error's
+// data.action). src/protocol.ts re-exports these under the names the extension uses.
 //
 //   node scripts/generate-protocol.mjs                 rewrite src/protocol.generated.ts
 //   node scripts/generate-protocol.mjs --check [FILE]  exit 1 when FILE (default: it) is stale
@@ -52,9 +53,33 @@ export async function generate() {
     style: { printWidth: 100 },
   });
   // The compiler notes under every $defs type that the root referred to it: noise here.
-  return ts
+  const types = ts
     .replace(/(\n \*)?\n \* This interface was referenced by [^\n]*\n \* via the `definition` "\w+"\./g, "")
     .replace(/\/\*\*\n \*\/\n/g, "");
+  return types + tables(schema);
+}
+
+/** The method names, error codes and actions as constants (keys: agent/newSession -> newSession). */
+function tables(schema) {
+  const entries = (object, value) =>
+    Object.entries(object)
+      .map(([key, v]) => `  ${key}: ${value(v)},`)
+      .join("\n");
+  const methods = Object.fromEntries(Object.keys(schema.methods).map((m) => [m.replace(/^agent\//, ""), m]));
+  const actions = Object.fromEntries(schema.errorActions.map((a) => [a, a]));
+  return [
+    "",
+    "/** Every agent/* method's name. */",
+    `export const Methods = {\n${entries(methods, JSON.stringify)}\n} as const satisfies Record<string, keyof AgentMethods>;`,
+    "",
+    "/** The JSON-RPC error codes the server answers with. */",
+    `export const ErrorCodes = {\n${entries(schema.errorCodes, String)}\n} as const;`,
+    "",
+    "/** What an error's data.action asks the user to do (the client words it in its menus). */",
+    `export const ErrorActions = {\n${entries(actions, JSON.stringify)}\n} as const;`,
+    "export type ErrorActionName = (typeof ErrorActions)[keyof typeof ErrorActions];",
+    "",
+  ].join("\n");
 }
 
 const args = process.argv.slice(2);

@@ -24,7 +24,7 @@ export interface AgentMethods {
    */
   "agent/listTools": {
     params: FolderParams;
-    result: unknown;
+    result: ListToolsResult;
   };
   /**
    * request, clientToServer
@@ -115,7 +115,7 @@ export interface AgentMethods {
    */
   "agent/sandboxStatus": {
     params: ProjectParams;
-    result: unknown;
+    result: SandboxStatus;
   };
   /**
    * request, clientToServer
@@ -275,6 +275,37 @@ export interface FolderParams {
 export interface NewSessionResult {
   sessionId: string;
   workspaceFolder: string;
+}
+export interface ListToolsResult {
+  tools: ToolInfo[];
+}
+/**
+ * One tool as ``agent/listTools`` lists it: MCP's ``Tool`` shape, and its ``source``.
+ */
+export interface ToolInfo {
+  name: string;
+  description: string;
+  /**
+   * the JSON Schema of its arguments, as the model sees it
+   */
+  inputSchema: {
+    [k: string]: unknown | undefined;
+  };
+  annotations: {
+    [k: string]: unknown | undefined;
+  };
+  source: ToolSource;
+  title?: string;
+}
+export interface ToolSource {
+  /**
+   * "builtin" or "mcp"
+   */
+  kind: string;
+  /**
+   * an MCP tool's server
+   */
+  server?: string;
 }
 export interface SessionParams {
   sessionId: string;
@@ -456,6 +487,10 @@ export interface ConnectionCheck {
    * a failed check's fix: unreachable | url | auth | model | other
    */
   kind?: string | null;
+  /**
+   * a failed check's ErrorAction (setApiKey, ...): clients word it
+   */
+  action?: string | null;
 }
 export interface GrantsResult {
   grants: GrantInfo[];
@@ -507,6 +542,81 @@ export interface CompactResult {
 export interface ProjectParams {
   sessionId?: string | null;
   workspaceFolder?: string | null;
+}
+/**
+ * ``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force (also
+ * bash's ``sandbox`` annotation in ``agent/listTools``).
+ */
+export interface SandboxStatus {
+  /**
+   * read-only | workspace-write | off
+   */
+  mode: string;
+  enforced: boolean;
+  /**
+   * the whole network is allowed
+   */
+  network: boolean;
+  /**
+   * all | allowedDomains | none
+   */
+  networkAccess: string;
+  allowedDomains: string[];
+  writableRoots: string[];
+  landlockAbi: number;
+  /**
+   * agent-lsp's own files no sandboxed command may read
+   */
+  hiddenPaths: string[];
+  layers: SandboxLayers;
+  limits: SandboxLimits;
+  /**
+   * the bubblewrap program, when namespaces are used
+   */
+  bwrap: string | null;
+  /**
+   * why the full form is not in force
+   */
+  fallback: string | null;
+  /**
+   * the promises that do not hold in full on this system
+   */
+  weakened: string[];
+  /**
+   * why there is no sandbox at all
+   */
+  reason?: string;
+  grants?: SandboxGrant[];
+}
+/**
+ * The confinement layers in force for a bash call.
+ */
+export interface SandboxLayers {
+  namespaces: boolean;
+  networkNamespace: boolean;
+  landlock: boolean;
+  seccomp: boolean;
+  /**
+   * "cgroup", "rlimit", or none
+   */
+  processLimit: string | null;
+  /**
+   * "cgroup", or none
+   */
+  callMemoryLimit: string | null;
+}
+export interface SandboxLimits {
+  processes: number;
+  fileSizeMB: number;
+  memoryMB: number;
+  callMemoryMB: number;
+}
+export interface SandboxGrant {
+  grantId: string;
+  /**
+   * as agent/grants words it
+   */
+  title: string;
 }
 export interface McpServersResult {
   servers: McpServerInfo[];
@@ -855,7 +965,59 @@ export interface Settings {
    */
   instructionsMaxBytes?: number | null;
   /**
-   * MCP servers by name, in the shape of VS Code's mcp.json servers.
+   * MCP servers by name, in the shape of .vscode/mcp.json's servers.
    */
   mcpServers?: {} | null;
 }
+
+/** Every agent/* method's name. */
+export const Methods = {
+  ask: "agent/ask",
+  newSession: "agent/newSession",
+  listTools: "agent/listTools",
+  endSession: "agent/endSession",
+  sessions: "agent/sessions",
+  sessionHistory: "agent/sessionHistory",
+  toolOutput: "agent/toolOutput",
+  checkpoints: "agent/checkpoints",
+  diff: "agent/diff",
+  rewind: "agent/rewind",
+  listModels: "agent/listModels",
+  checkConnection: "agent/checkConnection",
+  grants: "agent/grants",
+  revokeGrant: "agent/revokeGrant",
+  compact: "agent/compact",
+  sandboxStatus: "agent/sandboxStatus",
+  mcpServers: "agent/mcpServers",
+  approveMcpServer: "agent/approveMcpServer",
+  controlMcpServer: "agent/controlMcpServer",
+  mcpServerLog: "agent/mcpServerLog",
+  instructions: "agent/instructions",
+  listCommands: "agent/listCommands",
+  toolActivity: "agent/toolActivity",
+  askProgress: "agent/askProgress",
+  compaction: "agent/compaction",
+  answerDelta: "agent/answerDelta",
+  requestPermission: "agent/requestPermission",
+} as const satisfies Record<string, keyof AgentMethods>;
+
+/** The JSON-RPC error codes the server answers with. */
+export const ErrorCodes = {
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  modelNotConfigured: -32001,
+  modelRequestFailed: -32002,
+  noWorkspaceFolder: -32003,
+  sessionBusy: -32004,
+  contextWindowExceeded: -32005,
+  requestCancelled: -32800,
+} as const;
+
+/** What an error's data.action asks the user to do (the client words it in its menus). */
+export const ErrorActions = {
+  setApiKey: "setApiKey",
+  setBaseUrl: "setBaseUrl",
+  setModel: "setModel",
+} as const;
+export type ErrorActionName = (typeof ErrorActions)[keyof typeof ErrorActions];

@@ -1,107 +1,22 @@
-"""The agent protocol, one side of the wire: method names, error codes, params, results.
+"""The params, results and notifications of the agent protocol, as classes.
 
 Params and results are attrs classes with snake_case fields; lsprotocol's converter
 (the same one pygls uses) renames them to camelCase on the wire and leaves out
-optional fields at their default. :func:`parse` structures a request's raw params
-into its class, so a malformed param is refused in one place, with -32602 naming
-the field, instead of being checked by hand in each handler. Clients (the terminal
-client among them) import names from here, never from the server module.
-
-The protocol is documented for client authors in ``docs/protocol.md``.
+optional fields at their default (:mod:`.convert`). Two results built as JSON by the
+layers below the server (``agent/listTools``'s tools, ``agent/sandboxStatus``) are
+declared as ``TypedDict``s with their wire names: the types of that JSON, unconverted.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NotRequired, TypedDict
 
 import attrs
-import cattrs
 from lsprotocol import types
-from lsprotocol.converters import get_converter
-
-PROTOCOL_VERSION: Final = 1  # additions are announced in "requests"; 2 = a breaking change
-
-# -- methods ---------------------------------------------------------------------------
-AGENT_ASK: Final = "agent/ask"
-AGENT_NEW_SESSION: Final = "agent/newSession"
-AGENT_LIST_TOOLS: Final = "agent/listTools"
-AGENT_END_SESSION: Final = "agent/endSession"
-AGENT_SESSIONS: Final = "agent/sessions"
-AGENT_SESSION_HISTORY: Final = "agent/sessionHistory"
-AGENT_TOOL_OUTPUT: Final = "agent/toolOutput"
-AGENT_CHECKPOINTS: Final = "agent/checkpoints"
-AGENT_DIFF: Final = "agent/diff"
-AGENT_REWIND: Final = "agent/rewind"
-AGENT_LIST_MODELS: Final = "agent/listModels"
-AGENT_CHECK_CONNECTION: Final = "agent/checkConnection"
-AGENT_GRANTS: Final = "agent/grants"
-AGENT_SANDBOX_STATUS: Final = "agent/sandboxStatus"
-AGENT_REVOKE_GRANT: Final = "agent/revokeGrant"
-AGENT_COMPACT: Final = "agent/compact"
-AGENT_MCP_SERVERS: Final = "agent/mcpServers"
-AGENT_APPROVE_MCP_SERVER: Final = "agent/approveMcpServer"
-AGENT_CONTROL_MCP_SERVER: Final = "agent/controlMcpServer"
-AGENT_MCP_SERVER_LOG: Final = "agent/mcpServerLog"
-AGENT_INSTRUCTIONS: Final = "agent/instructions"
-AGENT_LIST_COMMANDS: Final = "agent/listCommands"
-# Server -> client notifications.
-AGENT_TOOL_ACTIVITY: Final = "agent/toolActivity"
-AGENT_ASK_PROGRESS: Final = "agent/askProgress"
-AGENT_COMPACTION: Final = "agent/compaction"
-AGENT_ANSWER_DELTA: Final = "agent/answerDelta"
-# Server -> client request; a client that can answer sets
-# capabilities.experimental.agent.requestPermission = true in initialize.
-AGENT_REQUEST_PERMISSION: Final = "agent/requestPermission"
-CLIENT_CAN_ANSWER_PERMISSION: Final = "requestPermission"
-
-REQUESTS: Final = (
-    AGENT_ASK,
-    AGENT_NEW_SESSION,
-    AGENT_LIST_TOOLS,
-    AGENT_END_SESSION,
-    AGENT_SESSIONS,
-    AGENT_SESSION_HISTORY,
-    AGENT_TOOL_OUTPUT,
-    AGENT_CHECKPOINTS,
-    AGENT_DIFF,
-    AGENT_REWIND,
-    AGENT_LIST_MODELS,
-    AGENT_CHECK_CONNECTION,
-    AGENT_GRANTS,
-    AGENT_REVOKE_GRANT,
-    AGENT_COMPACT,
-    AGENT_SANDBOX_STATUS,
-    AGENT_MCP_SERVERS,
-    AGENT_APPROVE_MCP_SERVER,
-    AGENT_CONTROL_MCP_SERVER,
-    AGENT_MCP_SERVER_LOG,
-    AGENT_INSTRUCTIONS,
-    AGENT_LIST_COMMANDS,
-)
-NOTIFICATIONS: Final = (
-    AGENT_TOOL_ACTIVITY,
-    AGENT_ASK_PROGRESS,
-    AGENT_COMPACTION,
-    AGENT_ANSWER_DELTA,
-)
 
 # ``channel`` of agent/answerDelta.
 ANSWER_CHANNEL: Final = "answer"  # the assistant's text; a turn's deltas add up to it
 REASONING_CHANNEL: Final = "reasoning"  # thinking some models send beside it, never sent back
-
-# -- error codes -------------------------------------------------------------------------
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
-MODEL_NOT_CONFIGURED: Final = -32001
-MODEL_REQUEST_FAILED: Final = -32002
-NO_WORKSPACE_FOLDER: Final = -32003
-SESSION_BUSY: Final = -32004
-CONTEXT_WINDOW_EXCEEDED: Final = -32005
-REQUEST_CANCELLED: Final = -32800
-
-# The settings section every client forwards (raw user values; the server validates).
-SETTINGS_SECTION: Final = "agentLsp"
-
 
 # -- params --------------------------------------------------------------------------------
 
@@ -115,19 +30,19 @@ class ParamsError(ValueError):
         self.message = message
 
 
-def _camel(name: str) -> str:
+def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
 
 
 def _non_empty(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not value.strip():
-        raise ParamsError(_camel(attribute.name), "must be a non-empty string")
+        raise ParamsError(camel(attribute.name), "must be a non-empty string")
 
 
 def _names(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not all(isinstance(v, str) and v.strip() for v in value):
-        raise ParamsError(_camel(attribute.name), "must be a list of non-empty strings")
+        raise ParamsError(camel(attribute.name), "must be a list of non-empty strings")
 
 
 @attrs.define
@@ -331,6 +246,7 @@ class ConnectionCheck:
     ok: bool
     message: str  # plain words: what works, or what to fix
     kind: str | None = None  # a failed check's fix: unreachable | url | auth | model | other
+    action: str | None = None  # a failed check's ErrorAction (setApiKey, ...): clients word it
 
 
 @attrs.define
@@ -606,132 +522,71 @@ class CommandsResult:
     commands: list[CommandInfo]
 
 
-# -- what each method carries ----------------------------------------------------------------
-
-# (params, result) of every method. ``Any``: JSON this module does not declare as a class yet
-# (built as a dict where it is sent); a notification's result is ``None``. The client-facing
-# schema, docs/protocol.schema.json, is generated from this table and the classes above
-# (docs/protocol_schema.py), and the VS Code client's types from the schema.
-SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
-    AGENT_ASK: (AskParams, AskResult),
-    AGENT_NEW_SESSION: (FolderParams, NewSessionResult),
-    AGENT_LIST_TOOLS: (FolderParams, Any),  # {"tools": the registry's describe()}
-    AGENT_END_SESSION: (SessionParams, EndSessionResult),
-    AGENT_SESSIONS: (FolderParams, SessionsResult),
-    AGENT_SESSION_HISTORY: (SessionParams, SessionHistoryResult),
-    AGENT_TOOL_OUTPUT: (ToolOutputParams, ToolOutputResult),
-    AGENT_CHECKPOINTS: (SessionParams, CheckpointsResult),
-    AGENT_DIFF: (DiffParams, DiffResult),
-    AGENT_REWIND: (RewindParams, RewindResult),
-    AGENT_LIST_MODELS: (FolderParams, ListModelsResult),
-    AGENT_CHECK_CONNECTION: (FolderParams, CheckConnectionResult),
-    AGENT_GRANTS: (SessionParams, GrantsResult),
-    AGENT_REVOKE_GRANT: (RevokeGrantParams, RevokeGrantResult),
-    AGENT_COMPACT: (SessionParams, CompactResult),
-    AGENT_SANDBOX_STATUS: (ProjectParams, Any),  # tools/sandbox.py: describe, and "grants"
-    AGENT_MCP_SERVERS: (FolderParams, McpServersResult),
-    AGENT_APPROVE_MCP_SERVER: (ApproveMcpServerParams, ApproveMcpServerResult),
-    AGENT_CONTROL_MCP_SERVER: (ControlMcpServerParams, McpServerInfo),
-    AGENT_MCP_SERVER_LOG: (ApproveMcpServerParams, McpServerLogResult),
-    AGENT_INSTRUCTIONS: (ProjectParams, InstructionsResult),
-    AGENT_LIST_COMMANDS: (ProjectParams, CommandsResult),
-    AGENT_TOOL_ACTIVITY: (ToolActivity, None),
-    AGENT_ASK_PROGRESS: (AskProgress, None),
-    AGENT_COMPACTION: (CompactionNotice, None),
-    AGENT_ANSWER_DELTA: (AnswerDelta, None),
-    AGENT_REQUEST_PERMISSION: (RequestPermissionParams, Any),  # ACP's outcome (the docstring)
-}
+# -- JSON built below the server, typed as it is sent ------------------------------------------
 
 
-# -- structuring ------------------------------------------------------------------------------
-
-_Params = TypeVar("_Params")
-
-
-def _strict(kind: type, name: str) -> Any:
-    def hook(value: Any, _: Any) -> Any:
-        if isinstance(value, bool) and kind is not bool:
-            raise TypeError(f"must be {name}")
-        if not isinstance(value, kind):
-            raise TypeError(f"must be {name}")
-        return value
-
-    return hook
+class ToolSource(TypedDict):
+    kind: str  # "builtin" or "mcp"
+    server: NotRequired[str]  # an MCP tool's server
 
 
-def _token(value: Any, _: Any) -> int | str:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise TypeError("must be a string or an integer")
-    return value
+class ToolInfo(TypedDict):
+    """One tool as ``agent/listTools`` lists it: MCP's ``Tool`` shape, and its ``source``."""
+
+    name: str
+    description: str
+    inputSchema: dict[str, object]  # the JSON Schema of its arguments, as the model sees it
+    # MCP's hints (title, readOnlyHint, destructiveHint, ...); bash's "sandbox" (the object
+    # agent/sandboxStatus answers); an MCP tool's "source"
+    annotations: dict[str, object]
+    source: ToolSource
+    title: NotRequired[str]
 
 
-def _make_converter() -> cattrs.Converter:
-    # Our own converter (pygls keeps its own): strict primitives here would change how
-    # pygls structures ordinary LSP messages. cattrs would otherwise turn 5 into "5".
-    converter = get_converter(cattrs.Converter())
-    for kind, name in ((str, "a string"), (int, "an integer"), (bool, "true or false")):
-        converter.register_structure_hook(kind, _strict(kind, name))
-    converter.register_structure_hook(float, _strict(int | float, "a number"))
-    converter.register_structure_hook(int | str, _token)
-    converter.register_structure_hook(
-        int | str | None, lambda value, t: None if value is None else _token(value, t)
-    )
-    return converter
+class ListToolsResult(TypedDict):
+    tools: list[ToolInfo]
 
 
-_converter = _make_converter()
+class SandboxLayers(TypedDict):
+    """The confinement layers in force for a bash call."""
+
+    namespaces: bool
+    networkNamespace: bool
+    landlock: bool
+    seccomp: bool
+    processLimit: str | None  # "cgroup", "rlimit", or none
+    callMemoryLimit: str | None  # "cgroup", or none
 
 
-def parse(raw: Any, cls: type[_Params]) -> _Params:
-    """``raw`` params structured into ``cls``; :class:`ParamsError` names what is wrong."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ParamsError("params", "must be an object")
-    try:
-        return _converter.structure(raw, cls)
-    except ParamsError:
-        raise
-    except Exception as exc:  # cattrs wraps every failure; find the first leaf
-        field, message = _first_problem(exc, [])
-        raise ParamsError(field, message) from None
+class SandboxLimits(TypedDict):
+    processes: int
+    fileSizeMB: int
+    memoryMB: int
+    callMemoryMB: int
 
 
-def to_wire(value: Any) -> Any:
-    """A result or notification as plain JSON (camelCase keys)."""
-    return _converter.unstructure(value)
+class SandboxGrant(TypedDict):
+    grantId: str
+    title: str  # as agent/grants words it
 
 
-def _first_problem(exc: BaseException, path: list[str]) -> tuple[str, str]:
-    if isinstance(exc, cattrs.ClassValidationError | cattrs.IterableValidationError):
-        for sub in exc.exceptions:
-            step = path
-            for note in getattr(sub, "__notes__", ()):
-                if hasattr(note, "name"):  # an attribute of a class
-                    step = [*path, _camel(str(note.name))]
-                    break
-                if hasattr(note, "index"):  # an item of a list
-                    step = [*path, f"[{note.index}]"]
-                    break
-            return _first_problem(sub, step)
-    if isinstance(exc, ParamsError):  # raised by a validator, which knows its field
-        return _join([*path, exc.field]), exc.message
-    if isinstance(exc, KeyError):
-        return _join(path), "is required"
-    message = str(exc) if isinstance(exc, TypeError | ValueError) and str(exc) else "is invalid"
-    if message.startswith(("must ", "is ")):
-        return _join(path), message
-    return _join(path), f"is invalid ({message})"
+class SandboxStatus(TypedDict):
+    """``agent/sandboxStatus``: the bash sandbox of a folder, its layers in force (also
+    bash's ``sandbox`` annotation in ``agent/listTools``)."""
 
-
-def _join(path: list[str]) -> str:
-    return "".join(p if p.startswith("[") else f".{p}" for p in path).lstrip(".")
-
-
-def warm() -> None:
-    """Generate the (un)structuring code of every class now (cattrs compiles it on first
-    use, a few milliseconds each), in the warm-up thread rather than in a first request."""
-    for value in list(globals().values()):
-        if isinstance(value, type) and attrs.has(value):
-            _converter.get_structure_hook(value)
-            _converter.get_unstructure_hook(value)
+    mode: str  # read-only | workspace-write | off
+    enforced: bool
+    network: bool  # the whole network is allowed
+    networkAccess: str  # all | allowedDomains | none
+    allowedDomains: list[str]
+    writableRoots: list[str]
+    landlockAbi: int
+    hiddenPaths: list[str]  # agent-lsp's own files no sandboxed command may read
+    layers: SandboxLayers
+    limits: SandboxLimits
+    bwrap: str | None  # the bubblewrap program, when namespaces are used
+    fallback: str | None  # why the full form is not in force
+    weakened: list[str]  # the promises that do not hold in full on this system
+    reason: NotRequired[str]  # why there is no sandbox at all
+    # With a sessionId: the conversation's "always" answers that let bash leave the sandbox
+    grants: NotRequired[list[SandboxGrant]]
