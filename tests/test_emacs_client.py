@@ -1240,6 +1240,35 @@ def test_a_missing_server_is_said_in_the_conversation_with_what_to_do(
     assert records["button"] is True and records["shown"] is True
 
 
+def test_a_missing_key_is_said_with_the_emacs_way_to_set_it(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The server's words name no editor; its error's data.action (setApiKey) is worded as
+    an Emacs user does it, in the conversation and for a failed connection check."""
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (test-server)
+        (agent-lsp-ask "hello")
+        (test-idle)
+        (agent-lsp-check-connection)
+        (test-until "*agent-lsp-check*" "does not work yet")
+        (test-emit :conversation (test-text "*agent-lsp*")
+                   :check (test-text "*agent-lsp-check*"))
+        """,
+        env_changes={"MODEL_API_KEY": None, "OPENAI_API_KEY": None},
+    )
+    words = "To set the key: `agent-lsp config set-key' in a terminal, then M-x agent-lsp-check"
+    conversation = records["conversation"]
+    assert "No model API key. Run `agent-lsp config set-key`" in conversation, conversation
+    assert words in conversation and "VS Code" not in conversation, conversation
+    assert "✗ configuration: No model API key." in records["check"], records["check"]
+    assert words in records["check"], records["check"]
+
+
 def test_without_markdown_mode_headings_code_and_bold_are_highlighted(
     tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
 ) -> None:

@@ -1458,7 +1458,11 @@ def test_a_missing_server_or_key_is_said_the_neovim_way_on_one_line(
         env_changes={"MODEL_API_KEY": None, "OPENAI_API_KEY": None},
     )
     conversation = no_key["conversation"]
-    assert "No model API key. In a terminal run `agent-lsp config set-key`" in conversation
+    # The server names no editor; the client words the error's action (data.action) its way.
+    assert "No model API key. Run `agent-lsp config set-key`" in conversation
+    assert "To set the key: `agent-lsp config set-key` in a terminal, then :AgentCheck." in (
+        conversation
+    )
     assert "VS Code" not in conversation, conversation
     [note] = no_key["notes"]
     assert note.startswith("agent-lsp: no model list (:AgentCheck says why): No model API key."), (

@@ -74,12 +74,13 @@
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
 (defun agent-lsp--on-error (request error)
-  "Show the ERROR reply to `agent/ask' REQUEST (-32800: it was cancelled)."
+  "Show the ERROR reply to `agent/ask' REQUEST (request-cancelled: it was cancelled)."
   (when (eq request agent-lsp--request)
     (let ((code (plist-get error :code))
           (data (plist-get error :data)))
       (cond
-       ((eql code -32800) (agent-lsp--finish request "_(cancelled)_"))
+       ((eql code agent-lsp-error-request-cancelled)
+        (agent-lsp--finish request "_(cancelled)_"))
        ((agent-lsp--server-ended (plist-get request :server))
         ;; jsonrpc's own error for a dead process ("Server died", -1): say what happened.
         (agent-lsp--finish
@@ -87,8 +88,9 @@
                          (agent-lsp--server-ended (plist-get request :server))))
         (setq agent-lsp--session-id nil))
        (t
-        (let ((text (format "**Error** (%s): %s" code (plist-get error :message))))
-          (when (and (eql code -32602) (equal (plist-get data :field) "sessionId"))
+        (let ((text (format "**Error** (%s): %s" code (agent-lsp--error-text error))))
+          (when (and (eql code agent-lsp-error-invalid-params)
+                     (equal (plist-get data :field) "sessionId"))
             (setq agent-lsp--session-id nil)
             (setq text (concat text "\n_The next ask starts a new conversation._")))
           (agent-lsp--finish request text)))))))
@@ -233,7 +235,7 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
       (condition-case err
           (plist-put request :id
                      (agent-lsp--async-request
-                      server :agent/ask params
+                      server agent-lsp-method-ask params
                       :success-fn (lambda (result) (agent-lsp--on-answer request result))
                       :error-fn (lambda (error) (agent-lsp--on-error request error))
                       ;; An ask runs as long as it needs; `agent-lsp-cancel' stops it.
@@ -294,7 +296,7 @@ result is a line in the conversation and the trace."
       (user-error "No agent-lsp conversation to compact yet"))
     (agent-lsp--say "_compacting the conversation…_\n")
     (agent-lsp--async-request
-     server :agent/compact (list :sessionId session)
+     server agent-lsp-method-compact (list :sessionId session)
      :success-fn (lambda (result)
                    (let ((summary (agent-lsp-compaction-summary result)))
                      (agent-lsp--trace-insert
@@ -310,7 +312,7 @@ result is a line in the conversation and the trace."
   (interactive)
   (agent-lsp--with-server
    (lambda (server)
-     (agent-lsp--call server :agent/listTools (make-hash-table)
+     (agent-lsp--call server agent-lsp-method-list-tools (make-hash-table)
                       (lambda (result)
                         (agent-lsp--show-tools server (plist-get result :tools)))))))
 

@@ -79,7 +79,7 @@ The same as `agent-lsp rewind' prints in a terminal."
 (defun agent-lsp--fetch-checkpoints (then)
   "Ask for the conversation's checkpoints; call THEN with them (a vector)."
   (pcase-let ((`(,server ,session) (agent-lsp--session-server)))
-    (agent-lsp--call server :agent/checkpoints (list :sessionId session)
+    (agent-lsp--call server agent-lsp-method-checkpoints (list :sessionId session)
                      (lambda (result)
                        (setq agent-lsp--checkpoints (plist-get result :checkpoints))
                        (funcall then agent-lsp--checkpoints)))))
@@ -120,7 +120,7 @@ The buffer shows when the server answers."
   (interactive (list (agent-lsp--read-checkpoint "Show the changes of ask")))
   (pcase-let ((`(,server ,session) (agent-lsp--session-server)))
     (agent-lsp--call
-     server :agent/diff (list :sessionId session :checkpointId checkpoint)
+     server agent-lsp-method-diff (list :sessionId session :checkpointId checkpoint)
      (lambda (result)
        (with-current-buffer (get-buffer-create agent-lsp--diff-buffer)
          (let ((inhibit-read-only t))
@@ -148,14 +148,14 @@ don't ask.  Nothing waits for the server."
     (user-error "An ask is running (M-x agent-lsp-cancel stops it)"))
   (pcase-let* ((`(,server ,session) (agent-lsp--session-server))
                (params (list :sessionId session :checkpointId checkpoint))
-               (apply (lambda () (agent-lsp--call server :agent/rewind params
+               (apply (lambda () (agent-lsp--call server agent-lsp-method-rewind params
                                                   (lambda (result)
                                                     (agent-lsp--rewound server checkpoint
                                                                         result))))))
     (if force
         (funcall apply)
       (agent-lsp--call
-       server :agent/rewind (append params (list :dryRun t))
+       server agent-lsp-method-rewind (append params (list :dryRun t))
        (agent-lsp--if-still-waiting
         "the dry run"
         (lambda (dry)

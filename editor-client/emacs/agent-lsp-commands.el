@@ -79,7 +79,7 @@ first answer, the built-ins."
           (let ((default-directory root))
             (agent-lsp--with-server
              (lambda (server)
-               (agent-lsp--call server :agent/listCommands
+               (agent-lsp--call server agent-lsp-method-list-commands
                                 (list :workspaceFolder (agent-lsp--folder-uri root))
                                 (lambda (result)
                                   (funcall done)

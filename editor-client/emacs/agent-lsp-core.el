@@ -15,6 +15,7 @@
 (require 'jsonrpc)
 (require 'project)
 (require 'subr-x)
+(require 'agent-lsp-protocol)
 
 (defcustom agent-lsp-server-command '("agent-lsp" "--stdio")
   "Command line of the agent-lsp server: program and arguments.
@@ -289,6 +290,25 @@ on to something else while a request was answered.")
 
 (add-hook 'post-command-hook #'agent-lsp--count-command)
 
+(defconst agent-lsp--action-words
+  `((,agent-lsp-action-set-api-key
+     . "To set the key: `agent-lsp config set-key' in a terminal, then M-x agent-lsp-check-connection.")
+    (,agent-lsp-action-set-base-url
+     . "To set it: :baseUrl in `agent-lsp-settings', or `agent-lsp config set base_url URL' in a terminal.")
+    (,agent-lsp-action-set-model . "To choose one: M-x agent-lsp-select-model."))
+  "How an Emacs user does what an error's data.action asks (the server names no editor).")
+
+(defun agent-lsp--with-action (message action)
+  "MESSAGE followed by how to do in Emacs what ACTION (an error's data.action) asks."
+  (let ((words (cdr (assoc action agent-lsp--action-words))))
+    (if words (concat message " " words) message)))
+
+(defun agent-lsp--error-text (error)
+  "The message of the JSON-RPC ERROR (a plist), its data.action worded."
+  (let ((data (plist-get error :data)))
+    (agent-lsp--with-action (format "%s" (plist-get error :message))
+                            (and (listp data) (plist-get data :action)))))
+
 (cl-defun agent-lsp--call (server method params on-result &key (timeout 30) on-error)
   "Send METHOD with PARAMS to SERVER and return at once; ON-RESULT gets the result.
 Nothing waits: Emacs stays usable however long the server takes.  An error
@@ -299,7 +319,7 @@ else to the echo area."
     (agent-lsp--async-request
      server method params
      :success-fn on-result
-     :error-fn (lambda (error) (funcall fail (format "%s" (plist-get error :message))))
+     :error-fn (lambda (error) (funcall fail (agent-lsp--error-text error)))
      :timeout-fn (lambda () (funcall fail (format "no answer to %s within %s s" method timeout)))
      :timeout timeout)))
 

@@ -34,7 +34,7 @@
 (defun agent-lsp--tool-output (server session call-id)
   "Ask SERVER for the output of SESSION's CALL-ID; show it when it comes."
   (agent-lsp--call
-   server :agent/toolOutput (list :sessionId session :callId call-id)
+   server agent-lsp-method-tool-output (list :sessionId session :callId call-id)
    (lambda (result)
      (with-current-buffer (agent-lsp--get-buffer agent-lsp--output-buffer
                                                  #'agent-lsp-trace-mode)
@@ -95,7 +95,7 @@ continues a reopened conversation."
   "List SERVER's folder's past conversations when it answers."
   (let ((root (agent-lsp--server-root server)))
     (agent-lsp--call
-     server :agent/sessions (list :workspaceFolder (agent-lsp--folder-uri root))
+     server agent-lsp-method-sessions (list :workspaceFolder (agent-lsp--folder-uri root))
      (lambda (result)
        (with-current-buffer (get-buffer-create agent-lsp--history-buffer)
          (unless (derived-mode-p 'agent-lsp-history-mode) (agent-lsp-history-mode))
@@ -148,7 +148,7 @@ conversation.  (`agent-lsp-new-conversation' deletes nothing.)"
              (format "Delete %s for good (its saved files and its checkpoints: its asks can no longer be undone)? "
                      (if listed (concat "the conversation " title) title))))
       (agent-lsp--call
-       server :agent/endSession (list :sessionId id)
+       server agent-lsp-method-end-session (list :sessionId id)
        (lambda (_result)
          (when (and (equal id agent-lsp--session-id)
                     (eq server agent-lsp--conversation-server))
@@ -167,7 +167,7 @@ conversation.  (`agent-lsp-new-conversation' deletes nothing.)"
   (when agent-lsp--request
     (user-error "An ask is running (M-x agent-lsp-cancel stops it)"))
   (agent-lsp--call
-   server :agent/sessionHistory (list :sessionId (plist-get session :sessionId))
+   server agent-lsp-method-session-history (list :sessionId (plist-get session :sessionId))
    (lambda (result)
      (agent-lsp--draw-history server session result)
      (pop-to-buffer agent-lsp--buffer))))

@@ -112,7 +112,7 @@ answer comes, and then popped up with SHOW."
                      (list :sessionId agent-lsp--session-id)
                    (list :workspaceFolder (agent-lsp--folder-uri root)))))
     (agent-lsp--call
-     server :agent/instructions params
+     server agent-lsp-method-instructions params
      (lambda (result)
        (let ((buffer (or (get-buffer agent-lsp--instructions-buffer)
                          (with-current-buffer (get-buffer-create agent-lsp--instructions-buffer)

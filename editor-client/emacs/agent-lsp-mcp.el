@@ -160,7 +160,7 @@ TRIES counts the refreshes in a row."
       (when (and (= generation (buffer-local-value 'agent-lsp--mcp-generation buffer))
                  server (jsonrpc-running-p server))
         (agent-lsp--async-request
-         server :agent/mcpServers (make-hash-table)
+         server agent-lsp-method-mcp-servers (make-hash-table)
          :success-fn (lambda (result)
                        (when (and (buffer-live-p buffer)
                                   (= generation (buffer-local-value
@@ -182,7 +182,7 @@ TRIES counts the refreshes in a row."
   "List SERVER's folder's MCP servers in `*agent-lsp-mcp*'; return the buffer.
 Nothing waits: the buffer says it is listing until the answer comes."
   (let ((buffer (agent-lsp--mcp-buffer (agent-lsp--server-root server) "listing…")))
-    (agent-lsp--call server :agent/mcpServers (make-hash-table)
+    (agent-lsp--call server agent-lsp-method-mcp-servers (make-hash-table)
                      (lambda (result)
                        (when (buffer-live-p buffer)
                          (agent-lsp--mcp-show buffer server (plist-get result :servers) 0))))
@@ -239,7 +239,7 @@ allow it, that exact definition starts, and a changed one asks again."
 (defun agent-lsp--mcp-send-approval (server name)
   "Ask SERVER to approve the folder's MCP server NAME."
   (agent-lsp--async-request
-   server :agent/approveMcpServer (list :name name)
+   server agent-lsp-method-approve-mcp-server (list :name name)
    :success-fn (lambda (result)
                  (message (if (eq (plist-get result :approved) t)
                               "agent-lsp: approved MCP server %s: %s"

@@ -20,7 +20,9 @@
   "The text of an `agent/checkConnection' RESULT: a mark and a sentence per check."
   (concat (mapconcat (lambda (check)
                        (format "%s %s: %s" (if (eq (plist-get check :ok) t) "✓" "✗")
-                               (plist-get check :name) (plist-get check :message)))
+                               (plist-get check :name)
+                               (agent-lsp--with-action (plist-get check :message)
+                                                       (plist-get check :action))))
                      (plist-get result :checks) "\n")
           "\n\n"
           (if (eq (plist-get result :ok) t)
@@ -48,7 +50,7 @@ server to start."
   (agent-lsp--with-server
    (lambda (server)
      (agent-lsp--call
-      server :agent/checkConnection (make-hash-table)
+      server agent-lsp-method-check-connection (make-hash-table)
       (lambda (result)
         (agent-lsp--show-check (agent-lsp-format-check result))
         (message "agent-lsp: %s" (if (eq (plist-get result :ok) t)
@@ -82,7 +84,7 @@ something else meanwhile."
       (agent-lsp--with-server
        (lambda (server)
          (message "agent-lsp: listing the endpoint's models…")
-         (agent-lsp--call server :agent/listModels (make-hash-table) choose))))))
+         (agent-lsp--call server agent-lsp-method-list-models (make-hash-table) choose))))))
 
 (defun agent-lsp--use-model (model)
   "Use MODEL for this session."

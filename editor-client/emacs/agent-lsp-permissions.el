@@ -124,7 +124,8 @@ request MESSAGE to answer it later; everything else goes to RECEIVE."
   (let ((method (plist-get message :method))
         (id (plist-get message :id)))
     (if (and id method (cl-typep connection 'agent-lsp-server)
-             (equal (format "%s" method) "agent/requestPermission"))
+             (equal (format ":%s" method)
+                    (symbol-name agent-lsp-method-request-permission)))
         (progn
           (when (fboundp 'jsonrpc--log-event)
             (ignore-errors (jsonrpc--log-event connection message 'server)))
@@ -352,7 +353,7 @@ went on to something else meanwhile); \[keyboard-quit] revokes nothing."
   (interactive)
   (pcase-let ((`(,server ,session) (agent-lsp--session-server)))
     (agent-lsp--call
-     server :agent/grants (list :sessionId session)
+     server agent-lsp-method-grants (list :sessionId session)
      (agent-lsp--if-still-waiting
       "the list of grants"
       (lambda (result)
@@ -370,7 +371,7 @@ went on to something else meanwhile); \[keyboard-quit] revokes nothing."
                  (grant (cdr (assoc picked choices))))
             (when grant
               (agent-lsp--call
-               server :agent/revokeGrant (list :sessionId session
+               server agent-lsp-method-revoke-grant (list :sessionId session
                                                :grantId (plist-get grant :grantId))
                (lambda (result)
                  (message (if (eq (plist-get result :revoked) t)

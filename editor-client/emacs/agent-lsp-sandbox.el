@@ -150,7 +150,7 @@ the buffer shows when its answer comes."
   "Ask SERVER for its sandbox; show it when it answers."
   (agent-lsp--call
    ;; With the conversation: its folder's sandbox and the "always" answers that widen it.
-   server :agent/sandboxStatus (if (and agent-lsp--session-id
+   server agent-lsp-method-sandbox-status (if (and agent-lsp--session-id
                                         (eq server agent-lsp--conversation-server))
                                    (list :sessionId agent-lsp--session-id)
                                  (make-hash-table))

@@ -253,7 +253,9 @@ new paragraph."
 ;;; What the server reports while an ask runs
 
 (cl-defmethod eglot-handle-notification
-  ((_server agent-lsp-server) (_method (eql 'agent/toolActivity)) &rest params
+  ((_server agent-lsp-server)
+   (_method (eql (agent-lsp-method-symbol agent-lsp-method-tool-activity)))
+   &rest params
    &key &allow-other-keys)
   "Add a trace line for the tool call activity in PARAMS.
 A finished call gets a line in the conversation too, with a button to its
@@ -292,7 +294,9 @@ whole output."
      t)))
 
 (cl-defmethod eglot-handle-notification
-  ((_server agent-lsp-server) (_method (eql 'agent/askProgress)) &key sessionId phase message
+  ((_server agent-lsp-server)
+   (_method (eql (agent-lsp-method-symbol agent-lsp-method-ask-progress)))
+   &key sessionId phase message
    &allow-other-keys)
   "Show the `starting' PHASE of an ask (its MESSAGE): the MCP servers it waits for, then
 those it goes without, as trace lines; the second also stays in the conversation (the
@@ -308,7 +312,9 @@ status line follows `$/progress')."
           (agent-lsp--insert-above-status (lambda () (insert "_" text "_\n"))))))))
 
 (cl-defmethod eglot-handle-notification
-  ((_server agent-lsp-server) (_method (eql 'agent/compaction)) &rest params
+  ((_server agent-lsp-server)
+   (_method (eql (agent-lsp-method-symbol agent-lsp-method-compaction)))
+   &rest params
    &key &allow-other-keys)
   "Add a trace line for the compaction in PARAMS; the ask's footer mentions it."
   (agent-lsp--trace-insert (agent-lsp-format-compaction params))
@@ -316,7 +322,9 @@ status line follows `$/progress')."
     (plist-put agent-lsp--request :compacted (agent-lsp-compaction-summary params))))
 
 (cl-defmethod eglot-handle-notification
-  ((_server agent-lsp-server) (_method (eql 'agent/answerDelta)) &key sessionId turn delta
+  ((_server agent-lsp-server)
+   (_method (eql (agent-lsp-method-symbol agent-lsp-method-answer-delta)))
+   &key sessionId turn delta
    channel &allow-other-keys)
   "Show DELTA, the next piece of the running ask's answer (or reasoning: CHANNEL)."
   (let ((request agent-lsp--request))

@@ -2,7 +2,7 @@
 // shown as is (it says what to set and where); the buttons do the fix: set the key for an
 // authentication failure, Retry for a provider's 5xx or a timeout, open a folder when none is.
 
-import { ErrorCodes } from "./protocol";
+import { ErrorActions, ErrorCodes, type ErrorActionName } from "./protocol";
 import { formatDuration } from "./summary";
 
 export type ErrorAction =
@@ -54,6 +54,8 @@ function messageOf(error: unknown): string {
 }
 
 interface RequestFailure {
+  /** What the user does to fix it (ErrorActions): the server names no editor, the buttons do. */
+  action?: string;
   status?: number | null;
   kind?: string;
   attempts?: number;
@@ -66,6 +68,33 @@ function dataOf(error: unknown): RequestFailure {
     if (typeof data === "object" && data !== null) return data as RequestFailure;
   }
   return {};
+}
+
+/** The buttons for an error's data.action (a setting to set), this client's words for it. */
+export function buttonsFor(action: ErrorActionName): ErrorReport["actions"] {
+  switch (action) {
+    case ErrorActions.setApiKey:
+      return [
+        { title: "Set API Key", action: "setApiKey" },
+        { title: "Check Connection", action: "checkConnection" },
+        { title: "Open Settings", action: "openSettings" },
+      ];
+    case ErrorActions.setBaseUrl:
+      return [
+        { title: "Open Settings", action: "openEndpointSettings" },
+        { title: "Check Connection", action: "checkConnection" },
+      ];
+    case ErrorActions.setModel:
+      return [
+        { title: "Select Model", action: "selectModel" },
+        { title: "Open Settings", action: "openEndpointSettings" },
+        { title: "Check Connection", action: "checkConnection" },
+      ];
+  }
+}
+
+function knownAction(action: unknown): ErrorActionName | undefined {
+  return Object.values(ErrorActions).find((a) => a === action);
 }
 
 /** "3 attempts over 12.4s", from the server's structured fields. */
@@ -150,12 +179,12 @@ export function describeAskError(error: unknown): ErrorReport {
   switch (code) {
     case ErrorCodes.requestCancelled:
       return { cancelled: true, kind: "cancelled", code, message: "Agent request cancelled.", actions: [] };
-    case ErrorCodes.modelNotConfigured:
-      return report("notConfigured", [
-        { title: "Set API Key", action: "setApiKey" },
-        { title: "Check Connection", action: "checkConnection" },
-        { title: "Open Settings", action: "openSettings" },
-      ]);
+    case ErrorCodes.modelNotConfigured: {
+      // data.action says which setting; a server without it (older) or a broken user file:
+      // the key first, as most often.
+      const action = knownAction(dataOf(error).action);
+      return report("notConfigured", buttonsFor(action ?? ErrorActions.setApiKey));
+    }
     case ErrorCodes.modelRequestFailed: {
       const failure = requestFailure(message, dataOf(error));
       return report(failure.kind, failure.actions, failure.message);

@@ -8,6 +8,7 @@
 // escape sequence or bidi override in them must not hide part of what the user allows.
 
 import { escapeConsent, escapeControl } from "./display";
+import { Methods } from "./protocol";
 
 /** What the server sends (server/protocol.py RequestPermissionParams). */
 export interface PermissionOption {
@@ -32,7 +33,7 @@ export type PermissionResult =
   | { outcome: { outcome: "selected"; optionId: string } }
   | { outcome: { outcome: "cancelled" } };
 
-export const REQUEST_PERMISSION = "agent/requestPermission";
+export const REQUEST_PERMISSION = Methods.requestPermission;
 
 /** What initialize carries so the server knows this client answers (merged into capabilities). */
 export const PERMISSION_CAPABILITY = { agent: { requestPermission: true } } as const;

@@ -1,7 +1,7 @@
 // The agent-lsp custom protocol as the client sees it (docs/protocol.md is authoritative).
 // Types only plus the method names and error codes: no vscode import, so unit tests can use it.
 //
-// The types the server declares (server/protocol.py) come from protocol.generated.ts,
+// The types the server declares (server/protocol/) come from protocol.generated.ts,
 // generated from docs/protocol.schema.json; this file gives them the names the extension
 // uses. What is still written by hand: what the server builds as a plain dict (tools,
 // tool activity, checked below, the sandbox's status), the initialize capabilities, and the types richer
@@ -13,45 +13,9 @@ import type * as Wire from "./protocol.generated";
 
 export type { AgentMethods } from "./protocol.generated";
 
-export const Methods = {
-  ask: "agent/ask",
-  newSession: "agent/newSession",
-  listTools: "agent/listTools",
-  endSession: "agent/endSession",
-  checkpoints: "agent/checkpoints",
-  diff: "agent/diff",
-  rewind: "agent/rewind",
-  sessions: "agent/sessions",
-  sessionHistory: "agent/sessionHistory",
-  toolOutput: "agent/toolOutput",
-  toolActivity: "agent/toolActivity",
-  askProgress: "agent/askProgress",
-  answerDelta: "agent/answerDelta",
-  listModels: "agent/listModels",
-  checkConnection: "agent/checkConnection",
-  compact: "agent/compact",
-  compaction: "agent/compaction",
-  grants: "agent/grants",
-  revokeGrant: "agent/revokeGrant",
-  sandboxStatus: "agent/sandboxStatus",
-  mcpServers: "agent/mcpServers",
-  approveMcpServer: "agent/approveMcpServer",
-  controlMcpServer: "agent/controlMcpServer",
-  mcpServerLog: "agent/mcpServerLog",
-  instructions: "agent/instructions",
-  listCommands: "agent/listCommands",
-} as const satisfies Record<string, keyof Wire.AgentMethods>;
-
-export const ErrorCodes = {
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  requestCancelled: -32800,
-  modelNotConfigured: -32001,
-  modelRequestFailed: -32002,
-  noWorkspaceFolder: -32003,
-  sessionBusy: -32004,
-  contextWindowExceeded: -32005,
-} as const;
+// The method names, error codes and error actions are generated from the server's declaration.
+export { ErrorActions, ErrorCodes, Methods } from "./protocol.generated";
+export type { ErrorActionName } from "./protocol.generated";
 
 // -- the server's types under the extension's names ------------------------------------
 

@@ -2,7 +2,7 @@
 // model picker's items, the model status bar text, and how a connection check is reported.
 // Pure (no `vscode` import), so unit tests drive them directly.
 
-import type { CheckConnectionResult, ConnectionCheck, ListModelsResult } from "./protocol";
+import { type CheckConnectionResult, type ConnectionCheck, ErrorActions, type ListModelsResult } from "./protocol";
 
 /** The SecretStorage key under which the API key is kept. */
 export const API_KEY_SECRET = "agentLsp.apiKey";
@@ -109,7 +109,16 @@ const ACTION_TITLES: Record<CheckAction, string> = {
  * Anything else (a rate limit, a server error, a broken user file; a kind this client does
  * not know) has nothing one setting fixes: the settings, and the details.
  */
-export function checkActions(check: Pick<ConnectionCheck, "kind"> | undefined): CheckAction[] {
+export function checkActions(check: Pick<ConnectionCheck, "kind" | "action"> | undefined): CheckAction[] {
+  // The check's action (what to set) first; its kind for a server that sends none.
+  switch (check?.action) {
+    case ErrorActions.setBaseUrl:
+      return ["openEndpointSettings", "showLog"];
+    case ErrorActions.setApiKey:
+      return ["setApiKey", "openEndpointSettings", "showLog"];
+    case ErrorActions.setModel:
+      return ["selectModel", "openEndpointSettings", "showLog"];
+  }
   switch (check?.kind) {
     case "unreachable":
     case "url":

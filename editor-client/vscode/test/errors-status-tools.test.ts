@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { describeAskError } from "../src/errors";
+import { ErrorActions, ErrorCodes } from "../src/protocol";
 import { describeStatus } from "../src/status";
 import { toolPickItems } from "../src/tools-view";
 
@@ -16,6 +17,23 @@ describe("describeAskError", () => {
     assert.equal(report.cancelled, false);
     assert.equal(report.message, "No API key: set MODEL_API_KEY in the server's .env");
     assert.deepEqual(report.actions.map((a) => a.action), ["setApiKey", "checkConnection", "openSettings"]);
+  });
+
+  it("words the error's action as this client's buttons (the server's message names no editor)", () => {
+    const noKey = describeAskError({
+      code: ErrorCodes.modelNotConfigured,
+      message: "No model API key. Run `agent-lsp config set-key`; or set MODEL_API_KEY.",
+      data: { action: ErrorActions.setApiKey },
+    });
+    assert.equal(noKey.kind, "notConfigured");
+    assert.deepEqual(noKey.actions.map((a) => a.title), ["Set API Key", "Check Connection", "Open Settings"]);
+    const noUrl = describeAskError({ code: ErrorCodes.modelNotConfigured, message: "No model base URL.", data: { action: "setBaseUrl" } });
+    assert.deepEqual(noUrl.actions.map((a) => a.action), ["openEndpointSettings", "checkConnection"]);
+    const noModel = describeAskError({ code: ErrorCodes.modelNotConfigured, message: "No model.", data: { action: "setModel" } });
+    assert.equal(noModel.actions[0]?.action, "selectModel");
+    // An action this client does not know yet: the key first, as without one.
+    const unknown = describeAskError({ code: ErrorCodes.modelNotConfigured, message: "x", data: { action: "setSomething" } });
+    assert.equal(unknown.actions[0]?.action, "setApiKey");
   });
 
   it("points an authentication failure to the key, not to settings that cannot hold it", () => {

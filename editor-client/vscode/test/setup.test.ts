@@ -108,6 +108,16 @@ describe("describeCheck", () => {
     assert.deepEqual(limited.actions.map((a) => a.action), ["openSettings", "showLog"]);
   });
 
+  it("goes by the check's action first, then its kind", () => {
+    const byAction = describeCheck({
+      ok: false,
+      checks: [{ name: "configuration", ok: false, kind: "other", action: "setApiKey", message: "No model API key." }],
+    });
+    assert.deepEqual(byAction.actions.map((a) => a.title), ["Set API Key", "Open Settings", "Show Details"]);
+    const model = describeCheck({ ok: false, checks: [configured, { name: "model", ok: false, kind: "model", action: "setModel", message: "x" }] });
+    assert.equal(model.actions[0]?.action, "selectModel");
+  });
+
   it("goes by the kind, not the words", () => {
     // The words of one failure under the kind of another: the kind decides.
     const byKind = describeCheck({ ok: false, checks: [configured, { name: "models", ok: false, kind: "unreachable", message: "The endpoint refused the API key (HTTP 401)." }] });

@@ -8,6 +8,7 @@ local commands = require('agent_lsp.commands')
 local context = require('agent_lsp.context')
 local format = require('agent_lsp.format')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -50,7 +51,7 @@ local function ask_with(prompt, sel)
     end
     local params = { prompt = prompt, sessionId = conv.session_id, workDoneToken = req.token }
     params.context = context.param(sel, c)
-    local ok, id = call(c, 'request', 'agent/ask', params, function(err, result)
+    local ok, id = call(c, 'request', methods.ask, params, function(err, result)
       transcript.on_answer(req, err, result)
     end)
     if not ok then
@@ -168,7 +169,7 @@ function M.compact()
   local session = conv.session_id
   append(conversation_buf(), { '_compacting the conversation…_' })
   local line = api.nvim_buf_line_count(conversation_buf()) - 1
-  call(c, 'request', 'agent/compact', { sessionId = session }, function(err, result)
+  call(c, 'request', methods.compact, { sessionId = session }, function(err, result)
     local text
     if err then
       text = string.format('**Error** (%s): %s', tostring(err.code), tostring(err.message))

@@ -10,6 +10,7 @@
 local buffers = require('agent_lsp.buffers')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -127,9 +128,9 @@ end
 function M.open(entry)
   client.with_client(entry.root, function(c)
     local params = { sessionId = entry.session, callId = entry.call_id }
-    client.call(c, 'request', 'agent/toolOutput', params, function(err, result)
+    client.call(c, 'request', methods.tool_output, params, function(err, result)
       if err then
-        return client.report('agent/toolOutput', err)
+        return client.report(methods.tool_output, err)
       end
       local lines = { M.lines({ name = result.name, arguments = result.arguments, ok = result.ok })[1], '' }
       local output = type(result.output) == 'string' and result.output or ''

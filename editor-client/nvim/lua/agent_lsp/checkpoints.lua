@@ -4,6 +4,7 @@ local buffers = require('agent_lsp.buffers')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -21,9 +22,9 @@ local function with_checkpoint(id, callback)
       callback(c, session, id)
       return
     end
-    call(c, 'request', 'agent/checkpoints', { sessionId = session }, function(err, result)
+    call(c, 'request', methods.checkpoints, { sessionId = session }, function(err, result)
       if err then
-        notify('agent/checkpoints failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        notify(methods.checkpoints .. ' failed: ' .. tostring(err.message), vim.log.levels.ERROR)
         return
       end
       local list = result.checkpoints or {}
@@ -39,9 +40,9 @@ end
 --- List the conversation's asks and the files each one changed.
 function M.checkpoints()
   transcript.with_session(function(c, session)
-    call(c, 'request', 'agent/checkpoints', { sessionId = session }, function(err, result)
+    call(c, 'request', methods.checkpoints, { sessionId = session }, function(err, result)
       if err then
-        return report('agent/checkpoints', err)
+        return report(methods.checkpoints, err)
       end
       local lines, targets = {}, {}
       for _, checkpoint in ipairs(result.checkpoints or {}) do
@@ -75,7 +76,7 @@ function M.complete(arglead)
     return {}
   end
   local ids, done = {}, false
-  call(c, 'request', 'agent/checkpoints', { sessionId = conv.session_id }, function(err, result)
+  call(c, 'request', methods.checkpoints, { sessionId = conv.session_id }, function(err, result)
     done = true
     for _, checkpoint in ipairs(not err and type(result) == 'table' and result.checkpoints or {}) do
       table.insert(ids, 1, tostring(checkpoint.id))
@@ -107,9 +108,9 @@ end
 function M.diff(id)
   with_checkpoint(id, function(c, session, checkpoint)
     local params = { sessionId = session, checkpointId = checkpoint }
-    call(c, 'request', 'agent/diff', params, function(err, result)
+    call(c, 'request', methods.diff, params, function(err, result)
       if err then
-        return report('agent/diff', err)
+        return report(methods.diff, err)
       end
       local lines = format.diff_lines(result.files)
       lines = #lines > 0 and lines or { '(ask ' .. checkpoint .. ' changed no files)' }
@@ -135,9 +136,9 @@ function M.rewind(id, force)
   with_checkpoint(id, function(c, session, checkpoint)
     local function run()
       local params = { sessionId = session, checkpointId = checkpoint }
-      call(c, 'request', 'agent/rewind', params, function(err, result)
+      call(c, 'request', methods.rewind, params, function(err, result)
         if err then
-          return report('agent/rewind', err)
+          return report(methods.rewind, err)
         end
         local lines = { '_Undone: ask ' .. checkpoint .. ' and later (the agent forgot them)._', '' }
         for _, line in ipairs(format.rewind_lines(result, checkpoint)) do
@@ -153,9 +154,9 @@ function M.rewind(id, force)
       return run()
     end
     local params = { sessionId = session, checkpointId = checkpoint, dryRun = true }
-    call(c, 'request', 'agent/rewind', params, function(err, result)
+    call(c, 'request', methods.rewind, params, function(err, result)
       if err then
-        return report('agent/rewind', err)
+        return report(methods.rewind, err)
       end
       local summary = table.concat(format.rewind_lines(result, checkpoint), '\n')
       local prompt = 'Undo ask ' .. checkpoint .. ' and later?\n' .. summary

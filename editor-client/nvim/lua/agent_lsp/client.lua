@@ -2,6 +2,7 @@
 -- starting the server with the built-in LSP client, attaching the project's buffers, running
 -- requests once it is initialized, and forwarding new settings to running servers.
 local permissions = require('agent_lsp.permissions')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -68,7 +69,7 @@ local notify = M.notify
 
 --- Say that request `method` failed with `err`.
 function M.report(method, err)
-  notify(method .. ' failed: ' .. require('agent_lsp.format').neovim_way(err.message), vim.log.levels.ERROR)
+  notify(method .. ' failed: ' .. require('agent_lsp.format').error_text(err), vim.log.levels.ERROR)
 end
 
 -- State ---------------------------------------------------------------------
@@ -207,7 +208,7 @@ local function start_client(root)
     return nil
   end
   local handlers = vim.tbl_extend('force', shown.handlers, {
-    ['agent/requestPermission'] = permissions.handler,
+    [methods.request_permission] = permissions.handler,
     ['$/cancelRequest'] = permissions.on_cancel,
   })
   local config = {

@@ -4,6 +4,7 @@
 -- `/NAME args` is sent as typed: the server expands it. So is an unknown /word.
 local client = require('agent_lsp.client')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -51,7 +52,7 @@ function M.fetch(root, done)
   end
   local started = client.with_client(root, function(c)
     local params = { workspaceFolder = vim.uri_from_fname(root) }
-    local ok = call(c, 'request', 'agent/listCommands', params, function(err, result)
+    local ok = call(c, 'request', methods.list_commands, params, function(err, result)
       if not err and type(result) == 'table' and type(result.commands) == 'table' then
         entry.commands, entry.at = result.commands, now()
       end

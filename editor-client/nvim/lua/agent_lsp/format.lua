@@ -6,6 +6,8 @@
 --   12:00:03 ⏸ bash npm ci (waiting for permission)
 -- and for agent/compaction (format_compaction):
 --   12:00:03 ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)
+local protocol = require('agent_lsp.protocol_generated')
+
 local M = {}
 
 local SUMMARY_CHARS = 80 -- server/activity.py SUMMARY_CHARS
@@ -324,28 +326,27 @@ function M.activity_line(params, now)
   return line
 end
 
--- The server's messages name VS Code's commands and settings where a Neovim user has others.
-local NEOVIM_WAY = {
-  { 'In VS Code run "Agent: Set API Key"; elsewhere run ', 'In a terminal run ' },
-  { 'in VS Code run "Agent: Set API Key"; elsewhere ', 'in a terminal run ' },
-  { '"Agent: Select Model" in VS Code, ', ':AgentModel, ' },
-  { 'the editor setting agentLsp.', "setup()'s settings." },
-  { 'editor setting agentLsp.', "setup()'s settings." },
-  { 'or agentLsp.model', "or setup()'s settings.model" },
+-- How a Neovim user does what an error's data.action (or a failed check's action) asks:
+-- the server's words name no editor, these name Neovim's ways.
+local ACTION_WORDS = {
+  [protocol.actions.set_api_key] = 'To set the key: `agent-lsp config set-key` in a terminal, then :AgentCheck.',
+  [protocol.actions.set_base_url] = "To set it: setup()'s settings.baseUrl, or `agent-lsp config set base_url URL` in a terminal.",
+  [protocol.actions.set_model] = 'To choose one: :AgentModel.',
 }
 
---- A server message (an error, a check) as it applies in Neovim.
-function M.neovim_way(text)
-  text = tostring(text)
-  for _, pair in ipairs(NEOVIM_WAY) do
-    local from, to = pair[1], pair[2]
-    local at = text:find(from, 1, true)
-    while at do
-      text = text:sub(1, at - 1) .. to .. text:sub(at + #from)
-      at = text:find(from, at + #to, true)
-    end
+--- A server message followed by how to do in Neovim what its `action` asks (if any).
+function M.with_action(message, action)
+  local words = ACTION_WORDS[action]
+  if words then
+    return tostring(message) .. ' ' .. words
   end
-  return text
+  return tostring(message)
+end
+
+--- An error's message as a Neovim user acts on it (its data.action worded).
+function M.error_text(err)
+  local data = type(err) == 'table' and type(err.data) == 'table' and err.data or {}
+  return M.with_action(type(err) == 'table' and err.message or err, data.action)
 end
 
 --- The lines of an agent/checkConnection result: a mark and a sentence per check.
@@ -353,7 +354,7 @@ function M.check_lines(result)
   local lines = {}
   for _, check in ipairs(type(result) == 'table' and result.checks or {}) do
     local mark = check.ok == true and '✓' or '✗'
-    table.insert(lines, string.format('%s %s: %s', mark, tostring(check.name), M.neovim_way(check.message)))
+    table.insert(lines, string.format('%s %s: %s', mark, tostring(check.name), M.with_action(check.message, check.action)))
   end
   table.insert(lines, '')
   table.insert(lines, result and result.ok == true and 'The endpoint works.' or 'The endpoint does not work yet.')

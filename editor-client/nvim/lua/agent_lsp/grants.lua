@@ -3,6 +3,7 @@
 local client = require('agent_lsp.client')
 local permissions = require('agent_lsp.permissions')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -12,9 +13,9 @@ local call, notify, report = client.call, client.notify, client.report
 --- is revoked (agent/revokeGrant), so that exact call is asked about again.
 function M.grants()
   transcript.with_session(function(c, session)
-    call(c, 'request', 'agent/grants', { sessionId = session }, function(err, result)
+    call(c, 'request', methods.grants, { sessionId = session }, function(err, result)
       if err then
-        return report('agent/grants', err)
+        return report(methods.grants, err)
       end
       local grants = result.grants or {}
       if #grants == 0 then
@@ -30,9 +31,9 @@ function M.grants()
           return
         end
         local params = { sessionId = session, grantId = grant.grantId }
-        call(c, 'request', 'agent/revokeGrant', params, function(revoke_err, revoked)
+        call(c, 'request', methods.revoke_grant, params, function(revoke_err, revoked)
           if revoke_err then
-            return report('agent/revokeGrant', revoke_err)
+            return report(methods.revoke_grant, revoke_err)
           end
           if revoked.revoked then
             notify('revoked: ' .. permissions.grant_label(grant))

@@ -10,6 +10,7 @@ local calls = require('agent_lsp.calls')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -101,9 +102,9 @@ function M.reopen(root, session)
     return notify('an ask is running (:AgentCancel stops it)', vim.log.levels.WARN)
   end
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/sessionHistory', { sessionId = session.sessionId }, function(err, result)
+    call(c, 'request', methods.session_history, { sessionId = session.sessionId }, function(err, result)
       if err then
-        return report('agent/sessionHistory', err)
+        return report(methods.session_history, err)
       end
       redraw(root, session, result)
     end)
@@ -121,9 +122,9 @@ local function pick(prompt, on_choice, on_delete)
   local root = transcript.root_for(0)
   client.with_client(root, function(c)
     local params = { workspaceFolder = vim.uri_from_fname(root) }
-    call(c, 'request', 'agent/sessions', params, function(err, result)
+    call(c, 'request', methods.sessions, params, function(err, result)
       if err then
-        return report('agent/sessions', err)
+        return report(methods.sessions, err)
       end
       local list = type(result) == 'table' and result.sessions or {}
       if #list == 0 then
@@ -179,9 +180,9 @@ function M.delete(root, c, session)
     if choice ~= 'Delete' then
       return
     end
-    call(c, 'request', 'agent/endSession', { sessionId = session.sessionId }, function(err)
+    call(c, 'request', methods.end_session, { sessionId = session.sessionId }, function(err)
       if err then
-        return report('agent/endSession', err)
+        return report(methods.end_session, err)
       end
       if conv.session_id == session.sessionId and conv.root == root then
         transcript.start_conversation(root)

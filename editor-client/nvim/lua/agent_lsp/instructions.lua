@@ -10,6 +10,7 @@ local buffers = require('agent_lsp.buffers')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -107,9 +108,9 @@ local function show(root)
     params = { sessionId = conv.session_id } -- and the subfolders' files it was given
   end
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/instructions', params, function(err, result)
+    call(c, 'request', methods.instructions, params, function(err, result)
       if err then
-        return report('agent/instructions', err)
+        return report(methods.instructions, err)
       end
       render(root, result)
     end)

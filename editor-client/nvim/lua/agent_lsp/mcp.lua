@@ -10,6 +10,7 @@ local buffers = require('agent_lsp.buffers')
 local client = require('agent_lsp.client')
 local escape = require('agent_lsp.format').escape_control
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -144,9 +145,9 @@ local function list(root, first, tries)
   shown.generation = shown.generation + 1
   local generation = shown.generation
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/mcpServers', vim.empty_dict(), function(err, result)
+    call(c, 'request', methods.mcp_servers, vim.empty_dict(), function(err, result)
       if err then
-        return report('agent/mcpServers', err)
+        return report(methods.mcp_servers, err)
       end
       if generation ~= shown.generation then
         return -- a newer listing is under way
@@ -184,9 +185,9 @@ end
 function M.approve(name, root)
   root = root or current_root()
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/approveMcpServer', { name = name }, function(err, result)
+    call(c, 'request', methods.approve_mcp_server, { name = name }, function(err, result)
       if err then
-        return report('agent/approveMcpServer', err)
+        return report(methods.approve_mcp_server, err)
       end
       if result.approved then
         notify('approved MCP server ' .. escape(name) .. ': ' .. escape(str(result.state)))

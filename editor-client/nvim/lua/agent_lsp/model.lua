@@ -4,6 +4,7 @@ local buffers = require('agent_lsp.buffers')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -13,9 +14,9 @@ local call, notify = client.call, client.notify
 function M.check()
   local root = transcript.root_for(0)
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/checkConnection', vim.empty_dict(), function(err, result)
+    call(c, 'request', methods.check_connection, vim.empty_dict(), function(err, result)
       if err then
-        notify('agent/checkConnection failed: ' .. format.neovim_way(err.message), vim.log.levels.ERROR)
+        notify(methods.check_connection .. ' failed: ' .. format.error_text(err), vim.log.levels.ERROR)
         return
       end
       local lines = vim.list_extend({ '# agent-lsp connection check', '' }, format.check_lines(result))
@@ -33,10 +34,10 @@ end
 function M.models()
   local root = transcript.root_for(0)
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/listModels', vim.empty_dict(), function(err, result)
+    call(c, 'request', methods.list_models, vim.empty_dict(), function(err, result)
       if err then
         -- The pointer first: a long message is cut to fit the message area.
-        notify('no model list (:AgentCheck says why): ' .. format.neovim_way(err.message), vim.log.levels.ERROR)
+        notify('no model list (:AgentCheck says why): ' .. format.error_text(err), vim.log.levels.ERROR)
         return
       end
       local ids = {}

@@ -4,6 +4,7 @@ local buffers = require('agent_lsp.buffers')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
 local transcript = require('agent_lsp.transcript')
+local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
 
@@ -13,9 +14,9 @@ local call, notify, report = client.call, client.notify, client.report
 function M.tools()
   local root = transcript.root_for(0)
   client.with_client(root, function(c)
-    call(c, 'request', 'agent/listTools', vim.empty_dict(), function(err, result)
+    call(c, 'request', methods.list_tools, vim.empty_dict(), function(err, result)
       if err then
-        notify('agent/listTools failed: ' .. tostring(err.message), vim.log.levels.ERROR)
+        notify(methods.list_tools .. ' failed: ' .. tostring(err.message), vim.log.levels.ERROR)
         return
       end
       local lines = { '# agent-lsp tools: ' .. root, '' }
@@ -53,9 +54,9 @@ function M.sandbox()
     -- With the conversation: its folder's sandbox and the "always" answers that widen it.
     local conv = transcript.conv
     local params = (conv.root == root and conv.session_id) and { sessionId = conv.session_id } or vim.empty_dict()
-    call(c, 'request', 'agent/sandboxStatus', params, function(err, result)
+    call(c, 'request', methods.sandbox_status, params, function(err, result)
       if err then
-        return report('agent/sandboxStatus', err)
+        return report(methods.sandbox_status, err)
       end
       local view = format.sandbox_view(result)
       local lines = vim.list_extend({ '# agent-lsp sandbox: ' .. root, '', view.summary, '' }, view.lines)

@@ -5,6 +5,8 @@ local buffers = require('agent_lsp.buffers')
 local calls = require('agent_lsp.calls')
 local client = require('agent_lsp.client')
 local format = require('agent_lsp.format')
+local methods = require('agent_lsp.protocol_generated').methods
+local error_codes = require('agent_lsp.protocol_generated').error_codes
 
 local M = {}
 
@@ -319,10 +321,10 @@ end
 
 --- The LSP handlers of the notifications the conversation and the trace show.
 M.handlers = {
-  ['agent/toolActivity'] = on_activity,
-  ['agent/compaction'] = on_compaction,
-  ['agent/askProgress'] = on_ask_progress,
-  ['agent/answerDelta'] = on_delta,
+  [methods.tool_activity] = on_activity,
+  [methods.compaction] = on_compaction,
+  [methods.ask_progress] = on_ask_progress,
+  [methods.answer_delta] = on_delta,
   ['$/progress'] = on_progress,
 }
 
@@ -350,13 +352,13 @@ function M.on_answer(req, err, result)
     return
   end
   if err then
-    if err.code == -32800 then
+    if err.code == error_codes.request_cancelled then
       finish(req, { '_(cancelled)_' })
       return
     end
-    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), format.neovim_way(err.message)))
+    local lines = text_lines(string.format('**Error** (%s): %s', tostring(err.code), format.error_text(err)))
     local data = type(err.data) == 'table' and err.data or {}
-    if err.code == -32602 and data.field == 'sessionId' then
+    if err.code == error_codes.invalid_params and data.field == 'sessionId' then
       conv.session_id = nil
       table.insert(lines, '_The next ask starts a new conversation._')
     end
