@@ -211,20 +211,54 @@ async def test_the_real_servers_results_and_notifications_fit_the_schema(
 
 # -- the hand-written clients ------------------------------------------------------------------
 
-# Each client's sources, all files together (a split client names methods where it uses them).
+# Each client's sources, all files together, without the generated table they take names from.
 _CLIENT_SOURCES = {
-    "nvim": sorted((REPO / "editor-client/nvim/lua").rglob("*.lua")),
-    "emacs": sorted((REPO / "editor-client/emacs").glob("*.el")),
+    "nvim": sorted(
+        f for f in (REPO / "editor-client/nvim/lua").rglob("*.lua") if f != generator.LUA_PATH
+    ),
+    "emacs": sorted(
+        f for f in (REPO / "editor-client/emacs").glob("*.el") if f != generator.ELISP_PATH
+    ),
+}
+# A method name written by hand: a Lua string, an Elisp string, keyword or quoted symbol.
+_LITERAL = {
+    "nvim": re.compile(r"""['"]agent/[A-Za-z]+"""),
+    "emacs": re.compile(r""""agent/[A-Za-z]+"|(?<![`\w]):agent/|'agent/"""),
+}
+# A generated name used: methods.new_session / agent-lsp-method-new-session.
+_USED = {
+    "nvim": re.compile(r"\bmethods\.([a-z_]+)"),
+    "emacs": re.compile(r"\bagent-lsp-method-([a-z-]+)"),
+}
+
+# The names the generated table declares.
+_DECLARED = {
+    "nvim": re.compile(r"^  ([a-z_]+) = 'agent/", re.MULTILINE),
+    "emacs": re.compile(r"^\(defconst agent-lsp-method-([a-z-]+) ", re.MULTILINE),
 }
 
 
+def _code(client: str, text: str) -> str:
+    """The text without comments (Lua ``--``, Elisp ``;``); strings kept."""
+    mark = "--" if client == "nvim" else ";"
+    return "\n".join(line.split(mark, 1)[0] for line in text.splitlines())
+
+
 @pytest.mark.parametrize("client", sorted(_CLIENT_SOURCES))
-def test_the_lua_and_elisp_clients_use_only_methods_of_the_schema(client: str) -> None:
-    used = {
-        method: source
-        for source in _CLIENT_SOURCES[client]
-        for method in re.findall(r"agent/[A-Za-z]+", source.read_text(encoding="utf-8"))
-    }
-    assert used, "no method found: the pattern no longer matches how the client names them"
-    unknown = {m: str(f.relative_to(REPO)) for m, f in used.items() if m not in SCHEMA["methods"]}
-    assert not unknown, f"the {client} client names methods the schema lacks: {unknown}"
+def test_the_lua_and_elisp_clients_take_method_names_from_the_generated_table(
+    client: str,
+) -> None:
+    generated = (generator.LUA_PATH if client == "nvim" else generator.ELISP_PATH).read_text(
+        encoding="utf-8"
+    )
+    declared = set(_DECLARED[client].findall(generated))
+    assert len(declared) == len(p.SIGNATURES)
+    used: dict[str, str] = {}
+    for source in _CLIENT_SOURCES[client]:
+        code = _code(client, source.read_text(encoding="utf-8"))
+        by_hand = _LITERAL[client].findall(code)
+        assert not by_hand, f"{source.relative_to(REPO)} writes method names by hand: {by_hand}"
+        used.update(dict.fromkeys(_USED[client].findall(code), str(source.relative_to(REPO))))
+    assert used, "no generated name found: the pattern no longer matches how the client uses them"
+    unknown = {name: f for name, f in used.items() if name not in declared and name != "symbol"}
+    assert not unknown, f"the {client} client uses names the generated table lacks: {unknown}"
