@@ -1,10 +1,12 @@
 // The agent-lsp custom protocol as the client sees it (docs/protocol.md is authoritative).
-// Types only plus the method names and error codes: no vscode import, so unit tests can use it.
+// Types only plus the method names, error codes and actions (generated): no vscode import, so
+// unit tests can use it.
 //
 // The types the server declares (server/protocol/) come from protocol.generated.ts,
 // generated from docs/protocol.schema.json; this file gives them the names the extension
-// uses. What is still written by hand: what the server builds as a plain dict (tools,
-// tool activity, checked below, the sandbox's status), the initialize capabilities, and the types richer
+// uses. What is still written by hand: types narrower than the server's (the tools with their
+// sources and annotations, tool activity and the sandbox's status, checked below), the
+// initialize capabilities, and the types richer
 // than the server's (AskResult: its usage keys and stop reasons) or more lenient (fields the
 // extension does without: ToolCallRecord, CompactResult, CompactionNotice), each checked
 // below against the generated one so that a changed server type fails `npm run typecheck`.
@@ -240,4 +242,5 @@ export type WireChecks = [
   Fits<Wire.ToolCallResult, ToolCallRecord>,
   Fits<Wire.CompactResult, CompactResult>,
   Fits<Wire.CompactionNotice, CompactionNotice>,
+  Fits<Wire.SandboxStatus, SandboxStatus>,
 ];
