@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from tests.support.lsp_client import (
+    SERVER_COMMAND,
     SERVER_WITHOUT_LANDLOCK,
     AgentTestClient,
     RunningAsk,
@@ -394,6 +395,28 @@ async def test_cancelling_the_ask_withdraws_the_request_at_once(
         await asyncio.wait_for(running.result, 3)
     assert caught.value.code == -32800
     assert await asyncio.to_thread(wait_until, lambda: client.withdrawn == ["w"], 5)
+
+
+async def test_the_answer_to_a_withdrawn_request_is_taken_quietly(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    # The client answers the withdrawn request (its cancellation's error): the server takes it
+    # through pygls's public API (the request's future, left pending), with nothing in its log.
+    log = tmp_path / "server.log"
+    command = ["sh", "-c", f'exec "$@" 2>"{log}"', "sh", *SERVER_COMMAND]
+    async with permission_session(model, workspace, server_command=command) as client:
+        model.reply(tool_calls=[tool_call("bash", escalated("touch ../x"), id="w")])
+        client.answers = [NEVER]
+        running = RunningAsk(client, {"prompt": "x"})
+        assert await asyncio.to_thread(wait_until, lambda: client.requests, 10)
+        running.cancel()
+        with pytest.raises(JsonRpcException):
+            await asyncio.wait_for(running.result, 3)
+        assert await asyncio.to_thread(wait_until, lambda: client.withdrawn == ["w"], 5)
+        await client.protocol.send_request_async("agent/sessions", {})  # the answer is in
+    text = log.read_text(encoding="utf-8")
+    for trouble in ("unknown message id", "never retrieved", "InvalidStateError", "Traceback"):
+        assert trouble not in text, text
 
 
 # -- the approval setting -------------------------------------------------------------------
