@@ -74,7 +74,7 @@
     (agent-lsp--revert-changed-buffers (plist-get request :root))))
 
 (defun agent-lsp--on-error (request error)
-  "Show the ERROR reply to `agent/ask' REQUEST (request-cancelled: it was cancelled)."
+  "Show the ERROR reply to `agent/ask' REQUEST (-32800: it was cancelled)."
   (when (eq request agent-lsp--request)
     (let ((code (plist-get error :code))
           (data (plist-get error :data)))

@@ -296,10 +296,11 @@ on to something else while a request was answered.")
     (,agent-lsp-action-set-base-url
      . "To set it: :baseUrl in `agent-lsp-settings', or `agent-lsp config set base_url URL' in a terminal.")
     (,agent-lsp-action-set-model . "To choose one: M-x agent-lsp-select-model."))
-  "How an Emacs user does what an error's data.action asks (the server names no editor).")
+  "How an Emacs user does what an error's data.action asks.
+The server's words name no editor; these name the Emacs way.")
 
 (defun agent-lsp--with-action (message action)
-  "MESSAGE followed by how to do in Emacs what ACTION (an error's data.action) asks."
+  "MESSAGE, then how to do in Emacs what ACTION (an error's data.action) asks."
   (let ((words (cdr (assoc action agent-lsp--action-words))))
     (if words (concat message " " words) message)))
 
