@@ -14,7 +14,9 @@ The check, in order (it stops where going on cannot tell more):
 4. ``request``: one tiny chat request answers.
 
 A failed check carries a ``kind``, what to fix, so that a client picks its button
-without reading the words: one of :data:`Kind` (docs/protocol.md lists them).
+without reading the words: one of :data:`Kind` (docs/protocol.md lists them); and the
+:class:`~server.protocol.ErrorAction` of that kind (``action``), which each client words in
+its own menus (the words here name no editor).
 """
 
 from __future__ import annotations
