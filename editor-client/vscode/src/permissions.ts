@@ -10,7 +10,7 @@
 import { escapeConsent, escapeControl } from "./display";
 import { Methods } from "./protocol";
 
-/** What the server sends (server/protocol.py RequestPermissionParams). */
+/** What the server sends (server/protocol/ RequestPermissionParams). */
 export interface PermissionOption {
   optionId: string;
   name: string;

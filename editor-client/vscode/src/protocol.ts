@@ -59,7 +59,7 @@ export type ProjectParams = Wire.ProjectParams;
 export type InstructionsResult = Wire.InstructionsResult;
 export type CommandsResult = Wire.CommandsResult;
 
-/** Values of string fields the server declares as plain strings (protocol.py's comments). */
+/** Values of string fields the server declares as plain strings (server/protocol/'s comments). */
 export type AskPhase = "model" | "writing" | "tools" | "permission" | "compacting" | "done";
 export type FileStatus = "added" | "modified" | "deleted";
 /** `McpServerInfo.state` (docs/protocol.md, agent/mcpServers). */
