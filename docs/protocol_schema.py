@@ -7,7 +7,9 @@ sends. It lives beside the schema, outside ``server/``: the server never needs i
     uv run python docs/protocol_schema.py          # rewrite the schema
     uv run python docs/protocol_schema.py --check  # exit 1 when it is stale
 
-The settings come from ``server.engine.settings.SCHEMA`` (``$defs/Settings``). The VS
+The settings come from ``server.engine.settings``'s classes through ``docs/settings_docs.py``
+(``$defs/Settings``; VS Code's package.json and the Neovim and Emacs settings tables, also
+written and checked here). The VS
 Code client's types are generated from the schema in turn
 (``editor-client/vscode/scripts/generate-protocol.mjs``).
 """
@@ -27,8 +29,8 @@ from typing import Any
 
 import attrs
 
+from docs import settings_docs
 from server import protocol as p
-from server.engine import settings
 
 SCHEMA_PATH = Path(__file__).with_name("protocol.schema.json")
 _PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -70,17 +72,9 @@ def build_schema() -> dict[str, Any]:
 
 
 def _settings() -> dict[str, Any]:
-    # server.engine.settings owns them (SCHEMA: types, bounds, defaults, scope).
-    return {
-        "type": "object",
-        "description": (
-            f"The `{p.SETTINGS_SECTION}` settings: initializationOptions and "
-            "workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is "
-            'optional; "scope": "machine" marks those a client takes from the user\'s own '
-            "settings only, never a workspace's."
-        ),
-        "properties": settings.SCHEMA,
-    }
+    # server.engine.settings declares them; docs/settings_docs.py derives the schema and the
+    # clients' settings declarations and tables (written and checked in main).
+    return settings_docs.schema()
 
 
 def render(schema: dict[str, Any]) -> str:
@@ -182,7 +176,8 @@ def _field_comments(cls: type) -> dict[str, str]:
 def main(argv: list[str]) -> int:
     text = render(build_schema())
     if argv == ["--check"]:
-        if SCHEMA_PATH.exists() and SCHEMA_PATH.read_text(encoding="utf-8") == text:
+        stale = settings_docs.generate(check=True)
+        if not stale and SCHEMA_PATH.exists() and SCHEMA_PATH.read_text(encoding="utf-8") == text:
             return 0
         print(f"{SCHEMA_PATH} is stale: run uv run python docs/protocol_schema.py", file=sys.stderr)
         return 1
@@ -190,6 +185,7 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     SCHEMA_PATH.write_text(text, encoding="utf-8")
+    settings_docs.generate(check=False)
     return 0
 
 

@@ -129,4 +129,6 @@ def test_the_sandboxs_network_hosts_and_limits() -> None:
     assert any("https://x.org/" in w and "not a URL" in w for w in settings.warnings)
     assert any("maxMemoryMB must be a positive integer" in w for w in settings.warnings)
     bad = read_settings({"allowedDomains": "pypi.org"})
-    assert bad.warnings == ("agentLsp.allowedDomains must be a list of host names; the default ([]) stands",)
+    assert bad.warnings == (
+        "agentLsp.allowedDomains must be a list of host names; the default ([]) stands",
+    )
