@@ -5,6 +5,7 @@ schema, VS Code's package.json, the Neovim help and the Emacs client's table."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,22 @@ def test_a_new_setting_reaches_every_derived_file(monkeypatch: pytest.MonkeyPatc
     assert "thingLimit  (user)" in texts["agent_lsp.txt"]
     assert "(:thingLimit " in texts["agent-lsp-core.el"]
     assert "| `:thingLimit` |" in texts["README.md"]
+
+
+def test_vscode_words_name_the_servers_defaults() -> None:
+    # VS Code's descriptions are its own prose; a default they quote must be the declared one.
+    vscode = PACKAGE["contributes"]["configuration"]["properties"]
+    for key in KEYS:
+        default = PROPERTIES[key].get("default")
+        quoted = re.search(
+            r"server's default \(([\d,.]+)\)", vscode[f"agentLsp.{key}"]["markdownDescription"]
+        )
+        if quoted and isinstance(default, int | float):
+            assert float(quoted.group(1).replace(",", "")) == default, key
+
+
+def test_the_protocol_pages_table_names_every_setting() -> None:
+    # docs/protocol.md's table is the prose (links, where a default comes from): keys checked.
+    text = (REPO / "docs/protocol.md").read_text(encoding="utf-8")
+    table = text[text.index("## Settings (section `agentLsp`)") :].split("\n\n")[1]
+    assert set(re.findall(r"^\| `(\w+)` \|", table, re.M)) == set(KEYS)
