@@ -20,6 +20,7 @@ tool's setting also joins :class:`ToolSettings`); regenerate with
 
 from __future__ import annotations
 
+import functools
 import json
 import types
 import typing
@@ -387,10 +388,9 @@ def read_settings(raw: Any) -> AgentSettings:
     if not isinstance(raw, Mapping):
         return AgentSettings(warnings=(f"{SECTION} settings must be an object; ignored",))
     warnings: list[str] = []
-    hints = typing.get_type_hints(Settings)
     groups = {
-        field.name: _read_group(hints[field.name], raw, warnings)
-        for field in attrs.fields(Settings)
+        field.name: _read_group(cls, raw, warnings)
+        for field, cls in zip(attrs.fields(Settings), GROUPS, strict=True)
     }
     return AgentSettings.of(Settings(**groups), tuple(warnings))
 
@@ -436,26 +436,30 @@ class _Refused(ValueError):
 
 
 def _read_group(cls: type, raw: Mapping[str, Any], warnings: list[str]) -> Any:
-    hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
-    for field in attrs.fields(cls):
-        meta: Setting = field.metadata["setting"]
+    for field, meta, tp, text in _plan(cls):
         value = raw.get(meta.key)
-        if _unset(value, field, meta):
+        # null, "" for a text left empty and, for a positive number, 0: the server's default.
+        if value is None or (text and value == ""):
+            continue
+        if meta.positive and value == 0 and not isinstance(value, bool):
             continue
         try:
-            values[field.name] = _read_value(value, hints[field.name], meta, warnings)
+            values[field.name] = _read_value(value, tp, meta, warnings)
         except (TypeError, ValueError, cattrs.BaseValidationError) as error:
             must = str(error) if isinstance(error, _Refused) else expectation(field, meta)
             warnings.append(f"{SECTION}.{meta.key} must be {must}; {_default_words(field.default)}")
     return cls(**values)
 
 
-def _unset(value: Any, field: attrs.Attribute[Any], meta: Setting) -> bool:
-    # null, "" for a text left empty and, for a positive number, 0: the server's default.
-    if value is None or (value == "" and json_type(field) == "string"):
-        return True
-    return meta.positive and value == 0 and not isinstance(value, bool)
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[attrs.Attribute[Any], Setting, Any, bool], ...]:
+    """Each field of a group: its metadata, its type, whether it is text (read once)."""
+    types = _declared_types(GROUPS)
+    return tuple(
+        (field, field.metadata["setting"], types[field], json_type(field) == "string")
+        for field in attrs.fields(cls)
+    )
 
 
 def _read_value(value: Any, tp: Any, meta: Setting, warnings: list[str]) -> Any:
@@ -507,7 +511,7 @@ def expectation(field: attrs.Attribute[Any], meta: Setting) -> str:
 
 def json_type(field: attrs.Attribute[Any]) -> str:
     """The JSON type of a setting's values (null aside)."""
-    tp = _declared_types()[field]
+    tp = _declared_types(GROUPS)[field]
     if typing.get_origin(tp) in (types.UnionType, typing.Union):
         tp = next(arg for arg in typing.get_args(tp) if arg is not type(None))
     base = typing.get_origin(tp) or tp
@@ -520,12 +524,14 @@ def json_type(field: attrs.Attribute[Any]) -> str:
 
 
 def nullable(field: attrs.Attribute[Any]) -> bool:
-    return type(None) in typing.get_args(_declared_types()[field])
+    return type(None) in typing.get_args(_declared_types(GROUPS)[field])
 
 
-def _declared_types() -> dict[attrs.Attribute[Any], Any]:
+@functools.cache
+def _declared_types(groups: tuple[type, ...]) -> dict[attrs.Attribute[Any], Any]:
+    # Resolved once: the annotations are strings (``from __future__ import annotations``).
     found: dict[attrs.Attribute[Any], Any] = {}
-    for cls in GROUPS:
+    for cls in groups:
         assert isinstance(cls, type)
         hints = typing.get_type_hints(cls)
         found.update({field: hints[field.name] for field in attrs.fields(cls)})
