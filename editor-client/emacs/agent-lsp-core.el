@@ -33,15 +33,15 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
      "Seconds for one model request, retries included.")
     (:maxRetries "integer 0-10; default: the server's" any
      "Retries of a failed model request.")
-    (:maxTurns "integer 1-1,000; default: 50" any
+    (:maxTurns "integer 1-1,000 (0: the default); default: 50" any
      "Model requests per ask.")
-    (:contextWindow "integer 1-10,000,000; default: the server's" any
+    (:contextWindow "integer 1-10,000,000 (0: the default); default: the server's" any
      "The model's context window in tokens.")
     (:compactThreshold "number 0.1-0.95; default: 0.8" any
      "Share of the window past which the history is compacted.")
     (:enabledTools "list of tool names; default: the server's" user
      "The tools the agent has (null: all).")
-    (:bashTimeout "number up to 600; default: the server's" any
+    (:bashTimeout "number up to 600 (0: the default); default: the server's" any
      "Default timeout of a bash call (s).")
     (:editThroughEditor "boolean; default: true" user
      "Edits to open documents go through workspace/applyEdit.")
@@ -51,7 +51,7 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
      "Replaces the system prompt; {workspace} is the folder's path.")
     (:instructionFiles "list of paths relative to a folder; default: [\"AGENTS.md\", \"CLAUDE.md\", \".github/copilot-instructions.md\"]" user
      "Files whose text instructs the model: the first found at a folder's root.")
-    (:instructionsMaxBytes "integer 1-1,048,576; default: 32768" user
+    (:instructionsMaxBytes "integer 1-1,048,576 (0: the default); default: 32768" user
      "At most this much of the instruction files reaches the model (bytes).")
     (:mcpServers "object; default: the server's" user
      "MCP servers by name, in the shape of the servers of an mcp.json file.")
@@ -63,19 +63,19 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
      "Sandboxed commands may use the whole network.")
     (:allowedDomains "list of host names; default: []" user
      "Hosts sandboxed commands may reach by proxy.")
-    (:maxProcesses "integer 1-1,000,000; default: 1024" user
+    (:maxProcesses "integer 1-1,000,000 (0: the default); default: 1024" user
      "Limit of a sandboxed call: processes.")
-    (:maxFileSizeMB "integer 1-1,000,000; default: 8192" user
+    (:maxFileSizeMB "integer 1-1,000,000 (0: the default); default: 8192" user
      "Limit of a sandboxed call: file size mb.")
-    (:maxMemoryMB "integer 1-1,000,000; default: 8192" user
+    (:maxMemoryMB "integer 1-1,000,000 (0: the default); default: 8192" user
      "Limit of a sandboxed call: memory mb.")
-    (:maxCallMemoryMB "integer 1-1,000,000; default: 8192" user
+    (:maxCallMemoryMB "integer 1-1,000,000 (0: the default); default: 8192" user
      "Limit of a sandboxed call: call memory mb.")
     (:approval "\"on-request\" | \"always\" | \"never\"; default: \"on-request\"" user
      "When calls need the user's permission.")
     (:allowedCommands "list of command prefixes; default: []" user
      "Bash command prefixes that never ask.")
-    (:permissionTimeout "number up to 3,600; default: 300" user
+    (:permissionTimeout "number up to 3,600 (0: the default); default: 300" user
      "Seconds a permission request waits before it counts as rejected."))
   "The keys of `agent-lsp-settings': (KEY VALUES SCOPE DESCRIPTION) each.
 SCOPE `user' marks a setting to keep in your own configuration, never a
