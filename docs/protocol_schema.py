@@ -15,9 +15,11 @@ It lives beside the schema, outside ``server/``: the server never needs it.
     uv run python docs/protocol_schema.py          # rewrite them
     uv run python docs/protocol_schema.py --check  # exit 1 when one is stale
 
-The settings come from ``server.engine.settings.SCHEMA`` (``$defs/Settings``). The VS
-Code client's types, method names, error codes and actions are generated from the schema
-in turn (``editor-client/vscode/scripts/generate-protocol.mjs``).
+The settings come from ``server.engine.settings``'s classes through ``docs/settings_docs.py``
+(``$defs/Settings``; VS Code's package.json and the Neovim and Emacs settings tables, also
+written and checked here). The VS
+Code client's types, method names, error codes and actions are generated from the schema in turn
+(``editor-client/vscode/scripts/generate-protocol.mjs``).
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from typing import Any
 
 import attrs
 
+from docs import settings_docs
 from server import protocol as p
-from server.engine import settings
 from server.protocol import messages
 
 SCHEMA_PATH = Path(__file__).with_name("protocol.schema.json")
@@ -81,17 +83,9 @@ def build_schema() -> dict[str, Any]:
 
 
 def _settings() -> dict[str, Any]:
-    # server.engine.settings owns them (SCHEMA: types, bounds, defaults, scope).
-    return {
-        "type": "object",
-        "description": (
-            f"The `{p.SETTINGS_SECTION}` settings: initializationOptions and "
-            "workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is "
-            'optional; "scope": "machine" marks those a client takes from the user\'s own '
-            "settings only, never a workspace's."
-        ),
-        "properties": settings.SCHEMA,
-    }
+    # server.engine.settings declares them; docs/settings_docs.py derives the schema and the
+    # clients' settings declarations and tables (written and checked in main).
+    return settings_docs.schema()
 
 
 def render(schema: dict[str, Any]) -> str:
@@ -309,6 +303,7 @@ def outputs() -> dict[Path, str]:
         SCHEMA_PATH: render(build_schema()),
         LUA_PATH: render_lua(),
         ELISP_PATH: render_elisp(),
+        **settings_docs.outputs(),  # package.json and the Neovim and Emacs settings tables
     }
 
 

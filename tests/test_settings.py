@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.engine.settings import AgentSettings, parse_settings
+from server.engine.settings import AgentSettings, read_settings
 from tools.sandbox import SandboxPolicy
 
 
 def test_defaults() -> None:
-    assert parse_settings(None) == AgentSettings()
-    assert parse_settings({}) == AgentSettings()
+    assert read_settings(None) == AgentSettings()
+    assert read_settings({}) == AgentSettings()
 
 
 def test_section_or_flat() -> None:
-    flat = parse_settings({"model": "m", "maxTurns": 3})
-    nested = parse_settings({"agentLsp": {"model": "m", "maxTurns": 3}})
+    flat = read_settings({"model": "m", "maxTurns": 3})
+    nested = read_settings({"agentLsp": {"model": "m", "maxTurns": 3}})
     assert flat == nested
     assert flat.model == "m"
     assert flat.max_turns == 3
 
 
 def test_all_fields() -> None:
-    settings = parse_settings(
+    settings = read_settings(
         {
             "model": "deepseek-chat",
             "baseUrl": "http://127.0.0.1:1/v1",
@@ -52,27 +52,27 @@ def test_all_fields() -> None:
 
 
 def test_the_sandbox_is_on_by_default() -> None:
-    assert parse_settings({}).sandbox == SandboxPolicy("workspace-write", (), network=False)
+    assert read_settings({}).sandbox == SandboxPolicy("workspace-write", (), network=False)
 
 
 def test_bad_sandbox_values_keep_the_safe_defaults() -> None:
-    settings = parse_settings(
+    settings = read_settings(
         {"sandbox": "none", "writableRoots": ["relative/dir", "/ok"], "network": "yes"}
     )
     assert settings.sandbox == SandboxPolicy("workspace-write", (Path("/ok"),), network=False)
     assert len(settings.warnings) == 3
-    assert parse_settings({"writableRoots": "/tmp"}).sandbox.writable_roots == ()
+    assert read_settings({"writableRoots": "/tmp"}).sandbox.writable_roots == ()
 
 
 def test_zero_means_the_servers_default() -> None:
-    settings = parse_settings({"bashTimeout": 0, "requestTimeout": 0, "model": ""})
+    settings = read_settings({"bashTimeout": 0, "requestTimeout": 0, "model": ""})
     assert settings.warnings == ()
     assert settings.bash_timeout is None
     assert settings.model_overrides() == {}
 
 
 def test_bad_values_are_ignored_with_warnings() -> None:
-    settings = parse_settings(
+    settings = read_settings(
         {
             "model": 5,
             "maxTurns": -1,
@@ -91,29 +91,29 @@ def test_bad_values_are_ignored_with_warnings() -> None:
 
 
 def test_api_key_is_not_a_setting() -> None:
-    settings = parse_settings({"apiKey": "sk-secret", "model": "m"})
+    settings = read_settings({"apiKey": "sk-secret", "model": "m"})
     assert "sk-secret" not in repr(settings)
     assert "apiKey" not in settings.model_overrides()
 
 
 def test_non_object() -> None:
-    assert parse_settings([1, 2]).warnings
+    assert read_settings([1, 2]).warnings
 
 
 def test_context_window_and_compaction_threshold() -> None:
     assert (AgentSettings().context_window, AgentSettings().compact_threshold) == (None, 0.8)
-    settings = parse_settings({"contextWindow": 65_536, "compactThreshold": 0.7})
+    settings = read_settings({"contextWindow": 65_536, "compactThreshold": 0.7})
     assert settings.warnings == ()
     assert (settings.context_window, settings.compact_threshold) == (65_536, 0.7)
-    bad = parse_settings({"contextWindow": 1.5, "compactThreshold": 1.2})
+    bad = read_settings({"contextWindow": 1.5, "compactThreshold": 1.2})
     assert (bad.context_window, bad.compact_threshold) == (None, 0.8)
     assert len(bad.warnings) == 2
     assert any("compactThreshold must be a number from 0.1 to 0.95" in w for w in bad.warnings)
-    assert parse_settings({"compactThreshold": True}).warnings
+    assert read_settings({"compactThreshold": True}).warnings
 
 
 def test_the_sandboxs_network_hosts_and_limits() -> None:
-    settings = parse_settings(
+    settings = read_settings(
         {
             "allowedDomains": ["PyPI.org.", "*.npmjs.org", "https://x.org/", "*.com"],
             "maxProcesses": 64,
@@ -128,5 +128,7 @@ def test_the_sandboxs_network_hosts_and_limits() -> None:
     assert len(settings.warnings) == 3, settings.warnings
     assert any("https://x.org/" in w and "not a URL" in w for w in settings.warnings)
     assert any("maxMemoryMB must be a positive integer" in w for w in settings.warnings)
-    bad = parse_settings({"allowedDomains": "pypi.org"})
-    assert bad.warnings == ("agentLsp.allowedDomains must be a list of host names; ignored",)
+    bad = read_settings({"allowedDomains": "pypi.org"})
+    assert bad.warnings == (
+        "agentLsp.allowedDomains must be a list of host names; the default ([]) stands",
+    )

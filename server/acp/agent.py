@@ -13,7 +13,6 @@ beside this module: the prompt's updates (``updates``), the client's files
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 import os
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+import attrs
 from acp import PROTOCOL_VERSION, helpers
 from acp.exceptions import RequestError
 from acp.schema import (
@@ -528,9 +528,7 @@ class AcpAgent:
         settings = self._engine.settings
         if (settings.mcp_servers or {}) != merged:
             value = merged or None
-            for problem in self._engine.update_settings(
-                dataclasses.replace(settings, mcp_servers=value)
-            ):
+            for problem in self._engine.update_settings(attrs.evolve(settings, mcp_servers=value)):
                 log.warning("%s", problem)
 
     def _options(self, session: Session) -> list[Any]:

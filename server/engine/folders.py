@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import attrs
+
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace, WorkspaceError
@@ -314,5 +316,5 @@ def known_tools_only(
             check_enabled(settings.enabled_tools)
         except ValueError as exc:
             problems.append(f"{exc}; the tools stay as they were")
-            settings = dataclasses.replace(settings, enabled_tools=current.enabled_tools)
+            settings = attrs.evolve(settings, enabled_tools=current.enabled_tools)
     return settings, problems

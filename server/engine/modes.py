@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import attrs
+
 from .settings import AgentSettings
 
 
@@ -57,8 +59,8 @@ def apply_mode(settings: AgentSettings, mode: str) -> AgentSettings:
     sandbox = settings.sandbox
     if mode == READ_ONLY:
         sandbox = dataclasses.replace(sandbox, mode="read-only")
-        return dataclasses.replace(settings, sandbox=sandbox, read_only=True)
+        return attrs.evolve(settings, sandbox=sandbox, read_only=True)
     if mode == FULL_ACCESS:
         sandbox = dataclasses.replace(sandbox, mode="off", ask_unconfined=True)
-        return dataclasses.replace(settings, sandbox=sandbox)
+        return attrs.evolve(settings, sandbox=sandbox)
     raise ValueError(f"unknown mode {mode!r}; the modes are {', '.join(mode_ids())}")

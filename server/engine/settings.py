@@ -1,16 +1,35 @@
-"""Editor settings (section ``agentLsp``) parsed into one typed value.
+"""Editor settings (section ``agentLsp``): declared once, as typed classes, read leniently.
 
-Bad values are dropped with a warning rather than failing ``initialize``: a typo
-in the user's settings should be reported, not take the server down. The API
-key is deliberately not a setting (see ``server.model.endpoint``).
+Each setting is one field of one class below, its wire key, bounds, scope and description in
+the field's metadata (:func:`setting`). Everything else is derived from these classes: the
+reader (:func:`read_settings`), the settings schema in docs/protocol.schema.json, the editor extension's
+``contributes.configuration``, and the Neovim and Emacs settings tables
+(``docs/settings_docs.py`` writes them; a test fails while one is stale).
+
+The classes group the settings as the server uses them (model, tools, sandbox, approval,
+instructions, MCP); the wire stays one flat object of camelCase keys. A bad value is one
+warning naming the key and the default that stands instead (jedi-language-server's
+initialization options do the same), never a failed ``initialize``: a typo in the user's
+settings should be reported, not take the server down. The API key is deliberately not a
+setting (see ``server.model.endpoint``).
+
+A new setting: a field of the class it belongs to, with :func:`setting`; then its use (a
+tool's setting also joins :class:`ToolSettings`); regenerate with
+``uv run python docs/protocol_schema.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import functools
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
+
+import attrs
+import cattrs
 
 from tools.sandbox import MODES as SANDBOX_MODES
 from tools.sandbox import SandboxPolicy
@@ -36,143 +55,272 @@ MAX_CONTEXT_WINDOW = 10_000_000
 DEFAULT_MAX_TURNS = 50
 MAX_LIMIT = 1_000_000  # of each sandbox limit (processes, MB)
 
-
-def _positive(kind: str, maximum: float | None = None, **extra: Any) -> dict[str, Any]:
-    # 0 (and null) mean "the server's default": editors send 0 for a number left empty.
-    bounds = {"maximum": maximum} if maximum is not None else {}
-    return {"type": [kind, "null"], "minimum": 0, **bounds, **extra}
-
-
-def _strings(**extra: Any) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, **extra}
+# "machine": a setting a repository must not choose; clients take it from the user's own
+# settings only (an editor's machine scope), never from a workspace's. "workspace": any level.
+Scope = Literal["workspace", "machine"]
+# One entry of a list setting: its problem (a phrase) or None, and its normal form.
+Entry = Callable[[str], tuple[str | None, str]]
 
 
-# The settings the server reads, as JSON Schema: what ``parse_settings`` accepts, and its
-# defaults where the server has a fixed one (the model, endpoint and timeouts default from
-# the environment and the user file: server.model.endpoint, tools/shell.py). Published in
-# docs/protocol.schema.json; tests/test_settings_schema.py holds parse_settings to it.
-# "scope": "machine" marks the settings a repository must not choose: clients take them from
-# the user's own settings only (an editor's machine scope), never from a workspace's.
-SCHEMA: Final[dict[str, dict[str, Any]]] = {
-    "model": {"type": "string", "description": "Model name sent to the endpoint."},
-    "baseUrl": {"type": "string", "scope": "machine", "description": "OpenAI-compatible endpoint."},
-    "requestTimeout": _positive(
-        "number", description="Seconds for one model request, retries included."
-    ),
-    "maxRetries": {
-        "type": ["integer", "null"],
-        "minimum": 0,
-        "maximum": 10,
-        "description": "Retries of a failed model request.",
-    },
-    "maxTurns": _positive(
-        "integer", 1000, default=DEFAULT_MAX_TURNS, description="Model requests per ask."
-    ),
-    "enabledTools": {
-        **_strings(),
-        "type": ["array", "null"],
-        "scope": "machine",
-        "description": "The tools the agent has (null: all).",
-    },
-    "bashTimeout": _positive("number", 600, description="Default timeout of a bash call (s)."),
-    "systemPrompt": {
-        "type": "string",
-        "scope": "machine",
-        "description": "Replaces the system prompt; {workspace} is the folder's path.",
-    },
-    "editThroughEditor": {
-        "type": "boolean",
-        "default": True,
-        "scope": "machine",
-        "description": "Edits to open documents go through workspace/applyEdit.",
-    },
-    "confirmEdits": {
-        "type": "boolean",
-        "default": False,
-        "scope": "machine",
-        "description": "Those edits are marked needsConfirmation.",
-    },
-    "contextWindow": _positive(
-        "integer", MAX_CONTEXT_WINDOW, description="The model's context window in tokens."
-    ),
-    "compactThreshold": {
-        "type": ["number", "null"],
-        "minimum": MIN_THRESHOLD,
-        "maximum": MAX_THRESHOLD,
-        "default": DEFAULT_THRESHOLD,
-        "description": "Share of the window past which the history is compacted.",
-    },
-    "sandbox": {
-        "enum": list(SANDBOX_MODES),
-        "default": SandboxPolicy.mode,
-        "scope": "machine",
-        "description": "How bash is confined.",
-    },
-    "writableRoots": _strings(
-        default=[], scope="machine", description="Extra folders sandboxed commands may write."
-    ),
-    "network": {
-        "type": "boolean",
-        "default": False,
-        "scope": "machine",
-        "description": "Sandboxed commands may use the whole network.",
-    },
-    "allowedDomains": _strings(
-        default=[], scope="machine", description="Hosts sandboxed commands may reach by proxy."
-    ),
-    **{
-        key: _positive(
-            "integer",
-            MAX_LIMIT,
-            default=getattr(Limits, name),
-            scope="machine",
-            description=f"Limit of a sandboxed call: {name.replace('_', ' ')}.",
+@attrs.frozen
+class Setting:
+    """What a field of a settings class says about its setting (``attrs`` metadata)."""
+
+    key: str  # on the wire, in the agentLsp section
+    description: str  # one sentence, editor-neutral (each client adds its own words)
+    scope: Scope = "workspace"
+    minimum: float | None = None
+    maximum: float | None = None
+    # Greater than 0; 0 (and null) stand for the server's default: editors send 0 for a
+    # number left empty.
+    positive: bool = False
+    enum: tuple[str, ...] | None = None
+    # A list's entries are checked one by one: a bad one is dropped with a warning.
+    entry: Entry | None = None
+    # Every entry must pass, or the whole list is refused.
+    each: Callable[[str], bool] | None = None
+    items: str = "strings"  # what a list holds, in the words of a warning
+
+
+def setting(
+    default: Any, key: str, description: str, *, scope: Scope = "workspace", **rules: Any
+) -> Any:
+    """A field of a settings class: its default, wire key, description, scope and rules."""
+    meta = Setting(key, description, scope, **rules)
+    return attrs.field(default=default, metadata={"setting": meta})
+
+
+def _absolute_path(entry: str) -> tuple[str | None, str]:
+    path = Path(entry).expanduser()
+    return (None, str(path)) if path.is_absolute() else ("is not an absolute path", entry)
+
+
+def _domain(entry: str) -> tuple[str | None, str]:
+    return valid_domain_pattern(entry), entry.strip().rstrip(".").lower()
+
+
+def _relative_name(value: str) -> bool:
+    """A path relative to a folder that stays in it (``AGENTS.md``, ``.github/x.md``)."""
+    path = Path(value)
+    return bool(value.strip()) and not path.is_absolute() and ".." not in path.parts
+
+
+def _command_prefix(value: str) -> bool:
+    return bool(value.strip())
+
+
+@attrs.frozen(slots=False)  # AgentSettings inherits the groups
+class ModelSettings:
+    """The model and its requests."""
+
+    model: str | None = setting(None, "model", "Model name sent to the endpoint.")
+    base_url: str | None = setting(None, "baseUrl", "OpenAI-compatible endpoint.", scope="machine")
+    request_timeout: float | None = setting(
+        None, "requestTimeout", "Seconds for one model request, retries included.", positive=True
+    )
+    max_retries: int | None = setting(
+        None, "maxRetries", "Retries of a failed model request.", minimum=0, maximum=10
+    )
+    max_turns: int = setting(
+        DEFAULT_MAX_TURNS, "maxTurns", "Model requests per ask.", positive=True, maximum=1000
+    )
+    context_window: int | None = setting(
+        None,
+        "contextWindow",
+        "The model's context window in tokens.",
+        positive=True,
+        maximum=MAX_CONTEXT_WINDOW,
+    )
+    compact_threshold: float = setting(
+        DEFAULT_THRESHOLD,
+        "compactThreshold",
+        "Share of the window past which the history is compacted.",
+        minimum=MIN_THRESHOLD,
+        maximum=MAX_THRESHOLD,
+    )
+
+
+@attrs.frozen(slots=False)  # AgentSettings inherits the groups
+class ToolUseSettings:
+    """Which tools the agent has and how their edits reach the editor."""
+
+    enabled_tools: tuple[str, ...] | None = setting(
+        None,
+        "enabledTools",
+        "The tools the agent has (null: all).",
+        scope="machine",
+        items="tool names",
+    )
+    bash_timeout: float | None = setting(
+        None, "bashTimeout", "Default timeout of a bash call (s).", positive=True, maximum=600
+    )
+    edit_through_editor: bool = setting(
+        True,
+        "editThroughEditor",
+        "Edits to open documents go through workspace/applyEdit.",
+        scope="machine",
+    )
+    confirm_edits: bool = setting(
+        False, "confirmEdits", "Those edits are marked needsConfirmation.", scope="machine"
+    )
+
+
+@attrs.frozen(slots=False)  # AgentSettings inherits the groups
+class InstructionSettings:
+    """What the model is told besides the ask."""
+
+    system_prompt: str | None = setting(
+        None,
+        "systemPrompt",
+        "Replaces the system prompt; {workspace} is the folder's path.",
+        scope="machine",
+    )
+    instruction_files: tuple[str, ...] = setting(
+        INSTRUCTION_FILES,
+        "instructionFiles",
+        "Files whose text instructs the model: the first found at a folder's root.",
+        scope="machine",
+        each=_relative_name,
+        items="paths relative to a folder",
+    )
+    instructions_max_bytes: int = setting(
+        INSTRUCTIONS_DEFAULT,
+        "instructionsMaxBytes",
+        "At most this much of the instruction files reaches the model (bytes).",
+        scope="machine",
+        positive=True,
+        maximum=INSTRUCTIONS_MAX,
+    )
+
+
+@attrs.frozen(slots=False)  # AgentSettings inherits the groups
+class McpSettings:
+    """The editor's MCP servers."""
+
+    # Raw: server.config.mcp_config parses it (mcp.json's "servers" shape), with a warning
+    # per server; machine-scoped, as a repository must not name commands to run.
+    mcp_servers: Mapping[str, Any] | None = setting(
+        None,
+        "mcpServers",
+        "MCP servers by name, in the shape of .vscode/mcp.json's servers.",
+        scope="machine",
+    )
+
+
+def _limit(name: str) -> Any:
+    return setting(
+        getattr(Limits, name),
+        LIMIT_SETTINGS[name],
+        f"Limit of a sandboxed call: {name.replace('_', ' ')}.",
+        scope="machine",
+        positive=True,
+        maximum=MAX_LIMIT,
+    )
+
+
+@attrs.frozen
+class SandboxSettings:
+    """How bash is confined (machine-scoped: a repository cannot relax it)."""
+
+    mode: str = setting(
+        SandboxPolicy.mode, "sandbox", "How bash is confined.", scope="machine", enum=SANDBOX_MODES
+    )
+    writable_roots: tuple[str, ...] = setting(
+        (),
+        "writableRoots",
+        "Extra folders sandboxed commands may write.",
+        scope="machine",
+        items="folder paths",
+        entry=_absolute_path,
+    )
+    network: bool = setting(
+        False, "network", "Sandboxed commands may use the whole network.", scope="machine"
+    )
+    allowed_domains: tuple[str, ...] = setting(
+        (),
+        "allowedDomains",
+        "Hosts sandboxed commands may reach by proxy.",
+        scope="machine",
+        items="host names",
+        entry=_domain,
+    )
+    processes: int = _limit("processes")
+    file_size_mb: int = _limit("file_size_mb")
+    memory_mb: int = _limit("memory_mb")
+    call_memory_mb: int = _limit("call_memory_mb")
+
+    def policy(self) -> SandboxPolicy:
+        return SandboxPolicy(
+            mode=self.mode,
+            writable_roots=tuple(Path(root) for root in self.writable_roots),
+            network=self.network,
+            allowed_domains=tuple(dict.fromkeys(self.allowed_domains)),
+            limits=Limits(**{name: getattr(self, name) for name in LIMIT_SETTINGS}),
         )
-        for name, key in LIMIT_SETTINGS.items()
-    },
-    "approval": {
-        "enum": list(APPROVAL_MODES),
-        "default": ApprovalPolicy.approval,
-        "scope": "machine",
-        "description": "When calls need the user's permission.",
-    },
-    "allowedCommands": _strings(
-        default=[], scope="machine", description="Bash command prefixes that never ask."
-    ),
-    "permissionTimeout": _positive(
-        "number",
-        MAX_PERMISSION_TIMEOUT,
-        default=DEFAULT_PERMISSION_TIMEOUT,
+
+
+@attrs.frozen
+class ApprovalSettings:
+    """When the user is asked before a call runs (machine-scoped too)."""
+
+    approval: str = setting(
+        ApprovalPolicy.approval,
+        "approval",
+        "When calls need the user's permission.",
         scope="machine",
-        description="Seconds a permission request waits before it counts as rejected.",
-    ),
-    "instructionFiles": _strings(
-        default=list(INSTRUCTION_FILES),
+        enum=APPROVAL_MODES,
+    )
+    allowed_commands: tuple[str, ...] = setting(
+        (),
+        "allowedCommands",
+        "Bash command prefixes that never ask.",
         scope="machine",
-        description="Files whose text instructs the model: the first found at a folder's root.",
-    ),
-    "instructionsMaxBytes": _positive(
-        "integer",
-        INSTRUCTIONS_MAX,
-        default=INSTRUCTIONS_DEFAULT,
+        each=_command_prefix,
+        items="command prefixes",
+    )
+    permission_timeout: float = setting(
+        DEFAULT_PERMISSION_TIMEOUT,
+        "permissionTimeout",
+        "Seconds a permission request waits before it counts as rejected.",
         scope="machine",
-        description="At most this much of the instruction files reaches the model (bytes).",
-    ),
-    # Raw: server.config.mcp_config parses it (.vscode/mcp.json's "servers" shape), with a
-    # warning per server; machine-scoped, as a repository must not name commands to run.
-    "mcpServers": {
-        "type": ["object", "null"],
-        "scope": "machine",
-        "description": "MCP servers by name, in the shape of .vscode/mcp.json's servers.",
-    },
-}
+        positive=True,
+        maximum=MAX_PERMISSION_TIMEOUT,
+    )
+
+    def policy(self) -> ApprovalPolicy:
+        return ApprovalPolicy(
+            approval=self.approval,
+            allowed_commands=tuple(" ".join(c.split()) for c in self.allowed_commands),
+            timeout=float(self.permission_timeout),
+        )
+
+
+@attrs.frozen
+class Settings:
+    """Every setting the server reads, by group: the one declaration (see the module doc)."""
+
+    model: ModelSettings = ModelSettings()
+    tools: ToolUseSettings = ToolUseSettings()
+    instructions: InstructionSettings = InstructionSettings()
+    mcp: McpSettings = McpSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    approval: ApprovalSettings = ApprovalSettings()
+
+
+# The group classes, in the order their settings are listed (the generators' order).
+GROUPS: Final[tuple[type, ...]] = tuple(typing.get_type_hints(Settings).values())
+
+
+def settings_fields() -> list[tuple[attrs.Attribute[Any], Setting]]:
+    """Every setting's field and metadata, in declaration order (the generators' source)."""
+    return [(field, field.metadata["setting"]) for cls in GROUPS for field in attrs.fields(cls)]
 
 
 class ToolSettings(NamedTuple):
     """The settings the tools are built from: ``server.engine.bootstrap.build_tools`` reads
     nothing else, so a folder's runtime is rebuilt exactly when one of these changes.
 
-    A new tool's setting: a field of :class:`AgentSettings` parsed in :func:`parse_settings`,
+    A new tool's setting: a field of :class:`ToolUseSettings` (or the group it belongs to),
     its name here too (:meth:`AgentSettings.tools` copies these by name), read by the
     tool's factory in bootstrap."""
 
@@ -184,36 +332,30 @@ class ToolSettings(NamedTuple):
     read_only: bool = False
 
 
-@dataclass(frozen=True)
-class AgentSettings:
-    model: str | None = None
-    base_url: str | None = None
-    request_timeout: float | None = None
-    max_retries: int | None = None
-    max_turns: int = DEFAULT_MAX_TURNS
-    enabled_tools: tuple[str, ...] | None = None
-    bash_timeout: float | None = None
-    system_prompt: str | None = None
-    # Edits to documents open in the editor go through workspace/applyEdit.
-    edit_through_editor: bool = True
-    # ...marked needsConfirmation, so the editor asks the user first.
-    confirm_edits: bool = False
+@attrs.frozen(slots=False)
+class AgentSettings(ModelSettings, ToolUseSettings, InstructionSettings, McpSettings):
+    """The settings as the engine reads them: the groups' fields, flat (inherited), with the
+    sandbox and approval groups as the policies they make."""
+
     # The bash sandbox (machine-scoped in editors: a repository cannot relax it).
-    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    sandbox: SandboxPolicy = attrs.field(factory=SandboxPolicy)
     # When the user is asked before a call runs (machine-scoped too).
-    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    # The model's context window in tokens (None: known for the model, else a default)
-    # and the share of it past which the history is compacted (server.agent.compaction).
-    context_window: int | None = None
-    compact_threshold: float = DEFAULT_THRESHOLD
-    # The editor's MCP server definitions, as sent (server.config.mcp_config parses them).
-    mcp_servers: Mapping[str, Any] | None = None
-    # The project's instructions (server.project.instructions).
-    instruction_files: tuple[str, ...] = INSTRUCTION_FILES
-    instructions_max_bytes: int = INSTRUCTIONS_DEFAULT
+    approval: ApprovalPolicy = attrs.field(factory=ApprovalPolicy)
     # Not a setting: a session's mode sets it (server.engine.modes, "read-only").
     read_only: bool = False
-    warnings: tuple[str, ...] = field(default=(), compare=False)
+    warnings: tuple[str, ...] = attrs.field(default=(), eq=False)
+
+    @classmethod
+    def of(cls, settings: Settings, warnings: tuple[str, ...] = ()) -> AgentSettings:
+        flat: dict[str, Any] = {}
+        for group in (settings.model, settings.tools, settings.instructions, settings.mcp):
+            flat.update(attrs.asdict(group, recurse=False))
+        return cls(
+            **flat,
+            sandbox=settings.sandbox.policy(),
+            approval=settings.approval.policy(),
+            warnings=warnings,
+        )
 
     def model_overrides(self) -> dict[str, Any]:
         """What the front end may set of the model configuration (never the key)."""
@@ -237,7 +379,7 @@ class AgentSettings:
         return self.tools()
 
 
-def parse_settings(raw: Any) -> AgentSettings:
+def read_settings(raw: Any) -> AgentSettings:
     """Accept ``{"agentLsp": {...}}`` or the section itself; ``None`` gives defaults."""
     if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
         raw = raw[SECTION]
@@ -245,165 +387,159 @@ def parse_settings(raw: Any) -> AgentSettings:
         return AgentSettings()
     if not isinstance(raw, Mapping):
         return AgentSettings(warnings=(f"{SECTION} settings must be an object; ignored",))
-
     warnings: list[str] = []
-
-    def text(key: str) -> str | None:
-        value = raw.get(key)
-        if value is None or value == "":
-            return None
-        if isinstance(value, str):
-            return value
-        warnings.append(f"{SECTION}.{key} must be a string; ignored")
-        return None
-
-    def number(key: str, *, integer: bool = False, maximum: float | None = None) -> Any:
-        value = raw.get(key)
-        if value is None or (value == 0 and not isinstance(value, bool)):
-            return None  # editors send 0 for "the server's default"
-        kind_ok = isinstance(value, int if integer else (int, float))
-        if isinstance(value, bool) or not kind_ok or value <= 0:
-            kind = "integer" if integer else "number"
-            warnings.append(f"{SECTION}.{key} must be a positive {kind}; ignored")
-            return None
-        if maximum is not None and value > maximum:
-            warnings.append(f"{SECTION}.{key} must be at most {maximum:g}; ignored")
-            return None
-        return value
-
-    enabled: tuple[str, ...] | None = None
-    raw_enabled = raw.get("enabledTools")
-    if raw_enabled is not None:
-        if isinstance(raw_enabled, list) and all(isinstance(n, str) for n in raw_enabled):
-            enabled = tuple(raw_enabled)
-        else:
-            warnings.append(f"{SECTION}.enabledTools must be a list of tool names; ignored")
-
-    def flag(key: str, default: bool) -> bool:
-        value = raw.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool):
-            return value
-        warnings.append(f"{SECTION}.{key} must be true or false; ignored")
-        return default
-
-    mode = text("sandbox")
-    if mode is not None and mode not in SANDBOX_MODES:
-        warnings.append(f"{SECTION}.sandbox must be one of {', '.join(SANDBOX_MODES)}; ignored")
-        mode = None
-
-    def strings(key: str, what: str) -> list[str]:
-        value = raw.get(key)
-        if value is None:
-            return []
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return value
-        warnings.append(f"{SECTION}.{key} must be a list of {what}; ignored")
-        return []
-
-    roots: list[Path] = []
-    for entry in strings("writableRoots", "folder paths"):
-        root = Path(entry).expanduser()
-        if root.is_absolute():
-            roots.append(root)
-        else:
-            warnings.append(f"{SECTION}.writableRoots: {entry!r} is not an absolute path; ignored")
-    domains: list[str] = []
-    for entry in strings("allowedDomains", "host names"):
-        problem = valid_domain_pattern(entry)
-        if problem:
-            warnings.append(f"{SECTION}.allowedDomains: {entry!r} {problem}; ignored")
-        else:
-            domains.append(entry.strip().rstrip(".").lower())
-    limits = {
-        field_name: number(key, integer=True, maximum=MAX_LIMIT)
-        for field_name, key in LIMIT_SETTINGS.items()
+    groups = {
+        field.name: _read_group(cls, raw, warnings)
+        for field, cls in zip(attrs.fields(Settings), GROUPS, strict=True)
     }
-    sandbox = SandboxPolicy(
-        mode=mode or SandboxPolicy.mode,
-        writable_roots=tuple(roots),
-        network=flag("network", False),
-        allowed_domains=tuple(dict.fromkeys(domains)),
-        limits=Limits(**{k: v for k, v in limits.items() if v is not None}),
-    )
+    return AgentSettings.of(Settings(**groups), tuple(warnings))
 
-    approval = text("approval")
-    if approval is not None and approval not in APPROVAL_MODES:
-        warnings.append(f"{SECTION}.approval must be one of {', '.join(APPROVAL_MODES)}; ignored")
-        approval = None
-    allowed = raw.get("allowedCommands")
-    if allowed is not None and not (
-        isinstance(allowed, list) and all(isinstance(c, str) and c.strip() for c in allowed)
-    ):
-        warnings.append(f"{SECTION}.allowedCommands must be a list of command prefixes; ignored")
-        allowed = None
-    timeout = number("permissionTimeout", maximum=MAX_PERMISSION_TIMEOUT)
-    approval_policy = ApprovalPolicy(
-        approval=approval or ApprovalPolicy.approval,
-        allowed_commands=tuple(" ".join(c.split()) for c in allowed or ()),
-        timeout=float(timeout) if timeout is not None else ApprovalPolicy.timeout,
-    )
 
-    max_turns = number("maxTurns", integer=True, maximum=1000)
-    max_retries = raw.get("maxRetries")
-    if max_retries is not None and (
-        isinstance(max_retries, bool)
-        or not isinstance(max_retries, int)
-        or not 0 <= max_retries <= 10
-    ):
-        warnings.append(f"{SECTION}.maxRetries must be an integer from 0 to 10; ignored")
-        max_retries = None
-    threshold = raw.get("compactThreshold")
-    if threshold is not None and (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not MIN_THRESHOLD <= threshold <= MAX_THRESHOLD
-    ):
-        warnings.append(
-            f"{SECTION}.compactThreshold must be a number from {MIN_THRESHOLD} to "
-            f"{MAX_THRESHOLD}; ignored"
-        )
-        threshold = None
-    instruction_files = INSTRUCTION_FILES
-    raw_files = raw.get("instructionFiles")
-    if raw_files is not None:
-        if isinstance(raw_files, list) and all(_relative_name(f) for f in raw_files):
-            instruction_files = tuple(raw_files)
-        else:
-            warnings.append(
-                f"{SECTION}.instructionFiles must be a list of paths relative to a folder; ignored"
-            )
-    max_bytes = number("instructionsMaxBytes", integer=True, maximum=INSTRUCTIONS_MAX)
-    mcp_servers = raw.get("mcpServers")
-    if mcp_servers is not None and not isinstance(mcp_servers, Mapping):
-        warnings.append(f"{SECTION}.mcpServers must be an object of servers by name; ignored")
-        mcp_servers = None
-    return AgentSettings(
-        model=text("model"),
-        base_url=text("baseUrl"),
-        request_timeout=number("requestTimeout"),
-        max_retries=max_retries,
-        max_turns=max_turns if max_turns is not None else DEFAULT_MAX_TURNS,
-        enabled_tools=enabled,
-        bash_timeout=number("bashTimeout", maximum=600),
-        system_prompt=text("systemPrompt"),
-        edit_through_editor=flag("editThroughEditor", True),
-        confirm_edits=flag("confirmEdits", False),
-        sandbox=sandbox,
-        approval=approval_policy,
-        context_window=number("contextWindow", integer=True, maximum=MAX_CONTEXT_WINDOW),
-        compact_threshold=float(threshold) if threshold is not None else DEFAULT_THRESHOLD,
-        mcp_servers=mcp_servers,
-        instruction_files=instruction_files,
-        instructions_max_bytes=max_bytes if max_bytes is not None else INSTRUCTIONS_DEFAULT,
-        warnings=tuple(warnings),
+# -- the lenient converter ----------------------------------------------------------------
+# cattrs structures each value into its field's type; the hooks below make it strict (no
+# "5" -> 5, no True -> 1), so a wrong type is a refusal, and the metadata's rules follow.
+
+
+def _strict(kind: type) -> Callable[[Any, type], Any]:
+    def structure(value: Any, _: type) -> Any:
+        if isinstance(value, bool) is not (kind is bool) or not isinstance(
+            value, int | float if kind is float else kind
+        ):
+            raise TypeError(kind.__name__)
+        return float(value) if kind is float else value
+
+    return structure
+
+
+def _mapping(value: Any, _: type) -> Any:
+    if not isinstance(value, Mapping):
+        raise TypeError("object")
+    return value
+
+
+def _strings(value: Any, _: type) -> tuple[str, ...]:
+    # A list, never a string (cattrs would take "bash" as the letters b, a, s, h).
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("list of strings")
+    return tuple(value)
+
+
+_converter = cattrs.Converter()
+for _kind in (str, int, float, bool):
+    _converter.register_structure_hook(_kind, _strict(_kind))
+_converter.register_structure_hook_func(lambda tp: tp == Mapping[str, Any], _mapping)
+_converter.register_structure_hook_func(lambda tp: tp == tuple[str, ...], _strings)
+
+
+class _Refused(ValueError):
+    """A value of the right type out of bounds: what it must be instead."""
+
+
+def _read_group(cls: type, raw: Mapping[str, Any], warnings: list[str]) -> Any:
+    values: dict[str, Any] = {}
+    for field, meta, tp, text in _plan(cls):
+        value = raw.get(meta.key)
+        # null, "" for a text left empty and, for a positive number, 0: the server's default.
+        if value is None or (text and value == ""):
+            continue
+        if meta.positive and value == 0 and not isinstance(value, bool):
+            continue
+        try:
+            values[field.name] = _read_value(value, tp, meta, warnings)
+        except (TypeError, ValueError, cattrs.BaseValidationError) as error:
+            must = str(error) if isinstance(error, _Refused) else expectation(field, meta)
+            warnings.append(f"{SECTION}.{meta.key} must be {must}; {_default_words(field.default)}")
+    return cls(**values)
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[attrs.Attribute[Any], Setting, Any, bool], ...]:
+    """Each field of a group: its metadata, its type, whether it is text (read once)."""
+    types = _declared_types(GROUPS)
+    return tuple(
+        (field, field.metadata["setting"], types[field], json_type(field) == "string")
+        for field in attrs.fields(cls)
     )
 
 
-def _relative_name(value: object) -> bool:
-    """A path relative to a folder that stays in it (``AGENTS.md``, ``.github/x.md``)."""
-    if not isinstance(value, str) or not value.strip():
-        return False
-    path = Path(value)
-    return not path.is_absolute() and ".." not in path.parts
+def _read_value(value: Any, tp: Any, meta: Setting, warnings: list[str]) -> Any:
+    value = _converter.structure(value, tp)
+    if meta.enum is not None and value not in meta.enum:
+        raise ValueError(meta.key)
+    if meta.positive and value <= 0:
+        raise ValueError(meta.key)
+    if meta.minimum is not None and value < meta.minimum:
+        raise ValueError(meta.key)
+    if meta.maximum is not None and value > meta.maximum:
+        if meta.positive:
+            raise _Refused(f"at most {meta.maximum:g}")
+        raise ValueError(meta.key)
+    if meta.each is not None and not all(meta.each(v) for v in value):
+        raise ValueError(meta.key)
+    if meta.entry is not None:
+        kept: list[str] = []
+        for entry in value:
+            problem, normal = meta.entry(entry)
+            if problem:
+                warnings.append(f"{SECTION}.{meta.key}: {entry!r} {problem}; ignored")
+            else:
+                kept.append(normal)
+        value = tuple(kept)
+    return value
+
+
+def expectation(field: attrs.Attribute[Any], meta: Setting) -> str:
+    """What a value of ``field`` must be, in the words of a warning."""
+    if meta.enum is not None:
+        return f"one of {', '.join(meta.enum)}"
+    kind = json_type(field)
+    if kind in ("integer", "number"):
+        article = "an" if kind == "integer" else "a"
+        if meta.positive:
+            return f"a positive {kind}"
+        if meta.minimum is not None and meta.maximum is not None:
+            return f"{article} {kind} from {meta.minimum:g} to {meta.maximum:g}"
+        return f"{article} {kind}"
+    if kind == "boolean":
+        return "true or false"
+    if kind == "array":
+        return f"a list of {meta.items}"
+    if kind == "object":
+        return "an object of servers by name"
+    return "a string"
+
+
+def json_type(field: attrs.Attribute[Any]) -> str:
+    """The JSON type of a setting's values (null aside)."""
+    tp = _declared_types(GROUPS)[field]
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        tp = next(arg for arg in typing.get_args(tp) if arg is not type(None))
+    base = typing.get_origin(tp) or tp
+    for python, kind in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
+        if base is python:
+            return kind
+    if base is tuple:
+        return "array"
+    return "object"
+
+
+def nullable(field: attrs.Attribute[Any]) -> bool:
+    return type(None) in typing.get_args(_declared_types(GROUPS)[field])
+
+
+@functools.cache
+def _declared_types(groups: tuple[type, ...]) -> dict[attrs.Attribute[Any], Any]:
+    # Resolved once: the annotations are strings (``from __future__ import annotations``).
+    found: dict[attrs.Attribute[Any], Any] = {}
+    for cls in groups:
+        assert isinstance(cls, type)
+        hints = typing.get_type_hints(cls)
+        found.update({field: hints[field.name] for field in attrs.fields(cls)})
+    return found
+
+
+def _default_words(default: Any) -> str:
+    if default is None:
+        return "the server's default stands"
+    shown = json.dumps(list(default) if isinstance(default, tuple) else default)
+    return f"the default ({shown}) stands"

@@ -35,7 +35,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from .. import protocol as p
 from ..engine.engine import AgentEngine
-from ..engine.settings import parse_settings
+from ..engine.settings import read_settings
 from ..errors import AgentError, InvalidParamsError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
 from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
@@ -107,7 +107,7 @@ class AgentLanguageServer(LanguageServer):
 
     def apply_settings(self, raw: Any) -> list[str]:
         """Apply editor settings; returns the problems to show the user."""
-        problems = self.engine.update_settings(parse_settings(raw))
+        problems = self.engine.update_settings(read_settings(raw))
         return [f"agent-lsp: {problem}" for problem in problems]
 
     def track_ask(self) -> asyncio.Task[Any]:

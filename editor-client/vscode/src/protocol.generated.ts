@@ -861,7 +861,7 @@ export interface PermissionOption {
   kind: string;
 }
 /**
- * The `agentLsp` settings: initializationOptions and workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is optional; "scope": "machine" marks those a client takes from the user's own settings only, never a workspace's.
+ * The `agentLsp` settings: initializationOptions and workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is optional; "scope": "machine" marks those a client takes from the user's own settings only, never a workspace's. Generated from server/engine/settings.py.
  */
 export interface Settings {
   /**
@@ -885,6 +885,14 @@ export interface Settings {
    */
   maxTurns?: number | null;
   /**
+   * The model's context window in tokens.
+   */
+  contextWindow?: number | null;
+  /**
+   * Share of the window past which the history is compacted.
+   */
+  compactThreshold?: number | null;
+  /**
    * The tools the agent has (null: all).
    */
   enabledTools?: string[] | null;
@@ -892,10 +900,6 @@ export interface Settings {
    * Default timeout of a bash call (s).
    */
   bashTimeout?: number | null;
-  /**
-   * Replaces the system prompt; {workspace} is the folder's path.
-   */
-  systemPrompt?: string;
   /**
    * Edits to open documents go through workspace/applyEdit.
    */
@@ -905,13 +909,21 @@ export interface Settings {
    */
   confirmEdits?: boolean;
   /**
-   * The model's context window in tokens.
+   * Replaces the system prompt; {workspace} is the folder's path.
    */
-  contextWindow?: number | null;
+  systemPrompt?: string;
   /**
-   * Share of the window past which the history is compacted.
+   * Files whose text instructs the model: the first found at a folder's root.
    */
-  compactThreshold?: number | null;
+  instructionFiles?: string[];
+  /**
+   * At most this much of the instruction files reaches the model (bytes).
+   */
+  instructionsMaxBytes?: number | null;
+  /**
+   * MCP servers by name, in the shape of .vscode/mcp.json's servers.
+   */
+  mcpServers?: {} | null;
   /**
    * How bash is confined.
    */
@@ -956,18 +968,6 @@ export interface Settings {
    * Seconds a permission request waits before it counts as rejected.
    */
   permissionTimeout?: number | null;
-  /**
-   * Files whose text instructs the model: the first found at a folder's root.
-   */
-  instructionFiles?: string[];
-  /**
-   * At most this much of the instruction files reaches the model (bytes).
-   */
-  instructionsMaxBytes?: number | null;
-  /**
-   * MCP servers by name, in the shape of .vscode/mcp.json's servers.
-   */
-  mcpServers?: {} | null;
 }
 
 /** Every agent/* method's name. */

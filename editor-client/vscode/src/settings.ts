@@ -2,6 +2,10 @@
 // and `agentLsp.server.command` -> the process to start. Pure: tests feed a plain reader.
 
 import type { Settings } from "./protocol.generated";
+import { SERVER_SETTINGS, USER_ONLY_SERVER_SETTINGS } from "./settings.generated";
+
+// The generated keys are the server's (docs/protocol.schema.json).
+SERVER_SETTINGS satisfies readonly (keyof Settings)[];
 
 /** The subset of vscode.WorkspaceConfiguration this module needs. */
 export interface ConfigReader {
@@ -22,70 +26,18 @@ export const SECTION = "agentLsp";
 export const DEFAULT_SERVER_COMMAND: readonly string[] = ["agent-lsp"];
 
 /**
- * What confines the agent's commands and when it asks first (docs/protocol.md, "Settings"):
- * machine-scoped like the
- * rest below, so a repository cannot relax them. Sent only when the user set them; the server
- * owns their defaults and validation.
- */
-export const SAFETY_SETTINGS = [
-  "sandbox",
-  "writableRoots",
-  "network",
-  "allowedDomains",
-  "maxProcesses",
-  "maxFileSizeMB",
-  "maxMemoryMB",
-  "maxCallMemoryMB",
-  "approval",
-  "allowedCommands",
-  "permissionTimeout",
-  // The MCP servers whose tools the agent may call: a repository must not name a command here
-  // (its own .vscode/mcp.json servers start only once the user approves them, in the server).
-  "mcpServers",
-] as const;
-
-/**
- * Which files instruct the agent and how much of them it reads (issue 24): machine-scoped, so a
- * repository cannot point the agent at another file of its own or lift the cap.
- */
-export const PROJECT_SETTINGS = ["instructionFiles", "instructionsMaxBytes"] as const;
-
-/**
- * Settings a cloned repository must not choose: the program the extension runs, where the
- * server sends the API key, which tools the agent has (a repo could re-enable `bash`), its
- * instructions, and whether edits ask first. They are `"scope": "machine"` in package.json, so
+ * Settings a cloned repository must not choose: the program the extension runs, and the
+ * server's user-only settings (where the server sends the API key, which tools the agent has,
+ * its instructions, whether edits ask first, the sandbox and permissions, MCP servers: the
+ * server declares which, `"scope": "machine"` in docs/protocol.schema.json and package.json).
  * VS Code takes them from user (or remote) settings only; they are read here from the user
  * value alone as well, so a repository's .vscode/settings.json can never supply them (not even
  * while VS Code has not yet applied the extension's scopes to the workspace's settings).
  */
-export const MACHINE_SETTINGS = [
-  "server.command",
-  "baseUrl",
-  "enabledTools",
-  "systemPrompt",
-  "confirmEdits",
-  "editThroughEditor",
-  ...SAFETY_SETTINGS,
-  ...PROJECT_SETTINGS,
-] as const;
+export const MACHINE_SETTINGS = ["server.command", ...USER_ONLY_SERVER_SETTINGS] as const;
 
-/** The keys forwarded to the server, in the order the settings UI lists them. */
-export const SERVER_SETTINGS = [
-  "model",
-  "baseUrl",
-  "maxTurns",
-  "maxRetries",
-  "enabledTools",
-  "bashTimeout",
-  "requestTimeout",
-  "contextWindow",
-  "compactThreshold",
-  "systemPrompt",
-  "confirmEdits",
-  "editThroughEditor",
-  ...SAFETY_SETTINGS,
-  ...PROJECT_SETTINGS,
-] as const satisfies readonly (keyof Settings)[]; // the server's (docs/protocol.schema.json)
+/** The keys forwarded to the server: every setting it declares (generated from its classes). */
+export { SERVER_SETTINGS };
 
 const MACHINE = new Set<string>(MACHINE_SETTINGS);
 
