@@ -12,6 +12,7 @@ The protocol is documented for client authors in ``docs/protocol.md``.
 
 from __future__ import annotations
 
+from types import UnionType
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -648,7 +649,7 @@ SIGNATURES: Final[dict[str, tuple[Any, Any]]] = {
 _Params = TypeVar("_Params")
 
 
-def _strict(kind: type, name: str) -> Any:
+def _strict(kind: type | UnionType, name: str) -> Any:
     def hook(value: Any, _: Any) -> Any:
         if isinstance(value, bool) and kind is not bool:
             raise TypeError(f"must be {name}")

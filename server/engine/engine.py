@@ -382,7 +382,9 @@ class AgentEngine:
             if missing is not None:
                 content = with_note(content, missing)
             runtime = await self._folders.variant(target, settings.tools()).runtime()
-            unavailable = target.mcp.unavailable if target.mcp else None
+            unavailable: Callable[[str], str | None] | None = (
+                target.mcp.unavailable if target.mcp else None
+            )
             if disabled_tools:
                 turned_off = turned_off_by(disabled_tools)
                 runtime = runtime.without(turned_off)

@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import sys
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ _COMPLETION = {
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
 _CALL = {"id": "call_warm", "type": "function", "function": {"name": "warm", "arguments": "{}"}}
-_MESSAGES = [
+_MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "warm"},
     {"role": "user", "content": "warm"},
     {"role": "assistant", "content": "", "tool_calls": [_CALL]},
