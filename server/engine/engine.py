@@ -56,7 +56,6 @@ from .undo import digest as _digest  # noqa: F401 (tests/test_checkpoints.py)
 
 if TYPE_CHECKING:
     from ..checkpoints.rewind import RewindEditor
-    from ..checkpoints.service import CheckpointService
 
 log = logging.getLogger(__name__)
 
@@ -467,10 +466,6 @@ class AgentEngine:
         return conversation, self.folder(conversation.workspace_root)
 
     # -- checkpoints -----------------------------------------------------------------
-
-    @property
-    def checkpoints(self) -> CheckpointService:
-        return self._undo.service
 
     async def list_checkpoints(self, session_id: str) -> p.CheckpointsResult:
         return await self._undo.checkpoints(session_id)

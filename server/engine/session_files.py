@@ -98,12 +98,6 @@ class SessionFiles:
         if job is not None:
             self.write(job)
 
-    def rewrite(self, conversation: Conversation, *, state: str = "done") -> None:
-        """Save the whole conversation into ``ID.json`` (the log starts over)."""
-        job = self.prepare(conversation, state=state, whole=True)
-        if job is not None:
-            self.write(job)
-
     def prepare(
         self, conversation: Conversation, *, state: str = "done", whole: bool = False
     ) -> SaveJob | None:
