@@ -38,6 +38,7 @@ from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
+from ..model.messages import user_message
 from .asks import ask_result, tool_context
 from .conversations import Conversation
 from .editor_context import with_context, with_note
@@ -390,7 +391,7 @@ class AgentEngine:
                 unavailable = _turned_off_note(turned_off, unavailable)
             await self._project.tell(conversation, target.workspace, settings, documents)
             window = context_window(conversation, settings, model.model, runtime)
-            request = {"role": "user", "content": content}
+            request = user_message(content)
             settle = functools.partial(
                 self._sessions.settle_unfinished, conversation, request, created=created
             )
