@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from ..model.messages import Message, message_chars
 
@@ -39,7 +39,7 @@ class ContextState:
     provider_window: int | None = None  # a window a provider's error stated
     configured_window: int = 0  # the window configured when it did
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "model": self.model,
             "promptTokens": self.prompt_tokens,
@@ -50,7 +50,7 @@ class ContextState:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> ContextState:
+    def from_json(cls, data: object) -> ContextState:
         if not isinstance(data, dict):
             return cls()
         state = cls()
@@ -102,7 +102,7 @@ class Archive:
             if message.get("role") == "user":
                 self.dropped_asks += 1
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "outputs": self.outputs,
             "removed": self.removed,
@@ -112,7 +112,7 @@ class Archive:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> Archive:
+    def from_json(cls, data: object) -> Archive:
         archive = cls()
         if not isinstance(data, dict):
             return archive
@@ -155,5 +155,5 @@ def transcript(messages: Sequence[Message], archive: Archive) -> list[Message]:
     return [*archive.removed, *rest]
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

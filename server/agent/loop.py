@@ -97,7 +97,7 @@ class Usage:
     # The last response's prompt_tokens (None if it reported none): the context size.
     last_prompt_tokens: int | None = field(default=None, compare=False)
 
-    def add(self, usage: Any) -> None:
+    def add(self, usage: object) -> None:
         """Add a response's ``usage`` (``None`` on endpoints that do not report it)."""
         self.last_prompt_tokens = getattr(usage, "prompt_tokens", None) or None
         if usage is None:
@@ -412,7 +412,7 @@ def _is_read_only(call: _Call, runtime: ToolRuntime) -> bool:
     return call.call.get("type", "function") == "function" and runtime.is_read_only(call.name)
 
 
-def _safely(action: Any) -> None:
+def _safely(action: Callable[[], object]) -> None:
     try:
         action()
     except Exception:  # an event sink failing while we unwind must not hide the cause
