@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Every test of the project: Python (ruff, the import contracts, mypy, pytest with the Neovim and Emacs
-# clients included), the VS Code client's unit tests and its end-to-end run in code-server
-# (AGENT_LSP_SKIP_E2E=1 skips it).
+# Every test of the project: Python (ruff, the import contracts, mypy, pytest with the Neovim
+# and Emacs clients included), the VS Code client's unit tests and its end-to-end run in
+# code-server (AGENT_LSP_SKIP_E2E=1 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 uv sync --locked
