@@ -44,8 +44,9 @@ from server.agent.events import (  # noqa: E402
     ModelRequestStarted,
 )
 from server.agent.loop import agent_loop  # noqa: E402
-from server.engine.bootstrap import build_registry  # noqa: E402
+from server.engine.bootstrap import build_tools  # noqa: E402
 from server.engine.prompts import system_prompt  # noqa: E402
+from server.engine.settings import ToolSettings  # noqa: E402
 from server.model.context_limits import Window  # noqa: E402
 from server.model.endpoint import ModelSettings, create_client  # noqa: E402
 from tests.support.model_server import (  # noqa: E402
@@ -77,7 +78,7 @@ class Timeline:
 async def run_session(root: Path) -> dict[str, Any]:
     (root / "build.log").write_text(FILE)
     workspace = Workspace(root)
-    runtime = ToolRuntime(build_registry(workspace, enabled=("read_file",)))
+    runtime = ToolRuntime(build_tools(workspace, ToolSettings(enabled_tools=("read_file",))))
     reader = instant_responder(
         "read_file", {"path": "build.log"}, tool_turns=TURNS_PER_ASK, answer="The log is fine."
     )

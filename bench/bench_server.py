@@ -8,7 +8,7 @@ measured in the same run.
 2. Round trip: ``agent/listTools`` versus the bare server's ``bench/echo`` (p50/p99).
 3. Ask overhead per tool turn: ``agent/ask`` through the server versus
    ``server.agent.loop.agent_loop`` called in-process with the same runtime (the
-   server's five tools, built by ``build_runtime``), the same system prompt, the
+   server's five tools, ``ToolRuntime(build_tools(...))``), the same system prompt, the
    same tool (``read_file`` of a 6-byte file) and an ``AsyncOpenAI`` client, both
    against the scripted model's instant responder.
 4. Eight concurrent asks against a model that answers after 1 s: wall time versus
@@ -50,10 +50,11 @@ from openai import AsyncOpenAI  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
 from server.agent.loop import agent_loop  # noqa: E402
-from server.engine.bootstrap import build_runtime  # noqa: E402
+from server.engine.bootstrap import build_tools  # noqa: E402
 from server.engine.engine import AgentEngine  # noqa: E402
 from server.engine.prompts import system_prompt  # noqa: E402
 from tests.support.lsp_client import server_env  # noqa: E402
+from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "server.md"
@@ -285,9 +286,11 @@ sys.stderr.write("--agent-lsp-bench--\\n"); sys.stderr.flush()
 import server.cli, server.lsp.server, server.stdio
 t2 = time.perf_counter()
 sys.stderr.write("--agent-lsp-bench-end--\\n"); sys.stderr.flush()
-from server.engine.bootstrap import build_runtime
+from server.engine.bootstrap import build_tools
+from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-build_runtime(Workspace("."))  # built on a folder's first use (listTools or ask), not at start
+# built on a folder's first use (listTools or ask), not at start
+ToolRuntime(build_tools(Workspace(".")))
 t3 = time.perf_counter()
 print(t1 - t0, t2 - t1, t3 - t2)
 """
@@ -422,7 +425,7 @@ async def bench_ask_overhead(folder: Path) -> dict[str, Any]:
         session = await spawn(SERVER_CMD, server_env(base_url), folder)
         await asyncio.sleep(SDK_WARM_S)
         workspace = Workspace(folder)
-        runtime = build_runtime(workspace)
+        runtime = ToolRuntime(build_tools(workspace))
         prompt = system_prompt(workspace.root)
 
         async def through_server(token: str) -> float:
@@ -662,7 +665,8 @@ def render(
         f"{(start_ours - start_bare) * ms:.0f} ms). Split of that extra by top-level "
         f"package (`-X importtime` self time): {shares}. A folder's tool runtime is built "
         f"on its first use (the first listTools or ask), not during `initialize`; "
-        f"`build_runtime` the first time in a process (jsonschema import included): "
+        f"`ToolRuntime(build_tools(...))` the first time in a process "
+        f"(jsonschema import included): "
         f"{imports['runtime_s'] * ms:.0f} ms.",
         "",
     ]

@@ -436,15 +436,20 @@ def spec(**changes: Any) -> McpServerSpec:
     return McpServerSpec(origin="workspace", **(values | changes))
 
 
+def is_approved(approvals: McpApprovals, folder: Path | str, spec: McpServerSpec) -> bool:
+    """As the folder's definitions read an approval (server.engine.mcp_definitions)."""
+    return approvals.approved(folder).get(spec.name) == spec.digest()
+
+
 def test_an_approval_is_bound_to_the_definitions_digest(tmp_path: Path) -> None:
     approvals = McpApprovals(tmp_path / "state" / "mcp")
     folder, other = tmp_path / "ws", tmp_path / "other"
     folder.mkdir()
     other.mkdir()
-    assert not approvals.is_approved(folder, spec())
+    assert not is_approved(approvals, folder, spec())
     approvals.approve(folder, spec())
-    assert approvals.is_approved(folder, spec())
-    assert approvals.is_approved(str(folder) + "/", spec())
+    assert is_approved(approvals, folder, spec())
+    assert is_approved(approvals, str(folder) + "/", spec())
     # Any change to what would run is another definition.
     for changed in (
         spec(args=("fs", "--write")),
@@ -453,22 +458,22 @@ def test_an_approval_is_bound_to_the_definitions_digest(tmp_path: Path) -> None:
         spec(cwd="/tmp"),
         spec(transport="http", command=None, args=(), url="http://x"),
     ):
-        assert not approvals.is_approved(folder, changed)
+        assert not is_approved(approvals, folder, changed)
     # Another folder, another server name: not approved.
-    assert not approvals.is_approved(other, spec())
-    assert not approvals.is_approved(folder, spec(name="fs2"))
+    assert not is_approved(approvals, other, spec())
+    assert not is_approved(approvals, folder, spec(name="fs2"))
     # Kept on disk, privately.
     again = McpApprovals(tmp_path / "state" / "mcp")
-    assert again.is_approved(folder, spec())
+    assert is_approved(again, folder, spec())
     assert mode_of(again.path) == 0o600
     assert mode_of(again.directory) == 0o700
     # Approving the changed definition replaces the approval.
     again.approve(folder, spec(args=("fs", "--write")))
-    assert not approvals.is_approved(folder, spec())
-    assert approvals.is_approved(folder, spec(args=("fs", "--write")))
+    assert not is_approved(approvals, folder, spec())
+    assert is_approved(approvals, folder, spec(args=("fs", "--write")))
     assert approvals.revoke(folder, "fs") is True
     assert approvals.revoke(folder, "fs") is False
-    assert not approvals.is_approved(folder, spec(args=("fs", "--write")))
+    assert not is_approved(approvals, folder, spec(args=("fs", "--write")))
     assert approvals.approved(folder) == {}
 
 
@@ -479,14 +484,14 @@ def test_a_rejection_for_good_is_remembered_until_the_definition_changes(tmp_pat
     approvals.approve(folder, spec(name="other"))
     approvals.reject(folder, spec())
     again = McpApprovals(tmp_path / "state" / "mcp")
-    assert again.is_rejected(folder, spec()) and not again.is_approved(folder, spec())
+    assert again.is_rejected(folder, spec()) and not is_approved(again, folder, spec())
     assert not again.is_rejected(folder, spec(args=("fs", "--write")))  # changed: asks again
-    assert again.is_approved(folder, spec(name="other"))  # the others' approvals are kept
+    assert is_approved(again, folder, spec(name="other"))  # the others' approvals are kept
     # Approved after all: the rejection is forgotten; rejected again: the approval is.
     again.approve(folder, spec())
-    assert again.is_approved(folder, spec()) and not again.is_rejected(folder, spec())
+    assert is_approved(again, folder, spec()) and not again.is_rejected(folder, spec())
     again.reject(folder, spec())
-    assert again.is_rejected(folder, spec()) and not again.is_approved(folder, spec())
+    assert again.is_rejected(folder, spec()) and not is_approved(again, folder, spec())
     assert json.loads(again.path.read_text())["version"] == 1
 
 
@@ -496,7 +501,7 @@ def test_a_symlinked_folder_is_the_same_folder(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(folder)
     approvals = McpApprovals(tmp_path / "state")
     approvals.approve(tmp_path / "link", spec())
-    assert approvals.is_approved(folder, spec())
+    assert is_approved(approvals, folder, spec())
 
 
 @pytest.mark.parametrize(
@@ -519,10 +524,10 @@ def test_a_corrupt_approvals_file_approves_nothing_and_never_crashes(
     else:
         approvals.path.write_text(content)
     with caplog.at_level(logging.WARNING):
-        assert not approvals.is_approved(tmp_path, spec())
+        assert not is_approved(approvals, tmp_path, spec())
     assert str(approvals.path) in caplog.text
     approvals.approve(tmp_path, spec())  # writing over it works
-    assert approvals.is_approved(tmp_path, spec())
+    assert is_approved(approvals, tmp_path, spec())
 
 
 def test_a_damaged_entry_approves_nothing(tmp_path: Path) -> None:

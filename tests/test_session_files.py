@@ -91,7 +91,9 @@ def test_a_torn_last_line_and_an_older_files_log_are_ignored(tmp_path: Path) -> 
     assert loaded is not None and loaded.messages == kept
     # A crash between rewriting ID.json and removing the log: the log names the old file.
     stale = log.read_text().splitlines()[0]
-    files.rewrite(conv)
+    job = files.prepare(conv, whole=True)  # the whole file written again, the log gone
+    assert job is not None
+    files.write(job)
     log.write_text(stale + "\n")
     loaded = SessionFiles(tmp_path).load(ID)
     assert loaded is not None and loaded.messages == kept

@@ -15,7 +15,7 @@ from server.agent.activity import summarize_arguments
 from server.agent.archive import Archive, ContextState
 from server.agent.compaction import NOTE_PREFIX, ContextWindow, summary_instructions
 from server.agent.loop import agent_loop, complete_text
-from server.engine.bootstrap import DEFAULT_TOOLS, build_registry
+from server.engine.bootstrap import DEFAULT_TOOLS, build_tools
 from server.model.context_limits import Window
 from server.model.endpoint import ModelSettings, create_client
 from server.terminal.client import format_activity
@@ -89,7 +89,7 @@ def test_a_calls_summary_shows_the_argument_its_definition_names() -> None:
 def test_the_built_in_tools_name_what_the_editors_show() -> None:
     """The built-in tools' declared keys give the summaries the terminal and the editors
     (which know no definitions) give for the shared trace cases."""
-    registry = build_registry(Workspace(Path.cwd()))
+    registry = build_tools(Workspace(Path.cwd()))
     assert registry.names() == list(DEFAULT_TOOLS)
     keys = {tool.name: tool.summary_argument() for tool in registry}
     assert keys == {
@@ -178,7 +178,7 @@ async def test_a_new_tool_is_in_the_summary_request_as_declared(
 def test_the_instructions_follow_the_definitions_they_are_given() -> None:
     text = summary_instructions((), 300)
     assert "with tools. The agent" in text and "decisions made, errors met" in text
-    built_in = summary_instructions(build_registry(Workspace(Path.cwd())), 300)
+    built_in = summary_instructions(build_tools(Workspace(Path.cwd())), 300)
     assert "with tools (bash, read_file, write_file, edit_file, glob). " in built_in
     # write_file and edit_file keep the same: said once.
     assert built_in.count("files changed (with paths)") == 1

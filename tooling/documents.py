@@ -48,6 +48,11 @@ class EditorDocuments(Protocol):
         reached by request (ACP's ``fs/read_text_file``) answers for any file it can."""
         ...
 
+    def position_encoding(self) -> str:
+        """How the editor counts a line's characters: "utf-16" (LSP's default), "utf-8"
+        or "utf-32" (a selection's columns are read in it)."""
+        ...
+
     def can_edit(self) -> bool:
         """Whether buffers can be changed through the editor (``workspace/applyEdit``)."""
         ...

@@ -78,7 +78,6 @@ LAUNCH = (
 )
 # Inside a network namespace of its own, the domain proxy's bridge listens here.
 PROXY_PORT = 3128
-NETWORK_MODES = ("none", "proxy", "all")
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ A compacted history starts ``[system, user: SUMMARY_PREFIX…, assistant: ACKNOW
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
+
+from ..model.messages import Message, message_chars
 
 CHARS_PER_TOKEN = 4.0  # until the provider's count calibrates it
-MESSAGE_OVERHEAD_CHARS = 16  # role markers and separators a chat template adds
 ARCHIVE_CHARS = 2_000_000
 SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]"
 ACKNOWLEDGEMENT = "Understood: I have the summary of the earlier conversation and go on from it."
@@ -38,7 +39,7 @@ class ContextState:
     provider_window: int | None = None  # a window a provider's error stated
     configured_window: int = 0  # the window configured when it did
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "model": self.model,
             "promptTokens": self.prompt_tokens,
@@ -49,7 +50,7 @@ class ContextState:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> ContextState:
+    def from_json(cls, data: object) -> ContextState:
         if not isinstance(data, dict):
             return cls()
         state = cls()
@@ -70,7 +71,7 @@ class Archive:
     """What compaction took out of the messages, bounded by ``limit`` characters."""
 
     outputs: dict[str, str] = field(default_factory=dict)  # tool_call_id -> original
-    removed: list[dict[str, Any]] = field(default_factory=list)  # summarized, oldest first
+    removed: list[Message] = field(default_factory=list)  # summarized, oldest first
     # The user message right after the summary is also in ``removed`` (the request
     # an ask was answering when its earlier turns were summarized).
     prompt_copied: bool = False
@@ -85,7 +86,7 @@ class Archive:
             self._chars += len(output)
             self._trim()
 
-    def keep_removed(self, messages: Iterable[dict[str, Any]]) -> None:
+    def keep_removed(self, messages: Iterable[Message]) -> None:
         for message in messages:
             self.removed.append(message)
             self._chars += message_chars(message)
@@ -101,7 +102,7 @@ class Archive:
             if message.get("role") == "user":
                 self.dropped_asks += 1
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "outputs": self.outputs,
             "removed": self.removed,
@@ -111,7 +112,7 @@ class Archive:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> Archive:
+    def from_json(cls, data: object) -> Archive:
         archive = cls()
         if not isinstance(data, dict):
             return archive
@@ -123,7 +124,8 @@ class Archive:
                     archive._chars += len(text)
         removed = data.get("removed")
         if isinstance(removed, list):
-            archive.removed = [m for m in removed if isinstance(m, dict)]
+            # Messages the server saved: trusted to have their roles' shape.
+            archive.removed = [cast(Message, m) for m in removed if isinstance(m, dict)]
             archive._chars += sum(message_chars(m) for m in archive.removed)
         archive.prompt_copied = data.get("promptCopied") is True
         first = data.get("firstPrompt")
@@ -133,7 +135,7 @@ class Archive:
         return archive
 
 
-def is_summary(messages: list[dict[str, Any]]) -> bool:
+def is_summary(messages: Sequence[Message]) -> bool:
     """Whether the history starts (after the system prompt) with a compaction summary."""
     return (
         len(messages) >= 3
@@ -144,7 +146,7 @@ def is_summary(messages: list[dict[str, Any]]) -> bool:
     )
 
 
-def transcript(messages: list[dict[str, Any]], archive: Archive) -> list[dict[str, Any]]:
+def transcript(messages: Sequence[Message], archive: Archive) -> list[Message]:
     """The conversation as the user had it: summarized messages back in place of the
     summary (tool messages may still hold notes; ``archive.outputs`` has the originals)."""
     if not is_summary(messages):
@@ -153,29 +155,5 @@ def transcript(messages: list[dict[str, Any]], archive: Archive) -> list[dict[st
     return [*archive.removed, *rest]
 
 
-# -- measuring ----------------------------------------------------------------------
-
-
-def message_chars(message: dict[str, Any]) -> int:
-    """A message's size by our count: its text, its tool calls, a fixed overhead."""
-    size = MESSAGE_OVERHEAD_CHARS + len(content_text(message.get("content")))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or call.get("custom") or {}
-        size += len(str(function.get("name") or "")) + len(
-            str(function.get("arguments") or function.get("input") or "")
-        )
-        size += MESSAGE_OVERHEAD_CHARS
-    return size
-
-
-def content_text(content: Any) -> str:
-    """A message's text (its content, or its text parts joined)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -38,28 +38,37 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from tooling.contract import ToolDefinition
 
 from ..model.context_limits import Overflow, Window
 from ..model.endpoint import ModelRequestError
+from ..model.messages import (
+    Message,
+    ToolMessage,
+    assistant_message,
+    calls_by_id,
+    content_text,
+    last_user,
+    message_chars,
+    system_message,
+    turn_starts,
+    user_message,
+)
 from .archive import (
     ACKNOWLEDGEMENT,
     CHARS_PER_TOKEN,
     SUMMARY_PREFIX,
     Archive,
     ContextState,
-    content_text,
     is_summary,
-    message_chars,
 )
 from .events import CompactionFinished, CompactionStarted, EventSink, ModelRequestStarted
 from .summary_text import (
     NOTE_PREFIX,
     SUMMARY_SUFFIX,
     TRANSCRIPT_ITEM_CHARS,
-    calls_by_id,
     chunks,
     clip,
     elision_note,
@@ -77,7 +86,7 @@ ELIDE_MIN_CHARS = 1_000  # shorter outputs stay: their note would save little
 SUMMARY_MAX_CHARS = 12_000
 OVERFLOW_SHRINK = 0.7  # without numbers from the provider, compact to this share
 
-Summarize = Callable[[list[dict[str, Any]]], Awaitable[str]]
+Summarize = Callable[[list[Message]], Awaitable[str]]
 _Reply = TypeVar("_Reply")
 
 
@@ -144,7 +153,7 @@ class ContextWindow:
 
     # -- estimating ----------------------------------------------------------------
 
-    def tokens(self, messages: list[dict[str, Any]]) -> int:
+    def tokens(self, messages: list[Message]) -> int:
         """The estimated prompt size of a request sending ``messages``."""
         chars = self._chars(messages)
         state = self.state
@@ -152,11 +161,11 @@ class ContextWindow:
             return max(0, state.prompt_tokens + self._tokens_of(chars - state.sent_chars))
         return self._tokens_of(chars)
 
-    def usage(self, messages: list[dict[str, Any]]) -> dict[str, int]:
+    def usage(self, messages: list[Message]) -> dict[str, int]:
         """An ask result's context figures: the history's size now, and the window."""
         return {"contextTokens": self.tokens(messages), "contextWindow": self.window}
 
-    def observe(self, messages: list[dict[str, Any]], prompt_tokens: int | None) -> None:
+    def observe(self, messages: list[Message], prompt_tokens: int | None) -> None:
         """Calibrate on a response: ``messages`` as sent, ``prompt_tokens`` as counted."""
         if not prompt_tokens or prompt_tokens <= 0:
             return
@@ -164,7 +173,7 @@ class ContextWindow:
         self.state.prompt_tokens, self.state.sent_chars = prompt_tokens, chars
         self.state.tokens_per_char = min(2.0, max(0.01, prompt_tokens / max(chars, 1)))
 
-    def _chars(self, messages: list[dict[str, Any]]) -> int:
+    def _chars(self, messages: list[Message]) -> int:
         return self.fixed_chars + sum(message_chars(m) for m in messages)
 
     def _tokens_of(self, chars: int) -> int:
@@ -174,7 +183,7 @@ class ContextWindow:
 
     async def send(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         request: Callable[[], Awaitable[_Reply]],
         *,
         turn: int,
@@ -212,7 +221,7 @@ class ContextWindow:
             self._learn(exc.overflow, messages)
             raise self._exceeded(messages) from None
 
-    def _learn(self, overflow: Overflow, messages: list[dict[str, Any]]) -> None:
+    def _learn(self, overflow: Overflow, messages: list[Message]) -> None:
         if overflow.window:
             known = self.state.provider_window
             self.state.provider_window = min(known, overflow.window) if known else overflow.window
@@ -224,7 +233,7 @@ class ContextWindow:
             overflow.window or "?",
         )
 
-    def _exceeded(self, messages: list[dict[str, Any]]) -> Exception:
+    def _exceeded(self, messages: list[Message]) -> Exception:
         from ..errors import ContextWindowExceededError  # the protocol module: not at import
 
         tokens, window = self.tokens(messages), self.window
@@ -242,7 +251,7 @@ class ContextWindow:
 
     async def fit(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         summarize: Summarize,
         *,
         turn: int = 0,
@@ -265,7 +274,7 @@ class ContextWindow:
         if emit is not None:
             emit(CompactionStarted(turn, trigger, before, self.window))
         elided = summarized = 0
-        current = _last_user(messages)
+        current = last_user(messages)
         if current is not None and not (is_summary(messages) and current < 3):
             keep_from = self._keep_from(messages, current, limit)
             elided = self._elide(messages, keep_from)
@@ -299,10 +308,10 @@ class ContextWindow:
         )
         return done
 
-    def _keep_from(self, messages: list[dict[str, Any]], current: int, limit: int) -> int:
+    def _keep_from(self, messages: list[Message], current: int, limit: int) -> int:
         """Index of the first verbatim turn: the most recent turns of the current ask
         that fit :data:`RECENT_SHARE` of the budget (at least the last one)."""
-        turns = _turn_starts(messages, current + 1)
+        turns = turn_starts(messages, current + 1)
         if not turns:
             return len(messages)
         base = message_chars(messages[0]) + message_chars(messages[current]) + self.fixed_chars
@@ -313,14 +322,16 @@ class ContextWindow:
                 return start
         return turns[-1]
 
-    def _elide(self, messages: list[dict[str, Any]], keep_from: int) -> int:
+    def _elide(self, messages: list[Message], keep_from: int) -> int:
         """Replace long tool outputs before ``keep_from`` by notes; how many."""
         calls = calls_by_id(messages)
         count = 0
         for index in range(1, keep_from):
-            message = messages[index]
+            if messages[index].get("role") != "tool":
+                continue
+            message = cast(ToolMessage, messages[index])  # as its role says
             content = message.get("content")
-            if message.get("role") != "tool" or not isinstance(content, str):
+            if not isinstance(content, str):
                 continue
             if len(content) < ELIDE_MIN_CHARS or content.startswith(NOTE_PREFIX):
                 continue
@@ -328,13 +339,14 @@ class ContextWindow:
             name, arguments = calls.get(call_id, ("the tool", ""))
             self.archive.keep_output(call_id, content)
             note = elision_note(name, arguments, content, key=self._keys.get(name))
-            messages[index] = {**message, "content": note}
+            elided: ToolMessage = {**message, "content": note}
+            messages[index] = elided
             count += 1
         return count
 
     async def _summarize(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         current: int,
         keep_from: int,
         summarize: Summarize,
@@ -369,8 +381,8 @@ class ContextWindow:
         archive.prompt_copied = True
         messages[:] = [
             messages[0],
-            {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}{SUMMARY_SUFFIX}"},
-            {"role": "assistant", "content": ACKNOWLEDGEMENT},
+            user_message(f"{SUMMARY_PREFIX}\n{summary}{SUMMARY_SUFFIX}"),
+            assistant_message(ACKNOWLEDGEMENT),
             messages[current],
             *messages[keep_from:],
         ]
@@ -400,12 +412,9 @@ class ContextWindow:
         summary = previous
         for chunk in chunks(items, room_chars):
             head = f"Summary of what came before:\n{summary}\n\n" if summary else ""
-            request = [
-                {"role": "system", "content": instructions},
-                {
-                    "role": "user",
-                    "content": f"{head}Conversation to summarize:\n\n{chunk}{request_note}",
-                },
+            request: list[Message] = [
+                system_message(instructions),
+                user_message(f"{head}Conversation to summarize:\n\n{chunk}{request_note}"),
             ]
             try:
                 written = (await summarize(request)).strip()
@@ -414,19 +423,3 @@ class ContextWindow:
                 return None
             summary = clip(written, SUMMARY_MAX_CHARS) if written else fallback(summary, chunk)
         return summary
-
-
-# -- helpers ------------------------------------------------------------------------
-
-
-def _last_user(messages: list[dict[str, Any]]) -> int | None:
-    for index in range(len(messages) - 1, 0, -1):
-        if messages[index].get("role") == "user":
-            return index
-    return None
-
-
-def _turn_starts(messages: list[dict[str, Any]], start: int) -> list[int]:
-    """Indices of the assistant messages from ``start`` (each begins a turn: the
-    message and the tool messages answering it)."""
-    return [i for i in range(start, len(messages)) if messages[i].get("role") == "assistant"]

@@ -12,7 +12,7 @@ Invariants the rest of the server relies on:
   is always valid to send again.
 - A cancelled (or failed) model request appends nothing.
 - An assistant message is appended in the one shape every endpoint accepts
-  (:func:`~server.model.stream.assistant_message`: ``content`` a string, reasoning
+  (:func:`~server.model.messages.assistant_message`: ``content`` a string, reasoning
   text never), never as the SDK parsed it.
 - The model's text reaches ``on_event`` as it streams in (``TextDelta``), the whole
   of it, in order, before the turn's tool calls start.
@@ -36,13 +36,14 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tooling.context import CallWaits, ProgressSink, ToolContext
 from tooling.contract import is_error
 
+from ..model.messages import Message, ToolCall, call_parts, tool_message
 from ..model.request import complete
 from ..model.stream import StreamSupport
 from .events import (
@@ -96,7 +97,7 @@ class Usage:
     # The last response's prompt_tokens (None if it reported none): the context size.
     last_prompt_tokens: int | None = field(default=None, compare=False)
 
-    def add(self, usage: Any) -> None:
+    def add(self, usage: object) -> None:
         """Add a response's ``usage`` (``None`` on endpoints that do not report it)."""
         self.last_prompt_tokens = getattr(usage, "prompt_tokens", None) or None
         if usage is None:
@@ -131,7 +132,7 @@ def preview(output: str, limit: int = PREVIEW_LIMIT) -> str:
 
 
 async def agent_loop(
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     runtime: ToolRuntime,
     *,
     client: AsyncOpenAI,
@@ -174,7 +175,7 @@ async def agent_loop(
     records: list[ToolCallRecord] = []
     text = ""
 
-    async def summarize(request: list[dict[str, Any]]) -> str:  # compaction's own requests
+    async def summarize(request: list[Message]) -> str:  # compaction's own requests
         return await complete_text(client, model, request, usage)
 
     for turn in range(1, max_turns + 1):
@@ -199,9 +200,7 @@ async def agent_loop(
         calls = reply.tool_calls
         messages.append(reply.message)
         if reply.finish_reason == "length":
-            messages.extend(
-                {"role": "tool", "tool_call_id": c["id"], "content": CUT_OFF_OUTPUT} for c in calls
-            )
+            messages.extend(tool_message(call["id"], CUT_OFF_OUTPUT) for call in calls)
             return _stop(emit, LoopResult(text, "max_tokens", records, usage, turn))
         if not calls:
             if not text.strip():
@@ -218,7 +217,7 @@ def _stop(emit: EventSink, result: LoopResult) -> LoopResult:
 
 
 async def complete_text(
-    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], usage: Usage | None = None
+    client: AsyncOpenAI, model: str, messages: list[Message], usage: Usage | None = None
 ) -> str:
     """One plain request offering no tools; the text it answers (compaction's summaries)."""
     reply = await complete(client, model=model, messages=messages, options={})
@@ -252,143 +251,168 @@ def _progress_sink(emit: EventSink, turn: int, call_id: str, name: str) -> Progr
 
 
 async def _run_tool_calls(
-    calls: Sequence[dict[str, Any]],
+    calls: Sequence[ToolCall],
     runtime: ToolRuntime,
     context: ToolContext,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     records: list[ToolCallRecord],
     turn: int,
     emit: EventSink,
 ) -> None:
     """Run one response's calls, appending one tool message per call in call order."""
-    outputs: dict[int, str] = {}
-    finished: dict[int, ToolCallRecord] = {}
-    started: dict[int, float] = {}
-    waits: dict[int, CallWaits] = {}
+    runner = _CallRunner(runtime, context, turn, emit)
+    pending = [_Call(call, *call_parts(call)) for call in calls]
     appended = 0
-
-    async def run(index: int) -> None:
-        call = calls[index]
-        name, arguments = _describe(call)
-        started[index] = time.perf_counter()
-        key = runtime.summary_key(name)
-        kind = runtime.kind(name)
-        emit(
-            ToolCallStarted(
-                turn,
-                call["id"],
-                name,
-                arguments,
-                summary_key=key,
-                kind=kind,
-                display_name=runtime.display_name(name),
-            )
-        )
-        if call.get("type", "function") != "function":
-            output = f"Error: unsupported tool call type {call['type']}"
-        else:
-            sink = _progress_sink(emit, turn, call["id"], name)
-            call_context = context.for_call(call["id"], sink)
-            waits[index] = call_context.waits
-            output = await runtime.execute(name, arguments, call_context)
-        outputs[index] = output
-        _finish(index, output, ok=not is_error(output))
-
-    def _finish(index: int, output: str, *, ok: bool) -> None:
-        call = calls[index]
-        name, arguments = _describe(call)
-        # A call is not slow because its user took time to answer: that time is its own.
-        waited_ms = waits[index].seconds * 1000 if index in waits else 0.0
-        duration_ms = max(0.0, (time.perf_counter() - started[index]) * 1000 - waited_ms)
-        shown = preview(output)
-        finished[index] = ToolCallRecord(
-            call["id"], name, arguments, ok, shown, duration_ms, waited_ms
-        )
-        key = runtime.summary_key(name)
-        emit(
-            ToolCallFinished(
-                turn,
-                call["id"],
-                name,
-                arguments,
-                ok,
-                shown,
-                duration_ms,
-                key,
-                waited_ms,
-                display_name=runtime.display_name(name),
-            )
-        )
-
-    def append(index: int, output: str) -> None:
-        if index in finished:
-            records.append(finished[index])
-        messages.append({"role": "tool", "tool_call_id": calls[index]["id"], "content": output})
-
     try:
-        index = 0
-        while index < len(calls):
-            end = index + 1
-            if _is_read_only(calls[index], runtime):
-                while end < len(calls) and _is_read_only(calls[end], runtime):
-                    end += 1
-            if end - index == 1:
-                await run(index)
+        for batch in _batches(pending, runtime):
+            if len(batch) == 1:
+                await runner.run(batch[0])
             else:
-                await _run_concurrently(run, range(index, end))
-            for done in range(index, end):
-                append(done, outputs[done])
-                appended = done + 1
-            index = end
+                await _run_concurrently(runner.run, batch)
+            for call in batch:
+                _append(call, messages, records)
+                appended += 1
     except BaseException as exc:
         # Pair what is left so the history stays valid; finished results keep their text.
         if isinstance(exc, asyncio.CancelledError):
             reason = CANCELLED_OUTPUT
         else:
             reason = f"Error: the tool failed with an internal error ({type(exc).__name__})"
-        for index in range(appended, len(calls)):
-            output = outputs.get(index)
-            if output is None:
-                output = reason
-                if index in started:
-                    _safely(lambda i=index: _finish(i, reason, ok=False))
-            append(index, output)
+        for call in pending[appended:]:
+            if call.output is None:
+                if call.started is not None:
+                    _safely(functools.partial(runner.finish, call, reason, ok=False))
+                call.output = reason
+            _append(call, messages, records)
         raise
 
 
-async def _run_concurrently(run: Any, indices: range) -> None:
-    """Run ``run(i)`` for each index together; re-raise the first tool bug afterwards.
+@dataclass
+class _Call:
+    """One tool call of a response, from its start to its tool message."""
+
+    call: ToolCall
+    name: str
+    arguments: str
+    started: float | None = None  # time.perf_counter() when it started
+    waits: CallWaits | None = None  # the time its user took to answer it
+    output: str | None = None  # what the model is sent
+    record: ToolCallRecord | None = None  # what the loop's result lists
+
+    @property
+    def id(self) -> str:
+        return self.call["id"]
+
+
+@dataclass
+class _CallRunner:
+    """Runs one call at a time and reports it (started, finished) as events."""
+
+    runtime: ToolRuntime
+    context: ToolContext
+    turn: int
+    emit: EventSink
+
+    async def run(self, call: _Call) -> None:
+        name, runtime = call.name, self.runtime
+        call.started = time.perf_counter()
+        self.emit(
+            ToolCallStarted(
+                self.turn,
+                call.id,
+                name,
+                call.arguments,
+                summary_key=runtime.summary_key(name),
+                kind=runtime.kind(name),
+                display_name=runtime.display_name(name),
+            )
+        )
+        kind = call.call.get("type", "function")
+        if kind != "function":
+            output = f"Error: unsupported tool call type {kind}"
+        else:
+            sink = _progress_sink(self.emit, self.turn, call.id, name)
+            call_context = self.context.for_call(call.id, sink)
+            call.waits = call_context.waits
+            output = await runtime.execute(name, call.arguments, call_context)
+        call.output = output
+        self.finish(call, output, ok=not is_error(output))
+
+    def finish(self, call: _Call, output: str, *, ok: bool) -> None:
+        """Record ``call`` as finished with ``output``, then report it."""
+        assert call.started is not None
+        # A call is not slow because its user took time to answer: that time is its own.
+        waited_ms = call.waits.seconds * 1000 if call.waits is not None else 0.0
+        duration_ms = max(0.0, (time.perf_counter() - call.started) * 1000 - waited_ms)
+        shown = preview(output)
+        call.record = ToolCallRecord(
+            call.id, call.name, call.arguments, ok, shown, duration_ms, waited_ms
+        )
+        self.emit(
+            ToolCallFinished(
+                self.turn,
+                call.id,
+                call.name,
+                call.arguments,
+                ok,
+                shown,
+                duration_ms,
+                self.runtime.summary_key(call.name),
+                waited_ms,
+                display_name=self.runtime.display_name(call.name),
+            )
+        )
+
+
+def _batches(calls: list[_Call], runtime: ToolRuntime) -> Iterator[list[_Call]]:
+    """The calls in the order they run: consecutive read-only calls together, any other
+    call alone (a barrier)."""
+    index = 0
+    while index < len(calls):
+        end = index + 1
+        if _is_read_only(calls[index], runtime):
+            while end < len(calls) and _is_read_only(calls[end], runtime):
+                end += 1
+        yield calls[index:end]
+        index = end
+
+
+def _append(call: _Call, messages: list[Message], records: list[ToolCallRecord]) -> None:
+    """``call``'s tool message (and its record, if it finished)."""
+    assert call.output is not None
+    if call.record is not None:
+        records.append(call.record)
+    messages.append(tool_message(call.id, call.output))
+
+
+async def _run_concurrently(
+    run: Callable[[_Call], Awaitable[None]], calls: Sequence[_Call]
+) -> None:
+    """Run ``run(call)`` for each call together; re-raise the first tool bug afterwards.
 
     A TaskGroup waits for every child to finish, so on cancellation each tool has
     cleaned up (killed its processes) before the loop's CancelledError goes on.
     """
     failures: list[BaseException] = []
 
-    async def guarded(index: int) -> None:
+    async def guarded(call: _Call) -> None:
         try:
-            await run(index)
+            await run(call)
         except Exception as exc:  # a tool bug: let its siblings finish, raise it after
             failures.append(exc)
 
     async with asyncio.TaskGroup() as group:
-        for index in indices:
-            group.create_task(guarded(index))
+        for call in calls:
+            group.create_task(guarded(call))
     if failures:
         raise failures[0]
 
 
-def _is_read_only(call: dict[str, Any], runtime: ToolRuntime) -> bool:
-    return call.get("type", "function") == "function" and runtime.is_read_only(_describe(call)[0])
+def _is_read_only(call: _Call, runtime: ToolRuntime) -> bool:
+    return call.call.get("type", "function") == "function" and runtime.is_read_only(call.name)
 
 
-def _describe(call: dict[str, Any]) -> tuple[str, str]:
-    """(name, raw arguments) of a call of any type (as ``server.model.stream`` shapes it)."""
-    kind = call.get("type", "function")
-    body = call.get(kind) or {}
-    return str(body.get("name") or ""), str(body.get("arguments", body.get("input")) or "")
-
-
-def _safely(action: Any) -> None:
+def _safely(action: Callable[[], object]) -> None:
     try:
         action()
     except Exception:  # an event sink failing while we unwind must not hide the cause

@@ -8,12 +8,11 @@ Pure text functions, apart from :class:`server.agent.compaction.ContextWindow`'s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from tooling.contract import ToolDefinition
 
+from ..model.messages import Message, content_text, tool_calls
 from .activity import summarize_arguments
-from .archive import content_text
 
 TRANSCRIPT_ITEM_CHARS = 2_000  # each message as the summarizer sees it
 
@@ -61,18 +60,8 @@ def elision_note(name: str, arguments: str, output: str, *, key: str | None = No
 # -- the transcript ---------------------------------------------------------------
 
 
-def calls_by_id(messages: Iterable[dict[str, Any]]) -> dict[str, tuple[str, str]]:
-    calls: dict[str, tuple[str, str]] = {}
-    for message in messages:
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") or call.get("custom") or {}
-            arguments = function.get("arguments") or function.get("input") or ""
-            calls[str(call.get("id"))] = (str(function.get("name") or ""), str(arguments))
-    return calls
-
-
 def transcript_items(
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     calls: dict[str, tuple[str, str]],
     keys: Mapping[str, str | None],
 ) -> list[str]:
@@ -85,7 +74,7 @@ def transcript_items(
             items.append(f"Tool result ({name}): {text}")
         elif role == "assistant":
             line = f"Assistant: {text}" if text else "Assistant:"
-            for call in message.get("tool_calls") or ():
+            for call in tool_calls(message):
                 name, arguments = calls.get(str(call.get("id")), ("?", ""))
                 summary = summarize_arguments(name, arguments, keys.get(name))
                 line += f"\n  (called {name} {summary})"

@@ -321,22 +321,22 @@ class AskRecorder:
                 await self._keep((state, data), (now, now_data))
                 found[rel] = FileChange(rel, state, now)
         disk: dict[str, tuple[Path, FileState, bytes | None]] = {}
-        for path, (state, data) in written.items():
+        for path, (state, before_data) in written.items():
             rel = path.relative_to(root).as_posix()
             if rel not in git_changes:
-                disk[rel] = (path, state, data)
+                disk[rel] = (path, state, before_data)
         if disk and before is not None and after_tree is not None:
             # Paths the snapshots cover already show in the git changes if they changed.
             covered = await self._bounded(self._folder.paths_in(before.tree, disk))
             covered |= await self._bounded(self._folder.paths_in(after_tree, disk))
             disk = {rel: v for rel, v in disk.items() if rel not in covered}
-        for rel, (path, state, data) in disk.items():
+        for rel, (path, state, before_data) in disk.items():
             if rel in found:
                 continue  # its buffer change is what the user sees
-            now, now_data = await asyncio.to_thread(read_disk, path)
-            if not now.same_content(state) or now.mode != state.mode:
-                await self._keep((state, data), (now, now_data))
-                found[rel] = FileChange(rel, state, now)
+            on_disk, disk_data = await asyncio.to_thread(read_disk, path)
+            if not on_disk.same_content(state) or on_disk.mode != state.mode:
+                await self._keep((state, before_data), (on_disk, disk_data))
+                found[rel] = FileChange(rel, state, on_disk)
         return found
 
     async def _keep(self, *states: tuple[FileState, bytes | None]) -> None:

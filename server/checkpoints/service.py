@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -310,7 +311,7 @@ class CheckpointService:
                     changes = await folder.changes_between(checkpoint.before_tree, end)
                     checkpoint.after_tree = end
                     checkpoint.changes = changes
-            await folder.edit(session_id, lambda s, c=checkpoint: s.put(c))
+            await folder.edit(session_id, functools.partial(SessionLog.put, checkpoint=checkpoint))
 
     async def _forget(
         self, folder: FolderCheckpoints, dropped: list[tuple[str, Checkpoint]]

@@ -385,7 +385,9 @@ class FolderCheckpoints:
         if self.repo is None:
             return
         trees = (("before", checkpoint.before_tree), ("after", checkpoint.after_tree))
-        refs = {_ref(session_id, checkpoint.id, end): tree for end, tree in trees if tree}
+        refs: dict[str, str | None] = {
+            _ref(session_id, checkpoint.id, end): tree for end, tree in trees if tree
+        }
         await self.repo.set_refs(refs)
 
     async def release_trees(self, dropped: list[tuple[str, Checkpoint]]) -> None:

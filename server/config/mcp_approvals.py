@@ -57,10 +57,6 @@ class McpApprovals:
     def in_state_dir(cls, environ: Mapping[str, str]) -> McpApprovals:
         return cls(state_dir(environ) / "mcp")
 
-    def is_approved(self, folder: Path | str, spec: McpServerSpec) -> bool:
-        """Whether this folder's server ``spec.name`` was approved as it is defined now."""
-        return self.approved(folder).get(spec.name) == spec.digest()
-
     def approved(self, folder: Path | str) -> dict[str, str]:
         """The folder's approvals: server name -> the digest approved."""
         return dict(self._read().get(_key(folder), {}))

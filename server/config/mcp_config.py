@@ -36,6 +36,7 @@ let a repository send the user's secrets to a server of its choosing); it may us
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -48,7 +49,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from tooling.regular_files import read_text_file
-from tools.mcp.spec import DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerSpec
+from tools.mcp.spec import (
+    DEFAULT_STARTUP_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT,
+    McpServerSpec,
+    Transport,
+)
 
 from .untrusted_files import read_untrusted, strip_jsonc
 from .user_config import MAX_CONFIG_BYTES as MAX_USER_FILE
@@ -176,7 +182,7 @@ def parse_workspace_folder(folder: Path) -> McpDefinitions:
             _parse_servers(
                 servers,
                 ORIGIN_WORKSPACE,
-                lambda name, path=path, key=key: f"{path} {key}.{name}",
+                functools.partial("{} {}.{}".format, path, key),  # "PATH KEY.NAME"
                 _from_workspace(folder),
                 base=folder,
             )
@@ -287,7 +293,8 @@ def _parse_server(
         if url is not None and not url.startswith(("http://", "https://")):
             errors.append("url must start with http:// or https://")
         values |= {"url": url, "headers": fields.mapping("headers")}
-        target = raw.get("url") if isinstance(raw.get("url"), str) else ""
+        written = raw.get("url")
+        target = written if isinstance(written, str) else ""
 
     spec = None
     if transport is not None and not errors:
@@ -298,7 +305,7 @@ def _parse_server(
     return McpServerEntry(name, origin, where, spec, (*errors, *notes), transport, target)
 
 
-def _transport(raw: Mapping[str, Any], origin: str, errors: list[str]) -> str | None:
+def _transport(raw: Mapping[str, Any], origin: str, errors: list[str]) -> Transport | None:
     declared = raw.get("type") if origin != ORIGIN_USER else None
     has_command, has_url = "command" in raw, "url" in raw
     if declared == "sse":
@@ -310,7 +317,9 @@ def _transport(raw: Mapping[str, Any], origin: str, errors: list[str]) -> str | 
     if has_command and has_url:
         errors.append("give either command (a stdio server) or url (an http server), not both")
         return None
-    transport = declared or ("stdio" if has_command else "http" if has_url else None)
+    transport: Transport | None = declared or (
+        "stdio" if has_command else "http" if has_url else None
+    )
     if transport is None:
         errors.append("needs a command (a stdio server) or a url (an http server)")
     return transport

@@ -78,8 +78,8 @@ def _lines(text: str) -> list[str]:
 def _server_spans(lines: list[str], name: str) -> list[tuple[int, int]]:
     """Line ranges of ``[mcp_servers.NAME]`` and its sub-tables, each up to the next table but
     without the comments and blank lines before it (they introduce the next table)."""
-    headers = [(i, header_name(line)) for i, line in enumerate(lines)]
-    headers = [(i, header) for i, header in headers if header is not None]
+    named = [(i, header_name(line)) for i, line in enumerate(lines)]
+    headers = [(i, header) for i, header in named if header is not None]
     own = f"{TABLE}.{name}"
     spans = []
     for number, (start, header) in enumerate(headers):

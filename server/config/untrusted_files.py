@@ -56,7 +56,8 @@ def strip_jsonc(text: str) -> str:
         else:
             pieces.append((False, char))
             index += 1
-    out, plain = [], []
+    out: list[str] = []
+    plain: list[str] = []
     for is_string, piece in pieces:
         if is_string:
             out.append(TRAILING_COMMA.sub(r"\1", "".join(plain)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING
 
 from tooling.workspace import Workspace
 
@@ -19,7 +19,6 @@ from .settings import ToolSettings
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
     from tooling.registry import ToolRegistry
-    from tooling.runtime import ToolRuntime
     from tools.sandbox import SandboxPolicy
 
 DEFAULT_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob")
@@ -84,40 +83,6 @@ def build_tools(
         # any other tool that is not read-only would write around it.
         tools = [tool for tool in tools if tool.read_only or tool.kind == "execute"]
     return ToolRegistry(tools)
-
-
-class RegistryKeywords(TypedDict, total=False):
-    """The settings as keywords, for scripts and benches (:func:`build_registry`); a new
-    tool setting joins :class:`ToolSettings`, not these."""
-
-    enabled: Iterable[str] | None
-    bash_timeout: float | None
-    secret_env: Iterable[str]
-    sandbox_policy: SandboxPolicy | None
-    hidden_paths: Iterable[Path]
-
-
-def build_registry(workspace: Workspace, **keywords: Unpack[RegistryKeywords]) -> ToolRegistry:
-    """:func:`build_tools`, its settings given one keyword each."""
-    enabled = keywords.get("enabled")
-    settings = ToolSettings(
-        enabled_tools=None if enabled is None else tuple(enabled),
-        bash_timeout=keywords.get("bash_timeout"),
-        sandbox=keywords.get("sandbox_policy") or ToolSettings().sandbox,
-    )
-    return build_tools(
-        workspace,
-        settings,
-        hidden_paths=keywords.get("hidden_paths", ()),
-        secret_env=keywords.get("secret_env", ()),
-    )
-
-
-def build_runtime(workspace: Workspace, **keywords: Unpack[RegistryKeywords]) -> ToolRuntime:
-    """A fresh runtime whose tools act on ``workspace`` only (see :func:`build_tools`)."""
-    from tooling.runtime import ToolRuntime
-
-    return ToolRuntime(build_registry(workspace, **keywords))
 
 
 def check_enabled(names: Iterable[str]) -> None:

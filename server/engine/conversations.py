@@ -14,12 +14,13 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from tooling.ledger import FileLedger
 
 from ..agent.archive import Archive, ContextState, transcript
 from ..agent.permissions import GrantStore
+from ..model.messages import AssistantMessage, Message, system_message
 from ..project.instructions import Instruction
 from .editor_context import prompt_of
 
@@ -30,7 +31,7 @@ TITLE_CHARS = 80
 class Conversation:
     id: str
     workspace_root: Path
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
@@ -50,7 +51,7 @@ class Conversation:
     nested_instructions: list[Instruction] = field(default_factory=list, repr=False)
     # The note a conversation loaded mid-ask got for the answer that never came
     # (server.engine.session_files); while it is the last message, it is interrupted.
-    interrupted_note: dict[str, Any] | None = field(default=None, repr=False)
+    interrupted_note: AssistantMessage | None = field(default=None, repr=False)
     # The mode its last ask ran in, or a client chose for it (server.engine.modes); saved
     # with it, so a client that loads or resumes it offers the same mode again.
     mode: str | None = None
@@ -76,7 +77,7 @@ class Conversation:
         asked = sum(1 for m in self.transcript() if m.get("role") == "user")
         return asked + self.archive.dropped_asks
 
-    def transcript(self) -> list[dict[str, Any]]:
+    def transcript(self) -> list[Message]:
         """The messages as the user had them (the system prompt left out), compaction's
         summary replaced by what it summarized."""
         return transcript(self.messages, self.archive)
@@ -141,7 +142,7 @@ class ConversationStore:
         conversation = Conversation(
             id=uuid.uuid4().hex,
             workspace_root=workspace_root,
-            messages=[{"role": "system", "content": system_prompt}],
+            messages=[system_message(system_prompt)],
         )
         self._items[conversation.id] = conversation
         self._evict()

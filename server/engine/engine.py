@@ -24,6 +24,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
+from ..model.messages import UserMessage, user_message
 from .asks import ask_result, tool_context
 from .conversations import Conversation
 from .editor_context import with_context, with_note
@@ -55,8 +57,13 @@ from .undo import cut_before as _cut_before  # noqa: F401 (tests/test_checkpoint
 from .undo import digest as _digest  # noqa: F401 (tests/test_checkpoints.py)
 
 if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from tooling.runtime import ToolRuntime
+
+    from ..agent.compaction import ContextWindow
+    from ..agent.loop import LoopResult
     from ..checkpoints.rewind import RewindEditor
-    from ..checkpoints.service import CheckpointService
 
 log = logging.getLogger(__name__)
 
@@ -345,6 +352,52 @@ class AgentEngine:
         ``disabled_tools``: the tools the user turned off (names, ``mcp__SERVER__*``), not
         offered to the model, a call to one refused saying so.
         """
+        given = self._ask_given(prompt, mode, documents, asker, on_event)
+        conversation, target = self._ask_target(session_id, folder)
+        content = await self._ask_content(given, context, target)
+        # Fail before touching the conversation when the model is not configured.
+        model, client = await self._ask_model(target, model_name)
+        conversation, created = self._take(conversation, target, on_session)
+        check = self._endpoints.check_model(model, client)
+        async with conversation.lock:
+            conversation.mode = mode
+            content = await self._with_starting_servers(target, content, on_event)
+            runtime, unavailable = await self._ask_tools(target, given.settings, disabled_tools)
+            await self._project.tell(
+                conversation, target.workspace, given.settings, given.documents
+            )
+            window = context_window(conversation, given.settings, model.model, runtime)
+            try:
+                result, checkpoint_id = await self._run_loop(
+                    given,
+                    conversation,
+                    target,
+                    user_message(content),
+                    created=created,
+                    runtime=runtime,
+                    unavailable=unavailable,
+                    model=model,
+                    client=client,
+                    window=window,
+                )
+            except ModelRequestError:
+                await grace(check)  # the ask failed: still show why its model may be wrong
+                raise
+            conversation.touch()
+            await self._sessions.save(conversation)
+            usage = window.usage(conversation.messages)
+        await grace(check)
+        return ask_result(conversation.id, result, usage, model.model, checkpoint_id)
+
+    def _ask_given(
+        self,
+        prompt: str,
+        mode: str,
+        documents: EditorDocuments | None,
+        asker: Asker | None,
+        on_event: EventSink | None,
+    ) -> _Given:
+        """What an ask was given, checked: its prompt, and the settings its mode leaves."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidParamsError("prompt", "must be a non-empty string")
         try:
@@ -352,17 +405,36 @@ class AgentEngine:
         except ValueError as exc:
             raise InvalidParamsError("mode", str(exc)) from None
         documents = documents if documents is not None else self._documents
-        conversation, target = self._ask_target(session_id, folder)
-        expanded = await self._project.expand(prompt, target.workspace)  # /NAME of a file
-        content = await with_context(expanded, context, target.workspace, documents)
-        # Fail before touching the conversation when the model is not configured.
+        return _Given(prompt, settings, documents, asker, on_event)
+
+    async def _ask_content(
+        self, given: _Given, context: p.EditorContext | None, target: Folder
+    ) -> str:
+        """The request's text: the prompt (a /NAME of a prompt file expanded), then the
+        note of what the user is looking at."""
+        expanded = await self._project.expand(given.prompt, target.workspace)
+        return await with_context(expanded, context, target.workspace, given.documents)
+
+    async def _ask_model(
+        self, target: Folder, model_name: str | None
+    ) -> tuple[ModelSettings, AsyncOpenAI]:
+        """The model an ask talks to (``model_name`` over the configured one) and its
+        client; the folder's MCP servers are started meanwhile if they are not."""
         model = self.model_settings()
         if model_name:
             model = dataclasses.replace(model, model=model_name)
         await self._ready()
         self._folders.refresh_mcp(target, retry=True)  # never waits for a server
-        client = await self._endpoints.client(model)
+        return model, await self._endpoints.client(model)
 
+    def _take(
+        self,
+        conversation: Conversation | None,
+        target: Folder,
+        on_session: Callable[[str], None] | None,
+    ) -> tuple[Conversation, bool]:
+        """The conversation the ask goes on in (a new one for None) and whether it was
+        created; refused while another ask answers in it."""
         created = conversation is None
         if conversation is None:
             conversation = self.new_session(target.workspace.root)
@@ -373,65 +445,82 @@ class AgentEngine:
             )
         if on_session is not None:
             on_session(conversation.id)
-        check = self._endpoints.check_model(model, client)
-        async with conversation.lock:
-            conversation.mode = mode
-            # The folder's MCP servers still starting are waited for (bounded), so that the
-            # first ask after a start has their tools; the model is told of those missing.
-            missing = await wait_for_starting(target.mcp, on_event)
-            if missing is not None:
-                content = with_note(content, missing)
-            runtime = await self._folders.variant(target, settings.tools()).runtime()
-            unavailable = target.mcp.unavailable if target.mcp else None
-            if disabled_tools:
-                turned_off = turned_off_by(disabled_tools)
-                runtime = runtime.without(turned_off)
-                unavailable = _turned_off_note(turned_off, unavailable)
-            await self._project.tell(conversation, target.workspace, settings, documents)
-            window = context_window(conversation, settings, model.model, runtime)
-            request = {"role": "user", "content": content}
-            settle = functools.partial(
-                self._sessions.settle_unfinished, conversation, request, created=created
+        return conversation, created
+
+    async def _with_starting_servers(
+        self, target: Folder, content: str, on_event: EventSink | None
+    ) -> str:
+        """The folder's MCP servers still starting are waited for (bounded), so that the
+        first ask after a start has their tools; the model is told of those missing."""
+        missing = await wait_for_starting(target.mcp, on_event)
+        return with_note(content, missing) if missing is not None else content
+
+    async def _ask_tools(
+        self, target: Folder, settings: AgentSettings, disabled_tools: Sequence[str]
+    ) -> tuple[ToolRuntime, Callable[[str], str | None] | None]:
+        """The tools the model is offered (those the user turned off left out), and why a
+        name it may call is not among them."""
+        runtime = await self._folders.variant(target, settings.tools()).runtime()
+        unavailable: Callable[[str], str | None] | None = (
+            target.mcp.unavailable if target.mcp else None
+        )
+        if disabled_tools:
+            turned_off = turned_off_by(disabled_tools)
+            runtime = runtime.without(turned_off)
+            unavailable = _turned_off_note(turned_off, unavailable)
+        return runtime, unavailable
+
+    async def _run_loop(
+        self,
+        given: _Given,
+        conversation: Conversation,
+        target: Folder,
+        request: UserMessage,
+        *,
+        created: bool,
+        runtime: ToolRuntime,
+        unavailable: Callable[[str], str | None] | None,
+        model: ModelSettings,
+        client: AsyncOpenAI,
+        window: ContextWindow,
+    ) -> tuple[LoopResult, str | None]:
+        """``request`` added to the conversation and answered by the agent loop, its
+        changes recorded as a checkpoint; the loop's result and that checkpoint's id. An
+        ask that fails or is cancelled leaves its conversation usable (``settle``)."""
+        settings, documents = given.settings, given.documents
+        settle = functools.partial(
+            self._sessions.settle_unfinished, conversation, request, created=created
+        )
+        async with self._undo.recording(
+            conversation, given.prompt, request, settle=settle
+        ) as recorder:
+            conversation.messages.append(request)
+            # On disk before the model is asked: a server killed mid-ask leaves
+            # the prompt, listed as interrupted (a log line, not the whole file).
+            self._sessions.save_soon(conversation, state="running")
+            result = await agent_loop(
+                conversation.messages,
+                runtime,
+                client=client,
+                model=model.model,
+                max_turns=settings.max_turns,
+                on_event=given.on_event,
+                context=tool_context(
+                    conversation,
+                    settings.approval,
+                    documents=documents,
+                    asker=given.asker,
+                    on_event=given.on_event,
+                    journal=recorder,
+                    path_notes=self._project.nested(
+                        conversation, target.workspace, settings, documents
+                    ),
+                    unavailable=unavailable,
+                ),
+                window=window,
+                streaming=self._endpoints.streaming(model),
             )
-            try:
-                async with self._undo.recording(
-                    conversation, prompt, request, settle=settle
-                ) as recorder:
-                    conversation.messages.append(request)
-                    # On disk before the model is asked: a server killed mid-ask leaves
-                    # the prompt, listed as interrupted (a log line, not the whole file).
-                    self._sessions.save_soon(conversation, state="running")
-                    result = await agent_loop(
-                        conversation.messages,
-                        runtime,
-                        client=client,
-                        model=model.model,
-                        max_turns=settings.max_turns,
-                        on_event=on_event,
-                        context=tool_context(
-                            conversation,
-                            settings.approval,
-                            documents=documents,
-                            asker=asker,
-                            on_event=on_event,
-                            journal=recorder,
-                            path_notes=self._project.nested(
-                                conversation, target.workspace, settings, documents
-                            ),
-                            unavailable=unavailable,
-                        ),
-                        window=window,
-                        streaming=self._endpoints.streaming(model),
-                    )
-            except ModelRequestError:
-                await grace(check)  # the ask failed: still show why its model may be wrong
-                raise
-            conversation.touch()
-            await self._sessions.save(conversation)
-            usage = window.usage(conversation.messages)
-        await grace(check)
-        checkpoint_id = recorder.checkpoint_id if recorder is not None else None
-        return ask_result(conversation.id, result, usage, model.model, checkpoint_id)
+        return result, recorder.checkpoint_id if recorder is not None else None
 
     # -- what an ask is told -----------------------------------------------------------
 
@@ -466,10 +555,6 @@ class AgentEngine:
 
     # -- checkpoints -----------------------------------------------------------------
 
-    @property
-    def checkpoints(self) -> CheckpointService:
-        return self._undo.service
-
     async def list_checkpoints(self, session_id: str) -> p.CheckpointsResult:
         return await self._undo.checkpoints(session_id)
 
@@ -497,6 +582,17 @@ class AgentEngine:
         await self.close_mcp_servers()
         await self._undo.aclose()
         await self._endpoints.aclose()
+
+
+@dataclass(frozen=True)
+class _Given:
+    """What one ask was given, checked, for its steps (:meth:`AgentEngine.ask`)."""
+
+    prompt: str
+    settings: AgentSettings  # the engine's, narrowed by the ask's mode
+    documents: EditorDocuments | None  # the editor's files as its tools see them
+    asker: Asker | None
+    on_event: EventSink | None
 
 
 def _escalates(arguments: str) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tooling.contract import is_error
 from tooling.runtime import ToolRuntime
@@ -24,6 +24,7 @@ from ..agent.compaction import ContextWindow
 from ..agent.loop import complete_text, preview
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.context_limits import window_for
+from ..model.messages import Message, UserMessage, call_parts, tool_calls
 from .conversations import Conversation, ConversationStore
 from .editor_context import prompt_of
 from .session_files import SessionFiles
@@ -143,8 +144,8 @@ class Sessions:
                 entries.append(p.HistoryEntry("user", prompt_of(str(message.get("content") or ""))))
             elif role == "assistant":
                 calls = []
-                for call in message.get("tool_calls") or ():
-                    name, arguments = _call_parts(call)
+                for call in tool_calls(message):
+                    name, arguments = call_parts(call)
                     output = results.get(call.get("id"), "")
                     calls.append(
                         p.HistoryToolCall(
@@ -173,7 +174,7 @@ class Sessions:
                 c
                 for m in messages
                 if m.get("role") == "assistant"
-                for c in m.get("tool_calls") or ()
+                for c in tool_calls(m)
                 if c.get("id") == call_id
             ),
             None,
@@ -184,12 +185,12 @@ class Sessions:
         )
         if call is None or result is None:
             raise InvalidParamsError("callId", f"no tool call {call_id!r} in this session")
-        name, arguments = _call_parts(call)
+        name, arguments = call_parts(call)
         output = conversation.archive.outputs.get(call_id, str(result.get("content") or ""))
         return p.ToolOutputResult(call_id, name, arguments, not is_error(output), output, False)
 
     async def settle_unfinished(
-        self, conversation: Conversation, request: dict[str, Any], *, created: bool
+        self, conversation: Conversation, request: UserMessage, *, created: bool
     ) -> bool:
         """Leave the conversation of an ask that failed or was cancelled usable; False
         when the conversation is gone (the ask left no trace, or its session ended).
@@ -230,7 +231,7 @@ class Sessions:
             window = context_window(conversation, settings, model, runtime)
             before = window.tokens(conversation.messages)
 
-            async def summarize(request: list[dict[str, Any]]) -> str:
+            async def summarize(request: list[Message]) -> str:
                 return await complete_text(client, model, request)
 
             done = await window.fit(conversation.messages, summarize, trigger="request", force=True)
@@ -265,10 +266,5 @@ def context_window(
     )
 
 
-def _answered(messages: list[dict[str, Any]], since: int) -> bool:
+def _answered(messages: list[Message], since: int) -> bool:
     return any(m.get("role") == "assistant" for m in messages[since:])
-
-
-def _call_parts(call: Mapping[str, Any]) -> tuple[str, str]:
-    function = call.get("function") or {}
-    return str(function.get("name") or ""), str(function.get("arguments") or "")

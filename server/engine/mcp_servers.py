@@ -507,7 +507,7 @@ async def wait_for_starting(
     missing = [name for name in waited if servers.state(name) != READY]
     if not missing:
         return None
-    reasons = []
+    reasons: list[str | None] = []
     for name in missing:
         if servers.state(name) == STARTING:
             reasons.append(f"still starting after {within:.0f} s")

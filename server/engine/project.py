@@ -21,6 +21,7 @@ from tooling.documents import EditorDocuments
 from tooling.workspace import Workspace, WorkspaceError
 
 from .. import protocol as p
+from ..model.messages import system_message
 from ..project import commands as user_commands
 from ..project import instructions as files
 from ..project import skills as skill_files
@@ -98,7 +99,7 @@ class Project:
     ) -> None:
         """Give ``conversation`` this ask's system prompt (its first message)."""
         told = await self.prompt(workspace, settings, documents)
-        system = {"role": "system", "content": told.system}
+        system = system_message(told.system)
         if conversation.messages and conversation.messages[0].get("role") == "system":
             conversation.messages[0] = system
         else:

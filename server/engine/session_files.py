@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.archive import Archive, ContextState
+from ..model.messages import AssistantMessage, Message, assistant_message
 from .conversations import Conversation, SessionMeta
 
 _ID = re.compile(r"[0-9a-f]{32}")
@@ -74,7 +75,7 @@ class _Saved:
     """What this process last saved of a conversation (to append only what is new)."""
 
     base: str  # the generation of ID.json the log follows
-    messages: list[dict[str, Any]]  # the saved messages (the objects themselves)
+    messages: list[Message]  # the saved messages (the objects themselves)
     archive: tuple[int, int, bool, str | None, int]
     lines: int  # log lines written since ID.json
 
@@ -95,12 +96,6 @@ class SessionFiles:
     def save(self, conversation: Conversation, *, state: str = "done") -> None:
         """Save what changed since the last save (the whole file when it must)."""
         job = self.prepare(conversation, state=state)
-        if job is not None:
-            self.write(job)
-
-    def rewrite(self, conversation: Conversation, *, state: str = "done") -> None:
-        """Save the whole conversation into ``ID.json`` (the log starts over)."""
-        job = self.prepare(conversation, state=state, whole=True)
         if job is not None:
             self.write(job)
 
@@ -197,7 +192,7 @@ class SessionFiles:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             return None
-        messages: list[dict[str, Any]] = data["messages"]
+        messages: list[Message] = data["messages"]  # as the server saved them
         context = data.get("context")
         lines = 0
         for line in self._log_lines(conversation_id, data.get("base")):
@@ -208,10 +203,10 @@ class SessionFiles:
             context = line.get("context", context)
             lines += 1
         meta = self._read_meta(self._path(conversation_id, ".meta.json"))
-        note: dict[str, Any] | None = None
+        note: AssistantMessage | None = None
         if meta is not None and meta.state == "running" and messages[-1:]:
             if messages[-1].get("role") == "user":
-                note = {"role": "assistant", "content": INTERRUPTED_NOTE}
+                note = assistant_message(INTERRUPTED_NOTE)
                 messages.append(note)
         conversation = Conversation(
             id=conversation_id,
@@ -332,7 +327,9 @@ def _archive_mark(conversation: Conversation) -> tuple[int, int, bool, str | Non
     )
 
 
-def _extends(saved: _Saved, messages: list[dict[str, Any]], archive: tuple) -> bool:
+def _extends(
+    saved: _Saved, messages: list[Message], archive: tuple[int, int, bool, str | None, int]
+) -> bool:
     """Whether ``messages`` are the saved ones with more after them (the system prompt
     aside), so a log line can say what is new."""
     if saved.lines >= MAX_LOG_LINES or archive != saved.archive:

@@ -374,10 +374,6 @@ class AgentSettings(ModelSettings, ToolUseSettings, InstructionSettings, McpSett
         """The settings a tool runtime is built from: rebuild only when these change."""
         return ToolSettings(*(getattr(self, name) for name in ToolSettings._fields))
 
-    def runtime_key(self) -> ToolSettings:
-        """:meth:`tools`, as the key a folder's runtime was built with."""
-        return self.tools()
-
 
 def read_settings(raw: Any) -> AgentSettings:
     """Accept ``{"agentLsp": {...}}`` or the section itself; ``None`` gives defaults."""

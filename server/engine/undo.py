@@ -16,10 +16,11 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import protocol as p
 from ..errors import AgentError, InvalidParamsError, SessionBusyError
+from ..model.messages import Message, UserMessage
 from .conversations import Conversation
 from .folders import Folders
 from .history import Sessions
@@ -80,7 +81,7 @@ class Undo:
         self,
         conversation: Conversation,
         prompt: str,
-        request: dict[str, Any],
+        request: UserMessage,
         *,
         settle: Callable[[], Awaitable[bool]],
     ) -> AsyncIterator[AskRecorder | None]:
@@ -195,7 +196,7 @@ class Undo:
             await self._service.aclose()
 
     async def _begin(
-        self, conversation: Conversation, prompt: str, request: dict[str, Any]
+        self, conversation: Conversation, prompt: str, request: UserMessage
     ) -> AskRecorder | None:
         """Start this ask's checkpoint; an ask still runs when the store cannot be used."""
         with self._store_problems("starting the checkpoint"):
@@ -205,7 +206,7 @@ class Undo:
         return None
 
     async def _finish(
-        self, recorder: AskRecorder, conversation: Conversation, request: dict[str, Any]
+        self, recorder: AskRecorder, conversation: Conversation, request: UserMessage
     ) -> None:
         kept = any(m is request for m in conversation.messages)  # compaction may move it
         with self._store_problems("recording the checkpoint"):
@@ -265,7 +266,7 @@ def cut_before(conversation: Conversation, undone: list[Checkpoint], *, dry_run:
     return False
 
 
-def digest(message: dict[str, Any]) -> str:
+def digest(message: Message) -> str:
     """What a checkpoint keeps of its ask's request message, to find it again."""
     return hashlib.sha256(
         str(message.get("content") or "").encode("utf-8", "surrogatepass")

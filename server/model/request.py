@@ -38,6 +38,8 @@ from .stream import DeltaSink, ModelReply, StreamSupport, request_once
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from .messages import Message
+
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0  # a longer Retry-After is not waited for
@@ -72,7 +74,7 @@ async def complete(
     client: AsyncOpenAI,
     *,
     model: str,
-    messages: Sequence[dict[str, Any]],
+    messages: Sequence[Message],
     options: dict[str, Any],
     policy: RequestPolicy | None = None,
     streaming: StreamSupport | None = None,

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .messages import Message
 
 # Arguments of create() that are request options, not body fields.
 SDK_OPTIONS = ("timeout", "extra_headers", "extra_query", "extra_body")
@@ -50,7 +53,7 @@ class _Encoded:
     __slots__ = ("messages", "parts")
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         self.parts: list[bytes] = []
 
 

@@ -35,12 +35,13 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from .endpoint import ModelRequestError, scrub
+from .messages import AssistantMessage, ToolCall, assistant_message
 from .request_body import BodyEncoder, body_fields
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class StreamSupport:
 class ModelReply:
     """The first choice of one response."""
 
-    message: dict[str, Any]  # API-shaped: {"role": "assistant", "content": str, "tool_calls"?}
+    message: AssistantMessage  # API-shaped (server.model.messages.assistant_message)
     finish_reason: str | None
     usage: Any  # openai.types.CompletionUsage, or None when the endpoint sent none
     reasoning: str = ""  # shown to the user, never sent back
@@ -96,7 +97,7 @@ class ModelReply:
         return str(self.message["content"])
 
     @property
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[ToolCall]:
         return list(self.message.get("tool_calls") or ())
 
 
@@ -238,14 +239,6 @@ def _reply_of(client: AsyncOpenAI, response: Any, on_delta: DeltaSink) -> ModelR
     )
 
 
-def assistant_message(text: str, calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The assistant turn as it goes back to the endpoint (API fields only)."""
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if calls:
-        message["tool_calls"] = list(calls)
-    return message
-
-
 # -- assembling a stream -------------------------------------------------------------
 
 
@@ -267,7 +260,7 @@ class _PartialCall:
         if arguments:
             self.arguments.append(arguments)
 
-    def as_call(self) -> dict[str, Any]:
+    def as_call(self) -> ToolCall:
         return _call(self.id, self.type or "function", self.name, "".join(self.arguments))
 
 
@@ -339,7 +332,7 @@ class _Assembler:
 # -- helpers ----------------------------------------------------------------------------
 
 
-def _call(call_id: str, kind: str, name: str, arguments: str) -> dict[str, Any]:
+def _call(call_id: str, kind: str, name: str, arguments: str) -> ToolCall:
     # An endpoint that sends no id still needs one: each call is answered by its id.
     call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
     if kind == "function":
@@ -349,10 +342,11 @@ def _call(call_id: str, kind: str, name: str, arguments: str) -> dict[str, Any]:
             "function": {"name": name, "arguments": arguments},
         }
     # Another type (e.g. "custom") is answered with an error, but kept as the model sent it.
-    return {"id": call_id, "type": kind, kind: {"name": name, "input": arguments}}
+    other = {"id": call_id, "type": kind, kind: {"name": name, "input": arguments}}
+    return cast(ToolCall, other)  # the body under its type's name (ToolCall says so)
 
 
-def _plain_call(call: Any) -> dict[str, Any]:
+def _plain_call(call: Any) -> ToolCall:
     kind = getattr(call, "type", None) or "function"
     name, arguments = _fragment_parts(call, kind)
     return _call(getattr(call, "id", None) or "", kind, name, arguments)

@@ -16,6 +16,10 @@ import asyncio
 import json
 import logging
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .messages import Message, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +49,12 @@ _COMPLETION = {
     ],
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
-_CALL = {"id": "call_warm", "type": "function", "function": {"name": "warm", "arguments": "{}"}}
-_MESSAGES = [
+_CALL: ToolCall = {
+    "id": "call_warm",
+    "type": "function",
+    "function": {"name": "warm", "arguments": "{}"},
+}
+_MESSAGES: list[Message] = [
     {"role": "system", "content": "warm"},
     {"role": "user", "content": "warm"},
     {"role": "assistant", "content": "", "tool_calls": [_CALL]},

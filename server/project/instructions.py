@@ -77,9 +77,9 @@ async def project_instructions(
             one = _capped(path, shown, "user", text, budget, found.warnings)
             found.files.append(one)
             budget -= len(one.text.encode())
-    one = await _first_in(workspace.root, workspace, names, "workspace", budget, documents, found)
-    if one is not None:
-        found.files.append(one)
+    own = await _first_in(workspace.root, workspace, names, "workspace", budget, documents, found)
+    if own is not None:
+        found.files.append(own)
     return found
 
 

@@ -8,6 +8,7 @@ default left out).
 
 from __future__ import annotations
 
+from types import UnionType
 from typing import Any, TypeVar
 
 import attrs
@@ -20,7 +21,7 @@ from .messages import ParamsError, camel
 _Params = TypeVar("_Params")
 
 
-def _strict(kind: type, name: str) -> Any:
+def _strict(kind: type | UnionType, name: str) -> Any:
     def hook(value: Any, _: Any) -> Any:
         if isinstance(value, bool) and kind is not bool:
             raise TypeError(f"must be {name}")

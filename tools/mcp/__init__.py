@@ -1,1 +1,1 @@
-"""MCP servers as tool sources (issue 22): specs, connections, their tools as ToolDefinitions."""
+"""MCP servers as tool sources: specs, connections, their tools as ToolDefinitions."""

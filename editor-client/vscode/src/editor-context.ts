@@ -1,4 +1,4 @@
-// `agent/ask`'s `context` (issue 16) from what the user is looking at, and the line the view
+// `agent/ask`'s `context` from what the user is looking at, and the line the view
 // shows under the prompt for it. Pure: the extension hands in a snapshot of the active editor.
 //
 // The server refuses (-32602) a document outside the conversation's folder, which would fail

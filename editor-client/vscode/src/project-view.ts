@@ -1,4 +1,4 @@
-// What the chat view shows of the project (issue 24): the instruction files in force as chips
+// What the chat view shows of the project: the instruction files in force as chips
 // above the input, the skills as one chip, and the commands `/` offers. Pure: built from the
 // server's answers (agent/instructions, agent/listCommands). Every name shown comes from a
 // file or the server, so its control characters are spelled out (display.ts).

@@ -45,7 +45,7 @@ export interface ChatHost {
   currentFolder(): vscode.WorkspaceFolder | undefined;
   /** The configured model name, for answers whose result does not name one. */
   configuredModel(): string | undefined;
-  /** The server accepts `context` on agent/ask (issue 16). */
+  /** The server accepts `context` on agent/ask. */
   acceptsContext(): boolean;
   /** `agentLsp.sendActiveEditor`: every ask sends the active editor and its selection. */
   sendActiveEditor(): boolean;

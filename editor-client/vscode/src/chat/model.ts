@@ -252,7 +252,7 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
 }
 
 /**
- * Streamed text (issue 16): appended to the text of that turn and channel, in order; a new turn
+ * Streamed text: appended to the text of that turn and channel, in order; a new turn
  * or channel (or a tool row in between) starts a new text item. Only that item is redrawn.
  */
 export function applyDelta(entry: Entry, delta: AnswerDelta): Change[] {

@@ -1,4 +1,4 @@
-// The project around the chat input (issue 24): the instruction-file chips (agent/instructions,
+// The project around the chat input: the instruction-file chips (agent/instructions,
 // asked again when the conversation changes, after each ask and when such a file is saved,
 // created or deleted), the commands `/` offers (agent/listCommands, asked each time `/` is
 // typed) and the workspace files `@` offers (vscode.workspace.findFiles, kept until a file is
