@@ -26,7 +26,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, cast
 
 import attrs
 import cattrs
@@ -386,9 +386,13 @@ def read_settings(raw: Any) -> AgentSettings:
     warnings: list[str] = []
     groups = {
         field.name: _read_group(cls, raw, warnings)
-        for field, cls in zip(attrs.fields(Settings), GROUPS, strict=True)
+        for field, cls in zip(_group_fields(), GROUPS, strict=True)
     }
     return AgentSettings.of(Settings(**groups), tuple(warnings))
+
+
+def _group_fields() -> tuple[attrs.Attribute[Any], ...]:
+    return tuple(attrs.fields(Settings))
 
 
 # -- the lenient converter ----------------------------------------------------------------
@@ -402,7 +406,7 @@ def _strict(kind: type) -> Callable[[Any, type], Any]:
             value, int | float if kind is float else kind
         ):
             raise TypeError(kind.__name__)
-        return float(value) if kind is float else value
+        return float(cast(float, value)) if kind is float else value
 
     return structure
 

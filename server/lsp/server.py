@@ -227,7 +227,7 @@ def _rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
         if isinstance(exc, AgentError):
             return JsonRpcException(message=exc.message, code=exc.code, data=exc.data)
         if isinstance(exc, ModelNotConfiguredError):
-            data = {p.ACTION_KEY: exc.action} if exc.action else None
+            data: dict[str, object] | None = {p.ACTION_KEY: exc.action} if exc.action else None
             return JsonRpcException(message=str(exc), code=p.MODEL_NOT_CONFIGURED, data=data)
         assert isinstance(exc, ModelRequestError)
         data = {
