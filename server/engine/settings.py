@@ -2,8 +2,8 @@
 
 Each setting is one field of one class below, its wire key, bounds, scope and description in
 the field's metadata (:func:`setting`). Everything else is derived from these classes: the
-reader (:func:`read_settings`), the settings schema in docs/protocol.schema.json, the editor extension's
-``contributes.configuration``, and the Neovim and Emacs settings tables
+reader (:func:`read_settings`), the settings schema in docs/protocol.schema.json, the editor
+extension's ``contributes.configuration``, and the Neovim and Emacs settings tables
 (``docs/settings_docs.py`` writes them; a test fails while one is stale).
 
 The classes group the settings as the server uses them (model, tools, sandbox, approval,
