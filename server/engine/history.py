@@ -19,6 +19,7 @@ from tooling.contract import is_error
 from tooling.runtime import ToolRuntime
 
 from .. import protocol as p
+from ..agent.activity import call_title, compaction_summary
 from ..agent.archive import transcript
 from ..agent.compaction import ContextWindow
 from ..agent.loop import complete_text, preview
@@ -146,6 +147,7 @@ class Sessions:
                 for call in message.get("tool_calls") or ():
                     name, arguments = _call_parts(call)
                     output = results.get(call.get("id"), "")
+                    shown = display_name(name) if display_name is not None else None
                     calls.append(
                         p.HistoryToolCall(
                             call.get("id", ""),
@@ -153,7 +155,8 @@ class Sessions:
                             arguments,
                             not is_error(output),
                             preview(output, HISTORY_PREVIEW),
-                            display_name(name) if display_name is not None else None,
+                            shown,
+                            call_title(name, arguments, display_name=shown),
                         )
                     )
                 entries.append(
@@ -237,13 +240,9 @@ class Sessions:
             after = window.tokens(conversation.messages)
             if done is not None and (done.elided or done.summarized):
                 await self.save(conversation)
-        return p.CompactResult(
-            before,
-            after,
-            window.window,
-            done.elided if done else 0,
-            done.summarized if done else 0,
-        )
+        elided, summarized = (done.elided, done.summarized) if done else (0, 0)
+        summary = compaction_summary(before, after, window.window, elided, summarized)
+        return p.CompactResult(before, after, window.window, elided, summarized, summary)
 
 
 def context_window(
