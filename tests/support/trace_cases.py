@@ -185,7 +185,7 @@ def worded(case: dict[str, Any]) -> dict[str, Any]:
             waited_ms=case.get("waitedMs", 0.0),
             **common,
         )
-    return p.to_wire(tool_activity("s1", event, 1))  # type: ignore[no-any-return]
+    return p.to_wire(tool_activity("s1", event, 1))
 
 
 # Activity notifications as sent, whose trace lines must match the terminal client's exactly.
