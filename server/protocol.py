@@ -319,6 +319,7 @@ class ToolOutputResult:
     ok: bool
     output: str
     truncated: bool  # the tool itself cut the output (bash keeps head and tail)
+    title: str = ""  # as agent/toolActivity's title: the call's one line, ready to show
 
 
 @attrs.define

@@ -189,7 +189,10 @@ class Sessions:
             raise InvalidParamsError("callId", f"no tool call {call_id!r} in this session")
         name, arguments = _call_parts(call)
         output = conversation.archive.outputs.get(call_id, str(result.get("content") or ""))
-        return p.ToolOutputResult(call_id, name, arguments, not is_error(output), output, False)
+        title = call_title(name, arguments)
+        return p.ToolOutputResult(
+            call_id, name, arguments, not is_error(output), output, False, title
+        )
 
     async def settle_unfinished(
         self, conversation: Conversation, request: dict[str, Any], *, created: bool

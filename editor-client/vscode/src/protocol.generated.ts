@@ -348,6 +348,10 @@ export interface ToolOutputResult {
    * the tool itself cut the output (bash keeps head and tail)
    */
   truncated: boolean;
+  /**
+   * as agent/toolActivity's title: the call's one line, ready to show
+   */
+  title?: string;
 }
 export interface CheckpointsResult {
   checkpoints: CheckpointSummary[];
