@@ -112,7 +112,7 @@ def tool_activity(
         activity.status = "waiting"
     elif isinstance(event, ToolCallFinished):
         activity.status = "completed" if event.ok else "failed"
-        activity.output = event.output  # already a preview (agent_loop.preview)
+        activity.output = event.output  # already a preview (agent/loop.py preview)
         activity.output_head = output_head(event.output)
         activity.duration_ms = round(event.duration_ms, 1)
         activity.waited_ms = round(event.waited_ms, 1) if event.waited_ms else None
