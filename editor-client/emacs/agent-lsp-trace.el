@@ -5,7 +5,7 @@
 ;; The one-line texts of the agent-lsp client, in the same layout as the terminal and
 ;; Neovim clients: the model's text escaped, the trace line of a tool call or a
 ;; compaction.  The words are the server's (a call's title, durationText and outputHead,
-;; a compaction's summary: server/agent/activity.py); this file adds the layout only.
+;; a compaction's summary: server.agent.activity); this file adds the layout only.
 ;; Pure functions: no buffer, no server.
 
 ;;; Code:

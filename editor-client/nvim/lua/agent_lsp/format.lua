@@ -1,6 +1,6 @@
 -- Trace lines for agent/toolActivity, in the layout of the terminal client
 -- (server/terminal/output.py format_activity); the words are the server's (the
--- notification's title, durationText and outputHead: server/agent/activity.py):
+-- notification's title, durationText and outputHead: server.agent.activity):
 --   12:00:01 → read_file src/app.py
 --   12:00:01 ✓ read_file src/app.py (3 ms)
 --   12:00:02 ✗ bash make test (512 ms): Error: exit status 2
@@ -138,7 +138,7 @@ end
 
 --- One line, escaped: line breaks as " ⏎ " (so `git fetch #` then `curl ... | sh` on the
 --- next line does not read as one comment), other whitespace runs as one space, cut to
---- `max` characters with an ellipsis (as server/agent/activity.py's titles).
+--- `max` characters with an ellipsis (as server.agent.activity's titles).
 function M.one_line(text, max)
   max = max or ONE_LINE_CHARS
   local parts = {}
