@@ -459,13 +459,6 @@ STEPS: dict[str, Steps] = {
                    :trace (test-lines "*agent-lsp-trace*"))
         """
     ),
-    "stop_notes_match_the_terminal_client": Steps(
-        """
-        (test-emit :notes (vconcat (mapcar (lambda (reason)
-                                             (or (agent-lsp-stop-note reason) :null))
-                                           (plist-get test-config :data))))
-        """
-    ),
     "an_empty_or_cut_answer_is_said_so": Steps(
         """
         (find-file "notes.txt")

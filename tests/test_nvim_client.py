@@ -423,16 +423,6 @@ STEPS: dict[str, Steps] = {
         })
         """
     ),
-    "stop_notes_match_the_terminal_client": Steps(
-        """
-        local format = require('agent_lsp.format')
-        local notes = {}
-        for i, reason in ipairs(config.data) do
-          notes[i] = format.stop_note(reason) or vim.NIL
-        end
-        T.emit({ notes = notes })
-        """
-    ),
     "an_empty_or_cut_answer_is_said_so": Steps(
         """
         vim.cmd('AgentAsk say something')

@@ -277,6 +277,7 @@ async def test_a_new_session_pins_its_folder_and_lists_with_its_history(
         (call,) = history["entries"][1]["toolCalls"]
         assert (call["id"], call["name"], call["ok"]) == ("call_b", "read_file", True)
         assert call["output"] == "bravo"
+        assert call["title"] == "read_file b.txt"  # the server's words, as toolActivity's
 
         output = await client.protocol.send_request_async(
             "agent/toolOutput", {"sessionId": session, "callId": "call_b"}
@@ -288,6 +289,7 @@ async def test_a_new_session_pins_its_folder_and_lists_with_its_history(
             "ok": True,
             "output": "bravo",
             "truncated": False,
+            "title": "read_file b.txt",
         }
 
 

@@ -20,7 +20,7 @@ from server.model.context_limits import Window
 from server.model.endpoint import ModelSettings, create_client
 from server.terminal.client import format_activity
 from tests.support.model_server import ScriptedModel, tool_call
-from tests.support.trace_cases import FORMAT_CASES
+from tests.support.trace_cases import CALL_CASES, FORMAT_CASES, worded
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 from tooling.registry import ToolRegistry
@@ -109,7 +109,7 @@ def test_the_built_in_tools_name_what_the_editors_show() -> None:
 def test_an_mcp_tool_is_shown_by_its_display_name() -> None:
     """The terminal's trace line names an MCP tool as the server's displayName does (the
     editors' lines are compared with these in the shared trace scenario)."""
-    by_display = [case for case in FORMAT_CASES if "displayName" in case]
+    by_display = [worded(case) for case in CALL_CASES if "displayName" in case]
     lines = [format_activity(case)[9:] for case in by_display]
     assert lines == [
         "✓ get_current_time — time (MCP server) UTC (4 ms)",

@@ -40,9 +40,8 @@
                                                  #'agent-lsp-trace-mode)
        (let ((inhibit-read-only t))
          (erase-buffer)
-         (insert (format "%s %s: %s%s\n\n"
-                         (agent-lsp-escape-control (format "%s" (plist-get result :name)))
-                         (agent-lsp-summarize-arguments (plist-get result :arguments))
+         (insert (format "%s: %s%s\n\n"
+                         (agent-lsp-call-title result)
                          (if (eq (plist-get result :ok) t) "ok" "failed")
                          (if (eq (plist-get result :truncated) t)
                              " (cut by the server)" ""))

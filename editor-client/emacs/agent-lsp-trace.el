@@ -2,10 +2,11 @@
 
 ;;; Commentary:
 
-;; The one-line texts of the agent-lsp client, in the same format as the terminal and
-;; Neovim clients: the model's text escaped, a tool call's arguments summarized, the
-;; trace line of a tool call or a compaction, and the note for an ask that ended
-;; other than with an answer.  Pure functions: no buffer, no server.
+;; The one-line texts of the agent-lsp client, in the same layout as the terminal and
+;; Neovim clients: the model's text escaped, the trace line of a tool call or a
+;; compaction.  The words are the server's (a call's title, durationText and outputHead,
+;; a compaction's summary: server.agent.activity); this file adds the layout only.
+;; Pure functions: no buffer, no server.
 
 ;;; Code:
 
@@ -13,7 +14,7 @@
 (require 'subr-x)
 (require 'seq)
 
-(defconst agent-lsp--summary-chars 80 "As SUMMARY_CHARS in server/activity.py.")
+(defconst agent-lsp--summary-chars 80 "How long a one-line text may be.")
 
 ;; tooling/display.py _INVISIBLE_RANGES: every format character (Cf), U+2028/2029,
 ;; lone surrogates, the Hangul fillers, the tag characters.
@@ -113,58 +114,31 @@ next line does not read as one comment), other whitespace runs as one space."
         (let ((json-object-type 'hash-table)) (json-read-from-string text)))
     (error nil)))
 
-(defun agent-lsp-summarize-arguments (arguments &optional key)
-  "Summarize ARGUMENTS (JSON text) by KEY, `path', `command' or `pattern'.
-KEY is the tool's own summary argument (the notification's `summaryKey').
-Without one of those, ARGUMENTS itself on one line."
-  (if (or (not (stringp arguments)) (string-blank-p arguments))
-      "{}"
-    (let ((parsed (agent-lsp--parse-json arguments))
-          (keys (append (and (stringp key) (not (string-empty-p key)) (list key))
-                        '("path" "command" "pattern"))))
-      (or (and (hash-table-p parsed)
-               (cl-loop for key in keys
-                        for value = (gethash key parsed)
-                        when (and (stringp value) (not (string-empty-p value)))
-                        return (agent-lsp--one-line value)))
-          (agent-lsp--one-line arguments)))))
+(defun agent-lsp--shown (value)
+  "VALUE, a text the server worded, escaped again (idempotent), or \"\"."
+  (if (stringp value) (agent-lsp-escape-control value) ""))
 
-(defun agent-lsp-tool-name (params)
-  "How the tool of the call in PARAMS is shown: its displayName (an MCP tool's
-\"get_current_time — time (MCP server)\") or its name (the model's: maybe no such
-tool), escaped."
-  (let ((shown (plist-get params :displayName))
-        (name (plist-get params :name)))
-    (cond ((and (stringp shown) (not (string-empty-p shown))) (agent-lsp-escape-control shown))
-          ((stringp name) (agent-lsp-escape-control name))
-          (t "?"))))
+(defun agent-lsp-call-title (params)
+  "The one line of the call in PARAMS: its `title', as the server words it.
+PARAMS: an `agent/toolActivity' notification, a history entry or an
+`agent/toolOutput' result; the title names the tool (an MCP tool by its
+display name), then what the call acts on."
+  (agent-lsp--shown (plist-get params :title)))
 
 (defun agent-lsp-format-activity (params)
   "One trace line for an `agent/toolActivity' notification PARAMS (a plist)."
-  (let* ((stamp (format-time-string "%H:%M:%S"))
-         (name (agent-lsp-tool-name params))
-         (summary (agent-lsp-summarize-arguments (plist-get params :arguments)
-                                                 (plist-get params :summaryKey)))
-         (status (plist-get params :status)))
+  (let ((stamp (format-time-string "%H:%M:%S"))
+        (title (agent-lsp-call-title params))
+        (status (plist-get params :status)))
     (cond
-     ((equal status "started") (format "%s → %s %s" stamp name summary))
-     ((equal status "waiting")
-      (format "%s ⏸ %s %s (waiting for permission)" stamp name summary))
+     ((equal status "started") (format "%s → %s" stamp title))
+     ((equal status "waiting") (format "%s ⏸ %s (waiting for permission)" stamp title))
      (t
-      ;; The server keeps the time the user took to answer out of durationMs: waitedMs.
-      (let* ((ms (plist-get params :durationMs))
-             (waited (plist-get params :waitedMs))
-             (line (format "%s %s %s %s (%.0f ms%s)" stamp
-                           (if (equal status "completed") "✓" "✗")
-                           name summary (if (numberp ms) ms 0)
-                           (if (and (numberp waited) (> waited 0))
-                               (format "; %.1f s waiting for permission" (/ waited 1000.0))
-                             "")))
-             (output (plist-get params :output))
-             (first (and (equal status "failed") (stringp output)
-                         (car (split-string (string-trim output) "[\r\n]")))))
-        (if (and first (not (string-empty-p first)))
-            (concat line ": " (truncate-string-to-width (agent-lsp-escape-control first) 200))
+      (let ((line (format "%s %s %s (%s)" stamp (if (equal status "completed") "✓" "✗")
+                          title (agent-lsp--shown (plist-get params :durationText))))
+            (head (agent-lsp--shown (plist-get params :outputHead))))
+        (if (and (equal status "failed") (not (string-empty-p head)))
+            (concat line ": " head)
           line))))))
 
 (defun agent-lsp--thousands (n)
@@ -173,10 +147,6 @@ tool), escaped."
     (while (string-match "\\([0-9]\\)\\([0-9][0-9][0-9]\\)\\(,\\|$\\)" digits)
       (setq digits (replace-match "\\1,\\2\\3" t nil digits)))
     digits))
-
-(defun agent-lsp--count (n word)
-  "N WORD, with an s unless N is 1."
-  (format "%d %s%s" n word (if (eql n 1) "" "s")))
 
 (defconst agent-lsp-diff-lines 20 "An edit's diff lines shown.")
 (defconst agent-lsp-write-lines 8 "A write's first lines shown.")
@@ -254,39 +224,12 @@ call (or ARGUMENTS that do not parse) has none (nil)."
 
 (defun agent-lsp-compaction-summary (params)
   "What a compaction did, from an `agent/compaction' notification or an
-`agent/compact' result PARAMS (a plist); as compaction_summary in
-server/terminal_client.py."
-  (let* ((elided (or (plist-get params :elidedOutputs) 0))
-         (summarized (or (plist-get params :summarizedMessages) 0))
-         (details (delq nil (list (and (> elided 0)
-                                       (concat (agent-lsp--count elided "output") " elided"))
-                                  (and (> summarized 0)
-                                       (concat (agent-lsp--count summarized "message")
-                                               " summarized"))
-                                  (and (equal (plist-get params :trigger) "overflow")
-                                       "the model said the conversation was too long"))))
-         (line (format "compacted: %s → %s tokens of %s"
-                       (agent-lsp--thousands (plist-get params :tokensBefore))
-                       (agent-lsp--thousands (plist-get params :tokensAfter))
-                       (agent-lsp--thousands (plist-get params :contextWindow)))))
-    (if details (format "%s (%s)" line (string-join details ", ")) line)))
+`agent/compact' result PARAMS (a plist): its `summary', as the server words it."
+  (agent-lsp--shown (plist-get params :summary)))
 
 (defun agent-lsp-format-compaction (params)
   "One trace line for an `agent/compaction' notification PARAMS (a plist)."
   (format "%s ⇣ %s" (format-time-string "%H:%M:%S") (agent-lsp-compaction-summary params)))
-
-(defconst agent-lsp--stop-notes
-  '(("max_turns" . "stopped at the turn limit (maxTurns)")
-    ("max_tokens" . "the answer was cut off at the model's output token limit")
-    ("empty" . "the model returned nothing (no text and no tool calls)"))
-  "What the user is told when an ask ended other than with an answer (its
-stopReason); the same words as the terminal client (STOP_NOTES).")
-
-(defun agent-lsp-stop-note (stop-reason)
-  "The note for a result's STOP-REASON, or nil for an ordinary answer."
-  (when (and (stringp stop-reason) (not (equal stop-reason "end_turn")))
-    (or (cdr (assoc stop-reason agent-lsp--stop-notes))
-        (format "stopped: %s" stop-reason))))
 
 (provide 'agent-lsp-trace)
 ;;; agent-lsp-trace.el ends here

@@ -32,8 +32,9 @@ from tooling.regular_files import read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
 from .. import protocol as p
+from ..agent.activity import call_title
 from ..positions import fs_path
-from .updates import call_title, raw_input
+from .updates import raw_input
 
 McpServers = dict[str, dict[str, Any]]
 MAX_ATTACHED_CHARS = 100_000  # one attachment's text, beyond which it is cut

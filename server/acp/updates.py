@@ -28,7 +28,7 @@ from tooling.display import escape_control
 from tooling.regular_files import read_regular
 from tooling.workspace import Workspace, WorkspaceError
 
-from ..agent.activity import missing_text, progress_text, summarize_arguments
+from ..agent.activity import call_title, missing_text, progress_text
 from ..agent.delta_coalescing import DeltaCoalescer
 from ..agent.events import (
     AgentEvent,
@@ -56,15 +56,6 @@ def raw_input(arguments: str) -> Any:
         return json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
         return arguments
-
-
-def call_title(
-    name: str, arguments: str, summary_key: str | None, display_name: str | None = None
-) -> str:
-    """The call's one line: the tool (its display name when it has one, already escaped:
-    an MCP tool's "get_current_time — time (MCP server)"), then what it acts on."""
-    shown = display_name if display_name else escape_control(name)
-    return f"{shown} {summarize_arguments(name, arguments, summary_key)}".strip()
 
 
 class PromptReporter:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from tooling.context import PathNotes, ToolContext
 
 from .. import protocol as p
+from ..agent.activity import call_title, duration_text, stop_note
 from ..agent.events import EventSink
 from ..agent.loop import LoopResult
 from ..agent.permissions import ApprovalPolicy, Asker, PermissionGate
@@ -82,12 +83,15 @@ def ask_result(
                 call.output,
                 round(call.duration_ms, 1),
                 round(call.waited_ms, 1),
+                call_title(call.name, call.arguments),
+                duration_text(round(call.duration_ms, 1), round(call.waited_ms, 1)),
             )
             for call in loop.tool_calls
         ],
         usage={**loop.usage.as_dict(), **context},
         model=model,
         checkpoint_id=checkpoint_id,
+        stop_note=stop_note(loop.stop_reason),
     )
 
 

@@ -19,6 +19,7 @@ from tooling.contract import is_error
 from tooling.runtime import ToolRuntime
 
 from .. import protocol as p
+from ..agent.activity import call_title, compaction_summary
 from ..agent.archive import transcript
 from ..agent.compaction import ContextWindow
 from ..agent.loop import complete_text, preview
@@ -147,6 +148,7 @@ class Sessions:
                 for call in tool_calls(message):
                     name, arguments = call_parts(call)
                     output = results.get(call.get("id"), "")
+                    shown = display_name(name) if display_name is not None else None
                     calls.append(
                         p.HistoryToolCall(
                             call.get("id", ""),
@@ -154,7 +156,8 @@ class Sessions:
                             arguments,
                             not is_error(output),
                             preview(output, HISTORY_PREVIEW),
-                            display_name(name) if display_name is not None else None,
+                            shown,
+                            call_title(name, arguments, display_name=shown),
                         )
                     )
                 entries.append(
@@ -187,7 +190,10 @@ class Sessions:
             raise InvalidParamsError("callId", f"no tool call {call_id!r} in this session")
         name, arguments = call_parts(call)
         output = conversation.archive.outputs.get(call_id, str(result.get("content") or ""))
-        return p.ToolOutputResult(call_id, name, arguments, not is_error(output), output, False)
+        title = call_title(name, arguments)
+        return p.ToolOutputResult(
+            call_id, name, arguments, not is_error(output), output, False, title
+        )
 
     async def settle_unfinished(
         self, conversation: Conversation, request: UserMessage, *, created: bool
@@ -238,13 +244,9 @@ class Sessions:
             after = window.tokens(conversation.messages)
             if done is not None and (done.elided or done.summarized):
                 await self.save(conversation)
-        return p.CompactResult(
-            before,
-            after,
-            window.window,
-            done.elided if done else 0,
-            done.summarized if done else 0,
-        )
+        elided, summarized = (done.elided, done.summarized) if done else (0, 0)
+        summary = compaction_summary(before, after, window.window, elided, summarized)
+        return p.CompactResult(before, after, window.window, elided, summarized, summary)
 
 
 def context_window(

@@ -6,8 +6,9 @@ One :class:`AskReporter` per ask turns the loop's typed events into
 work-done progress reports (text for humans only). Streamed text is coalesced
 (``server.agent.delta_coalescing``) and what is waiting is sent before any other
 notification, so the editor sees everything in the order it happened, and all of
-it before the ask's response. Progress messages, made to be shown, are escaped
-(``tooling.display``); the data (arguments, output, deltas) is sent as it is.
+it before the ask's response. The words to show (progress messages, a call's title,
+output head and duration, a compaction's summary: ``server.agent.activity``) are
+escaped (``tooling.display``); the data (arguments, output, deltas) is sent as it is.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from tooling.display import escape_control
 
 from .. import protocol as p
 from ..agent.activity import (
-    activity_params,
+    call_title,
+    compaction_summary,
     missing_text,
     progress_text,
-    summarize_arguments,
+    tool_activity,
 )
 from ..agent.delta_coalescing import DeltaCoalescer
 from ..agent.events import (
@@ -114,26 +116,26 @@ class AskReporter:
         if isinstance(event, TextDelta):
             if event.turn != self._writing:  # the turn's first text: no longer "waiting"
                 self._writing = event.turn
-                self._phase("writing", f"turn {event.turn}: the model is writing")
+                self._phase("writing", "the model is writing", turn=event.turn)
             self._deltas.add(event.turn, event.channel, event.text)
             return
         self._deltas.flush()
         if isinstance(event, ModelRequestStarted):
             self._turn = event.turn
-            self._phase("model", f"turn {event.turn}: waiting for the model")
+            self._phase("model", "waiting for the model", turn=event.turn)
         elif isinstance(event, ToolCallStarted):
             # The name is the model's too (it may call a tool that does not exist).
-            name = escape_control(event.name)
-            summary = summarize_arguments(event.name, event.arguments, event.summary_key)
-            self._phase("tools", f"turn {event.turn}: {name} {summary}")
-            self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
+            title = call_title(event.name, event.arguments, event.summary_key)
+            self._phase("tools", title, turn=event.turn)
+            self._activity(tool_activity(self.session_id, event))
         elif isinstance(event, ToolCallFinished):
-            self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity_params(self.session_id, event))
+            self._activity(tool_activity(self.session_id, event))
         elif isinstance(event, ToolCallProgress):
-            text = f"turn {event.turn}: {escape_control(event.name)} {progress_text(event)}"
+            text = f"{escape_control(event.name)} {progress_text(event)}"
             self._phase(
                 "tools",
                 text.rstrip(),
+                turn=event.turn,
                 call_id=event.call_id,
                 progress=event.progress,
                 total=event.total,
@@ -155,29 +157,17 @@ class AskReporter:
             # "waiting" while the user is asked; "started" again once allowed to run.
             waiting = isinstance(event, PermissionRequested)
             if waiting:
-                self._phase("permission", f"turn {self._turn}: waiting for you: {event.title}")
+                self._phase("permission", f"waiting for you: {event.title}", turn=self._turn)
             elif event.allowed:
-                self._phase("tools", f"turn {self._turn}: {escape_control(event.name)} allowed")
+                self._phase("tools", f"{escape_control(event.name)} allowed", turn=self._turn)
             if waiting or event.allowed:
-                activity = {
-                    "sessionId": self.session_id,
-                    "callId": event.call_id,
-                    "name": event.name,
-                    "arguments": event.arguments,
-                    "turn": self._turn,
-                    "status": "waiting" if waiting else "started",
-                }
-                if event.summary_key is not None:
-                    activity["summaryKey"] = event.summary_key
-                if event.display_name is not None:
-                    activity["displayName"] = event.display_name
-                self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, activity)
+                self._activity(tool_activity(self.session_id, event, self._turn))
         elif isinstance(event, FinalAnswer):
             self._phase("done", "answer ready")
         elif isinstance(event, CompactionStarted):
             self._turn = event.turn
             used = f"about {event.tokens:,} of {event.window:,} tokens"
-            self._phase("compacting", f"turn {event.turn}: compacting the conversation ({used})")
+            self._phase("compacting", f"compacting the conversation ({used})", turn=event.turn)
         elif isinstance(event, CompactionFinished):
             notice = p.CompactionNotice(
                 self.session_id,
@@ -189,13 +179,26 @@ class AskReporter:
                 event.elided,
                 event.summarized,
                 round(event.duration_ms, 1),
+                compaction_summary(
+                    event.tokens_before,
+                    event.tokens_after,
+                    event.window,
+                    event.elided,
+                    event.summarized,
+                    event.trigger,
+                ),
             )
             self._ls.protocol.notify(p.AGENT_COMPACTION, p.to_wire(notice))
 
-    def _phase(self, phase: str, message: str, **fields: Any) -> None:
+    def _phase(self, phase: str, text: str, *, turn: int | None = None, **fields: Any) -> None:
+        """Report ``text``; with ``turn``, the message says it first (``turn 2: ...``)."""
+        message = f"turn {turn}: {text}" if turn is not None else text
         self._progress.report(message)
-        progress = p.AskProgress(self.session_id, self._turn, phase, message, **fields)
+        progress = p.AskProgress(self.session_id, self._turn, phase, message, **fields, text=text)
         self._ls.protocol.notify(p.AGENT_ASK_PROGRESS, p.to_wire(progress))
+
+    def _activity(self, activity: p.ToolActivity) -> None:
+        self._ls.protocol.notify(p.AGENT_TOOL_ACTIVITY, p.to_wire(activity))
 
     def _send_delta(self, turn: int, channel: str, text: str) -> None:
         delta = p.AnswerDelta(self.session_id, turn, text, channel)

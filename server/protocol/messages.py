@@ -160,6 +160,9 @@ class ToolCallResult:
     output: str  # a preview; agent/toolOutput serves the whole output
     duration_ms: float  # without the time its permission request waited for the user
     waited_ms: float = 0.0  # that time (0: nobody was asked)
+    # Ready to show (server/agent/activity.py), as agent/toolActivity's title and durationText.
+    title: str = ""
+    duration_text: str = ""
 
 
 @attrs.define
@@ -172,6 +175,9 @@ class AskResult:
     usage: dict[str, int]
     model: str = ""  # the model that answered (clients show it under the answer)
     checkpoint_id: str | None = None  # agent/diff shows what it changed, agent/rewind undoes it
+    # What to tell the user when the ask ended other than with an answer (stop_reason not
+    # end_turn), ready to show: "stopped at the turn limit (maxTurns)"; None: an answer.
+    stop_note: str | None = None
 
 
 @attrs.define
@@ -203,6 +209,7 @@ class HistoryToolCall:
     # How clients name the call (the tool's display name, as agent/toolActivity's
     # displayName); None: the name itself, or a tool not known now.
     display_name: str | None = None
+    title: str = ""  # as agent/toolActivity's title: the call's one line, ready to show
 
 
 @attrs.define
@@ -227,6 +234,7 @@ class ToolOutputResult:
     ok: bool
     output: str
     truncated: bool  # the tool itself cut the output (bash keeps head and tail)
+    title: str = ""  # as agent/toolActivity's title: the call's one line, ready to show
 
 
 @attrs.define
@@ -324,12 +332,17 @@ class AskProgress:
     progress: float | None = None
     total: float | None = None
     servers: list[str] | None = None  # phase starting: the servers waited for / missing
+    # The message without its "turn N: ", ready to show beside the turn (a running call's
+    # progress line: "bash 3/10 indexing").
+    text: str = ""
 
 
 @attrs.define
 class ToolActivity:
-    """``agent/toolActivity``: a tool call's state, sent as it changes (built as a dict in
-    server/agent/activity.py and server/lsp/ask_reporting.py; the test holds them to this)."""
+    """``agent/toolActivity``: a tool call's state, sent as it changes (built by
+    server/agent/activity.py tool_activity). ``title``, ``output_head`` and
+    ``duration_text`` are the words to show, escaped and on one line: clients show them as
+    they are; the other fields are data (escape them to show them)."""
 
     session_id: str
     call_id: str
@@ -348,6 +361,12 @@ class ToolActivity:
     # How to name the call when the tool's name reads badly, escaped: an MCP tool's
     # "get_current_time — time (MCP server)" for mcp__time__get_current_time; absent: name.
     display_name: str | None = None
+    # The call's one line: the tool (display_name or name), then what it acts on (its
+    # summary_key argument, else path, command or pattern): "bash pytest -q ⏎ ls".
+    title: str = ""
+    output_head: str | None = None  # completed/failed: the output's first line, cut at 200
+    # completed/failed: "12 ms", or "12 ms; 8.0 s waiting for permission" after a request.
+    duration_text: str | None = None
 
 
 @attrs.define
@@ -407,6 +426,8 @@ class CompactResult:
     context_window: int
     elided_outputs: int  # tool outputs replaced by a note (agent/toolOutput still has them)
     summarized_messages: int  # messages replaced by the model's summary
+    # Ready to show: "compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)".
+    summary: str = ""
 
 
 @attrs.define
@@ -424,6 +445,7 @@ class CompactionNotice:
     elided_outputs: int
     summarized_messages: int
     duration_ms: float
+    summary: str = ""  # ready to show, as agent/compact's summary
 
 
 @attrs.define

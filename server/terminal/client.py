@@ -47,14 +47,12 @@ from .mcp_states import ask_notes, settled
 from .output import (
     ProgressLines,
     StreamedOutput,
-    compaction_summary,
     format_activity,
     format_compaction,
-    stop_note,
 )
 from .permissions import TerminalPermissions, capabilities
 
-__all__ = ["format_activity", "format_compaction", "run_ask", "run_compact", "stop_note"]
+__all__ = ["format_activity", "format_compaction", "run_ask", "run_compact"]
 
 # The server runs in isolated mode: ``-m`` would otherwise put the current folder
 # first on sys.path, and a repository that holds a ``server/`` (or ``tools/``)
@@ -228,8 +226,8 @@ async def ask_once(
             shown.line(f"agent-lsp: {exc.message}")
             return 1
         shown.finish(result["answer"], result.get("turns", 0))
-        note = stop_note(result.get("stopReason"))
-        if note:
+        note = result.get("stopNote")
+        if isinstance(note, str) and note:
             shown.line(f"agent-lsp: {note}")
         usage = result.get("usage") or {}
         if usage.get("contextWindow"):
@@ -277,7 +275,8 @@ async def compact_once(
         except JsonRpcException as exc:
             print(f"agent-lsp: {escape_control(exc.message)}", file=err, flush=True)
             return 1
-        print(f"session {session_id} {compaction_summary(result)}", file=out, flush=True)
+        summary = escape_control(str(result.get("summary") or ""))
+        print(f"session {session_id} {summary}", file=out, flush=True)
         return 0
 
 

@@ -1,34 +1,24 @@
 """What the terminal client prints: trace lines for tool activity and compactions, the note
 for an ask that ended without an answer, and the streamed answer itself.
 
-Everything from the server or the model is escaped first (``tooling.display``). The editors'
-clients word their trace lines exactly as these (tests/support/trace_cases.py).
+The words come from the server, ready to show (``server/agent/activity.py``: a call's
+``title``, ``durationText`` and ``outputHead``, a compaction's ``summary``, a result's
+``stopNote``); this module adds the layout (the time, a mark). Everything from the server or
+the model is escaped (``tooling.display``) before it is printed.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any, TextIO
 
 from tooling.display import escape_control
 
-from ..agent.activity import summarize_arguments
 from ..protocol import REASONING_CHANNEL
 
-# What the user is told when an ask ended other than with an answer (stopReason).
-STOP_NOTES = {
-    "max_turns": "stopped at the turn limit (maxTurns)",
-    "max_tokens": "the answer was cut off at the model's output token limit",
-    "empty": "the model returned nothing (no text and no tool calls)",
-}
 
-
-def stop_note(stop_reason: Any) -> str | None:
-    """The note for a result's ``stopReason``, or None for an ordinary answer."""
-    if stop_reason in (None, "end_turn"):
-        return None
-    return STOP_NOTES.get(stop_reason) or f"stopped: {stop_reason}"
+def _text(value: Any) -> str:
+    return escape_control(value) if isinstance(value, str) else ""
 
 
 def format_activity(params: dict[str, Any]) -> str:
@@ -36,31 +26,16 @@ def format_activity(params: dict[str, Any]) -> str:
     ``displayName``: ``✓ get_current_time — time (MCP server) UTC (4 ms)``); a call waiting
     for the user's permission: ``12:00:01 ⏸ bash npm ci (waiting for permission)``."""
     stamp = time.strftime("%H:%M:%S")
-    name = params.get("name", "?")
-    key = params.get("summaryKey")
-    summary = summarize_arguments(
-        name, params.get("arguments") or "", key if isinstance(key, str) else None
-    )
-    # The model's: a call may name a tool that does not exist. A tool's displayName (an MCP
-    # tool's "get_current_time — time (MCP server)") is shown instead of its name.
-    shown = params.get("displayName")
-    name = escape_control(shown if isinstance(shown, str) and shown else str(name))
+    title = _text(params.get("title"))
     status = params.get("status")
     if status == "started":
-        return f"{stamp} → {name} {summary}"
+        return f"{stamp} → {title}"
     if status == "waiting":
-        return f"{stamp} ⏸ {name} {summary} (waiting for permission)"
+        return f"{stamp} ⏸ {title} (waiting for permission)"
     mark = "✓" if status == "completed" else "✗"
-    took = f"{params.get('durationMs', 0):.0f} ms"
-    waited = params.get("waitedMs")
-    if isinstance(waited, int | float) and waited > 0:
-        took += f"; {waited / 1000:.1f} s waiting for permission"
-    line = f"{stamp} {mark} {name} {summary} ({took})"
-    if status == "failed":
-        # Cut at CR or LF only, as the editors do (splitlines also cuts at NEL, FF, ...).
-        first = re.split(r"[\r\n]", (params.get("output") or "").strip(), maxsplit=1)[0]
-        if first:
-            line += f": {escape_control(first)[:200]}"
+    line = f"{stamp} {mark} {title} ({_text(params.get('durationText'))})"
+    if status == "failed" and (head := _text(params.get("outputHead"))):
+        line += f": {head}"
     return line
 
 
@@ -86,28 +61,13 @@ class ProgressLines:
         if not last and now - self._last.get(call, -self.INTERVAL_S) < self.INTERVAL_S:
             return None
         self._last[call] = now
-        return f"{time.strftime('%H:%M:%S')} ⋯ {re.sub(r'^turn [0-9]+: ', '', message)}"
+        return f"{time.strftime('%H:%M:%S')} ⋯ {_text(params.get('text'))}"
 
 
 def format_compaction(params: dict[str, Any]) -> str:
     """One trace line for an ``agent/compaction`` notification, e.g.
     ``12:00:01 ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)``."""
-    stamp = time.strftime("%H:%M:%S")
-    return f"{stamp} ⇣ {compaction_summary(params)}"
-
-
-def compaction_summary(params: dict[str, Any]) -> str:
-    """What a compaction did, from its notification or an ``agent/compact`` result."""
-    before, after = params.get("tokensBefore", 0), params.get("tokensAfter", 0)
-    line = f"compacted: {before:,} → {after:,} tokens of {params.get('contextWindow', 0):,}"
-    details = []
-    if elided := params.get("elidedOutputs"):
-        details.append(f"{elided} output{'' if elided == 1 else 's'} elided")
-    if summarized := params.get("summarizedMessages"):
-        details.append(f"{summarized} message{'' if summarized == 1 else 's'} summarized")
-    if params.get("trigger") == "overflow":
-        details.append("the model said the conversation was too long")
-    return f"{line} ({', '.join(details)})" if details else line
+    return f"{time.strftime('%H:%M:%S')} ⇣ {_text(params.get('summary'))}"
 
 
 class StreamedOutput:

@@ -247,6 +247,7 @@ export interface AskResult {
    * agent/diff shows what it changed, agent/rewind undoes it
    */
   checkpointId?: string | null;
+  stopNote?: string | null;
 }
 export interface ToolCallResult {
   id: string;
@@ -265,6 +266,8 @@ export interface ToolCallResult {
    * that time (0: nobody was asked)
    */
   waitedMs?: number;
+  title?: string;
+  durationText?: string;
 }
 /**
  * Params of requests that act on one open folder (default: the first).
@@ -357,6 +360,10 @@ export interface HistoryToolCall {
    */
   output: string;
   displayName?: string | null;
+  /**
+   * as agent/toolActivity's title: the call's one line, ready to show
+   */
+  title?: string;
 }
 export interface ToolOutputParams {
   sessionId: string;
@@ -372,6 +379,10 @@ export interface ToolOutputResult {
    * the tool itself cut the output (bash keeps head and tail)
    */
   truncated: boolean;
+  /**
+   * as agent/toolActivity's title: the call's one line, ready to show
+   */
+  title?: string;
 }
 export interface CheckpointsResult {
   checkpoints: CheckpointSummary[];
@@ -534,6 +545,7 @@ export interface CompactResult {
    * messages replaced by the model's summary
    */
   summarizedMessages: number;
+  summary?: string;
 }
 /**
  * Params of requests about what an ask would be told, or may do: of a conversation (its
@@ -755,8 +767,10 @@ export interface CommandInfo {
   path?: string | null;
 }
 /**
- * ``agent/toolActivity``: a tool call's state, sent as it changes (built as a dict in
- * server/agent/activity.py and server/lsp/ask_reporting.py; the test holds them to this).
+ * ``agent/toolActivity``: a tool call's state, sent as it changes (built by
+ * server/agent/activity.py tool_activity). ``title``, ``output_head`` and
+ * ``duration_text`` are the words to show, escaped and on one line: clients show them as
+ * they are; the other fields are data (escape them to show them).
  */
 export interface ToolActivity {
   sessionId: string;
@@ -785,6 +799,12 @@ export interface ToolActivity {
   waitedMs?: number | null;
   summaryKey?: string | null;
   displayName?: string | null;
+  title?: string;
+  /**
+   * completed/failed: the output's first line, cut at 200
+   */
+  outputHead?: string | null;
+  durationText?: string | null;
 }
 /**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse
@@ -803,6 +823,7 @@ export interface AskProgress {
    * phase starting: the servers waited for / missing
    */
   servers?: string[] | null;
+  text?: string;
 }
 /**
  * ``agent/compaction``: an ask compacted its conversation before a model request.
@@ -819,6 +840,10 @@ export interface CompactionNotice {
   elidedOutputs: number;
   summarizedMessages: number;
   durationMs: number;
+  /**
+   * ready to show, as agent/compact's summary
+   */
+  summary?: string;
 }
 /**
  * ``agent/answerDelta``: the next piece of a turn's text, in order, as it streams.

@@ -158,6 +158,12 @@ export interface ToolActivity {
   summaryKey?: string;
   /** How to name the call when the tool's name reads badly ("get_current_time — time (MCP server)"). */
   displayName?: string;
+  /** The server's words, ready to show (server/agent/activity.py): the call's one line... */
+  title?: string;
+  /** ...its duration ("12 ms; 8.0 s waiting for permission")... */
+  durationText?: string | null;
+  /** ...and its output's first line. */
+  outputHead?: string | null;
 }
 
 /** `agent/compact`'s result: the conversation's estimated size before and after. */
@@ -167,6 +173,8 @@ export interface CompactResult {
   contextWindow: number;
   elidedOutputs?: number;
   summarizedMessages?: number;
+  /** What it did, as the server words it: "compacted: 30,512 → 9,880 tokens of 32,000 (...)". */
+  summary?: string;
 }
 
 /** `agent/compaction`: an ask compacted its conversation before a model request. */

@@ -1,15 +1,17 @@
 // Lines of the "Agent Tool Trace" output channel: one per finished call, and a start line only
 // for a call still running after about a second (so a long command shows it has begun).
-//   14:03:07.410 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms
+// The words are the server's (agent/toolActivity's title, durationText and outputHead:
+// server/agent/activity.py); this file adds the layout.
+//   14:03:07.410 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290 ms
 //   14:03:07.500 [3f2a9c1e] turn 2 … bash npm ci — waiting for your permission
-//   14:03:08.002 [3f2a9c1e] turn 3 ✗ read_file nope.py — failed 3ms: Error: no such file
+//   14:03:08.002 [3f2a9c1e] turn 3 ✗ read_file nope.py — failed 3 ms: Error: no such file
 //   14:03:09.120 [3f2a9c1e] turn 4 ▶ bash cd src ⏎ pytest -q
-//   14:03:31.777 [3f2a9c1e] turn 4 ✓ bash cd src ⏎ pytest -q — ok 23.66s
+//   14:03:31.777 [3f2a9c1e] turn 4 ✓ bash cd src ⏎ pytest -q — ok 23660 ms
 
 import { compactionSummary } from "./compaction";
 import { escapeControl } from "./display";
 import type { AskResult, CompactionNotice, ToolActivity } from "./protocol";
-import { firstLine, formatDuration, oneLine, summarizeArguments, truncate } from "./summary";
+import { formatDuration, oneLine, truncate } from "./summary";
 
 export function formatTime(date: Date): string {
   const pad = (n: number, width = 2) => String(n).padStart(width, "0");
@@ -31,19 +33,14 @@ export function formatActivityLine(activity: ToolActivity, now: Date): string {
   const head = `${formatTime(now)} [${shortSession(activity.sessionId)}]`;
   const turn = typeof activity.turn === "number" ? ` turn ${activity.turn}` : "";
   const mark = MARKS[activity.status] ?? "•";
-  const summary = summarizeArguments(activity.arguments ?? "", undefined, activity.summaryKey);
-  const name = escapeControl(activity.name); // the model's: it may call a tool that does not exist
-  const call = summary === "" ? name : `${name} ${summary}`;
+  const call = escapeControl(activity.title ?? ""); // the server's words, escaped again (idempotent)
   if (activity.status === "started") return `${head}${turn} ${mark} ${call}`;
   if (activity.status === "waiting") return `${head}${turn} ${mark} ${call} — waiting for your permission`;
   const status = activity.status === "completed" ? "ok" : activity.status;
-  const duration = formatDuration(activity.durationMs);
-  const waited = activity.waitedMs ? ` (waited ${formatDuration(activity.waitedMs)} for permission)` : "";
-  let line = `${head}${turn} ${mark} ${call} — ${status}${duration ? " " + duration : ""}${waited}`;
-  if (activity.status === "failed") {
-    const first = firstLine(activity.output);
-    if (first !== "") line += `: ${first}`;
-  }
+  const duration = escapeControl(activity.durationText ?? "");
+  let line = `${head}${turn} ${mark} ${call} — ${status}${duration ? " " + duration : ""}`;
+  const outputHead = escapeControl(activity.outputHead ?? "");
+  if (activity.status === "failed" && outputHead !== "") line += `: ${outputHead}`;
   return line;
 }
 

@@ -129,16 +129,19 @@ describe("a streamed answer", () => {
 });
 
 describe("compaction in the conversation", () => {
-  const compaction = { tokensBefore: 30512, tokensAfter: 9880, contextWindow: 32000, elidedOutputs: 12, summarizedMessages: 0 };
+  const compaction = {
+    tokensBefore: 30512,
+    tokensAfter: 9880,
+    contextWindow: 32000,
+    elidedOutputs: 12,
+    summarizedMessages: 0,
+    summary: "compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)",
+  };
 
-  it("says what a compaction did in the clients' wording", () => {
+  it("shows a compaction in the server's words", () => {
     assert.equal(compactionSummary(compaction), "compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)");
-    assert.equal(
-      compactionSummary({ ...compaction, elidedOutputs: 1, summarizedMessages: 4, trigger: "overflow" } as never),
-      "compacted: 30,512 → 9,880 tokens of 32,000 (1 output elided, 4 messages summarized, the model said the conversation was too long)",
-    );
-    assert.equal(compactionSummary({ tokensBefore: 10, tokensAfter: 10, contextWindow: 100 }), "compacted: 10 → 10 tokens of 100");
-    const line = formatCompactionLine({ sessionId: "5f0c1a2b99", ...compaction }, new Date(2026, 0, 1, 14, 3, 9));
+    assert.equal(compactionSummary({ summary: "a\nb" }), "a⏎b"); // escaped again: one line
+    const line = formatCompactionLine({ sessionId: "5f0c1a2b99", ...compaction } as never, new Date(2026, 0, 1, 14, 3, 9));
     assert.match(line, /^14:03:09(\.\d+)? \[5f0c1a2b\] ⇣ compacted: 30,512 → 9,880 tokens of 32,000 \(12 outputs elided\)$/);
   });
 

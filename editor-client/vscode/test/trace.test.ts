@@ -22,6 +22,7 @@ function activity(overrides: Partial<ToolActivity>): ToolActivity {
     arguments: '{"command": "ls -la src"}',
     status: "started",
     turn: 2,
+    title: "bash ls -la src",
     ...overrides,
   };
 }
@@ -37,6 +38,8 @@ describe("trace lines", () => {
     assert.equal(shortSession(undefined), "--------");
   });
 
+  // The words are the server's (title, durationText, outputHead: tests/test_wording.py);
+  // the trace adds the time, the session, the turn, the mark and the status.
   it("writes a line for a call waiting for the user's permission", () => {
     assert.equal(
       formatActivityLine(activity({ status: "waiting" }), at),
@@ -44,43 +47,30 @@ describe("trace lines", () => {
     );
   });
 
-  it("writes a start line: time, session, turn, tool, argument summary", () => {
+  it("writes a start line: time, session, turn, the server's title of the call", () => {
     assert.equal(formatActivityLine(activity({}), at), "14:03:07.120 [3f2a9c1e] turn 2 ▶ bash ls -la src");
   });
 
-  it("writes an end line with status and duration", () => {
-    const line = formatActivityLine(activity({ status: "completed", durationMs: 290, output: "a\nb" }), at);
-    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms");
+  it("writes an end line with status and the server's duration", () => {
+    const line = formatActivityLine(activity({ status: "completed", durationMs: 290, durationText: "290 ms", output: "a\nb", outputHead: "a" }), at);
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290 ms");
   });
 
-  it("says how long a call waited for permission, apart from its duration", () => {
-    const line = formatActivityLine(activity({ status: "completed", durationMs: 290, waitedMs: 12_500 }), at);
-    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 290ms (waited 12.5s for permission)");
-  });
-
-  it("adds the first output line for failures only", () => {
+  it("adds the server's output head for failures only", () => {
     const line = formatActivityLine(
-      activity({
-        name: "read_file",
-        arguments: '{"path": "nope.py"}',
-        status: "failed",
-        durationMs: 3,
-        output: "\nError: no such file: nope.py\nTraceback...",
-      }),
+      activity({ title: "read_file nope.py", status: "failed", durationText: "3 ms", outputHead: "Error: no such file: nope.py" }),
       at,
     );
-    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✗ read_file nope.py — failed 3ms: Error: no such file: nope.py");
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ✗ read_file nope.py — failed 3 ms: Error: no such file: nope.py");
   });
 
-  it("stays one line whatever the arguments hold", () => {
-    const line = formatActivityLine(activity({ arguments: '{"command": "a\\nb\\r\\nc"}' }), at);
-    assert.ok(!line.includes("\n"));
-    // A carriage return is part of what runs (bash reads "b\r"): shown, never obeyed.
-    assert.ok(line.endsWith("bash a ⏎ b\\r ⏎ c"), line);
+  it("escapes what it shows again: a title never breaks the line", () => {
+    const line = formatActivityLine(activity({ title: "bash a\nb\x1b[8m" }), at);
+    assert.equal(line, "14:03:07.120 [3f2a9c1e] turn 2 ▶ bash a⏎b\\e[8m");
   });
 
   it("omits the turn when the server sends none", () => {
-    const { turn: _turn, ...withoutTurn } = activity({ arguments: "{}" });
+    const { turn: _turn, ...withoutTurn } = activity({ title: "bash" });
     const line = formatActivityLine(withoutTurn, at);
     assert.equal(line, "14:03:07.120 [3f2a9c1e] ▶ bash");
   });
@@ -139,20 +129,21 @@ describe("TraceWriter", () => {
   it("writes one line for a quick call: the end line only", () => {
     const { w, lines, timers } = writer();
     w.activity(activity({ status: "started" }));
-    w.activity(activity({ status: "completed", durationMs: 20 }));
-    assert.deepEqual(lines, ["14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 20ms"]);
+    w.activity(activity({ status: "completed", durationMs: 20, durationText: "20 ms" }));
+    assert.deepEqual(lines, ["14:03:07.120 [3f2a9c1e] turn 2 ✓ bash ls -la src — ok 20 ms"]);
     assert.equal(timers[0]?.cleared, true);
   });
 
   it("writes a start line for a call still running after a second", () => {
     const { w, lines, timers } = writer();
-    w.activity(activity({ status: "started", arguments: '{"command": "cd src\\npytest -q"}' }));
+    const title = "bash cd src ⏎ pytest -q";
+    w.activity(activity({ status: "started", title }));
     assert.equal(timers[0]?.ms, 1000);
     timers[0]?.fn();
-    w.activity(activity({ status: "failed", arguments: '{"command": "cd src\\npytest -q"}', durationMs: 5000, output: "Error: 1 failed" }));
+    w.activity(activity({ status: "failed", title, durationText: "5000 ms", outputHead: "Error: 1 failed" }));
     assert.deepEqual(lines, [
       "14:03:07.120 [3f2a9c1e] turn 2 ▶ bash cd src ⏎ pytest -q",
-      "14:03:07.120 [3f2a9c1e] turn 2 ✗ bash cd src ⏎ pytest -q — failed 5.00s: Error: 1 failed",
+      "14:03:07.120 [3f2a9c1e] turn 2 ✗ bash cd src ⏎ pytest -q — failed 5000 ms: Error: 1 failed",
     ]);
   });
 });
@@ -160,7 +151,8 @@ describe("TraceWriter", () => {
 describe("the trace line of a compaction", () => {
   it("says what was compacted, in the trace's layout", () => {
     const line = formatCompactionLine(
-      { sessionId: "3f2a9c1e-77aa", tokensBefore: 30512, tokensAfter: 9880, contextWindow: 32000, elidedOutputs: 12, summarizedMessages: 0, turn: 4, trigger: "threshold" },
+      { sessionId: "3f2a9c1e-77aa", tokensBefore: 30512, tokensAfter: 9880, contextWindow: 32000, elidedOutputs: 12, summarizedMessages: 0, turn: 4, trigger: "threshold", durationMs: 1,
+        summary: "compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)" },
       at,
     );
     assert.equal(line, "14:03:07.120 [3f2a9c1e] ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)");
@@ -168,7 +160,8 @@ describe("the trace line of a compaction", () => {
 
   it("says when older turns were summarized because the model said the conversation was too long", () => {
     const line = formatCompactionLine(
-      { sessionId: "3f2a9c1e-77aa", tokensBefore: 40100, tokensAfter: 6100, contextWindow: 32000, elidedOutputs: 1, summarizedMessages: 18, trigger: "overflow" },
+      { sessionId: "3f2a9c1e-77aa", tokensBefore: 40100, tokensAfter: 6100, contextWindow: 32000, elidedOutputs: 1, summarizedMessages: 18, turn: 4, trigger: "overflow", durationMs: 1,
+        summary: "compacted: 40,100 → 6,100 tokens of 32,000 (1 output elided, 18 messages summarized, the model said the conversation was too long)" },
       at,
     );
     assert.equal(

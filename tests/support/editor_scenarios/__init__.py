@@ -21,7 +21,7 @@ from .asks import (
 )
 from .base import Records, Run, Scenario, Steps, paired, play, workspace_fixture
 from .checkpoints_and_sandbox import Checkpoints, SandboxFallback, SandboxInForce
-from .formatting import EditDiffs, EscapeControl, SandboxViews, StopNotes, TraceLines
+from .formatting import EditDiffs, EscapeControl, SandboxViews, TraceLines
 from .mcp import (
     McpServerMissingFromAnAsk,
     McpServersListingAndApproval,
@@ -41,7 +41,6 @@ SCENARIOS: list[Scenario] = [
     EscapeControl(),
     TraceLines(),
     Compaction(),
-    StopNotes(),
     EmptyOrCutAnswer(),
     AskAndFollowUp(),
     UnsavedBuffers(),

@@ -1,7 +1,8 @@
 """Scenarios of the client's formatting: the same lines as the terminal client and the server.
 
-Each hands the editor's formatting functions the shared cases (``data``) and compares what
-they return with what the terminal client or the server's own code makes of them.
+Each hands the editor's formatting functions the shared cases (``data``: notifications with
+the server's words, tests/support/trace_cases.py) and compares what they return with what the
+terminal client or the server's own code makes of them.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from tests.support.trace_cases import (
     ESCAPE_SAMPLE,
     FORMAT_CASES,
     STAMP,
-    STOP_REASONS,
     expected_escapes,
     expected_lines,
-    expected_stop_notes,
 )
 
 from .base import Records, Run, Scenario
@@ -45,7 +44,8 @@ class EscapeControl(Scenario):
 
 
 class TraceLines(Scenario):
-    """records: lines, one trace line for each activity notification of FORMAT_CASES."""
+    """records: lines, one trace line for each activity notification of FORMAT_CASES: the
+    server's title, durationText and outputHead in the terminal client's layout."""
 
     name = "trace_lines_match_the_terminal_client"
     data = FORMAT_CASES
@@ -53,16 +53,6 @@ class TraceLines(Scenario):
     def check(self, run: Run, records: Records) -> None:
         assert [line[9:] for line in records["lines"]] == expected_lines()
         assert all(re.fullmatch(STAMP + " ", line[:9]) for line in records["lines"])
-
-
-class StopNotes(Scenario):
-    """records: notes, the note for each stop reason (null for none)."""
-
-    name = "stop_notes_match_the_terminal_client"
-    data = STOP_REASONS
-
-    def check(self, run: Run, records: Records) -> None:
-        assert records["notes"] == expected_stop_notes()
 
 
 class SandboxViews(Scenario):

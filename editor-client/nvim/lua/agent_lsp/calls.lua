@@ -30,14 +30,13 @@ local MARKS = { started = '→', waiting = '⏸', completed = '✓', failed = '�
 local shown = {}
 
 --- The lines of a call: `call` holds an agent/toolActivity's fields (`status`, `output`,
---- `durationMs`, `waitedMs`, `summaryKey`) or a history entry's (`ok`, `output`).
+--- `title`, `durationText`) or a history entry's (`ok`, `output`, `title`).
 function M.lines(call)
   local status = call.status or (call.ok == false and 'failed' or 'completed')
-  local name = format.tool_name(call)
-  local head = string.format('- %s %s %s', MARKS[status] or '?', name, format.summarize(call.arguments, call.summaryKey))
+  local head = string.format('- %s %s', MARKS[status] or '?', format.call_title(call))
   if status == 'waiting' then
     head = head .. ' (waiting for permission)'
-  elseif tonumber(call.durationMs) then
+  elseif type(call.durationText) == 'string' then
     head = head .. ' (' .. format.took(call) .. ')'
   end
   local lines = { head }
@@ -132,7 +131,7 @@ function M.open(entry)
       if err then
         return client.report(methods.tool_output, err)
       end
-      local lines = { M.lines({ name = result.name, arguments = result.arguments, ok = result.ok })[1], '' }
+      local lines = { M.lines({ name = result.name, arguments = result.arguments, ok = result.ok, title = result.title })[1], '' }
       local output = type(result.output) == 'string' and result.output or ''
       vim.list_extend(lines, buffers.text_lines(format.escape_control(output, true)))
       if result.truncated == true then

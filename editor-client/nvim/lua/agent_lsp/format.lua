@@ -1,17 +1,17 @@
--- Trace lines for agent/toolActivity, the same format as the terminal client
--- (server/terminal_client.py format_activity):
+-- Trace lines for agent/toolActivity, in the layout of the terminal client
+-- (server/terminal/output.py format_activity); the words are the server's (the
+-- notification's title, durationText and outputHead: server.agent.activity):
 --   12:00:01 → read_file src/app.py
 --   12:00:01 ✓ read_file src/app.py (3 ms)
 --   12:00:02 ✗ bash make test (512 ms): Error: exit status 2
 --   12:00:03 ⏸ bash npm ci (waiting for permission)
--- and for agent/compaction (format_compaction):
+-- and for agent/compaction (its summary):
 --   12:00:03 ⇣ compacted: 30,512 → 9,880 tokens of 32,000 (12 outputs elided)
 local protocol = require('agent_lsp.protocol_generated')
 
 local M = {}
 
-local SUMMARY_CHARS = 80 -- server/activity.py SUMMARY_CHARS
-local FIRST_LINE_CHARS = 200
+local ONE_LINE_CHARS = 80
 local NEWLINE_MARK = '⏎'
 
 local function trim(text)
@@ -140,9 +140,9 @@ end
 
 --- One line, escaped: line breaks as " ⏎ " (so `git fetch #` then `curl ... | sh` on the
 --- next line does not read as one comment), other whitespace runs as one space, cut to
---- `max` characters with an ellipsis (server/activity.py _one_line).
+--- `max` characters with an ellipsis (as server.agent.activity's titles).
 function M.one_line(text, max)
-  max = max or SUMMARY_CHARS
+  max = max or ONE_LINE_CHARS
   local parts = {}
   for _, part in ipairs(vim.split(text, '\n', { plain = true })) do
     part = trim(M.escape_control(part):gsub('%s+', ' '))
@@ -155,29 +155,6 @@ function M.one_line(text, max)
     return line
   end
   return vim.fn.strcharpart(line, 0, max - 1) .. '…'
-end
-
---- What a call acts on: the first non-empty string among `key` (the tool's own
---- summary argument, the notification's `summaryKey`), `path`, `command`, `pattern`;
---- otherwise the argument text itself on one line.
-function M.summarize(arguments, key)
-  if type(arguments) ~= 'string' or arguments:match('^%s*$') then
-    return '{}'
-  end
-  local ok, parsed = pcall(vim.json.decode, arguments)
-  if ok and type(parsed) == 'table' then
-    local keys = { 'path', 'command', 'pattern' }
-    if type(key) == 'string' and key ~= '' then
-      table.insert(keys, 1, key)
-    end
-    for _, candidate in ipairs(keys) do
-      local value = parsed[candidate]
-      if type(value) == 'string' and value ~= '' then
-        return M.one_line(value)
-      end
-    end
-  end
-  return M.one_line(arguments)
 end
 
 M.DIFF_LINES = 20 -- an edit's diff lines shown
@@ -265,63 +242,38 @@ function M.edit_lines(name, arguments)
   return {}
 end
 
--- Python's format(x, '.0f') rounds half to even; LuaJIT's string.format does not.
-local function round_half_even(x)
-  local floor = math.floor(x)
-  local rest = x - floor
-  if rest > 0.5 or (rest == 0.5 and floor % 2 == 1) then
-    return floor + 1
-  end
-  return floor
+--- A text field of the server's, ready to show (escaped again: idempotent), or ''.
+local function shown(value)
+  return type(value) == 'string' and M.escape_control(value) or ''
 end
 
-local function first_line(output)
-  if type(output) ~= 'string' then
-    return ''
-  end
-  local line = trim(output):match('^[^\r\n]*') or ''
-  return vim.fn.strcharpart(M.escape_control(line), 0, FIRST_LINE_CHARS)
+--- A call's one line (the notification's or the history's `title`: the tool, its display
+--- name for an MCP tool, then what it acts on), as the server words it.
+function M.call_title(params)
+  return shown(params.title)
 end
 
---- How long a finished call took: "12 ms", and "12 ms; 8.0 s waiting for permission" when
---- it asked (the server keeps the user's time out of durationMs: waitedMs).
+--- How long a finished call took, as the server words it ("12 ms; 8.0 s waiting for
+--- permission"): the notification's or the result's durationText.
 function M.took(params)
-  local took = string.format('%.0f ms', round_half_even(tonumber(params.durationMs) or 0))
-  local waited = tonumber(params.waitedMs)
-  if waited and waited > 0 then
-    took = took .. string.format('; %.1f s waiting for permission', waited / 1000)
-  end
-  return took
+  return shown(params.durationText)
 end
 
 --- One trace line for an agent/toolActivity notification.
---- How a call's tool is shown: its displayName (an MCP tool's "get_current_time — time
---- (MCP server)") or its name, escaped; the name is the model's too: it may call a tool
---- that does not exist.
-function M.tool_name(params)
-  if type(params.displayName) == 'string' and params.displayName ~= '' then
-    return M.escape_control(params.displayName)
-  end
-  return type(params.name) == 'string' and M.escape_control(params.name) or '?'
-end
-
 function M.activity_line(params, now)
   local stamp = os.date('%H:%M:%S', now)
-  local name = M.tool_name(params)
-  local summary = M.summarize(params.arguments, params.summaryKey)
+  local title = M.call_title(params)
   if params.status == 'started' then
-    return string.format('%s → %s %s', stamp, name, summary)
+    return string.format('%s → %s', stamp, title)
   end
   if params.status == 'waiting' then
-    return string.format('%s ⏸ %s %s (waiting for permission)', stamp, name, summary)
+    return string.format('%s ⏸ %s (waiting for permission)', stamp, title)
   end
   local mark = params.status == 'completed' and '✓' or '✗'
-  local line = string.format('%s %s %s %s (%s)', stamp, mark, name, summary, M.took(params))
-  if params.status == 'failed' then
-    local first = first_line(params.output)
-    if first ~= '' then
-      line = line .. ': ' .. first
-    end
+  local line = string.format('%s %s %s (%s)', stamp, mark, title, M.took(params))
+  local head = shown(params.outputHead)
+  if params.status == 'failed' and head ~= '' then
+    line = line .. ': ' .. head
   end
   return line
 end
@@ -369,56 +321,15 @@ function M.thousands(n)
   return sign .. rest
 end
 
-local function plural(n, word)
-  return string.format('%d %s%s', n, word, n == 1 and '' or 's')
-end
-
---- What a compaction did, from an agent/compaction notification or an agent/compact
---- result (server/terminal_client.py compaction_summary).
+--- What a compaction did, as the server words it (an agent/compaction notification's or
+--- an agent/compact result's summary).
 function M.compaction_summary(params)
-  local line = string.format(
-    'compacted: %s → %s tokens of %s',
-    M.thousands(params.tokensBefore),
-    M.thousands(params.tokensAfter),
-    M.thousands(params.contextWindow)
-  )
-  local details = {}
-  local elided = tonumber(params.elidedOutputs) or 0
-  local summarized = tonumber(params.summarizedMessages) or 0
-  if elided > 0 then
-    table.insert(details, plural(elided, 'output') .. ' elided')
-  end
-  if summarized > 0 then
-    table.insert(details, plural(summarized, 'message') .. ' summarized')
-  end
-  if params.trigger == 'overflow' then
-    table.insert(details, 'the model said the conversation was too long')
-  end
-  if #details > 0 then
-    line = line .. ' (' .. table.concat(details, ', ') .. ')'
-  end
-  return line
+  return shown(params.summary)
 end
 
 --- One trace line for an agent/compaction notification.
 function M.compaction_line(params, now)
-  return string.format('%s ⇣ %s', os.date('%H:%M:%S', now), M.compaction_summary(params))
-end
-
--- What the user is told when an ask ended other than with an answer (the result's
--- stopReason); the same words as the terminal client (server/terminal_client.py STOP_NOTES).
-local STOP_NOTES = {
-  max_turns = 'stopped at the turn limit (maxTurns)',
-  max_tokens = "the answer was cut off at the model's output token limit",
-  empty = 'the model returned nothing (no text and no tool calls)',
-}
-
---- The note for a result's stopReason, or nil for an ordinary answer (end_turn).
-function M.stop_note(stop_reason)
-  if stop_reason == nil or stop_reason == vim.NIL or stop_reason == 'end_turn' then
-    return nil
-  end
-  return STOP_NOTES[stop_reason] or ('stopped: ' .. tostring(stop_reason))
+  return string.format('%s ⇣ %s', os.date('%H:%M:%S', now), shown(params.summary))
 end
 
 local MARKS = { added = 'A', modified = 'M', deleted = 'D' }

@@ -384,9 +384,8 @@ function M.on_answer(req, err, result)
   end
   local calls = type(result.toolCalls) == 'table' and #result.toolCalls or 0
   local notes = { string.format('%d tool call%s', calls, calls == 1 and '' or 's') }
-  local stop = format.stop_note(result.stopReason)
-  if stop then
-    table.insert(notes, stop)
+  if type(result.stopNote) == 'string' then
+    table.insert(notes, format.escape_control(result.stopNote))
   end
   local usage = type(result.usage) == 'table' and result.usage or {}
   if usage.contextWindow then
