@@ -1617,7 +1617,7 @@ scenario("a changed setting reaches the running server", async ({ page, userData
     return (await last.innerText()).includes("E2E-TURNS") && (await last.getAttribute("class")) === "entry done";
   }, 30_000);
   const text = await frame.locator(".entry").last().innerText();
-  assert(/reached the turn limit/.test(text), `the server did not apply maxTurns=1:\n${text}`);
+  assert(/stopped at the turn limit \(maxTurns\)\. Raise agentLsp\.maxTurns/.test(text), `the server did not apply maxTurns=1:\n${text}`);
 }, { changesSettings: true });
 
 scenario("unconfigured model shows the server's error text and the way to set the key", async ({ page }) => {
