@@ -705,8 +705,9 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private async openToolOutput(callId: string, entry: Entry | undefined): Promise<void> {
     const sessionId = this.session.sessionId;
     const item = entry?.items.find((i) => i.kind === "tool" && i.id === callId);
-    // The tab is named after the call (its title, "bash npm test"), not its id; the query keeps it unique.
-    const name = item?.kind === "tool" ? truncate(item.title ?? item.name, 48) : "tool output";
+    // The tab is named after the call ("bash: npm test", the server's subject), not its id; the query keeps it unique.
+    const subject = item?.kind === "tool" && item.subject ? `: ${truncate(item.subject, 40)}` : "";
+    const name = item?.kind === "tool" ? `${item.name}${subject}` : "tool output";
     const query = new URLSearchParams({ session: sessionId ?? "", call: callId }).toString();
     const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${name.replace(/[/\\]/g, "∕")}`, query });
     const document = await vscode.workspace.openTextDocument(uri);

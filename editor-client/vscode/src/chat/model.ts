@@ -38,9 +38,9 @@ export interface ToolItem {
   turn?: number;
   // The server's words (server/agent/activity.py), escaped and on one line: shown as they are.
   // Rows saved before the server sent them have none: they show the tool's name only.
-  /** The call's one line, "bash pytest -q" (the row's tooltip, its output tab's name). */
+  /** The call's one line, "bash pytest -q" (the row's tooltip). */
   title?: string;
-  /** What it acts on, "pytest -q": the row shows it after the tool's name. */
+  /** What it acts on, "pytest -q": the row (and its output tab) shows it after the tool's name. */
   subject?: string;
   /** How long it took, "12 ms; 8.0 s waiting for permission". */
   durationText?: string;
