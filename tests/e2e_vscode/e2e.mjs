@@ -723,7 +723,7 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
     return l.some((x) => x.includes("answered")) ? l : undefined;
   });
   const calls = lines.filter((l) => /[▶✓✗] /.test(l));
-  const expected = [/✓ bash echo hello-from-bash — ok \d/, /✓ read_file src\/app.py — ok/, /✗ read_file missing.py — failed \S+: \S/];
+  const expected = [/✓ bash echo hello-from-bash — ok \d/, /✓ read_file src\/app.py — ok/, /✗ read_file missing.py — failed \d+ ms: Error: \S/];
   assert(calls.length === expected.length, `trace lines:\n${lines.join("\n")}`);
   expected.forEach((re, i) => assert(re.test(calls[i]), `trace line ${i} ${JSON.stringify(calls[i])} !~ ${re}`));
   assert(/^\d\d:\d\d:\d\d\.\d{3} \[[0-9a-zA-Z-]{1,8}\] turn 1 ✓ bash/.test(calls[0]), `line format: ${calls[0]}`);
