@@ -278,6 +278,7 @@ async def test_a_new_session_pins_its_folder_and_lists_with_its_history(
         assert (call["id"], call["name"], call["ok"]) == ("call_b", "read_file", True)
         assert call["output"] == "bravo"
         assert call["title"] == "read_file b.txt"  # the server's words, as toolActivity's
+        assert (call["subject"], call["outputHead"]) == ("b.txt", "bravo")
 
         output = await client.protocol.send_request_async(
             "agent/toolOutput", {"sessionId": session, "callId": "call_b"}
@@ -333,6 +334,10 @@ async def test_tool_errors_go_back_to_the_model(
     failed = [a for a in client.activity if a["status"] == "failed"]
     assert [a["callId"] for a in failed] == ["e1", "e2", "e3"]
     assert failed[1]["output"] == "Error: Unknown tool: no_such_tool"
+    # The result's rows carry the same words as the activity (a client that missed it).
+    unknown = result["toolCalls"][1]
+    assert (unknown["subject"], unknown["outputHead"]) == ("{}", failed[1]["outputHead"])
+    assert failed[0]["subject"] == "../outside.txt"
     contents = [m["content"] for m in model.bodies[1]["messages"] if m["role"] == "tool"]
     assert contents[0].startswith("Error:")
 

@@ -93,6 +93,7 @@ def test_the_activity_notification_is_built_from_its_class_with_the_words() -> N
         "status": "started",
         "summaryKey": "command",
         "title": "bash npm ci",
+        "subject": "npm ci",  # the title without the tool, for a layout that shows it apart
     }
     waiting = tool_activity("s", PermissionRequested(title="Run npm ci?", **common), 3)
     assert (waiting.status, waiting.turn, waiting.title) == ("waiting", 3, "bash npm ci")

@@ -1,10 +1,11 @@
 """What the user reads of the loop's events, worded once for every client.
 
-A tool call's one-line title, its output's head, its duration and wait, progress text and
-the note of a compaction are made here, escaped and on one line (``tooling.display``), and
-travel as fields of the notifications and results (``agent/toolActivity``'s ``title``,
-``outputHead``, ``durationText``; ``agent/askProgress``'s ``text``; ``agent/compaction``'s
-``summary``). Clients show them as they are and keep only layout (marks, colours, folding).
+A tool call's one-line title (and its subject: the title without the tool), its output's
+head, its duration and wait, progress text and the note of a compaction are made here,
+escaped and on one line (``tooling.display``), and travel as fields of the notifications
+and results (``agent/toolActivity``'s ``title``, ``subject``, ``outputHead``,
+``durationText``; ``agent/askProgress``'s ``text``; ``agent/compaction``'s ``summary``).
+Clients show them as they are and keep only layout (marks, colours, folding).
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ def tool_activity(
         summary_key=event.summary_key,
         display_name=event.display_name,
         title=call_title(event.name, event.arguments, event.summary_key, event.display_name),
+        subject=summarize_arguments(event.name, event.arguments, event.summary_key),
     )
     if isinstance(event, PermissionRequested):
         activity.status = "waiting"

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 from tooling.context import PathNotes, ToolContext
 
 from .. import protocol as p
-from ..agent.activity import call_title, duration_text, stop_note
+from ..agent.activity import (
+    call_title,
+    duration_text,
+    output_head,
+    stop_note,
+    summarize_arguments,
+)
 from ..agent.events import EventSink
 from ..agent.loop import LoopResult
 from ..agent.permissions import ApprovalPolicy, Asker, PermissionGate
@@ -85,6 +91,8 @@ def ask_result(
                 round(call.waited_ms, 1),
                 call_title(call.name, call.arguments),
                 duration_text(round(call.duration_ms, 1), round(call.waited_ms, 1)),
+                summarize_arguments(call.name, call.arguments),
+                output_head(call.output),
             )
             for call in loop.tool_calls
         ],

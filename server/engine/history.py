@@ -19,7 +19,12 @@ from tooling.contract import is_error
 from tooling.runtime import ToolRuntime
 
 from .. import protocol as p
-from ..agent.activity import call_title, compaction_summary
+from ..agent.activity import (
+    call_title,
+    compaction_summary,
+    output_head,
+    summarize_arguments,
+)
 from ..agent.archive import transcript
 from ..agent.compaction import ContextWindow
 from ..agent.loop import complete_text, preview
@@ -158,6 +163,8 @@ class Sessions:
                             preview(output, HISTORY_PREVIEW),
                             shown,
                             call_title(name, arguments, display_name=shown),
+                            summarize_arguments(name, arguments),
+                            output_head(output),
                         )
                     )
                 entries.append(

@@ -160,9 +160,12 @@ class ToolCallResult:
     output: str  # a preview; agent/toolOutput serves the whole output
     duration_ms: float  # without the time its permission request waited for the user
     waited_ms: float = 0.0  # that time (0: nobody was asked)
-    # Ready to show (server/agent/activity.py), as agent/toolActivity's title and durationText.
+    # Ready to show (server/agent/activity.py), as agent/toolActivity's title, durationText,
+    # subject and outputHead.
     title: str = ""
     duration_text: str = ""
+    subject: str = ""
+    output_head: str = ""
 
 
 @attrs.define
@@ -210,6 +213,8 @@ class HistoryToolCall:
     # displayName); None: the name itself, or a tool not known now.
     display_name: str | None = None
     title: str = ""  # as agent/toolActivity's title: the call's one line, ready to show
+    subject: str = ""  # as agent/toolActivity's subject
+    output_head: str = ""  # as agent/toolActivity's outputHead
 
 
 @attrs.define
@@ -367,6 +372,9 @@ class ToolActivity:
     output_head: str | None = None  # completed/failed: the output's first line, cut at 200
     # completed/failed: "12 ms", or "12 ms; 8.0 s waiting for permission" after a request.
     duration_text: str | None = None
+    # What the call acts on, the title without the tool: "pytest -q ⏎ ls" (for a layout
+    # that shows the tool's name apart).
+    subject: str = ""
 
 
 @attrs.define

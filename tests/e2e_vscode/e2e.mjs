@@ -723,7 +723,7 @@ scenario("ask: prompt reaches the model, answer rendered, trace in order", async
     return l.some((x) => x.includes("answered")) ? l : undefined;
   });
   const calls = lines.filter((l) => /[▶✓✗] /.test(l));
-  const expected = [/✓ bash echo hello-from-bash — ok \d/, /✓ read_file src\/app.py — ok/, /✗ read_file missing.py — failed \S+: \S/];
+  const expected = [/✓ bash echo hello-from-bash — ok \d/, /✓ read_file src\/app.py — ok/, /✗ read_file missing.py — failed \d+ ms: Error: \S/];
   assert(calls.length === expected.length, `trace lines:\n${lines.join("\n")}`);
   expected.forEach((re, i) => assert(re.test(calls[i]), `trace line ${i} ${JSON.stringify(calls[i])} !~ ${re}`));
   assert(/^\d\d:\d\d:\d\d\.\d{3} \[[0-9a-zA-Z-]{1,8}\] turn 1 ✓ bash/.test(calls[0]), `line format: ${calls[0]}`);
@@ -1617,7 +1617,7 @@ scenario("a changed setting reaches the running server", async ({ page, userData
     return (await last.innerText()).includes("E2E-TURNS") && (await last.getAttribute("class")) === "entry done";
   }, 30_000);
   const text = await frame.locator(".entry").last().innerText();
-  assert(/reached the turn limit/.test(text), `the server did not apply maxTurns=1:\n${text}`);
+  assert(/stopped at the turn limit \(maxTurns\)\. Raise agentLsp\.maxTurns/.test(text), `the server did not apply maxTurns=1:\n${text}`);
 }, { changesSettings: true });
 
 scenario("unconfigured model shows the server's error text and the way to set the key", async ({ page }) => {

@@ -268,6 +268,8 @@ export interface ToolCallResult {
   waitedMs?: number;
   title?: string;
   durationText?: string;
+  subject?: string;
+  outputHead?: string;
 }
 /**
  * Params of requests that act on one open folder (default: the first).
@@ -364,6 +366,14 @@ export interface HistoryToolCall {
    * as agent/toolActivity's title: the call's one line, ready to show
    */
   title?: string;
+  /**
+   * as agent/toolActivity's subject
+   */
+  subject?: string;
+  /**
+   * as agent/toolActivity's outputHead
+   */
+  outputHead?: string;
 }
 export interface ToolOutputParams {
   sessionId: string;
@@ -805,6 +815,7 @@ export interface ToolActivity {
    */
   outputHead?: string | null;
   durationText?: string | null;
+  subject?: string;
 }
 /**
  * ``agent/askProgress``: what an ask is doing, for clients to show (never parse

@@ -127,6 +127,11 @@ export interface ToolCallRecord {
   /** Without the time its permission request waited for the user (waitedMs). */
   durationMs?: number;
   waitedMs?: number;
+  /** The server's words, as agent/toolActivity's title, subject, durationText and outputHead. */
+  title?: string;
+  subject?: string;
+  durationText?: string;
+  outputHead?: string;
 }
 
 export interface AskResult {
@@ -140,6 +145,8 @@ export interface AskResult {
   usage?: Usage;
   /** The model that answered, when the server says. */
   model?: string;
+  /** What to tell the user when the ask ended other than with an answer, as the server words it. */
+  stopNote?: string | null;
 }
 
 export interface ToolActivity {
@@ -162,8 +169,10 @@ export interface ToolActivity {
   title?: string;
   /** ...its duration ("12 ms; 8.0 s waiting for permission")... */
   durationText?: string | null;
-  /** ...and its output's first line. */
+  /** ...its output's first line... */
   outputHead?: string | null;
+  /** ...and what the call acts on, its title without the tool ("pytest -q"). */
+  subject?: string;
 }
 
 /** `agent/compact`'s result: the conversation's estimated size before and after. */

@@ -82,12 +82,12 @@ describe("plain text", () => {
 });
 
 describe("tool rows", () => {
-  it("show name, argument summary, status and duration, collapsed", () => {
-    const html = renderToolItem(entry(), tool({ durationMs: 12 }), options);
+  it("show name, the server's subject, status and duration, collapsed", () => {
+    const html = renderToolItem(entry(), tool({ title: "bash ls", subject: "ls", durationText: "12 ms" }), options);
     assert.match(html, /^<div class="call ok disclosure" id="part:e1\/tool\/call_1" data-id="e1\/tool\/call_1">/);
-    assert.match(html, /<code class="tool">bash<\/code> <span class="args">ls<\/span> <span class="status">ok · 12ms<\/span>/);
+    assert.match(html, /<code class="tool">bash<\/code> <span class="args">ls<\/span> <span class="status">ok · 12 ms<\/span>/);
     assert.ok(!/class="[^"]*\bopen\b/.test(html), "collapsed");
-    assert.match(html, /<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false" title="ls">/);
+    assert.match(html, /<div class="disclosure-head" data-toggle role="button" tabindex="0" aria-expanded="false" title="bash ls">/);
     assert.ok(!html.includes("<details"), "no <details>: its cost in Chromium grows with their number");
   });
 
@@ -122,17 +122,24 @@ describe("tool rows", () => {
     assert.match(renderToolItem(reopened, bash, options), /<code class="tool">bash<\/code>/);
   });
 
-  it("a call that waited for permission says so beside its own time", () => {
-    const html = renderToolItem(entry(), tool({ durationMs: 12, waitedMs: 8_000 }), options);
-    assert.match(html, /<span class="status">ok · 12ms · waited 8.00s for permission<\/span>/);
+  it("a call that waited for permission says so beside its own time (the server's durationText)", () => {
+    const html = renderToolItem(entry(), tool({ durationText: "12 ms; 8.0 s waiting for permission" }), options);
+    assert.match(html, /<span class="status">ok · 12 ms; 8.0 s waiting for permission<\/span>/);
   });
 
-  it("a header says only what the call is about: the command, not its escalation or justification", () => {
-    const args = JSON.stringify({ command: `make test ${"x".repeat(200)}`, escalation: "network", justification: "fetch deps" });
-    const html = renderToolItem(entry(), tool({ arguments: args }), options);
+  it("a row saved before the server sent its words shows the tool's name, no made-up summary", () => {
+    const html = renderToolItem(entry(), tool({ state: "failed", output: "Error: boom" }), options);
     const head = html.slice(0, html.indexOf('<div class="disclosure-body">'));
-    const shown = /<span class="args">([^<]*)<\/span>/.exec(head)?.[1] ?? "";
-    assert.ok(shown.startsWith("make test xxx") && shown.endsWith("…") && Array.from(shown).length === 120, shown);
+    assert.match(head, /<code class="tool">bash<\/code> <span class="args"><\/span> <span class="status">failed<\/span>/);
+    assert.ok(!head.includes("call-error") && !head.includes("title="), head);
+  });
+
+  it("a header says what the server says the call is about: the command, not its escalation or justification", () => {
+    const args = JSON.stringify({ command: `make test ${"x".repeat(200)}`, escalation: "network", justification: "fetch deps" });
+    const subject = `make test ${"x".repeat(69)}…`; // as server/agent/activity.py cuts it
+    const html = renderToolItem(entry(), tool({ arguments: args, subject }), options);
+    const head = html.slice(0, html.indexOf('<div class="disclosure-body">'));
+    assert.equal(/<span class="args">([^<]*)<\/span>/.exec(head)?.[1], subject);
     assert.ok(!/<span class="args">[^<]*(escalation|fetch deps)/.test(head), head);
     // The body has them all.
     assert.match(html, /<span class="arg-key">justification<\/span><pre class="arg-value">fetch deps<\/pre>/);
@@ -146,7 +153,8 @@ describe("tool rows", () => {
   });
 
   it("show a failed call's error inline, without expanding", () => {
-    const html = renderToolItem(entry(), tool({ state: "failed", output: "\nError: no such file: nope.py\nmore" }), options);
+    const output = "\nError: no such file: nope.py\nmore";
+    const html = renderToolItem(entry(), tool({ state: "failed", output, outputHead: "Error: no such file: nope.py" }), options);
     const summary = html.slice(0, html.indexOf('<div class="disclosure-body">'));
     // Under the one-line header, outside it: seen without expanding.
     assert.match(summary, /<\/div><div class="call-error">Error: no such file: nope.py<\/div>$/);
@@ -201,10 +209,13 @@ describe("entries", () => {
     assert.match(html, /<div class="footer">scripted · 3.20s · 1,234 tokens<\/div>/);
   });
 
-  it("say why an answer stopped: turn limit, token limit, nothing returned", () => {
-    assert.match(renderTail(entry({ stopReason: "max_turns" })), /turn limit \(agentLsp.maxTurns\)/);
-    assert.match(renderTail(entry({ stopReason: "max_tokens" })), /answer was cut/);
-    assert.match(renderTail(entry({ stopReason: "empty" })), /model returned nothing/);
+  it("say why an answer stopped in the server's words, and where VS Code sets the turn limit", () => {
+    const turns = renderTail(entry({ stopReason: "max_turns", stopNote: "stopped at the turn limit (maxTurns)" }));
+    assert.match(turns, /<div class="stop-note">stopped at the turn limit \(maxTurns\)\. Raise agentLsp.maxTurns in Settings/);
+    const cut = "the answer was cut off at the model's output token limit";
+    assert.match(renderTail(entry({ stopReason: "max_tokens", stopNote: cut })), /the answer was cut off at the model&#39;s output token limit<\/div>/);
+    // Saved before the server sent its words: the bare reason.
+    assert.match(renderTail(entry({ stopReason: "empty" })), /<div class="stop-note">stopped: empty<\/div>/);
     assert.ok(!renderTail(entry({ stopReason: "end_turn" })).includes("stop-note"));
   });
 

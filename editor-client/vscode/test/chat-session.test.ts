@@ -16,7 +16,6 @@ import {
   missingEntries,
   newEntry,
   phaseText,
-  progressText,
 } from "../src/chat/model";
 import { renderNoteItem } from "../src/chat/render";
 import { ChatSession, type ChatSink, type Connection, deleteQuestion } from "../src/chat/session";
@@ -304,21 +303,21 @@ describe("the model's pieces", () => {
     assert.equal(phaseText(starting), "MCP servers still starting: db\\e[2J");
   });
 
-  it("a running call's progress shows on its row, from the numbers", () => {
+  it("a running call's progress shows on its row, in the server's words", () => {
     const entry = newEntry("p");
     applyActivity(entry, { sessionId: "s", callId: "c", name: "mcp__idx__reindex", arguments: "{}", status: "started" });
     const message = "turn 1: mcp__idx__reindex 3/10 src/";
-    const changes = applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, callId: "c", progress: 3, total: 10 });
+    const text = "mcp__idx__reindex 3/10 src/";
+    const changes = applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, text, callId: "c", progress: 3, total: 10 });
     const item = entry.items[0];
     assert.ok(item?.kind === "tool");
-    assert.equal(item.progress, "3/10");
+    assert.equal(item.progress, text);
     assert.deepEqual(changes.map((c) => c.part), ["item", "tail"]);
-    assert.equal(progressText(40, 100), "40%");
-    assert.equal(progressText(2.5, null), "2.5");
-    applyActivity(entry, { sessionId: "s", callId: "c", name: "mcp__idx__reindex", arguments: "{}", status: "completed", durationMs: 5, waitedMs: 700 });
-    assert.deepEqual([item.durationMs, item.waitedMs], [5, 700]);
-    applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, callId: "c", progress: 4, total: 10 });
-    assert.equal(item.progress, "3/10"); // a finished call takes no more
+    const done = { title: "mcp__idx__reindex", durationText: "5 ms; 0.7 s waiting for permission", outputHead: "ok" };
+    applyActivity(entry, { sessionId: "s", callId: "c", name: "mcp__idx__reindex", arguments: "{}", status: "completed", ...done });
+    assert.deepEqual([item.title, item.durationText, item.outputHead], [done.title, done.durationText, done.outputHead]);
+    applyProgress(entry, { sessionId: "s", turn: 1, phase: "tools", message, text: "mcp__idx__reindex 4/10", callId: "c", progress: 4, total: 10 });
+    assert.equal(item.progress, text); // a finished call takes no more
   });
 
   it("the MCP servers an ask goes without stay in its entry; the wait for them is status only", () => {
@@ -345,9 +344,13 @@ describe("the model's pieces", () => {
     applyActivity(entry, { sessionId: "s", callId: "a", name: "glob", arguments: "{}", status: "started" });
     applyResult(entry, result({ answer: "A", toolCalls: [
       { id: "a", name: "glob", arguments: "{}", ok: true, output: "1" },
-      { id: "b", name: "bash", arguments: "{}", ok: false, output: "Error: x" },
+      { id: "b", name: "bash", arguments: "{}", ok: false, output: "Error: x", title: "bash {}", subject: "{}", durationText: "3 ms", outputHead: "Error: x" },
     ] }), 50, "gpt");
     assert.deepEqual(entry.items.map((i) => `${i.kind}:${i.kind === "tool" ? i.state : i.kind === "text" ? i.text : ""}`), ["tool:ok", "tool:failed", "text:A"]);
+    // The row added from the result carries the server's words, as live activity does.
+    const added = entry.items[1];
+    assert.ok(added?.kind === "tool");
+    assert.deepEqual([added.title, added.subject, added.durationText, added.outputHead], ["bash {}", "{}", "3 ms", "Error: x"]);
     assert.deepEqual(entry.footer, { elapsedMs: 50, model: "gpt", turns: 1 });
   });
 
@@ -361,7 +364,11 @@ describe("the model's pieces", () => {
   it("rebuilds a reopened conversation from the server's history", () => {
     const entries = entriesFromHistory([
       { role: "user", content: "one" },
-      { role: "assistant", content: "Looking.", toolCalls: [{ id: "c1", name: "bash", arguments: '{"command":"ls"}', ok: false, output: "Error: exit 1" }] },
+      {
+        role: "assistant",
+        content: "Looking.",
+        toolCalls: [{ id: "c1", name: "bash", arguments: '{"command":"ls"}', ok: false, output: "Error: exit 1", title: "bash ls", subject: "ls", outputHead: "Error: exit 1" }],
+      },
       { role: "assistant", content: "Answer one." },
       { role: "user", content: "two" },
       { role: "assistant", content: "Answer two." },
@@ -369,6 +376,9 @@ describe("the model's pieces", () => {
     assert.deepEqual(entries.map((e) => e.prompt), ["one", "two"]);
     assert.deepEqual(entries[0]?.items.map((i) => (i.kind === "tool" ? `${i.name}:${i.state}` : i.kind === "text" ? i.text : "")), ["Looking.", "bash:failed", "Answer one."]);
     assert.equal(entries[1]?.state, "done");
+    const call = entries[0]?.items[1];
+    assert.ok(call?.kind === "tool");
+    assert.deepEqual([call.title, call.subject, call.outputHead], ["bash ls", "ls", "Error: exit 1"]);
   });
 
   it("reads only the last ask's messages for turn texts, and skips known text", () => {

@@ -111,10 +111,13 @@ describe("a streamed answer", () => {
     const s = setup();
     const { sent, ask, entry } = await started(s);
     s.session.onDelta(delta(1, "\n\n"));
-    ask.resolve(result({ answer: "", stopReason: "empty" }));
+    const stopNote = "the model returned nothing (no text and no tool calls)";
+    ask.resolve(result({ answer: "", stopReason: "empty", stopNote }));
     await sent;
     assert.deepEqual(shown(entry), []);
     assert.ok(s.sink.changes.some((c) => c.part === "removed"), "the view is told to remove it");
+    // The tail says why, in the server's words.
+    assert.match(renderTail(entry), /<div class="stop-note">the model returned nothing \(no text and no tool calls\)<\/div>/);
   });
 
   it("goes only to the entry of its session, and not after New Conversation", async () => {

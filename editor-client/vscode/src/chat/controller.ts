@@ -29,7 +29,7 @@ import { ActiveFileChip } from "./active-file";
 import { PermissionCards } from "./permission-cards";
 import { EditDiffs } from "./edit-diffs";
 import { ToolOutputs } from "./tool-outputs";
-import { headSummary } from "../summary";
+import { truncate } from "../summary";
 import { PathExistsCache } from "./path-cache";
 import { ProjectContext } from "./project";
 import { type BuiltinRoute, builtinRoute } from "../slash-commands";
@@ -705,8 +705,9 @@ export class ChatController implements vscode.Disposable, vscode.TextDocumentCon
   private async openToolOutput(callId: string, entry: Entry | undefined): Promise<void> {
     const sessionId = this.session.sessionId;
     const item = entry?.items.find((i) => i.kind === "tool" && i.id === callId);
-    // The tab is named after the call ("bash: npm test"), not its id; the query keeps it unique.
-    const name = item?.kind === "tool" ? `${item.name}: ${headSummary(item.arguments, 40, item.summaryKey)}` : "tool output";
+    // The tab is named after the call ("bash: npm test", the server's subject), not its id; the query keeps it unique.
+    const subject = item?.kind === "tool" && item.subject ? `: ${truncate(item.subject, 40)}` : "";
+    const name = item?.kind === "tool" ? `${item.name}${subject}` : "tool output";
     const query = new URLSearchParams({ session: sessionId ?? "", call: callId }).toString();
     const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${name.replace(/[/\\]/g, "∕")}`, query });
     const document = await vscode.workspace.openTextDocument(uri);

@@ -32,17 +32,22 @@ export interface ToolItem {
   name: string;
   /** The arguments as the model wrote them (JSON text, possibly invalid). */
   arguments: string;
-  /** The argument its one-line summary leads with (agent/toolActivity's summaryKey). */
-  summaryKey?: string;
   /** The server's name for it for people (agent/toolActivity's displayName), else `name`. */
   displayName?: string;
   state: CallState;
   turn?: number;
-  durationMs?: number;
-  /** The time its permission request waited for the user (not in durationMs). */
-  waitedMs?: number;
+  // The server's words (server/agent/activity.py), escaped and on one line: shown as they are.
+  // Rows saved before the server sent them have none: they show the tool's name only.
+  /** The call's one line, "bash pytest -q" (the row's tooltip). */
+  title?: string;
+  /** What it acts on, "pytest -q": the row (and its output tab) shows it after the tool's name. */
+  subject?: string;
+  /** How long it took, "12 ms; 8.0 s waiting for permission". */
+  durationText?: string;
+  /** Its output's first line (a failed call's row shows it). */
+  outputHead?: string;
   output?: string;
-  /** How far a running call is, from agent/askProgress's numbers: "3/10", "40%". */
+  /** How far a running call is, agent/askProgress's text: "bash 3/10 indexing". */
   progress?: string;
   /** The end of the whole output (agent/toolOutput), when the preview was cut: shown instead. */
   full?: { text: string; hiddenLines: number; totalLines: number };
@@ -107,6 +112,8 @@ export interface Entry {
   /** What the ask is doing now ("waiting for the model"), while working. */
   status?: string;
   stopReason?: string;
+  /** Why it stopped without an answer, as the server words it (agent/ask's stopNote). */
+  stopNote?: string;
   error?: ErrorView;
   footer?: Footer;
   /** Undone ("Undo this ask"): the server forgot it; the view keeps it struck through. */
@@ -184,13 +191,6 @@ export function phaseText(progress: Pick<AskProgress, "phase" | "turn"> & { mess
   return progress.turn > 0 ? `turn ${progress.turn}: ${what}` : what;
 }
 
-/** "3/10", "40%" (a total of 100) or "3": a running call's progress. */
-export function progressText(progress: number, total?: number | null): string {
-  const n = (value: number): string => String(Math.round(value * 100) / 100);
-  if (total === 100) return `${n(progress)}%`;
-  return typeof total === "number" && total > 0 ? `${n(progress)}/${n(total)}` : n(progress);
-}
-
 /** How many `starting` progress updates each running entry had (not saved with it). */
 const startingSeen = new WeakMap<Entry, number>();
 
@@ -203,10 +203,10 @@ export function applyProgress(entry: Entry, progress: AskProgress): Change[] {
     startingSeen.set(entry, seen);
     if (seen > 1) changes.push(...applyNote(entry, `${entry.id}-mcp-missing`, escapeControl(progress.message), "⚠"));
   }
-  if (typeof progress.callId === "string" && typeof progress.progress === "number") {
+  if (typeof progress.callId === "string" && typeof progress.progress === "number" && progress.text) {
     const item = toolItem(entry, progress.callId);
     if (item !== undefined && item.state === "running") {
-      item.progress = progressText(progress.progress, progress.total);
+      item.progress = progress.text;
       changes.push({ part: "item", entry, item });
     }
   }
@@ -228,10 +228,10 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
   if (item === undefined) {
     item = { kind: "tool", id: activity.callId, name: activity.name, arguments: activity.arguments ?? "", state: "running" };
     if (typeof activity.turn === "number") item.turn = activity.turn;
-    if (typeof activity.summaryKey === "string") item.summaryKey = activity.summaryKey;
     entry.items.push(item);
   }
   if (typeof activity.displayName === "string" && activity.displayName !== "") item.displayName = activity.displayName;
+  words(item, activity);
   switch (activity.status) {
     case "started":
       item.state = "running";
@@ -245,10 +245,19 @@ export function applyActivity(entry: Entry, activity: ToolActivity): Change[] {
     default:
       item.state = "failed";
   }
-  if (activity.durationMs !== undefined) item.durationMs = activity.durationMs;
-  if (activity.waitedMs !== undefined) item.waitedMs = activity.waitedMs;
   if (activity.output !== undefined) item.output = activity.output;
   return [{ part: "item", entry, item }];
+}
+
+/** The server's words for a call (agent/toolActivity, a result's or the history's calls). */
+function words(
+  item: ToolItem,
+  sent: { title?: string | undefined; subject?: string | undefined; durationText?: string | null | undefined; outputHead?: string | null | undefined },
+): void {
+  if (sent.title) item.title = sent.title;
+  if (sent.subject) item.subject = sent.subject;
+  if (sent.durationText) item.durationText = sent.durationText;
+  if (sent.outputHead) item.outputHead = sent.outputHead;
 }
 
 /**
@@ -301,8 +310,7 @@ function recordItem(record: ToolCallRecord): ToolItem {
     arguments: record.arguments,
     state: record.ok ? "ok" : "failed",
   };
-  if (record.durationMs !== undefined) item.durationMs = record.durationMs;
-  if (record.waitedMs) item.waitedMs = record.waitedMs;
+  words(item, record);
   if (record.output !== undefined) item.output = record.output;
   return item;
 }
@@ -349,6 +357,7 @@ export function applyResult(entry: Entry, result: AskResult, elapsedMs: number, 
   entry.state = "done";
   delete entry.status;
   entry.stopReason = result.stopReason;
+  if (result.stopNote) entry.stopNote = result.stopNote;
   const footer: Footer = { elapsedMs };
   const shownModel = result.model ?? model;
   if (shownModel) footer.model = shownModel;
@@ -379,7 +388,7 @@ export function applyFailure(entry: Entry, outcome: "cancelled" | "error", error
   for (const item of entry.items) {
     if (item.kind === "tool" && (item.state === "running" || item.state === "waiting")) {
       item.state = "failed";
-      if (item.output === undefined && outcome === "cancelled") item.output = "Error: cancelled";
+      if (item.output === undefined && outcome === "cancelled") item.output = item.outputHead = "Error: cancelled";
       changes.push({ part: "item", entry, item });
     }
   }
@@ -452,8 +461,9 @@ export function entriesFromHistory(history: readonly HistoryEntry[]): Entry[] {
         turn,
         output: call.output,
       };
-      // Named as live activity names it (an MCP tool: "get_current_time — time (MCP server)").
+      // Named and worded as live activity (an MCP tool: "get_current_time — time (MCP server)").
       if (typeof call.displayName === "string" && call.displayName !== "") item.displayName = call.displayName;
+      words(item, call);
       entry.items.push(item);
     }
   }

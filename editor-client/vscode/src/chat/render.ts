@@ -3,7 +3,7 @@
 // `data-id`, which the view's script uses to replace it in place.
 
 import { escapeControl } from "../display";
-import { formatDuration, headSummary, summarizeArguments } from "../summary";
+import { formatDuration } from "../summary";
 import type { Button, CardItem, Conversation, Entry, Footer, Item, NoteItem, TextItem, ToolItem } from "./model";
 import { escapeHtml, type PathExists, renderMarkdown, renderPlainText, type StreamRender } from "./markdown";
 import { renderEditPreview } from "./edit-render";
@@ -99,21 +99,22 @@ export function renderArguments(argumentsJson: string): string {
   return rows.length ? rows.join("") : `<pre class="arg-value">{}</pre>`;
 }
 
-function firstErrorLine(output: string | undefined): string {
-  const line = escapeControl((output ?? "").split(/\r?\n/).find((l) => l.trim() !== "") ?? "");
-  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+/**
+ * The server's words (server/agent/activity.py), escaped there and on one line; escaped
+ * again here, which changes nothing in what the server escaped (../display).
+ */
+function said(text: string | undefined): string {
+  return escapeControl(text ?? "");
 }
 
 export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOptions): string {
-  // One line: the tool, what the call is about (cut, with an ellipsis), its status.
-  const summary = headSummary(item.arguments, 120, item.summaryKey);
-  const duration = formatDuration(item.durationMs);
-  const done = item.state === "running" && item.progress ? ` · ${item.progress}` : "";
-  const waited = item.waitedMs ? ` · waited ${formatDuration(item.waitedMs)} for permission` : "";
-  const status = `${CALL_WORD[item.state]}${done}${duration ? ` · ${duration}` : ""}${waited}`;
+  // One line: the tool, what the call is about, its status. The words are the server's:
+  // only the layout is made here (a row saved before the server sent them shows the name).
+  const done = item.state === "running" && item.progress ? ` · ${said(item.progress)}` : "";
+  const status = `${CALL_WORD[item.state]}${done}${item.durationText ? ` · ${said(item.durationText)}` : ""}`;
   const error =
-    item.state === "failed" && item.output
-      ? `<div class="call-error">${renderPlainText(firstErrorLine(item.output))}</div>`
+    item.state === "failed" && item.outputHead
+      ? `<div class="call-error">${renderPlainText(said(item.outputHead))}</div>`
       : "";
   const finished = item.state === "ok" || item.state === "failed";
   const output = item.output === undefined ? `<div class="muted">${finished ? "No output." : "Running…"}</div>` : renderOutput(entry, item, options);
@@ -132,12 +133,12 @@ export function renderToolItem(entry: Entry, item: ToolItem, options: RenderOpti
       (item.displayName
         ? `<code class="tool" title="${escapeHtml(escapeControl(item.name))}">${escapeHtml(escapeControl(item.displayName))}</code> `
         : `<code class="tool">${escapeHtml(escapeControl(item.name))}</code> `) +
-      `<span class="args">${escapeHtml(summary)}</span> ` +
+      `<span class="args">${escapeHtml(said(item.subject))}</span> ` +
       `<span class="status">${escapeHtml(status)}</span>`,
     `<div class="call-body"><div class="label">Arguments</div>${renderArguments(item.arguments)}` +
       `<div class="label">Output</div>${output}${open}</div>`,
     error + renderEditPreview(entry, item),
-    summarizeArguments(item.arguments, 300, item.summaryKey),
+    item.title === undefined ? undefined : said(item.title),
   );
 }
 
@@ -224,11 +225,22 @@ export function renderItem(entry: Entry, item: Item, options: RenderOptions): st
   }
 }
 
-const STOP_NOTES: Record<string, string> = {
-  max_turns: "Stopped: the agent reached the turn limit (agentLsp.maxTurns) before it finished.",
-  max_tokens: "The answer was cut: the model reached its output token limit.",
-  empty: "The model returned nothing: no text and no tool calls. Try again or rephrase.",
+/**
+ * What a stop reason asks of the user in this editor's menus: the server words the stop
+ * (its stopNote) but cannot name VS Code's settings.
+ */
+const STOP_ACTIONS: Record<string, string> = {
+  max_turns: "Raise agentLsp.maxTurns in Settings to let it go further.",
 };
+
+/** Why the ask stopped without an answer; an entry saved before the server sent its words
+ * shows the bare stop reason. */
+function stopNote(entry: Entry): string | undefined {
+  if (!entry.stopReason || entry.stopReason === "end_turn") return undefined;
+  const note = said(entry.stopNote ?? `stopped: ${entry.stopReason}`);
+  const action = STOP_ACTIONS[entry.stopReason];
+  return action ? `${note}. ${action}` : note;
+}
 
 export function formatFooter(footer: Footer): string {
   const parts: string[] = [];
@@ -260,7 +272,7 @@ export function renderTail(entry: Entry): string {
     default:
       break;
   }
-  const note = entry.stopReason ? STOP_NOTES[entry.stopReason] : undefined;
+  const note = stopNote(entry);
   if (note) parts.push(`<div class="stop-note">${escapeHtml(note)}</div>`);
   const buttons = [...(entry.state === "error" ? entry.error?.buttons ?? [] : []), ...entry.actions];
   const changes = entry.changes ? `<span class="changes">${escapeHtml(entry.changes)}</span>` : "";
