@@ -1,0 +1,316 @@
+"""Warm spawns: a sandboxed call's first process, started ahead and already in its cgroups.
+
+What a confined call paid on its path before this (issue 37): moving its first process
+into the call's cgroups (the kernel waits for an RCU grace period, ~8-14 ms here) and,
+without namespaces, an interpreter start for the launcher (~17 ms) with its Landlock
+through ``ctypes``. A **waiter** takes both off the path: after a call (and before the
+next one, while nothing waits) the server starts one small process, its own direct child
+(``posix_spawn``: a vfork, no copy of the server), in a session of its own, its stdin
+``/dev/null``, its stdout and stderr one pipe the server keeps the other end of, and moves
+it into a fresh call cgroup. It imports what it will need (the launcher and its seccomp
+compiler, for the form without namespaces), then blocks reading one message on a pipe from
+the server. A call hands it its command line, environment and folder; it then
+
+- with namespaces (bubblewrap alone): sets the limits bubblewrap's sandbox inherits
+  (``RLIMIT_FSIZE``, ``RLIMIT_DATA``: the process count is the cgroup's ``pids.max``),
+  puts the compiled seccomp filter on a pipe at descriptor 3 and execs bubblewrap with
+  ``--seccomp 3``: the same command line, mounts and filter as the cold form, without
+  ``--info-fd``/``--block-fd`` (nothing to set from outside any more);
+- without namespaces: runs the launcher's ``main`` in itself (already imported: Landlock,
+  seccomp, the limits, ``--supervise``), then execs the command.
+
+The server keeps being the parent of the call's first process, as with a cold spawn: it
+sees its exit through a pidfd, stops its process group on timeout or cancel, and
+bubblewrap's ``--die-with-parent`` ties it to the server. Promises kept:
+
+- A waiter never runs anything but a whole message from the server: an end of file
+  before one (the server gone, killed outright included: the kernel closes its end), a
+  truncated or unreadable one, ends it with nothing run.
+- It inherits no descriptor of the server's but the three and its message pipe (it
+  closes the rest first thing; the server's are close-on-exec anyway).
+- One call per waiter: after it, the cgroup is removed as before and a new waiter made.
+- A waiter that died, could not be moved, or a message that does not fit its pipe: the
+  call takes the cold path, unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import fcntl
+import json
+import os
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import landlock_exec
+from .sandbox_limits import POOL as CGROUPS
+from .sandbox_limits import CallGroup, Limits, make_group
+
+# bubblewrap reads the seccomp filter from this descriptor (the waiter puts it there).
+SECCOMP_FD = 3
+# The waiter: ``python -I -S -c WAITER FORM TOOLS_DIR``; its message arrives on fd 3.
+WAITER = r"""
+import os, sys
+os.closerange(4, 0x7FFFFFFF)
+form = sys.argv[1]
+if form == "launcher":
+    sys.path.append(sys.argv[2])
+    import landlock_exec, seccomp_bpf, ctypes, _signal, _socket
+import json, resource
+data = bytearray()
+while True:
+    try:
+        chunk = os.read(3, 1 << 20)
+    except InterruptedError:
+        continue
+    if not chunk:
+        break
+    data += chunk
+os.close(3)
+try:
+    message = json.loads(data)
+    if message["go"] is not True:
+        raise ValueError(message)
+    argv, env, cwd = message["argv"], message["env"], message["cwd"]
+except Exception:
+    os._exit(0)
+def fail(text):
+    print(message["marker"], text, file=sys.stderr, flush=True)
+    os._exit(message["status"])
+try:
+    os.chdir(cwd)
+except OSError as exc:
+    fail(f"could not enter {cwd} ({exc.strerror}); the command did not run")
+if form == "launcher":
+    os.environ.clear()
+    os.environ.update(env)
+    sys.exit(landlock_exec.main(argv))
+try:
+    for which, value in message["rlimits"]:
+        resource.setrlimit(which, (value, value))
+    if message["seccomp"] is not None:
+        read, write = os.pipe()
+        os.write(write, bytes.fromhex(message["seccomp"]))
+        os.close(write)
+        if read != 3:
+            os.dup2(read, 3)
+            os.close(read)
+        else:
+            os.set_inheritable(3, True)
+except OSError as exc:
+    fail(f"could not set the sandbox's limits ({exc.strerror or exc}); the command did not run")
+try:
+    os.execve(argv[0], argv, env)
+except OSError as exc:
+    print(f"{argv[0]}: {exc.strerror}", file=sys.stderr, flush=True)
+    os._exit(127)
+"""
+
+# The two forms a waiter can take: bubblewrap alone, or the launcher (no namespaces).
+FORMS = ("bwrap", "launcher")
+
+
+@dataclass
+class Waiter:
+    """One waiting process: its PID, a pidfd on it, the server's end of its message pipe
+    and of its output pipe, and the call cgroups it is in (None: no cgroup to be made)."""
+
+    pid: int
+    pidfd: int
+    control: int
+    output: int
+    form: str
+    group: CallGroup | None = None
+
+    def running(self) -> bool:
+        """Still waiting (not exited, not killed); reaps it if it is gone."""
+        try:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return done == 0
+
+    def start(self, message: bytes) -> bool:
+        """Hand it the call: the whole message, then end of file. False (and nothing runs)
+        if it does not fit the pipe at once or the waiter is gone."""
+        try:
+            room = fcntl.fcntl(self.control, fcntl.F_GETPIPE_SZ)
+            if len(message) > room:
+                return False
+            os.set_blocking(self.control, False)
+            written = os.write(self.control, message)
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self.control)
+            self.control = -1
+        # A part only: the waiter reads unreadable JSON and exits, running nothing.
+        return written == len(message)
+
+    def discard(self) -> None:
+        """End it unused (its end of file first: it exits on its own, running nothing)."""
+        for fd in (self.control, self.output, self.pidfd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.control = self.output = self.pidfd = -1
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.waitpid(self.pid, 0)
+
+
+def spawn(form: str) -> Waiter:
+    """Start one waiter of ``form`` (not yet in any cgroup)."""
+    from .sandbox import INTERPRETER, LAUNCHER
+
+    control_read, control_write = os.pipe()
+    output_read, output_write = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        # Room for a large environment in one write (the limit for unprivileged users).
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(control_write, fcntl.F_SETPIPE_SZ, 1 << 20)
+        pid = os.posix_spawn(
+            INTERPRETER,
+            [INTERPRETER, "-I", "-S", "-c", WAITER, form, str(LAUNCHER.parent)],
+            {},
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, devnull, 0),
+                (os.POSIX_SPAWN_DUP2, output_write, 1),
+                (os.POSIX_SPAWN_DUP2, output_write, 2),
+                (os.POSIX_SPAWN_DUP2, control_read, 3),
+            ],
+            setsid=True,
+        )
+    except BaseException:
+        for fd in (control_write, output_read):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (control_read, output_write, devnull):
+            os.close(fd)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        waiter = Waiter(pid, -1, control_write, output_read, form)
+        waiter.discard()
+        raise
+    return Waiter(pid, pidfd, control_write, output_read, form)
+
+
+def move(group: CallGroup, pid: int) -> bool:
+    """Move ``pid`` into every folder of ``group``: all, or False (the waiter is not used)."""
+    try:
+        for path in group.procs_files():
+            path.write_text(str(pid))
+    except OSError:
+        return False
+    return True
+
+
+def message(
+    argv: Sequence[str],
+    env: dict[str, str],
+    cwd: Path,
+    *,
+    rlimits: Sequence[tuple[int, int]] = (),
+    seccomp: bytes | None = None,
+) -> bytes:
+    """What a call hands its waiter."""
+    return json.dumps({
+        "go": True, "argv": list(argv), "env": env, "cwd": str(cwd),
+        "rlimits": [list(pair) for pair in rlimits],
+        "seccomp": seccomp.hex() if seccomp is not None else None,
+        "marker": landlock_exec.FAILURE_MARKER, "status": landlock_exec.FAILURE_STATUS,
+    }).encode()  # fmt: skip
+
+
+class WarmPool:
+    """One waiter ready per form and set of limits; made after a call, off its path."""
+
+    def __init__(self) -> None:
+        self._ready: dict[tuple[str, Limits], Waiter] = {}
+        self._making: set[tuple[str, Limits]] = set()
+        # Forms that cannot be made here (bubblewrap alone without a pids cgroup).
+        self._broken: set[tuple[str, Limits]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def take(self, form: str | None, limits: Limits) -> Waiter | None:
+        """The ready waiter for this call, or None (the call spawns cold)."""
+        if form is None:
+            return None
+        waiter = self._ready.pop((form, _key(limits)), None)
+        if waiter is not None and not waiter.running():
+            waiter.discard()
+            if waiter.group is not None:
+                CGROUPS.give_back(waiter.group, limits)
+            return None
+        return waiter
+
+    def prepare(self, form: str | None, limits: Limits) -> None:
+        """Make the next waiter for this form and limits, in the background."""
+        key = (form or "", _key(limits))
+        if form is None or key in self._ready or key in self._making or key in self._broken:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._making.add(key)
+        task = loop.create_task(self._make(form, key[1]))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _make(self, form: str, limits: Limits) -> None:
+        key = (form, limits)
+        waiter: Waiter | None = None
+        try:
+            waiter = spawn(form)
+            group = await asyncio.to_thread(make_group, limits, CGROUPS._name())
+            if group is not None and await asyncio.to_thread(move, group, waiter.pid):
+                waiter.group = group
+            elif group is not None:
+                CGROUPS.give_back(group, limits)
+            if form == "bwrap" and (waiter.group is None or not waiter.group.processes):
+                # The process count must come from a cgroup: RLIMIT_NPROC set before
+                # bubblewrap would count every process of the user.
+                self._broken.add(key)
+                raise OSError("no pids cgroup")
+            if key in self._ready or self._closed:
+                raise OSError("not needed")
+            self._ready[key] = waiter
+            waiter = None
+        except OSError:
+            pass
+        finally:
+            self._making.discard(key)
+            if waiter is not None:
+                waiter.discard()
+                if waiter.group is not None:
+                    CGROUPS.give_back(waiter.group, limits)
+
+    def close(self) -> None:
+        """The server's end: every waiter ends, running nothing."""
+        self._closed = True
+        for waiter in self._ready.values():
+            waiter.discard()
+            if waiter.group is not None:
+                waiter.group.remove()
+        self._ready.clear()
+
+
+def _key(limits: Limits) -> Limits:
+    """A waiter depends on the cgroup's limits only (the rest comes with the message)."""
+    return Limits(processes=limits.processes, file_size_mb=0, memory_mb=0,
+                  call_memory_mb=limits.call_memory_mb)  # fmt: skip
+
+
+POOL = WarmPool()
+atexit.register(POOL.close)
