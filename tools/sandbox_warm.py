@@ -114,7 +114,7 @@ except OSError as exc:
 FORMS = ("bwrap", "launcher")
 
 
-@dataclass
+@dataclass(eq=False)
 class Waiter:
     """One waiting process: its PID, a pidfd on it, the server's end of its message pipe
     and of its output pipe, and the call cgroups it is in (None: no cgroup to be made)."""
@@ -236,7 +236,10 @@ class WarmPool:
 
     def __init__(self) -> None:
         self._ready: dict[tuple[str, Limits], Waiter] = {}
-        self._making: set[tuple[str, Limits]] = set()
+        # Being made, by a task of the loop that will use it (a closed loop's never ends).
+        self._making: dict[tuple[str, Limits], asyncio.Task[None]] = {}
+        # Every waiter not yet used or discarded: all end with the server (close).
+        self._alive: set[Waiter] = set()
         # Forms that cannot be made here (bubblewrap alone without a pids cgroup).
         self._broken: set[tuple[str, Limits]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -247,6 +250,7 @@ class WarmPool:
         if form is None:
             return None
         waiter = self._ready.pop((form, _key(limits)), None)
+        self._alive.discard(waiter)  # type: ignore[arg-type]
         if waiter is not None and not waiter.running():
             waiter.discard()
             if waiter.group is not None:
@@ -257,14 +261,17 @@ class WarmPool:
     def prepare(self, form: str | None, limits: Limits) -> None:
         """Make the next waiter for this form and limits, in the background."""
         key = (form or "", _key(limits))
-        if form is None or key in self._ready or key in self._making or key in self._broken:
+        if form is None or key in self._ready or key in self._broken:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._making.add(key)
+        making = self._making.get(key)
+        if making is not None and not making.done() and not making.get_loop().is_closed():
+            return
         task = loop.create_task(self._make(form, key[1]))
+        self._making[key] = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -273,6 +280,7 @@ class WarmPool:
         waiter: Waiter | None = None
         try:
             waiter = spawn(form)
+            self._alive.add(waiter)
             group = await asyncio.to_thread(make_group, limits, CGROUPS._name())
             if group is not None and await asyncio.to_thread(move, group, waiter.pid):
                 waiter.group = group
@@ -290,8 +298,10 @@ class WarmPool:
         except OSError:
             pass
         finally:
-            self._making.discard(key)
+            if self._making.get(key) is asyncio.current_task():
+                del self._making[key]
             if waiter is not None:
+                self._alive.discard(waiter)
                 waiter.discard()
                 if waiter.group is not None:
                     CGROUPS.give_back(waiter.group, limits)
@@ -299,11 +309,12 @@ class WarmPool:
     def close(self) -> None:
         """The server's end: every waiter ends, running nothing."""
         self._closed = True
-        for waiter in self._ready.values():
+        for waiter in self._alive:
             waiter.discard()
             if waiter.group is not None:
                 waiter.group.remove()
         self._ready.clear()
+        self._alive.clear()
 
 
 def _key(limits: Limits) -> Limits:
