@@ -208,6 +208,8 @@ class CallGroup:
     folders: list[Path] = field(default_factory=list)
     processes: bool = False  # pids.max is set in one of them
     memory: bool = False  # the memory limit is set in one of them
+    # A process already in it, waiting to run the next call (``tools/sandbox_warm.py``).
+    waiter: object | None = None
 
     def procs_files(self) -> list[Path]:
         """The ``cgroup.procs`` files the call's first process writes ``0`` to (joins)."""
@@ -301,14 +303,38 @@ class CgroupPool:
         return f"{PREFIX}{os.getpid()}-{self._count}"
 
     def take(self, limits: Limits) -> CallGroup | None:
-        """A prepared group for these limits (made now if none is ready: the first call)."""
+        """A prepared group for these limits (made now if none is ready: the first call);
+        one with a waiting process in it first."""
         key = _key(limits)
         ready = self._ready.get(key)
         if ready:
-            return ready.pop()
+            waiting = [g for g in ready if g.waiter is not None]
+            group = waiting[-1] if waiting else ready[-1]
+            ready.remove(group)
+            return group
+        return self.make(limits)
+
+    def make(self, limits: Limits) -> CallGroup | None:
+        """A new group for these limits, or None where none can be made."""
         if pids_base() is None and memory_base() is None:
             return None
-        return make_group(key, self._name())
+        return make_group(_key(limits), self._name())
+
+    def ready(self, limits: Limits) -> list[CallGroup]:
+        return list(self._ready.get(_key(limits), ()))
+
+    def lend(self, limits: Limits) -> CallGroup | None:
+        """A ready group with no process waiting in it, out of the pool until
+        :meth:`put_back` (a waiter is moved in meanwhile)."""
+        ready = self._ready.get(_key(limits), [])
+        for group in ready:
+            if group.waiter is None:
+                ready.remove(group)
+                return group
+        return None
+
+    def put_back(self, group: CallGroup, limits: Limits) -> None:
+        self._ready.setdefault(_key(limits), []).append(group)
 
     def give_back(self, group: CallGroup | None, limits: Limits) -> None:
         """After a call: remove its group and make the next ones, in the background."""
@@ -347,6 +373,9 @@ class CgroupPool:
     def close(self) -> None:
         """Remove the prepared groups, and used ones still there (the server's end)."""
         for group in [*(g for ready in self._ready.values() for g in ready), *self._retiring]:
+            discard = getattr(group.waiter, "discard", None)
+            if discard is not None:
+                discard()  # it exits, running nothing: the group is empty again
             group.remove()
         self._ready.clear()
         self._retiring.clear()

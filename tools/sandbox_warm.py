@@ -48,7 +48,7 @@ from pathlib import Path
 
 from . import landlock_exec
 from .sandbox_limits import POOL as CGROUPS
-from .sandbox_limits import CallGroup, Limits, make_group
+from .sandbox_limits import CallGroup, Limits
 
 # bubblewrap reads the seccomp filter from this descriptor (the waiter puts it there).
 SECCOMP_FD = 3
@@ -60,6 +60,8 @@ form = sys.argv[1]
 if form == "launcher":
     sys.path.append(sys.argv[2])
     import landlock_exec, seccomp_bpf, ctypes, _signal, _socket
+    compiled = {n: seccomp_bpf.program(no_sockets=n) for n in (False, True)}
+    seccomp_bpf.program = lambda *, no_sockets, machine=None: compiled[no_sockets]
 import json, resource
 data = bytearray()
 while True:
@@ -117,14 +119,13 @@ FORMS = ("bwrap", "launcher")
 @dataclass(eq=False)
 class Waiter:
     """One waiting process: its PID, a pidfd on it, the server's end of its message pipe
-    and of its output pipe, and the call cgroups it is in (None: no cgroup to be made)."""
+    and of its output pipe, and its form (``FORMS``)."""
 
     pid: int
     pidfd: int
     control: int
     output: int
     form: str
-    group: CallGroup | None = None
 
     def running(self) -> bool:
         """Still waiting (not exited, not killed); reaps it if it is gone."""
@@ -232,36 +233,44 @@ def message(
 
 
 class WarmPool:
-    """One waiter ready per form and set of limits; made after a call, off its path."""
+    """One waiter per form and set of limits, in one of the call cgroups the cgroup pool
+    keeps ready (``CallGroup.waiter``); made after a call, off its path."""
 
     def __init__(self) -> None:
-        self._ready: dict[tuple[str, Limits], Waiter] = {}
         # Being made, by a task of the loop that will use it (a closed loop's never ends).
         self._making: dict[tuple[str, Limits], asyncio.Task[None]] = {}
-        # Every waiter not yet used or discarded: all end with the server (close).
-        self._alive: set[Waiter] = set()
         # Forms that cannot be made here (bubblewrap alone without a pids cgroup).
         self._broken: set[tuple[str, Limits]] = set()
+        # Every waiter not yet used or discarded: all end with the server (close).
+        self._alive: set[Waiter] = set()
+        # Where no cgroup can be made at all: the launcher's waiters, in none.
+        self._loose: dict[tuple[str, Limits], Waiter] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
-    def take(self, form: str | None, limits: Limits) -> Waiter | None:
-        """The ready waiter for this call, or None (the call spawns cold)."""
-        if form is None:
+    def claim(self, group: CallGroup | None, form: str | None, limits: Limits) -> Waiter | None:
+        """The waiter in ``group`` (taken from the cgroup pool for this call; with no group,
+        one in none) if it can run it, else None (the call spawns cold in that group; a
+        waiter of another form, or one that died, is ended first: it runs nothing and
+        leaves the group)."""
+        if group is None:
+            waiter = self._loose.pop((form or "", _key(limits)), None)
+        else:
+            waiter, group.waiter = group.waiter, None
+        if not isinstance(waiter, Waiter):
             return None
-        waiter = self._ready.pop((form, _key(limits)), None)
-        self._alive.discard(waiter)  # type: ignore[arg-type]
-        if waiter is not None and not waiter.running():
-            waiter.discard()
-            if waiter.group is not None:
-                CGROUPS.give_back(waiter.group, limits)
-            return None
-        return waiter
+        self._alive.discard(waiter)
+        if waiter.form == form and waiter.running():
+            return waiter
+        waiter.discard()
+        return None
 
     def prepare(self, form: str | None, limits: Limits) -> None:
-        """Make the next waiter for this form and limits, in the background."""
+        """Put a waiter of this form in a ready cgroup for these limits, in the background."""
         key = (form or "", _key(limits))
-        if form is None or key in self._ready or key in self._broken:
+        if form is None or key in self._broken or self._closed:
+            return
+        if key in self._loose or any(g.waiter for g in CGROUPS.ready(limits)):
             return
         try:
             loop = asyncio.get_running_loop()
@@ -278,23 +287,23 @@ class WarmPool:
     async def _make(self, form: str, limits: Limits) -> None:
         key = (form, limits)
         waiter: Waiter | None = None
+        group: CallGroup | None = None
         try:
             waiter = spawn(form)
             self._alive.add(waiter)
-            group = await asyncio.to_thread(make_group, limits, CGROUPS._name())
-            if group is not None and await asyncio.to_thread(move, group, waiter.pid):
-                waiter.group = group
-            elif group is not None:
-                CGROUPS.give_back(group, limits)
-            if form == "bwrap" and (waiter.group is None or not waiter.group.processes):
+            # Out of the pool while it is moved in (no call may take it half-made).
+            group = CGROUPS.lend(limits) or await asyncio.to_thread(CGROUPS.make, limits)
+            if group is None and form == "launcher" and not self._closed:
+                self._loose[key], waiter = waiter, None  # no cgroup here: none to be in
+                return
+            if group is None or (form == "bwrap" and not group.processes):
                 # The process count must come from a cgroup: RLIMIT_NPROC set before
                 # bubblewrap would count every process of the user.
                 self._broken.add(key)
-                raise OSError("no pids cgroup")
-            if key in self._ready or self._closed:
-                raise OSError("not needed")
-            self._ready[key] = waiter
-            waiter = None
+                return
+            if self._closed or not await asyncio.to_thread(move, group, waiter.pid):
+                return
+            group.waiter, waiter = waiter, None
         except OSError:
             pass
         finally:
@@ -303,17 +312,14 @@ class WarmPool:
             if waiter is not None:
                 self._alive.discard(waiter)
                 waiter.discard()
-                if waiter.group is not None:
-                    CGROUPS.give_back(waiter.group, limits)
+            if group is not None:
+                CGROUPS.put_back(group, limits)
 
     def close(self) -> None:
         """The server's end: every waiter ends, running nothing."""
         self._closed = True
         for waiter in self._alive:
             waiter.discard()
-            if waiter.group is not None:
-                waiter.group.remove()
-        self._ready.clear()
         self._alive.clear()
 
 

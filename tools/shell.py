@@ -141,8 +141,8 @@ def bash_tool(
                     refused = (await stack.enter_async_context(proxy)).refused
                 # Made ahead: a waiting process already in the call's cgroups, or the
                 # cgroups alone; removed, and the next ones made, after the call.
-                warm = WARM.take(confinement.warm_form(), confinement.limits)
-                group = warm.group if warm is not None else CGROUPS.take(confinement.limits)
+                group = CGROUPS.take(confinement.limits)
+                warm = WARM.claim(group, confinement.warm_form(), confinement.limits)
             try:
                 result = await run_command(
                     root,
