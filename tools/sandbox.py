@@ -249,7 +249,7 @@ class Confinement:
         return Launch(argv, (*passed, info_write, block_read), info_read, block_write, group,
                       limits)  # fmt: skip
 
-    def warm_form(self, group: CallGroup | None = None) -> str | None:
+    def warm_form(self) -> str | None:
         """Which waiter (``tools/sandbox_warm.py``) can run this call, or None (cold): bubblewrap
         alone, counted by a pids cgroup (the waiter's); or the launcher without namespaces."""
         if self.namespaces is None:

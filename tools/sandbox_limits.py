@@ -302,14 +302,16 @@ class CgroupPool:
         self._count += 1
         return f"{PREFIX}{os.getpid()}-{self._count}"
 
-    def take(self, limits: Limits) -> CallGroup | None:
-        """A prepared group for these limits (made now if none is ready: the first call);
-        one with a waiting process in it first."""
+    def take(self, limits: Limits, form: str | None = None) -> CallGroup | None:
+        """A prepared group for these limits (made now if none is ready: the first call):
+        one with a process of ``form`` waiting in it first, then one with none."""
         key = _key(limits)
         ready = self._ready.get(key)
         if ready:
-            waiting = [g for g in ready if g.waiter is not None]
-            group = waiting[-1] if waiting else ready[-1]
+            group = next(
+                (g for g in ready if form and getattr(g.waiter, "form", None) == form),
+                next((g for g in ready if g.waiter is None), ready[-1]),
+            )
             ready.remove(group)
             return group
         return self.make(limits)

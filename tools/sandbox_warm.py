@@ -270,7 +270,8 @@ class WarmPool:
         key = (form or "", _key(limits))
         if form is None or key in self._broken or self._closed:
             return
-        if key in self._loose or any(g.waiter for g in CGROUPS.ready(limits)):
+        waiting = (g.waiter for g in CGROUPS.ready(limits))
+        if key in self._loose or any(isinstance(w, Waiter) and w.form == form for w in waiting):
             return
         try:
             loop = asyncio.get_running_loop()

@@ -135,14 +135,16 @@ def bash_tool(
             refused: list[str] = []
             group = None
             warm = None
+            form = None
             if confinement is not None:
                 if confinement.network == "proxy":
                     proxy = DomainProxy(confinement.proxy_socket, confinement.allowed_hosts)
                     refused = (await stack.enter_async_context(proxy)).refused
                 # Made ahead: a waiting process already in the call's cgroups, or the
                 # cgroups alone; removed, and the next ones made, after the call.
-                group = CGROUPS.take(confinement.limits)
-                warm = WARM.claim(group, confinement.warm_form(), confinement.limits)
+                form = confinement.warm_form()
+                group = CGROUPS.take(confinement.limits, form)
+                warm = WARM.claim(group, form, confinement.limits)
             try:
                 result = await run_command(
                     root,
@@ -158,7 +160,7 @@ def bash_tool(
             finally:
                 if confinement is not None:
                     CGROUPS.give_back(group, confinement.limits)
-                    WARM.prepare(confinement.warm_form(), confinement.limits)
+                    WARM.prepare(form, confinement.limits)
         notes = []
         if confinement is not None and (is_error(result) or refused or limit_hits):
             notes.append(hit(confinement.limits, result, limit_hits))
