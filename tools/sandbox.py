@@ -23,6 +23,10 @@ Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Fl
    per call; set by the server on bubblewrap's sandbox before it starts ``bash``
    (:meth:`Launch.join`), or by the launcher.
 
+A call's first process is usually started ahead, already in its cgroups
+(``tools/sandbox_warm.py``): it sets the limits and execs bubblewrap, or does the
+launcher's work itself; the same layers, off the call's path (:meth:`Confinement.warm_form`).
+
 The server itself is never confined. Where namespaces are refused (no bubblewrap, a
 container, a distribution that restricts user namespaces) the launcher applies Landlock,
 seccomp and the limits alone and supervises the call's processes itself; what that gives

@@ -18,8 +18,10 @@
   past it the kernel's OOM killer ends a process of the call (``SIGKILL``).
 
 The cgroups are made ahead of the calls (:class:`CgroupPool`, two per set of limits) and
-removed after them off the call's path. The server moves bubblewrap's sandbox into them
-while bubblewrap builds its mounts (it waits before starting the program), or the launcher
+removed after them off the call's path. A call's first process is usually in them before
+the call: a waiting process the server moved there meanwhile (``tools/sandbox_warm.py``,
+:attr:`CallGroup.waiter`). Else the server moves bubblewrap's sandbox into them while
+bubblewrap builds its mounts (it waits before starting the program), or the launcher
 joins them first thing; so everything the command starts is counted. With bubblewrap
 alone the server sets the rlimits of the sandbox's first process (``prlimit(2)``) in that
 same moment: no interpreter or other program runs inside the sandbox for them.
