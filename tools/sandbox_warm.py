@@ -308,13 +308,16 @@ class WarmPool:
         except OSError:
             pass
         finally:
-            if self._making.get(key) is asyncio.current_task():
-                del self._making[key]
+            # Also when its loop closed under it (the coroutine closed, no loop running).
+            if group is not None:
+                CGROUPS.put_back(group, limits)
             if waiter is not None:
                 self._alive.discard(waiter)
                 waiter.discard()
-            if group is not None:
-                CGROUPS.put_back(group, limits)
+            making = self._making.get(key)
+            if making is not None and (making.done() or making.get_loop().is_closed()
+                                       or making is _current_task()):  # fmt: skip
+                del self._making[key]
 
     def close(self) -> None:
         """The server's end: every waiter ends, running nothing."""
@@ -322,6 +325,13 @@ class WarmPool:
         for waiter in self._alive:
             waiter.discard()
         self._alive.clear()
+
+
+def _current_task() -> asyncio.Task[object] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
 
 
 def _key(limits: Limits) -> Limits:
