@@ -31,6 +31,15 @@ bubblewrap's ``--die-with-parent`` ties it to the server. Promises kept:
 - One call per waiter: after it, the cgroup is removed as before and a new waiter made.
 - A waiter that died, could not be moved, or a message that does not fit its pipe: the
   call takes the cold path, unchanged.
+
+Why a waiter per call rather than one long-lived "zygote" forking the calls' processes: the
+zygote's children would be the server's grandchildren, so their exit status, the
+``--die-with-parent`` tie and the end of the zygote itself would all need their own
+channel and checks (``PR_SET_PDEATHSIG`` fires on the death of the forking *thread*). A
+waiter keeps the cold spawn's process tree exactly; what it costs is one interpreter start
+per call (~15-20 ms of CPU), paid after the previous call, where no one waits. ``clone3``
+with ``CLONE_INTO_CGROUP`` would avoid the move too, but only on cgroup v2, and still
+leaves the fallback's interpreter start.
 """
 
 from __future__ import annotations
