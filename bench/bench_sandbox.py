@@ -253,7 +253,12 @@ async def measure(
                     assert out.startswith("(no output)"), (name, out)
                     if index >= 2:  # the first rounds warm up (pool, caches)
                         samples[label][name].append((wall, cpu, server))
-                    await asyncio.sleep(0.05)  # calls are seconds apart in real use
+                    # Calls are seconds apart in real use (the model's turn between them):
+                    # what the pools do after a call (a cgroup removed and made, the next
+                    # waiter started) is done before the next one, as it would be there.
+                    pending = [*sandbox_warm.POOL._tasks, *sandbox_limits.POOL._tasks]
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    await asyncio.sleep(0.05)
         calls = {
             c: {
                 v: tuple(statistics.median(x[i] for x in s) for i in range(3))
@@ -282,7 +287,9 @@ def report(
         f"cgroups: pids {'yes' if sandbox_limits.pids_base() else 'no'}, memory "
         f"{'yes' if sandbox_limits.memory_base() else 'no'}; Python {platform.python_version()}. "
         "Medians of the rounds; each round runs every variant once per command through the "
-        "real bash tool, in an order rotated round by round, 50 ms apart. Server CPU: this "
+        "real bash tool, in an order rotated round by round, 50 ms apart once what a call "
+        "leaves to do in the background (its cgroup removed, the next one and the next "
+        "waiter made) is done. Server CPU: this "
         "process's own (the tool, the event loop), which a loaded machine stretches far less "
         "than wall time (the sandboxed processes' CPU cannot be counted: bubblewrap's PID 1 "
         "reaps them and reports no usage).",
