@@ -196,6 +196,53 @@ def test_no_waiter_outlives_the_server_killed_outright(tmp_path: Path, bwrap: st
         server.wait()
 
 
+@pytest.mark.parametrize("bwrap", ["", "none"])
+def test_nothing_of_a_warm_call_outlives_the_server_killed_outright(
+    tmp_path: Path, bwrap: str
+) -> None:
+    """The server killed with SIGKILL in the middle of a call its waiter runs: the call's
+    processes end with it, as a cold call's do."""
+    if not bwrap and sandbox_limits.pids_base() is None:
+        pytest.skip("bubblewrap's waiter needs a pids cgroup (not root, no delegation)")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    tag = unique_tag()
+    script = (
+        "import asyncio, json, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from tooling.registry import ToolRegistry\n"
+        "from tooling.runtime import ToolRuntime\n"
+        "from tooling.workspace import Workspace\n"
+        "from tools import sandbox_warm\n"
+        "from tools.shell import bash_tool\n"
+        "async def main():\n"
+        "    rt = ToolRuntime(ToolRegistry([bash_tool(Workspace(sys.argv[2]))]))\n"
+        "    await rt.execute('bash', json.dumps({'command': 'true'}))\n"
+        "    while not sandbox_warm.POOL._alive:\n"
+        "        await asyncio.sleep(0.01)\n"
+        "    await asyncio.sleep(0.5)\n"
+        "    await rt.execute('bash', json.dumps({'command': sys.argv[3]}))\n"
+        "asyncio.run(main())\n"
+    )
+    command = (
+        f"set -m; (exec -a {tag} sleep 300) & setsid bash -c 'exec -a {tag} sleep 300' & "
+        f"nohup bash -c '(exec -a {tag} sleep 300) &' >/dev/null 2>&1; sleep 60"
+    )
+    env = {k: v for k, v in os.environ.items() if k != sandbox.bwrap.ENV_OVERRIDE}
+    if bwrap:
+        env[sandbox.bwrap.ENV_OVERRIDE] = bwrap
+    server = subprocess.Popen([sys.executable, "-c", script, REPO, str(workspace), command],
+                              env=env)  # fmt: skip
+    try:
+        assert wait_until(lambda: len(pids_with(tag)) >= 3, 30)
+        server.kill()
+        server.wait()
+        assert wait_until(lambda: not pids_with(tag), 5), pids_with(tag)
+    finally:
+        server.kill()
+        server.wait()
+
+
 async def test_a_waiter_of_another_form_is_ended_and_the_call_runs_cold(
     runtime: ToolRuntime, workspace: Path, form: str
 ) -> None:

@@ -29,6 +29,10 @@ bubblewrap's ``--die-with-parent`` ties it to the server. Promises kept:
 - It inherits no descriptor of the server's but the three and its message pipe (it
   closes the rest first thing; the server's are close-on-exec anyway).
 - One call per waiter: after it, the cgroup is removed as before and a new waiter made.
+- The server killed outright mid-call: bubblewrap dies with it (``--die-with-parent``), as
+  a cold call's does; without namespaces the waiter, supervising the call, gets a SIGTERM
+  (``PR_SET_PDEATHSIG``) and ends every process the command left, which the launcher
+  started per call does not do.
 - A waiter that died, could not be moved, or a message that does not fit its pipe: the
   call takes the cold path, unchanged.
 
@@ -61,7 +65,8 @@ from .sandbox_limits import CallGroup, Limits
 
 # bubblewrap reads the seccomp filter from this descriptor (the waiter puts it there).
 SECCOMP_FD = 3
-# The waiter: ``python -I -S -c WAITER FORM TOOLS_DIR``; its message arrives on fd 3.
+# The waiter: ``python -I -S -c WAITER FORM TOOLS_DIR SERVER_PID``; its message arrives on
+# fd 3.
 WAITER = r"""
 import os, sys
 os.closerange(4, 0x7FFFFFFF)
@@ -69,6 +74,11 @@ form = sys.argv[1]
 if form == "launcher":
     sys.path.append(sys.argv[2])
     import landlock_exec, seccomp_bpf, ctypes, _signal, _socket
+    # The server's end (killed outright included) stops the supervision it will do: a
+    # SIGTERM, on which it ends every process the command left (PR_SET_PDEATHSIG).
+    ctypes.CDLL(None).prctl(1, 15, 0, 0, 0)
+    if os.getppid() != int(sys.argv[3]):
+        os._exit(0)
     compiled = {n: seccomp_bpf.program(no_sockets=n) for n in (False, True)}
     seccomp_bpf.program = lambda *, no_sockets, machine=None: compiled[no_sockets]
 import json, resource
@@ -188,7 +198,7 @@ def spawn(form: str) -> Waiter:
             fcntl.fcntl(control_write, fcntl.F_SETPIPE_SZ, 1 << 20)
         pid = os.posix_spawn(
             INTERPRETER,
-            [INTERPRETER, "-I", "-S", "-c", WAITER, form, str(LAUNCHER.parent)],
+            [INTERPRETER, "-I", "-S", "-c", WAITER, form, str(LAUNCHER.parent), str(os.getpid())],
             {},
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, devnull, 0),

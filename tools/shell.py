@@ -292,7 +292,12 @@ async def run_command(
     loop = asyncio.get_running_loop()
     started = loop.time()  # the call's time limit counts from here, the sandbox's set-up included
     if confinement is not None and warm is not None:
-        if warm.start(confinement.warm_message(argv, env, cwd)):
+        try:
+            message = confinement.warm_message(argv, env, cwd)
+        except BaseException:
+            warm.discard()
+            raise
+        if warm.start(message):
             # Nothing awaited since it was handed the call: no cancel can fall in between.
             transport, protocol = _WarmTransport.adopt(warm, output)
             return await _run_started(transport, protocol, output, confinement, None, time_limit,
