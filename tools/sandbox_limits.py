@@ -202,6 +202,10 @@ def remove_stale(base: Path) -> None:
             (base / name).rmdir()
 
 
+# A ready group a waiter is being moved into (:meth:`CgroupPool.lend`): no call takes it.
+RESERVED = object()
+
+
 @dataclass
 class CallGroup:
     """One call's cgroups: one folder per hierarchy (cgroup v1 has pids and memory apart,
@@ -307,12 +311,12 @@ class CgroupPool:
     def take(self, limits: Limits, form: str | None = None) -> CallGroup | None:
         """A prepared group for these limits (made now if none is ready: the first call):
         one with a process of ``form`` waiting in it first, then one with none."""
-        key = _key(limits)
-        ready = self._ready.get(key)
-        if ready:
+        ready = self._ready.get(_key(limits), [])
+        free = [g for g in ready if g.waiter is not RESERVED]
+        if free:
             group = next(
-                (g for g in ready if form and getattr(g.waiter, "form", None) == form),
-                next((g for g in ready if g.waiter is None), ready[-1]),
+                (g for g in free if form and getattr(g.waiter, "form", None) == form),
+                next((g for g in free if g.waiter is None), free[-1]),
             )
             ready.remove(group)
             return group
@@ -328,17 +332,31 @@ class CgroupPool:
         return list(self._ready.get(_key(limits), ()))
 
     def lend(self, limits: Limits) -> CallGroup | None:
-        """A ready group with no process waiting in it, out of the pool until
-        :meth:`put_back` (a waiter is moved in meanwhile)."""
-        ready = self._ready.get(_key(limits), [])
-        for group in ready:
+        """A ready group with no process waiting in it, reserved (no call takes it) until
+        :meth:`put_back`: a waiter is moved in meanwhile. It stays in the pool (and is
+        removed with it), even if the one moving a waiter in never comes back."""
+        for group in self._ready.get(_key(limits), []):
             if group.waiter is None:
-                ready.remove(group)
+                group.waiter = RESERVED
                 return group
         return None
 
+    def make_reserved(self, limits: Limits) -> CallGroup | None:
+        """:meth:`make`, the new group in the pool at once, reserved as by :meth:`lend` (in
+        the thread that makes it: a caller cancelled meanwhile loses nothing)."""
+        group = self.make(limits)
+        if group is not None:
+            group.waiter = RESERVED
+            self._ready.setdefault(_key(limits), []).append(group)
+        return group
+
     def put_back(self, group: CallGroup, limits: Limits) -> None:
-        self._ready.setdefault(_key(limits), []).append(group)
+        """Ready again: with the waiter moved in, or none (the reservation ended)."""
+        if group.waiter is RESERVED:
+            group.waiter = None
+        ready = self._ready.setdefault(_key(limits), [])
+        if group not in ready:
+            ready.append(group)
 
     def give_back(self, group: CallGroup | None, limits: Limits) -> None:
         """After a call: remove its group and make the next ones, in the background."""

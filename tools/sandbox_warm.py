@@ -311,8 +311,8 @@ class WarmPool:
         try:
             waiter = spawn(form)
             self._alive.add(waiter)
-            # Out of the pool while it is moved in (no call may take it half-made).
-            group = CGROUPS.lend(limits) or await asyncio.to_thread(CGROUPS.make, limits)
+            # Reserved while it is moved in (no call may take it half-made).
+            group = CGROUPS.lend(limits) or await asyncio.to_thread(CGROUPS.make_reserved, limits)
             if group is None and form == "launcher" and not self._closed:
                 self._loose[key], waiter = waiter, None  # no cgroup here: none to be in
                 return
