@@ -494,7 +494,10 @@ def _supervise(command: list[str], program: bytes | None) -> int:
             status = wait_status
             _kill_descendants()
     if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        try:  # SIGKILL and SIGSTOP have no handler to reset (EINVAL)
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        except OSError:
+            pass
         os.kill(os.getpid(), os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status) if not stopping else 128 + stopping[0]
 

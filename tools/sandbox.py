@@ -23,6 +23,10 @@ Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Fl
    per call; set by the server on bubblewrap's sandbox before it starts ``bash``
    (:meth:`Launch.join`), or by the launcher.
 
+A call's first process is usually started ahead, already in its cgroups
+(``tools/sandbox_warm.py``): it sets the limits and execs bubblewrap, or does the
+launcher's work itself; the same layers, off the call's path (:meth:`Confinement.warm_form`).
+
 The server itself is never confined. Where namespaces are refused (no bubblewrap, a
 container, a distribution that restricts user namespaces) the launcher applies Landlock,
 seccomp and the limits alone and supervises the call's processes itself; what that gives
@@ -59,7 +63,7 @@ from typing import Any
 from tooling.display import escape_consent
 from tooling.permissions import CallPermission
 
-from . import bwrap, git_guard, landlock_exec, seccomp_bpf
+from . import bwrap, git_guard, landlock_exec, sandbox_warm, seccomp_bpf
 from .bwrap import Namespaces
 from .sandbox_limits import CallGroup, Limits, memory_base, pids_base
 
@@ -247,6 +251,29 @@ class Confinement:
                           sync_fds=(info_write, block_read))  # fmt: skip
         return Launch(argv, (*passed, info_write, block_read), info_read, block_write, group,
                       limits)  # fmt: skip
+
+    def warm_form(self) -> str | None:
+        """Which waiter (``tools/sandbox_warm.py``) can run this call, or None (cold): bubblewrap
+        alone, counted by a pids cgroup (the waiter's); or the launcher without namespaces."""
+        if self.namespaces is None:
+            return "launcher" if self.launcher else None
+        return "bwrap" if not self.launcher else None
+
+    def warm_message(self, program: Sequence[str], env: dict[str, str], cwd: Path) -> bytes:
+        """What a waiter of :meth:`warm_form` is handed for ``program``: bubblewrap's command
+        line (the filter on descriptor 3, the limits set by the waiter before it execs
+        bubblewrap; no ``--info-fd``, nothing set from outside), or the launcher's options
+        (run in the waiter, already imported). Its cgroups are the waiter's, joined ahead."""
+        if self.namespaces is None:
+            argv = self._argv(program, counted=True)
+            # [INTERPRETER, -I, -S, -c, LAUNCH, TOOLS_DIR, options..., --, program...]
+            return sandbox_warm.message(argv[6:], env, cwd)
+        own_net = self.namespaces.net
+        seccomp = _seccomp_program(self.network != "all" and not own_net) if self.seccomp else None
+        fd = sandbox_warm.SECCOMP_FD if seccomp is not None else None
+        argv = self._argv(program, counted=True, seccomp_fd=fd)
+        rlimits = self.limits.rlimits(nproc=False)
+        return sandbox_warm.message(argv, env, cwd, rlimits=rlimits, seccomp=seccomp)
 
     def _argv(
         self,

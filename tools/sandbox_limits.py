@@ -18,8 +18,10 @@
   past it the kernel's OOM killer ends a process of the call (``SIGKILL``).
 
 The cgroups are made ahead of the calls (:class:`CgroupPool`, two per set of limits) and
-removed after them off the call's path. The server moves bubblewrap's sandbox into them
-while bubblewrap builds its mounts (it waits before starting the program), or the launcher
+removed after them off the call's path. A call's first process is usually in them before
+the call: a waiting process the server moved there meanwhile (``tools/sandbox_warm.py``,
+:attr:`CallGroup.waiter`). Else the server moves bubblewrap's sandbox into them while
+bubblewrap builds its mounts (it waits before starting the program), or the launcher
 joins them first thing; so everything the command starts is counted. With bubblewrap
 alone the server sets the rlimits of the sandbox's first process (``prlimit(2)``) in that
 same moment: no interpreter or other program runs inside the sandbox for them.
@@ -200,6 +202,10 @@ def remove_stale(base: Path) -> None:
             (base / name).rmdir()
 
 
+# A ready group a waiter is being moved into (:meth:`CgroupPool.lend`): no call takes it.
+RESERVED = object()
+
+
 @dataclass
 class CallGroup:
     """One call's cgroups: one folder per hierarchy (cgroup v1 has pids and memory apart,
@@ -208,6 +214,8 @@ class CallGroup:
     folders: list[Path] = field(default_factory=list)
     processes: bool = False  # pids.max is set in one of them
     memory: bool = False  # the memory limit is set in one of them
+    # A process already in it, waiting to run the next call (``tools/sandbox_warm.py``).
+    waiter: object | None = None
 
     def procs_files(self) -> list[Path]:
         """The ``cgroup.procs`` files the call's first process writes ``0`` to (joins)."""
@@ -300,15 +308,55 @@ class CgroupPool:
         self._count += 1
         return f"{PREFIX}{os.getpid()}-{self._count}"
 
-    def take(self, limits: Limits) -> CallGroup | None:
-        """A prepared group for these limits (made now if none is ready: the first call)."""
-        key = _key(limits)
-        ready = self._ready.get(key)
-        if ready:
-            return ready.pop()
+    def take(self, limits: Limits, form: str | None = None) -> CallGroup | None:
+        """A prepared group for these limits (made now if none is ready: the first call):
+        one with a process of ``form`` waiting in it first, then one with none."""
+        ready = self._ready.get(_key(limits), [])
+        free = [g for g in ready if g.waiter is not RESERVED]
+        if free:
+            group = next(
+                (g for g in free if form and getattr(g.waiter, "form", None) == form),
+                next((g for g in free if g.waiter is None), free[-1]),
+            )
+            ready.remove(group)
+            return group
+        return self.make(limits)
+
+    def make(self, limits: Limits) -> CallGroup | None:
+        """A new group for these limits, or None where none can be made."""
         if pids_base() is None and memory_base() is None:
             return None
-        return make_group(key, self._name())
+        return make_group(_key(limits), self._name())
+
+    def ready(self, limits: Limits) -> list[CallGroup]:
+        return list(self._ready.get(_key(limits), ()))
+
+    def lend(self, limits: Limits) -> CallGroup | None:
+        """A ready group with no process waiting in it, reserved (no call takes it) until
+        :meth:`put_back`: a waiter is moved in meanwhile. It stays in the pool (and is
+        removed with it), even if the one moving a waiter in never comes back."""
+        for group in self._ready.get(_key(limits), []):
+            if group.waiter is None:
+                group.waiter = RESERVED
+                return group
+        return None
+
+    def make_reserved(self, limits: Limits) -> CallGroup | None:
+        """:meth:`make`, the new group in the pool at once, reserved as by :meth:`lend` (in
+        the thread that makes it: a caller cancelled meanwhile loses nothing)."""
+        group = self.make(limits)
+        if group is not None:
+            group.waiter = RESERVED
+            self._ready.setdefault(_key(limits), []).append(group)
+        return group
+
+    def put_back(self, group: CallGroup, limits: Limits) -> None:
+        """Ready again: with the waiter moved in, or none (the reservation ended)."""
+        if group.waiter is RESERVED:
+            group.waiter = None
+        ready = self._ready.setdefault(_key(limits), [])
+        if group not in ready:
+            ready.append(group)
 
     def give_back(self, group: CallGroup | None, limits: Limits) -> None:
         """After a call: remove its group and make the next ones, in the background."""
@@ -347,6 +395,9 @@ class CgroupPool:
     def close(self) -> None:
         """Remove the prepared groups, and used ones still there (the server's end)."""
         for group in [*(g for ready in self._ready.values() for g in ready), *self._retiring]:
+            discard = getattr(group.waiter, "discard", None)
+            if discard is not None:
+                discard()  # it exits, running nothing: the group is empty again
             group.remove()
         self._ready.clear()
         self._retiring.clear()

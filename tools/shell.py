@@ -64,6 +64,8 @@ from .sandbox_caches import cache_redirects
 from .sandbox_limits import POOL as CGROUPS
 from .sandbox_limits import CallGroup, hit
 from .sandbox_proxy import DomainProxy, proxy_environment
+from .sandbox_warm import POOL as WARM
+from .sandbox_warm import Waiter
 
 DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
 
@@ -132,12 +134,17 @@ def bash_tool(
             confinement = _confinement(policy, root, tmp, arguments, git_before.found)
             refused: list[str] = []
             group = None
+            warm = None
+            form = None
             if confinement is not None:
                 if confinement.network == "proxy":
                     proxy = DomainProxy(confinement.proxy_socket, confinement.allowed_hosts)
                     refused = (await stack.enter_async_context(proxy)).refused
-                # Made ahead: removed, and the next one made, after the call.
-                group = CGROUPS.take(confinement.limits)
+                # Made ahead: a waiting process already in the call's cgroups, or the
+                # cgroups alone; removed, and the next ones made, after the call.
+                form = confinement.warm_form()
+                group = CGROUPS.take(confinement.limits, form)
+                warm = WARM.claim(group, form, confinement.limits)
             try:
                 result = await run_command(
                     root,
@@ -147,11 +154,13 @@ def bash_tool(
                     tmp=tmp,
                     confinement=confinement,
                     group=group,
+                    warm=warm,
                 )
                 limit_hits = group.hits() if group is not None else frozenset()
             finally:
                 if confinement is not None:
                     CGROUPS.give_back(group, confinement.limits)
+                    WARM.prepare(form, confinement.limits)
         notes = []
         if confinement is not None and (is_error(result) or refused or limit_hits):
             notes.append(hit(confinement.limits, result, limit_hits))
@@ -250,15 +259,19 @@ async def run_command(
     tmp: Path | None = None,
     confinement: Confinement | None = None,
     group: CallGroup | None = None,
+    warm: Waiter | None = None,
 ) -> str:
     """Run ``bash -c command`` under the module's policies and return the result text.
 
     ``tmp`` becomes the command's ``TMPDIR``; ``confinement`` (if any) is applied before
     ``bash`` starts (by bubblewrap, or the sandbox launcher), in ``group`` (the call's
-    cgroups, if any).
+    cgroups, if any); ``warm``: a waiter started ahead, in ``group`` already
+    (``tools/sandbox_warm.py``), which runs the call if it still can.
     """
     missing = _missing_workspace(cwd)
     if missing:
+        if warm is not None:
+            warm.discard()
         return missing
     env = {name: value for name, value in os.environ.items() if name not in hidden_env}
     if tmp is not None:
@@ -268,9 +281,9 @@ async def run_command(
     if confinement is not None:
         # The launcher starts, and bash is looked up after it: say here if there is none.
         if shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
+            if warm is not None:
+                warm.discard()
             return "Error: could not start bash: no bash found on PATH"
-        launch = confinement.launch(argv, group=group)
-        argv = launch.argv
         # Per-user caches it may not write point into its temp dir instead.
         env.update(cache_redirects(env, confinement, cwd))
         if confinement.network == "proxy":
@@ -278,6 +291,21 @@ async def run_command(
     output = BoundedOutput(OUTPUT_LIMIT)
     loop = asyncio.get_running_loop()
     started = loop.time()  # the call's time limit counts from here, the sandbox's set-up included
+    if confinement is not None and warm is not None:
+        try:
+            message = confinement.warm_message(argv, env, cwd)
+        except BaseException:
+            warm.discard()
+            raise
+        if warm.start(message):
+            # Nothing awaited since it was handed the call: no cancel can fall in between.
+            transport, protocol = _WarmTransport.adopt(warm, output)
+            return await _run_started(transport, protocol, output, confinement, None, time_limit,
+                                      started)  # fmt: skip
+        warm.discard()  # it runs nothing: the call spawns cold, in the same cgroups
+    if confinement is not None:
+        launch = confinement.launch(argv, group=group)
+        argv = launch.argv
 
     # Shielded so that a cancel arriving mid-spawn still lets us learn the pid and kill
     # the whole group (asyncio's own cleanup would kill only the shell).
@@ -310,6 +338,21 @@ async def run_command(
             launch.abandon()
         return _missing_workspace(cwd) or f"Error: could not start bash: {exc}"
 
+    return await _run_started(transport, protocol, output, confinement, launch, time_limit, started)
+
+
+async def _run_started(
+    transport: asyncio.SubprocessTransport | _WarmTransport,
+    protocol: _ShellProtocol,
+    output: BoundedOutput,
+    confinement: Confinement | None,
+    launch: sandbox.Launch | None,
+    time_limit: float,
+    started: float,
+) -> str:
+    """The call from its spawn on: its limits (a cold launch), its exit or time limit, the
+    end of its processes, the result text."""
+    loop = asyncio.get_running_loop()
     try:
         if launch is not None:
             # Its limits and cgroups, before the command starts; bounded by the call's time
@@ -467,8 +510,76 @@ class _ShellProtocol(asyncio.SubprocessProtocol):
         self.exited.set()
 
 
+class _WarmTransport:
+    """A waiter's process (``tools/sandbox_warm.py``) seen as ``loop.subprocess_exec``'s
+    transport is: its output pipe read on the event loop, its exit seen on a pidfd (and
+    reaped: the server is its parent), ``close`` killing it if it still runs."""
+
+    def __init__(self, waiter: Waiter, protocol: _ShellProtocol) -> None:
+        self._waiter = waiter
+        self._protocol = protocol
+        self._loop = asyncio.get_running_loop()
+        self._returncode: int | None = None
+
+    @classmethod
+    def adopt(cls, waiter: Waiter, output: BoundedOutput) -> tuple[_WarmTransport, _ShellProtocol]:
+        protocol = _ShellProtocol(output)
+        transport = cls(waiter, protocol)
+        os.set_blocking(waiter.output, False)
+        transport._loop.add_reader(waiter.output, transport._readable)
+        transport._loop.add_reader(waiter.pidfd, transport._exited)
+        return transport, protocol
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._waiter.output, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._protocol.pipe_data_received(1, data)
+            return
+        self._close_output()
+        self._protocol.pipe_connection_lost(1, None)
+
+    def _close_output(self) -> None:
+        if self._waiter.output >= 0:
+            self._loop.remove_reader(self._waiter.output)
+            os.close(self._waiter.output)
+            self._waiter.output = -1
+
+    def _exited(self) -> None:
+        try:
+            pid, status = os.waitpid(self._waiter.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self._waiter.pid, 255 << 8  # reaped elsewhere: status unknown
+        if pid == 0:
+            return
+        self._returncode = os.waitstatus_to_exitcode(status)
+        self._loop.remove_reader(self._waiter.pidfd)
+        os.close(self._waiter.pidfd)
+        self._waiter.pidfd = -1
+        self._protocol.process_exited()
+
+    def get_pid(self) -> int:
+        return self._waiter.pid
+
+    def get_returncode(self) -> int | None:
+        return self._returncode
+
+    def close(self) -> None:
+        """As asyncio's: the pipe closed, the process killed if it still runs (it is reaped
+        when it exits: the pidfd stays watched until then)."""
+        if self._waiter.output >= 0 and not self._loop.is_closed():
+            self._close_output()
+        if self._returncode is None:
+            with contextlib.suppress(OSError):
+                os.kill(self._waiter.pid, signal.SIGKILL)
+
+
 async def _settle(
-    transport: asyncio.SubprocessTransport,
+    transport: asyncio.SubprocessTransport | _WarmTransport,
     protocol: _ShellProtocol,
     *,
     drain: bool,
