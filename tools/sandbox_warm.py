@@ -272,12 +272,14 @@ class WarmPool:
         one in none) if it can run it, else None (the call spawns cold in that group; a
         waiter of another form, or one that died, is ended first: it runs nothing and
         leaves the group)."""
+        held: object | None
         if group is None:
-            waiter = self._loose.pop((form or "", _key(limits)), None)
+            held = self._loose.pop((form or "", _key(limits)), None)
         else:
-            waiter, group.waiter = group.waiter, None
-        if not isinstance(waiter, Waiter):
+            held, group.waiter = group.waiter, None
+        if not isinstance(held, Waiter):  # none, or RESERVED (being moved in)
             return None
+        waiter = held
         self._alive.discard(waiter)
         if waiter.form == form and waiter.running():
             return waiter

@@ -327,7 +327,7 @@ async def run_command(
         # filter's descriptor: never before, or the number could be reused meanwhile.
         spawn.add_done_callback(lambda _: launch.close())
     try:
-        transport, protocol = await asyncio.shield(spawn)
+        cold, protocol = await asyncio.shield(spawn)
     except asyncio.CancelledError:
         if launch is not None:
             launch.abandon()  # bubblewrap, if it started, goes on: its group is killed
@@ -338,7 +338,7 @@ async def run_command(
             launch.abandon()
         return _missing_workspace(cwd) or f"Error: could not start bash: {exc}"
 
-    return await _run_started(transport, protocol, output, confinement, launch, time_limit, started)
+    return await _run_started(cold, protocol, output, confinement, launch, time_limit, started)
 
 
 async def _run_started(
