@@ -62,6 +62,8 @@ from bench_server import (  # the script's folder is on sys.path
 
 RESULTS = REPO_ROOT / "bench" / "results" / "acp.md"
 ACP_CMD = [sys.executable, "-I", "-m", "server", "acp"]
+BARE_ACP_CMD = [sys.executable, str(REPO_ROOT / "bench" / "bare_acp_agent.py")]
+STARTS = 10  # spawns per agent for the start-up figure, alternating
 TOOL = "read_file"
 TOOL_ARGS = {"path": "tiny.txt"}
 ANSWER = "done"
@@ -337,6 +339,50 @@ async def acp_agent(
             drain.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await drain
+
+
+async def spawn_initialize(cmd: list[str], env: dict[str, str], folder: Path) -> tuple[float, float]:
+    """Spawn an ACP agent, send ``initialize``: (wall seconds spawn -> result, the agent's CPU
+    seconds by then). The agent is closed (stdin ends) before returning."""
+    from acp import PROTOCOL_VERSION, spawn_agent_process
+    from acp.schema import ClientCapabilities
+
+    tail = bytearray()
+    started = time.perf_counter()
+    async with spawn_agent_process(Recorder(folder), *cmd, env=env, cwd=str(REPO_ROOT)) as (
+        conn,
+        process,
+    ):
+        assert process.stderr is not None
+        drain = asyncio.create_task(_drain(process.stderr, tail))
+        try:
+            await _within(
+                conn.initialize(
+                    protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+                ),
+                "initialize",
+                tail,
+            )
+            wall = time.perf_counter() - started
+            cpu = _process_cpu(process) or 0.0
+        finally:
+            drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drain
+    return wall, cpu
+
+
+async def acp_startup(env: dict[str, str], folder: Path, starts: int = STARTS) -> dict[str, Any]:
+    """``agent-lsp acp`` vs the bare ACP agent (``bench/bare_acp_agent.py``): spawn ->
+    ``initialize`` result, wall and CPU, alternating (the order reversed every round)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for i in range(starts):
+        order = [(ACP_CMD, "ours"), (BARE_ACP_CMD, "bare")]
+        for cmd, name in order if i % 2 == 0 else reversed(order):
+            wall, cpu = await spawn_initialize(cmd, env, folder)
+            out[name].append(wall)
+            out[f"{name}_cpu"].append(cpu)
+    return dict(out)
 
 
 async def _within(awaitable: Any, what: str, tail: bytearray) -> Any:
