@@ -341,7 +341,9 @@ async def acp_agent(
                 await drain
 
 
-async def spawn_initialize(cmd: list[str], env: dict[str, str], folder: Path) -> tuple[float, float]:
+async def spawn_initialize(
+    cmd: list[str], env: dict[str, str], folder: Path
+) -> tuple[float, float]:
     """Spawn an ACP agent, send ``initialize``: (wall seconds spawn -> result, the agent's CPU
     seconds by then). The agent is closed (stdin ends) before returning."""
     from acp import PROTOCOL_VERSION, spawn_agent_process

@@ -1,8 +1,9 @@
 """The agent protocol, one side of the wire: method names, error codes, params, results.
 
-Params and results are attrs classes with snake_case fields; lsprotocol's converter
-(the same one pygls uses) renames them to camelCase on the wire and leaves out
-optional fields at their default. :func:`parse` structures a request's raw params
+Params and results are attrs classes with snake_case fields; the converter here renames
+them to camelCase on the wire and leaves out optional fields at their default (as
+lsprotocol's, the one pygls uses, does; not lsprotocol itself: its types take ~0.3 s to
+import, which the ACP face would pay at start-up for one Range). :func:`parse` structures a request's raw params
 into its class, so a malformed param is refused in one place, with -32602 naming
 the field, instead of being checked by hand in each handler. Clients (the terminal
 client among them) import names from here, never from the server module.
@@ -16,8 +17,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 import cattrs
-from lsprotocol import types
-from lsprotocol.converters import get_converter
+import cattrs.gen
 
 PROTOCOL_VERSION: Final = 1  # additions are announced in "requests"; 2 = a breaking change
 
@@ -151,10 +151,31 @@ class ProjectParams:
     workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
 
 
+def _line_or_character(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not 0 <= value <= 2**31 - 1:
+        raise ParamsError(attribute.name, "must be an integer from 0 to 2^31 - 1")
+
+
+@attrs.define
+class Position:
+    """LSP's Position (lsprotocol.types.Position)."""
+
+    line: int = attrs.field(validator=_line_or_character)
+    character: int = attrs.field(validator=_line_or_character)
+
+
+@attrs.define
+class Range:
+    """LSP's Range (lsprotocol.types.Range)."""
+
+    start: Position
+    end: Position
+
+
 @attrs.define
 class ActiveDocument:
     uri: str = attrs.field(validator=_non_empty)
-    selection: types.Range | None = None  # an empty range: the cursor
+    selection: Range | None = None  # an empty range: the cursor
 
 
 @attrs.define
@@ -665,10 +686,29 @@ def _token(value: Any, _: Any) -> int | str:
     return value
 
 
+def _wire(name: str) -> str:
+    return _camel(name.removesuffix("_"))
+
+
 def _make_converter() -> cattrs.Converter:
     # Our own converter (pygls keeps its own): strict primitives here would change how
     # pygls structures ordinary LSP messages. cattrs would otherwise turn 5 into "5".
-    converter = get_converter(cattrs.Converter())
+    # Field names as lsprotocol's converter gives them (camelCase, a trailing _ dropped),
+    # optional fields left out at their default.
+    converter = cattrs.Converter()
+
+    def overrides(cls: type) -> dict[str, Any]:
+        return {
+            a.name: cattrs.gen.override(rename=_wire(a.name), omit_if_default=True)
+            for a in attrs.fields(cls)
+        }
+
+    converter.register_unstructure_hook_factory(
+        attrs.has, lambda cls: cattrs.gen.make_dict_unstructure_fn(cls, converter, **overrides(cls))
+    )
+    converter.register_structure_hook_factory(
+        attrs.has, lambda cls: cattrs.gen.make_dict_structure_fn(cls, converter, **overrides(cls))
+    )
     for kind, name in ((str, "a string"), (int, "an integer"), (bool, "true or false")):
         converter.register_structure_hook(kind, _strict(kind, name))
     converter.register_structure_hook(float, _strict(int | float, "a number"))
