@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from bench_acp import ACP_CMD, BARE_ACP_CMD, spawn_initialize  # the script's folder is on sys.path
 from bench_server import BARE_CMD, REPO_ROOT, SERVER_CMD, server_env, spawn

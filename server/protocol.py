@@ -3,9 +3,10 @@
 Params and results are attrs classes with snake_case fields; the converter here renames
 them to camelCase on the wire and leaves out optional fields at their default (as
 lsprotocol's, the one pygls uses, does; not lsprotocol itself: its types take ~0.3 s to
-import, which the ACP face would pay at start-up for one Range). :func:`parse` structures a request's raw params
-into its class, so a malformed param is refused in one place, with -32602 naming
-the field, instead of being checked by hand in each handler. Clients (the terminal
+import, which the ACP face would pay at start-up for one Range). :func:`parse`
+structures a request's raw params into its class, so a malformed param is refused in
+one place, with -32602 naming the field, instead of being checked by hand in each
+handler. Clients (the terminal
 client among them) import names from here, never from the server module.
 
 The protocol is documented for client authors in ``docs/protocol.md``.
