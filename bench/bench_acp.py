@@ -342,7 +342,7 @@ async def acp_agent(
 
 
 async def spawn_initialize(
-    cmd: list[str], env: dict[str, str], folder: Path
+    cmd: list[str], env: dict[str, str], folder: Path, cwd: Path = REPO_ROOT
 ) -> tuple[float, float]:
     """Spawn an ACP agent, send ``initialize``: (wall seconds spawn -> result, the agent's CPU
     seconds by then). The agent is closed (stdin ends) before returning."""
@@ -351,7 +351,7 @@ async def spawn_initialize(
 
     tail = bytearray()
     started = time.perf_counter()
-    async with spawn_agent_process(Recorder(folder), *cmd, env=env, cwd=str(REPO_ROOT)) as (
+    async with spawn_agent_process(Recorder(folder), *cmd, env=env, cwd=str(cwd)) as (
         conn,
         process,
     ):
