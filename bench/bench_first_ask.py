@@ -193,6 +193,56 @@ async def main(baseline: Path | None) -> None:
     render(variants, loads, baseline)
 
 
+IMPORT_RUNS = 5
+_IMPORT_PROBE = """
+import sys, time
+w, c = time.perf_counter(), time.process_time()
+for name in sys.argv[1:]:
+    __import__(name)
+print(time.perf_counter() - w, time.process_time() - c)
+"""
+
+
+def import_cost(*modules: str) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of importing ``modules`` in a fresh interpreter."""
+    import subprocess
+
+    runs = []
+    for _ in range(IMPORT_RUNS):
+        out = subprocess.run(
+            [sys.executable, "-c", _IMPORT_PROBE, *modules],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        runs.append((float(out[0]), float(out[1])))
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def where_the_time_goes() -> list[str]:
+    """What a first ask right after ``initialize`` cannot skip, next to the start-up."""
+    ms = 1000
+    sdk = import_cost("openai")
+    bare = import_cost("pygls.lsp.server", "lsprotocol.converters")
+    tools = import_cost("server.engine.engine", "server.engine.bootstrap", "jsonschema")
+    return [
+        "#### Where the first ask's time goes",
+        "",
+        f"Imports in a fresh interpreter (median of {IMPORT_RUNS}, wall / CPU): `import openai` "
+        f"{sdk[0] * ms:.0f} / {sdk[1] * ms:.0f} ms; for scale, what bare pygls imports before "
+        f"it can answer `initialize` (`pygls.lsp.server`, `lsprotocol.converters`) "
+        f"{bare[0] * ms:.0f} / {bare[1] * ms:.0f} ms; the engine and the tools' runtime "
+        f"(`server.engine.engine`, `server.engine.bootstrap`, `jsonschema`) "
+        f"{tools[0] * ms:.0f} / {tools[1] * ms:.0f} ms. An ask cannot make its first model "
+        "request before `openai` is imported; the import is CPU-bound Python (its "
+        "`openai.types` package, pydantic models of the whole API, is ~80% of it: "
+        "`python -X importtime -c 'import openai'`) and holds the one GIL, so it cannot run "
+        "beside the start-up's own imports without adding its CPU time to `initialize`.",
+        "",
+    ]
+
+
 def rows(v: Variant) -> list[str]:
     ms = 1000
     med = statistics.median
@@ -260,6 +310,7 @@ def render(variants: list[Variant], loads: list[float], baseline: Path | None) -
                 f"| {what} | {med(a) * ms:.1f} ms | {med(b) * ms:.1f} ms | {med(a) / med(b):.2f}x |"
             )
         lines.append("")
+    lines += where_the_time_goes()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines))
     print("\n".join(lines))
