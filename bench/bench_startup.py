@@ -33,32 +33,54 @@ ROUNDS = 15
 TARGET = 1.1
 
 
-async def lsp_start(cmd: list[str], env: dict[str, str], folder: Path) -> tuple[float, float]:
-    session = await spawn(cmd, env, folder, initialized=False)
+async def lsp_start(
+    cmd: list[str], env: dict[str, str], folder: Path, cwd: Path
+) -> tuple[float, float, float]:
+    session = await spawn(cmd, env, folder, initialized=False, cwd=cwd)
     await session.close()
-    return session.startup_s, session.startup_cpu_s or 0.0
+    return session.startup_s, session.startup_cpu_s or 0.0, 0.0
 
 
-async def run(rounds: int) -> dict[str, list[float]]:
+def _commands(tree: Path | None) -> dict[str, tuple[list[str], Path]]:
+    """The four processes (and the baseline tree's two agents), with their folders."""
+    found = {
+        "lsp": (SERVER_CMD, REPO_ROOT),
+        "pygls": (BARE_CMD, REPO_ROOT),
+        "acp": (ACP_CMD, REPO_ROOT),
+        "bare_acp": (BARE_ACP_CMD, REPO_ROOT),
+    }
+    if tree is not None:  # not -I: its packages come from its folder (the working directory)
+        found["lsp_before"] = ([sys.executable, "-m", "server", "--stdio"], tree)
+        found["acp_before"] = ([sys.executable, "-m", "server", "acp"], tree)
+    return found
+
+
+async def run(rounds: int, tree: Path | None) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
-    env = server_env(None)
+    # A model endpoint that is never reached: session/new needs one configured.
+    env = server_env("http://127.0.0.1:9/v1")
+    commands = _commands(tree)
     with tempfile.TemporaryDirectory(prefix="agent-lsp-bench-start-") as tmp:
         folder = Path(tmp).resolve()
         for i in range(rounds):
-            pairs = [
-                [("lsp", lsp_start, SERVER_CMD), ("pygls", lsp_start, BARE_CMD)],
-                [("acp", spawn_initialize, ACP_CMD), ("bare_acp", spawn_initialize, BARE_ACP_CMD)],
-            ]
-            for pair in pairs:
-                for name, start, cmd in pair if i % 2 == 0 else reversed(pair):
-                    wall, cpu = await start(cmd, env, folder)
+            groups = [["lsp", "pygls", "lsp_before"], ["acp", "bare_acp", "acp_before"]]
+            for group in groups:
+                names = [n for n in group if n in commands]
+                for name in names if i % 2 == 0 else reversed(names):
+                    cmd, cwd = commands[name]
+                    start = (
+                        lsp_start if name in ("lsp", "pygls", "lsp_before") else spawn_initialize
+                    )
+                    run_env = env if cwd == REPO_ROOT else {**env, "PYTHONPATH": str(cwd)}
+                    wall, cpu, session = await start(cmd, run_env, folder, cwd)
                     out[name].append(wall)
                     out[f"{name}_cpu"].append(cpu)
+                    out[f"{name}_session"].append(session)
             out["load"].append(os.getloadavg()[0])
     return out
 
 
-def render(out: dict[str, list[float]], rounds: int, seconds: float) -> str:
+def render(out: dict[str, list[float]], rounds: int, seconds: float, tree: bool) -> str:
     med = statistics.median
     ms = 1000
 
@@ -76,10 +98,11 @@ def render(out: dict[str, list[float]], rounds: int, seconds: float) -> str:
     lines = [
         "## Start-up",
         "",
-        f"`uv run python bench/bench_startup.py --rounds {rounds}`; "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} CPUs, "
-        f"Python {sys.version.split()[0]}; {rounds} rounds, each spawning the four (each pair's "
-        "order reversed every round); 1-minute load average median "
+        f"`uv run python bench/bench_startup.py --rounds {rounds}"
+        + (" --baseline-tree DIR`" if tree else "`")
+        + f"; {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]}; {rounds} rounds, each spawning every process once "
+        "(the order reversed every round); 1-minute load average median "
         f"{med(out['load']):.1f} (min {min(out['load']):.1f}, max {max(out['load']):.1f}); "
         f"whole run {seconds:.0f} s. Spawn → `initialize` result, medians; CPU is the agent's "
         "(`/proc/PID/stat`, 10 ms ticks) when the result arrives.",
@@ -89,14 +112,36 @@ def render(out: dict[str, list[float]], rounds: int, seconds: float) -> str:
         row("LSP (`python -I -m server --stdio`)", "lsp", "pygls", "bare pygls"),
         row("ACP (`python -I -m server acp`)", "acp", "bare_acp", "bare ACP SDK agent"),
         "",
+        "ACP, spawn → `session/new` result (what a client waits for before its first prompt; "
+        f"agent-lsp loads its engine between the two): agent-lsp {med(out['acp_session']) * ms:.0f}"
+        f" ms, the bare agent {med(out['bare_acp_session']) * ms:.0f} ms.",
+        "",
     ]
+    if tree:
+        lines += [
+            "### This tree vs the baseline tree (same run, alternating)",
+            "",
+            "| measurement | this tree | baseline tree | this / baseline |",
+            "|---|---:|---:|---:|",
+        ]
+        for what, key in (
+            ("LSP spawn → `initialize`", "lsp"),
+            ("LSP CPU by then", "lsp_cpu"),
+            ("ACP spawn → `initialize`", "acp"),
+            ("ACP CPU by then", "acp_cpu"),
+            ("ACP spawn → `session/new`", "acp_session"),
+        ):
+            before = key.replace("lsp", "lsp_before", 1).replace("acp", "acp_before", 1)
+            a, b = med(out[key]), med(out[before])
+            lines.append(f"| {what} | {a * ms:.0f} ms | {b * ms:.0f} ms | {a / b:.2f}x |")
+        lines.append("")
     return "\n".join(lines)
 
 
-async def main(rounds: int) -> None:
+async def main(rounds: int, tree: Path | None) -> None:
     began = time.perf_counter()
-    out = await run(rounds)
-    report = render(out, rounds, time.perf_counter() - began)
+    out = await run(rounds, tree)
+    report = render(out, rounds, time.perf_counter() - began, tree is not None)
     print(report)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(report, encoding="utf-8")
@@ -105,4 +150,8 @@ async def main(rounds: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=ROUNDS)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument(
+        "--baseline-tree", type=Path, help="a checkout to measure alternately (git archive)"
+    )
+    options = parser.parse_args()
+    asyncio.run(main(options.rounds, options.baseline_tree))
