@@ -138,10 +138,66 @@ def render(out: dict[str, list[float]], rounds: int, seconds: float, tree: bool)
     return "\n".join(lines)
 
 
+# What each process imports before it can answer `initialize` (the faces' start paths).
+IMPORTS = {
+    "pygls": ["pygls.lsp.server", "lsprotocol.converters"],
+    "lsp": ["server.cli", "server.stdio", "server.config.own_secrets", "server.lsp.server"],
+    "bare_acp": ["acp", "acp.schema"],
+    "acp": ["server.cli", "server.stdio", "server.config.own_secrets", "server.acp.serve"],
+}
+
+
+def import_self_times(modules: list[str]) -> dict[str, int]:
+    """``-X importtime`` self time (µs) of every module ``modules`` pull in."""
+    import subprocess
+
+    code = "; ".join(f"import {m}" for m in modules)
+    err = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr
+    found: dict[str, int] = {}
+    for line in err.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            own, _, name = line.removeprefix("import time:").split("|")
+            found[name.strip()] = int(own)
+    return found
+
+
+def where_the_time_goes() -> list[str]:
+    lines = [
+        "### Where the time goes",
+        "",
+        "`python -X importtime` self times (one run each; they inflate what they time, so "
+        "only the shares count): what each agent-lsp face imports before `initialize` beyond "
+        "what its bare baseline imports, by top-level package.",
+        "",
+    ]
+    for ours, bare, face in (("lsp", "pygls", "LSP"), ("acp", "bare_acp", "ACP")):
+        a, b = import_self_times(IMPORTS[ours]), import_self_times(IMPORTS[bare])
+        extra = {k: v for k, v in a.items() if k not in b}
+        by_package: dict[str, int] = defaultdict(int)
+        for name, own in extra.items():
+            by_package[name.split(".")[0]] += own
+        top = sorted(by_package.items(), key=lambda kv: -kv[1])[:6]
+        total_extra, total_bare = sum(extra.values()), sum(b.values())
+        lines.append(
+            f"- {face}: the baseline's imports {total_bare / 1000:.0f} ms, agent-lsp's on top "
+            f"{total_extra / 1000:.0f} ms ({total_extra / total_bare:.0%}): "
+            + ", ".join(f"`{k}` {v / 1000:.0f} ms" for k, v in top)
+            + "."
+        )
+    return [*lines, ""]
+
+
 async def main(rounds: int, tree: Path | None) -> None:
     began = time.perf_counter()
     out = await run(rounds, tree)
     report = render(out, rounds, time.perf_counter() - began, tree is not None)
+    report += "\n".join(where_the_time_goes())
     print(report)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(report, encoding="utf-8")
