@@ -12,13 +12,13 @@ from tooling.context import PathNotes, ToolContext
 
 from .. import protocol as p
 from ..agent.events import EventSink
-from ..agent.loop import LoopResult
 from ..agent.permissions import ApprovalPolicy, Asker, PermissionGate
 from .conversations import Conversation
 
 if TYPE_CHECKING:
     from tooling.documents import EditorDocuments
 
+    from ..agent.loop import LoopResult
     from ..checkpoints.service import AskRecorder
 
 

@@ -148,8 +148,10 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 
 def _import_sdk() -> None:
     """What the first ask cannot do without and takes long to load (~1 s: the model
-    SDK); call from a worker thread."""
+    SDK), and the agent loop; call from a worker thread."""
     import openai  # noqa: F401
+
+    from ..agent import loop  # noqa: F401
 
 
 def _prepare_sdk(rehearse_requests: bool) -> None:

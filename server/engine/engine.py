@@ -32,7 +32,6 @@ from tools import programs
 
 from .. import protocol as p
 from ..agent.events import EngineWarning, EventSink, WarningSink
-from ..agent.loop import agent_loop
 from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
@@ -431,7 +430,7 @@ class AgentEngine:
                     # On disk before the model is asked: a server killed mid-ask leaves
                     # the prompt, listed as interrupted (a log line, not the whole file).
                     self._sessions.save_soon(conversation, state="running")
-                    result = await agent_loop(
+                    result = await _agent_loop()(
                         conversation.messages,
                         runtime,
                         client=client,
@@ -560,3 +559,11 @@ def _turned_off_note(
         return otherwise(name) if otherwise is not None else None
 
     return why
+
+
+def _agent_loop() -> Any:
+    # Imported by the warm-up thread (endpoints._import_sdk) before an ask runs, not on the
+    # way to `initialize` (bench/results/startup.md).
+    from ..agent.loop import agent_loop
+
+    return agent_loop

@@ -21,7 +21,6 @@ from tooling.runtime import ToolRuntime
 from .. import protocol as p
 from ..agent.archive import transcript
 from ..agent.compaction import ContextWindow
-from ..agent.loop import complete_text, preview
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.context_limits import window_for
 from .conversations import Conversation, ConversationStore
@@ -152,7 +151,7 @@ class Sessions:
                             name,
                             arguments,
                             not is_error(output),
-                            preview(output, HISTORY_PREVIEW),
+                            _preview(output, HISTORY_PREVIEW),
                             display_name(name) if display_name is not None else None,
                         )
                     )
@@ -230,6 +229,8 @@ class Sessions:
             window = context_window(conversation, settings, model, runtime)
             before = window.tokens(conversation.messages)
 
+            from ..agent.loop import complete_text  # loaded by the warm-up (endpoints)
+
             async def summarize(request: list[dict[str, Any]]) -> str:
                 return await complete_text(client, model, request)
 
@@ -272,3 +273,11 @@ def _answered(messages: list[dict[str, Any]], since: int) -> bool:
 def _call_parts(call: Mapping[str, Any]) -> tuple[str, str]:
     function = call.get("function") or {}
     return str(function.get("name") or ""), str(function.get("arguments") or "")
+
+
+def _preview(output: str, limit: int) -> str:
+    # The agent loop (~30 ms with the model request code it pulls in) is loaded by the
+    # warm-up thread (endpoints), not on the way to `initialize`.
+    from ..agent.loop import preview
+
+    return preview(output, limit)
