@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ANSWER_TURNS = 10  # turns of the event loop before the engine's modules load
 STREAM_LIMIT = 50 * 1024 * 1024  # one frame (a file's text in fs/read_text_file) at most
 EXIT_GRACE_S = 5.0
 
@@ -65,7 +66,11 @@ class DeferredAgent:
         return self._loading
 
     async def _build(self) -> AcpAgent:
-        await asyncio.sleep(0)  # after initialize's answer is written
+        # After initialize's answer is written: the SDK queues it for its sender task, a
+        # few turns of the loop away; the import thread would otherwise share the GIL
+        # with that write.
+        for _ in range(ANSWER_TURNS):
+            await asyncio.sleep(0)
         await asyncio.to_thread(_load_agent_modules)
         from .agent import AcpAgent
 
