@@ -176,7 +176,7 @@ class AgentEngine:
     def settings(self) -> AgentSettings:
         return self._settings
 
-    def update_settings(self, settings: AgentSettings) -> list[str]:
+    def update_settings(self, settings: AgentSettings, *, sandbox_notice: bool = True) -> list[str]:
         """New editor settings; returns the problems found, one per field.
 
         Tool runtimes are rebuilt if their settings changed; asks already running keep
@@ -187,7 +187,8 @@ class AgentEngine:
         self._settings = settings
         programs.mark_agent_writable(settings.sandbox.writable_roots)
         self._folders.rebuild()
-        if notice := self.sandbox_notice():
+        # False: the caller asks for it later (the language server, after `initialize`).
+        if sandbox_notice and (notice := self.sandbox_notice()):
             problems.append(notice)
         return problems
 
