@@ -19,7 +19,7 @@ from ..model.connection_check import check_connection, list_model_ids
 from ..model.endpoint import ModelSettings, create_client, load_model_settings
 from ..model.served_models import is_served, not_served_warning, served_models
 from ..model.stream import StreamSupport
-from ..model.warmup import rehearse_sdk
+from ..model.warmup import rehearse_sdk, responsive_switching
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -149,9 +149,10 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 def _import_sdk() -> None:
     """What the first ask cannot do without and takes long to load (~1 s: the model
     SDK), and the agent loop; call from a worker thread."""
-    import openai  # noqa: F401
+    with responsive_switching():
+        import openai  # noqa: F401
 
-    from ..agent import loop  # noqa: F401
+        from ..agent import loop  # noqa: F401
 
 
 def _prepare_sdk(rehearse_requests: bool) -> None:
