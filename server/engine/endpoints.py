@@ -160,4 +160,5 @@ def _prepare_sdk(rehearse_requests: bool) -> None:
     :func:`_import_sdk`)."""
     if rehearse_requests:
         rehearse_sdk()  # runs the SDK's request path once, locally
-    p.warm()
+    with responsive_switching():  # an ask may be running meanwhile
+        p.warm()
