@@ -62,6 +62,9 @@ from bench_server import (  # the script's folder is on sys.path
 
 RESULTS = REPO_ROOT / "bench" / "results" / "acp.md"
 ACP_CMD = [sys.executable, "-I", "-m", "server", "acp"]
+BARE_ACP_CMD = [sys.executable, str(REPO_ROOT / "bench" / "bare_acp_agent.py")]
+STARTS = 10  # spawns per agent for the start-up figure, alternating
+STARTUP: dict[str, list[float]] = {}  # acp_startup's figures, for the report
 TOOL = "read_file"
 TOOL_ARGS = {"path": "tiny.txt"}
 ANSWER = "done"
@@ -337,6 +340,56 @@ async def acp_agent(
             drain.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await drain
+
+
+async def spawn_initialize(
+    cmd: list[str], env: dict[str, str], folder: Path, cwd: Path = REPO_ROOT
+) -> tuple[float, float, float]:
+    """Spawn an ACP agent, send ``initialize`` then ``session/new`` on ``folder``: (wall
+    seconds spawn -> ``initialize`` result, the agent's CPU seconds by then, wall seconds
+    spawn -> ``session/new`` result). The agent is closed (stdin ends) before returning."""
+    from acp import PROTOCOL_VERSION, spawn_agent_process
+    from acp.schema import ClientCapabilities
+
+    tail = bytearray()
+    started = time.perf_counter()
+    async with spawn_agent_process(Recorder(folder), *cmd, env=env, cwd=str(cwd)) as (
+        conn,
+        process,
+    ):
+        assert process.stderr is not None
+        drain = asyncio.create_task(_drain(process.stderr, tail))
+        try:
+            await _within(
+                conn.initialize(
+                    protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+                ),
+                "initialize",
+                tail,
+            )
+            wall = time.perf_counter() - started
+            cpu = _process_cpu(process) or 0.0
+            await _within(conn.new_session(cwd=str(folder), mcp_servers=[]), "session/new", tail)
+            session = time.perf_counter() - started
+        finally:
+            drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drain
+    return wall, cpu, session
+
+
+async def acp_startup(env: dict[str, str], folder: Path, starts: int = STARTS) -> dict[str, Any]:
+    """``agent-lsp acp`` vs the bare ACP agent (``bench/bare_acp_agent.py``): spawn ->
+    ``initialize`` result, wall and CPU, alternating (the order reversed every round)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for i in range(starts):
+        order = [(ACP_CMD, "ours"), (BARE_ACP_CMD, "bare")]
+        for cmd, name in order if i % 2 == 0 else reversed(order):
+            wall, cpu, session = await spawn_initialize(cmd, env, folder)
+            out[name].append(wall)
+            out[f"{name}_cpu"].append(cpu)
+            out[f"{name}_session"].append(session)
+    return dict(out)
 
 
 async def _within(awaitable: Any, what: str, tail: bytearray) -> Any:
@@ -723,6 +776,19 @@ def render(
         f"`initialize` result: {_ms(one.initialize_s)} (once, for scale).",
         "",
     ]
+    if STARTUP:
+        ours, bare = med(STARTUP["ours"]), med(STARTUP["bare"])
+        ratio = ours / bare
+        lines += [
+            f"**Start-up** ({len(STARTUP['ours'])} spawns each, alternating): `agent-lsp acp` "
+            f"spawn → `initialize` result {_ms(ours)}, the bare agent on the ACP SDK "
+            f"(`bench/bare_acp_agent.py`) {_ms(bare)}: {ratio:.2f}x (target ≤ {RATIO_TARGET}x: "
+            f"{'met' if ratio <= RATIO_TARGET else 'not met'}); CPU by then "
+            f"{_ms(med(STARTUP['ours_cpu']))} vs {_ms(med(STARTUP['bare_cpu']))}; spawn → "
+            f"`session/new` result {_ms(med(STARTUP['ours_session']))} vs "
+            f"{_ms(med(STARTUP['bare_session']))} (agent-lsp's engine loads between the two).",
+            "",
+        ]
     if one.acp_fs:
         lines += [
             f"For scale, a client advertising `fs.readTextFile` ({one.fs_reads} "
@@ -794,6 +860,7 @@ async def main() -> None:
         with tempfile.TemporaryDirectory(prefix="agent-lsp-bench-acp-") as tmp:
             folder = Path(tmp).resolve()
             (folder / "tiny.txt").write_text("hello\n", encoding="utf-8")
+            STARTUP.update(await acp_startup(server_env(model.base_url), folder))
             one = await bench_tool_turn(model, folder, deviations, fs_deviations)
             print(f"tool turn done ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
             two = await bench_streaming(model, folder, deviations)

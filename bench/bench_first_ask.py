@@ -24,8 +24,10 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
+import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,23 @@ class FirstCall:
             self.seen.set()
 
 
+@dataclass
+class Variant:
+    """A server to measure: this tree, or a baseline tree (``--baseline-tree``)."""
+
+    name: str
+    cmd: list[str]
+    cwd: Path
+    right_after: list[float] = field(default_factory=list)
+    worst: list[float] = field(default_factory=list)
+    worst_floor: list[float] = field(default_factory=list)
+    after_idle: list[float] = field(default_factory=list)
+    later: list[float] = field(default_factory=list)
+
+
+VARIANT = Variant("this tree", SERVER_CMD, REPO_ROOT)
+
+
 async def start(env: dict[str, str], folder: Path) -> tuple[Session, list[FirstCall]]:
     calls: list[FirstCall] = []
 
@@ -66,7 +85,9 @@ async def start(env: dict[str, str], folder: Path) -> tuple[Session, list[FirstC
             calls[-1](params)
 
     handlers = {"agent/toolActivity": on_activity}
-    session = await spawn(SERVER_CMD, env, folder, initialized=False, handlers=handlers)
+    session = await spawn(
+        VARIANT.cmd, env, folder, initialized=False, handlers=handlers, cwd=VARIANT.cwd
+    )
     return session, calls
 
 
@@ -138,70 +159,171 @@ async def round_after_idle(env: dict[str, str], folder: Path) -> tuple[float, fl
         await session.close()
 
 
-async def main() -> None:
+async def main(baseline: Path | None) -> None:
+    global VARIANT
+    variants = [Variant("this tree", SERVER_CMD, REPO_ROOT)]
+    if baseline is not None:
+        # Not -I: the baseline's packages come from its own folder (the working directory).
+        variants.append(Variant("baseline", [sys.executable, "-m", "server", "--stdio"], baseline))
     model, base_url = await start_model(
         "--instant", "--instant-tool", "read_file", "--instant-args", '{"path": "tiny.txt"}'
     )
+    loads: list[float] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / "tiny.txt").write_text("hello\n")
-            env = server_env(base_url)
-            right_after: list[float] = []
-            worst: list[float] = []
-            worst_floor: list[float] = []
-            after_idle: list[float] = []
-            later: list[float] = []
-            for _ in range(ROUNDS):
-                elapsed, latencies, floor = await round_right_after_initialize(env, folder)
-                right_after.append(elapsed)
-                worst.append(max(latencies))
-                worst_floor.append(max(floor))
-                first, next_one = await round_after_idle(env, folder)
-                after_idle.append(first)
-                later.append(next_one)
+            for i in range(ROUNDS):
+                # Alternate which goes first, so drift and load bursts hit both alike.
+                for variant in variants if i % 2 == 0 else list(reversed(variants)):
+                    VARIANT = variant
+                    env = server_env(base_url)
+                    if variant.cwd != REPO_ROOT:
+                        env["PYTHONPATH"] = str(variant.cwd)
+                    elapsed, latencies, floor = await round_right_after_initialize(env, folder)
+                    variant.right_after.append(elapsed)
+                    variant.worst.append(max(latencies))
+                    variant.worst_floor.append(max(floor))
+                    first, next_one = await round_after_idle(env, folder)
+                    variant.after_idle.append(first)
+                    variant.later.append(next_one)
+                loads.append(os.getloadavg()[0])
     finally:
         await stop_model(model)
-    render(right_after, worst, worst_floor, after_idle, later)
+    render(variants, loads, baseline)
 
 
-def render(
-    right_after: list[float],
-    worst: list[float],
-    worst_floor: list[float],
-    after_idle: list[float],
-    later: list[float],
-) -> None:
+IMPORT_RUNS = 5
+_IMPORT_PROBE = """
+import sys, time
+w, c = time.perf_counter(), time.process_time()
+for name in sys.argv[1:]:
+    __import__(name)
+print(time.perf_counter() - w, time.process_time() - c)
+"""
+
+
+def import_cost(*modules: str) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of importing ``modules`` in a fresh interpreter."""
+    import subprocess
+
+    runs = []
+    for _ in range(IMPORT_RUNS):
+        out = subprocess.run(
+            [sys.executable, "-c", _IMPORT_PROBE, *modules],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        runs.append((float(out[0]), float(out[1])))
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def where_the_time_goes() -> list[str]:
+    """What a first ask right after ``initialize`` cannot skip, next to the start-up."""
+    ms = 1000
+    sdk = import_cost("openai")
+    bare = import_cost("pygls.lsp.server", "lsprotocol.converters")
+    tools = import_cost("server.engine.engine", "server.engine.bootstrap", "jsonschema")
+    return [
+        "#### Where the first ask's time goes",
+        "",
+        f"Imports in a fresh interpreter (median of {IMPORT_RUNS}, wall / CPU): `import openai` "
+        f"{sdk[0] * ms:.0f} / {sdk[1] * ms:.0f} ms; for scale, what bare pygls imports before "
+        f"it can answer `initialize` (`pygls.lsp.server`, `lsprotocol.converters`) "
+        f"{bare[0] * ms:.0f} / {bare[1] * ms:.0f} ms; the engine and the tools' runtime "
+        f"(`server.engine.engine`, `server.engine.bootstrap`, `jsonschema`) "
+        f"{tools[0] * ms:.0f} / {tools[1] * ms:.0f} ms. An ask cannot make its first model "
+        "request before `openai` is imported; the import is CPU-bound Python (its "
+        "`openai.types` package, pydantic models of the whole API, is ~80% of it: "
+        "`python -X importtime -c 'import openai'`) and holds the one GIL, so it cannot run "
+        "beside the start-up's own imports without adding its CPU time to `initialize`.",
+        "",
+    ]
+
+
+def rows(v: Variant) -> list[str]:
     ms = 1000
     med = statistics.median
-    ratio = med(after_idle) / med(later)
-    load = os.getloadavg()[0]
+    ratio = med(v.after_idle) / med(v.later)
+    first = med(v.right_after)
+    later = med(v.later)
+    # Issue 37: <= 1.5x a later ask's, or <= +150 ms, whichever is larger.
+    allowed = max(1.5 * later, later + 0.150)
+    return [
+        f"| first ask after {IDLE_S:g} idle s: to first tool call | "
+        f"{med(v.after_idle) * ms:.1f} ms "
+        f"| later ask after idle {later * ms:.1f} ms | {ratio:.2f}x | <= 1.5x: "
+        f"{'met' if ratio <= 1.5 else '**not met**'} |",
+        f"| first ask right after `initialized`: to first tool call | "
+        f"{first * ms:.0f} ms | later ask after idle {later * ms:.1f} ms | "
+        f"{first / later:.0f}x (+{(first - later) * ms:.0f} ms) | <= max(1.5x, +150 ms): "
+        f"{'met' if first <= allowed else '**not met**'} |",
+        f"| worst `agent/listTools` latency while that first ask waits (median over rounds; "
+        f"worst round) | {med(v.worst) * ms:.1f} ms; {max(v.worst) * ms:.1f} ms | same probes "
+        f"during later asks {med(v.worst_floor) * ms:.1f} ms; {max(v.worst_floor) * ms:.1f} ms | "
+        f"{med(v.worst) / med(v.worst_floor):.2f}x | < 50 ms: "
+        f"{'met' if med(v.worst) < 0.05 else '**not met**'} |",
+    ]
+
+
+def render(variants: list[Variant], loads: list[float], baseline: Path | None) -> None:
+    med = statistics.median
     lines = [
         "## First ask",
         "",
-        f"{ROUNDS} rounds, each with two fresh server processes; instant scripted model "
-        "(time to the first tool call is server time); 1-minute load average at the end "
-        f"{load:.1f} on {os.cpu_count()} CPUs.",
-        "",
-        "| what | agent-lsp (median) | baseline (same run) | ratio | target |",
-        "|---|---:|---:|---:|---|",
-        f"| first ask after {IDLE_S:g} idle s: to first tool call | {med(after_idle) * ms:.1f} ms "
-        f"| later ask after idle {med(later) * ms:.1f} ms | {ratio:.2f}x | <= 1.5x: "
-        f"{'met' if ratio <= 1.5 else '**not met**'} |",
-        f"| first ask right after `initialized`: to first tool call | "
-        f"{med(right_after) * ms:.0f} ms | later ask after idle {med(later) * ms:.1f} ms | "
-        f"{med(right_after) / med(later):.0f}x | (waits for the warm-up: SDK import) |",
-        f"| worst `agent/listTools` latency while that first ask waits (median over rounds; "
-        f"worst round) | {med(worst) * ms:.1f} ms; {max(worst) * ms:.1f} ms | same probes "
-        f"during later asks {med(worst_floor) * ms:.1f} ms; {max(worst_floor) * ms:.1f} ms | "
-        f"{med(worst) / med(worst_floor):.2f}x | < 50 ms: "
-        f"{'met' if med(worst) < 0.05 else '**not met**'} |",
+        f"`uv run python bench/bench_first_ask.py --rounds {ROUNDS}"
+        + (" --baseline-tree DIR`" if baseline else "`")
+        + f"; {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC; {ROUNDS} rounds, each "
+        "with two fresh server processes per tree; instant scripted model (time to the "
+        "first tool call is server time); 1-minute load average median "
+        f"{med(loads):.1f} (min {min(loads):.1f}, max {max(loads):.1f}) on "
+        f"{os.cpu_count()} CPUs.",
         "",
     ]
+    for v in variants:
+        if len(variants) > 1:
+            lines += [f"### {v.name}", ""]
+        lines += [
+            "| what | agent-lsp (median) | baseline (same run) | ratio | target |",
+            "|---|---:|---:|---:|---|",
+            *rows(v),
+            "",
+        ]
+    if len(variants) > 1:
+        ours, base = variants
+        ms = 1000
+        lines += [
+            "### This tree vs the baseline tree (same run, alternating)",
+            "",
+            "| what | this tree | baseline tree | this / baseline |",
+            "|---|---:|---:|---:|",
+        ]
+        for what, a, b in (
+            ("first ask right after `initialized`", ours.right_after, base.right_after),
+            (f"first ask after {IDLE_S:g} idle s", ours.after_idle, base.after_idle),
+            ("later ask after idle", ours.later, base.later),
+            ("worst listTools meanwhile", ours.worst, base.worst),
+        ):
+            lines.append(
+                f"| {what} | {med(a) * ms:.1f} ms | {med(b) * ms:.1f} ms | {med(a) / med(b):.2f}x |"
+            )
+        lines.append("")
+    lines += where_the_time_goes()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines))
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument(
+        "--baseline-tree", type=Path, help="a checkout to measure alternately (git archive)"
+    )
+    options = parser.parse_args()
+    ROUNDS = options.rounds
+    asyncio.run(main(options.baseline_tree))

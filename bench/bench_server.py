@@ -168,6 +168,7 @@ async def spawn(
     *,
     initialized: bool = True,
     handlers: dict[str, Callable[[Any], None]] | None = None,
+    cwd: Path = REPO_ROOT,
 ) -> Session:
     """Start ``cmd``, initialize it on ``folder``; ``startup_s`` is spawn -> result.
 
@@ -190,7 +191,7 @@ async def spawn(
         workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)],
     )
     started = time.perf_counter()
-    await client.start_io(*cmd, env=env, cwd=str(REPO_ROOT))
+    await client.start_io(*cmd, env=env, cwd=str(cwd))
     result = await client.initialize_async(params)
     startup = time.perf_counter() - started
     assert result.server_info is not None

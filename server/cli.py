@@ -7,8 +7,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .engine.engine import AgentEngine
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # tools.sandbox.MODES and server.agent.permissions.APPROVAL_MODES (a test keeps them equal),
@@ -243,22 +247,27 @@ def serve(args: argparse.Namespace, *, acp: bool = False) -> int:
     protocol_out = claim_stdout()
     from .config.own_secrets import take_key_from_environment
     from .config.paths import default_session_dir
-    from .engine.engine import AgentEngine
 
     # Before any command runs: the key leaves os.environ and /proc/self/environ, and
     # lives on in the engine's copy of the environment only.
     environ = take_key_from_environment()
     session_dir = None if args.memory_only else (args.session_dir or default_session_dir())
-    engine = AgentEngine(environ=environ, session_dir=session_dir, warm=not args.no_warm_up)
+
+    def make_engine() -> AgentEngine:
+        from .engine.engine import AgentEngine
+
+        return AgentEngine(environ=environ, session_dir=session_dir, warm=not args.no_warm_up)
+
     if acp:
         from .acp.serve import serve_stdio as serve_acp
 
-        code = serve_acp(engine, sys.stdin.buffer, protocol_out)
+        # The engine is built once initialize is answered (its modules load meanwhile).
+        code = serve_acp(make_engine, sys.stdin.buffer, protocol_out)
         sys.stderr.flush()
         os._exit(code)  # as below: worker threads (the warm-up's) must not hold the exit
     from .lsp.server import create_server, serve_stdio
 
-    server = create_server(engine)
+    server = create_server(make_engine())
     if args.tcp:
         server.start_tcp(args.host, args.port)
         return 0

@@ -23,12 +23,10 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import attrs
-from acp import PROTOCOL_VERSION, helpers
+from acp import helpers
 from acp.exceptions import RequestError
 from acp.schema import (
-    AgentCapabilities,
     AuthenticateResponse,
-    AuthMethodAgent,
     ClientCapabilities,
     CloseSessionResponse,
     ConfigOptionUpdate,
@@ -37,25 +35,18 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
-    McpCapabilities,
     NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
-    SessionCapabilities,
-    SessionCloseCapabilities,
     SessionInfo,
     SessionInfoUpdate,
-    SessionListCapabilities,
     SessionMode,
     SessionModeState,
-    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     UsageUpdate,
 )
 
-from .. import __version__
 from .. import protocol as p
 from ..engine.engine import AgentEngine
 from ..engine.modes import DEFAULT_MODE, MODES, mode_ids
@@ -64,6 +55,7 @@ from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
 from .commands import available_commands, command_of, run_command
 from .content import McpServers, fresh_blocks, prompt_parts, replay, session_servers
 from .documents import AcpDocuments
+from .handshake import AUTH_METHOD, SETUP, initialize_response
 from .options import MODE, MODEL, config_options, with_models
 from .ownership import SessionClaims
 from .permissions import AcpAsker
@@ -71,13 +63,7 @@ from .updates import PromptReporter
 
 log = logging.getLogger(__name__)
 
-AUTH_METHOD = "agent-lsp-config"
 AUTH_REQUIRED = -32000  # ACP's auth_required
-SETUP = (
-    "agent-lsp has no model endpoint yet: run `agent-lsp config set-key` (the key, read "
-    "without echo), `agent-lsp config set base_url URL` and `agent-lsp config set model "
-    "NAME` in a terminal (`agent-lsp config check` tests them), then try again."
-)
 # What auth_required's data names, for a client that shows data rather than the message.
 SETUP_STEPS = [
     "agent-lsp config set-key",
@@ -180,29 +166,7 @@ class AcpAgent:
     ) -> InitializeResponse:
         self._client = client_capabilities or ClientCapabilities()
         self._engine.warm_up()  # the SDK import and the tools, off the loop, before a prompt
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
-                ),
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(),
-                    resume=SessionResumeCapabilities(),
-                    close=SessionCloseCapabilities(),
-                ),
-            ),
-            auth_methods=[
-                AuthMethodAgent(
-                    id=AUTH_METHOD,
-                    name="Configure the model endpoint",
-                    description=SETUP,
-                )
-            ],
-            agent_info=Implementation(name="agent-lsp", title="agent-lsp", version=__version__),
-        )
+        return initialize_response(protocol_version)
 
     @_errors
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse | None:

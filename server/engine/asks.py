@@ -19,13 +19,13 @@ from ..agent.activity import (
     summarize_arguments,
 )
 from ..agent.events import EventSink
-from ..agent.loop import LoopResult
 from ..agent.permissions import ApprovalPolicy, Asker, PermissionGate
 from .conversations import Conversation
 
 if TYPE_CHECKING:
     from tooling.documents import EditorDocuments
 
+    from ..agent.loop import LoopResult
     from ..checkpoints.service import AskRecorder
 
 

@@ -19,7 +19,7 @@ from ..model.connection_check import check_connection, list_model_ids
 from ..model.endpoint import ModelSettings, create_client, load_model_settings
 from ..model.served_models import is_served, not_served_warning, served_models
 from ..model.stream import StreamSupport
-from ..model.warmup import rehearse_sdk
+from ..model.warmup import rehearse_sdk, responsive_switching
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -50,7 +50,7 @@ class Endpoints:
         """Import the SDK off the event loop, then start checking the configured endpoint;
         False when the SDK cannot be imported."""
         try:
-            await asyncio.to_thread(_prepare_sdk)
+            await asyncio.to_thread(_import_sdk)
         except Exception:  # an ask will report a broken install properly
             log.exception("could not import the agent's dependencies")
             return False
@@ -62,6 +62,15 @@ class Endpoints:
         except Exception:  # not configured yet: the ask says what to set
             log.debug("model client not created during warm-up", exc_info=True)
         return True
+
+    async def rehearse(self, *, rehearse_requests: bool) -> None:
+        """After :meth:`warm_up`, what saves the first ask a few milliseconds more: the
+        SDK's request path run once locally (``rehearse_requests``), the protocol's
+        (un)structuring code generated."""
+        try:
+            await asyncio.to_thread(_prepare_sdk, rehearse_requests)
+        except Exception:  # an optimisation: never let it break the server
+            log.debug("the SDK's rehearsal failed", exc_info=True)
 
     def settings(self, overrides: Mapping[str, Any]) -> ModelSettings:
         """Resolved model settings; raises ModelNotConfiguredError with what to set."""
@@ -139,8 +148,19 @@ def _log_failure(task: asyncio.Task[None]) -> None:
         log.error("The model check failed", exc_info=exc)
 
 
-def _prepare_sdk() -> None:
-    """What the first ask needs that takes long to load (~1 s: the model SDK); call
-    from a worker thread."""
-    rehearse_sdk()  # imports openai and runs its request path once, locally
-    p.warm()
+def _import_sdk() -> None:
+    """What the first ask cannot do without and takes long to load (~1 s: the model
+    SDK), and the agent loop; call from a worker thread."""
+    with responsive_switching():
+        import openai  # noqa: F401
+
+        from ..agent import loop  # noqa: F401
+
+
+def _prepare_sdk(rehearse_requests: bool) -> None:
+    """What saves a first ask a little more (call from a worker thread, after
+    :func:`_import_sdk`)."""
+    if rehearse_requests:
+        rehearse_sdk()  # runs the SDK's request path once, locally
+    with responsive_switching():  # an ask may be running meanwhile
+        p.warm()

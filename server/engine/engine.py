@@ -26,14 +26,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tooling.documents import EditorDocuments
 from tools import programs
 
 from .. import protocol as p
 from ..agent.events import EngineWarning, EventSink, WarningSink
-from ..agent.loop import agent_loop
 from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
@@ -100,6 +99,8 @@ class AgentEngine:
         self._editor: RewindEditor | None = None
         self._on_warning: WarningSink | None = None
         self._warm: asyncio.Task[None] | None = None
+        self._asks_can_run: asyncio.Future[None] | None = None  # set by the warm-up
+        self._asked = False  # an ask waited for the warm-up
 
     def attach_documents(
         self, documents: EditorDocuments | None, editor: RewindEditor | None = None
@@ -124,29 +125,57 @@ class AgentEngine:
     def warm_up(self) -> asyncio.Task[None]:
         """Start (once) importing and building what asks need, off the event loop."""
         if self._warm is None:
-            self._warm = asyncio.get_running_loop().create_task(self._warm_up())
+            loop = asyncio.get_running_loop()
+            self._asks_can_run = loop.create_future()
+            self._warm = loop.create_task(self._warm_up())
         return self._warm
 
     async def _warm_up(self) -> None:
         # Cheapest first: what listTools needs, then what running tools needs, then
-        # the SDK (most of the time). The MCP servers once it is all done: their SDK's
-        # import (1.4 s of CPU, as long as openai's) would share the one GIL with what a
-        # first ask waits for, while an ask never waits for an MCP server
-        # (bench/results/mcp.md).
-        await self._folders.warm_up()
-        if not self._warm_asks:
-            self._folders.refresh_mcp()
-            return
-        # False: the SDK cannot be imported, and an ask will report the broken install.
-        if await self._endpoints.warm_up(self._settings.model_overrides()):
-            await self._sessions.prune()
+        # the SDK (most of the time), the checkpoint stores meanwhile (git runs in its
+        # own processes, beside the import). Asks may run from there on; what only
+        # saves a first ask a few milliseconds (the SDK's request path rehearsed, the
+        # protocol's converters) comes after, and is not done for an ask that waited:
+        # it would make that ask wait longer than the few milliseconds it saves it. The
+        # MCP servers last: their SDK's import (1.4 s of CPU, as long as openai's)
+        # would share the one GIL with what a first ask waits for, while an ask never
+        # waits for an MCP server (bench/results/mcp.md).
+        ok = False
+        try:
+            await self._folders.warm_up()
+            if not self._warm_asks:
+                self._release_asks()
+                self._folders.refresh_mcp()
+                return
+            await asyncio.to_thread(self._undo.load)
+            # False: the SDK cannot be imported, and an ask will report the broken install.
+            sdk = asyncio.ensure_future(self._endpoints.warm_up(self._settings.model_overrides()))
             # The checkpoint stores (a shadow repository created or checked per folder),
             # so the first ask's checkpoint is only its snapshot.
             await self._undo.prepare()
+            ok = await sdk
+            if ok:
+                await self._sessions.prune()
+        finally:
+            self._release_asks()
+        if ok:
+            await self._endpoints.rehearse(rehearse_requests=not self._asked)
         self._folders.refresh_mcp()
 
+    def _release_asks(self) -> None:
+        if self._asks_can_run is not None and not self._asks_can_run.done():
+            self._asks_can_run.set_result(None)
+
     async def _ready(self) -> None:
-        await asyncio.shield(self.warm_up())
+        """Once asks can run (the warm-up's first part is done, or it failed: raised)."""
+        warm = self.warm_up()
+        assert self._asks_can_run is not None
+        if self._asks_can_run.done():
+            return
+        self._asked = True
+        await asyncio.wait({warm, self._asks_can_run}, return_when=asyncio.FIRST_COMPLETED)
+        if not self._asks_can_run.done():
+            await asyncio.shield(warm)  # raises what the warm-up raised
 
     # -- configuration -------------------------------------------------------------
 
@@ -154,7 +183,7 @@ class AgentEngine:
     def settings(self) -> AgentSettings:
         return self._settings
 
-    def update_settings(self, settings: AgentSettings) -> list[str]:
+    def update_settings(self, settings: AgentSettings, *, sandbox_notice: bool = True) -> list[str]:
         """New editor settings; returns the problems found, one per field.
 
         Tool runtimes are rebuilt if their settings changed; asks already running keep
@@ -165,7 +194,8 @@ class AgentEngine:
         self._settings = settings
         programs.mark_agent_writable(settings.sandbox.writable_roots)
         self._folders.rebuild()
-        if notice := self.sandbox_notice():
+        # False: the caller asks for it later (the language server, after `initialize`).
+        if sandbox_notice and (notice := self.sandbox_notice()):
             problems.append(notice)
         return problems
 
@@ -498,7 +528,7 @@ class AgentEngine:
             # On disk before the model is asked: a server killed mid-ask leaves
             # the prompt, listed as interrupted (a log line, not the whole file).
             self._sessions.save_soon(conversation, state="running")
-            result = await agent_loop(
+            result = await _agent_loop()(
                 conversation.messages,
                 runtime,
                 client=client,
@@ -626,3 +656,11 @@ def _turned_off_note(
         return otherwise(name) if otherwise is not None else None
 
     return why
+
+
+def _agent_loop() -> Any:
+    # Imported by the warm-up thread (endpoints._import_sdk) before an ask runs, not on the
+    # way to `initialize` (bench/results/startup.md).
+    from ..agent.loop import agent_loop
+
+    return agent_loop

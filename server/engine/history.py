@@ -27,7 +27,6 @@ from ..agent.activity import (
 )
 from ..agent.archive import transcript
 from ..agent.compaction import ContextWindow
-from ..agent.loop import complete_text, preview
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.context_limits import window_for
 from ..model.messages import Message, UserMessage, call_parts, tool_calls
@@ -160,7 +159,7 @@ class Sessions:
                             name,
                             arguments,
                             not is_error(output),
-                            preview(output, HISTORY_PREVIEW),
+                            _preview(output, HISTORY_PREVIEW),
                             shown,
                             call_title(name, arguments, display_name=shown),
                             summarize_arguments(name, arguments),
@@ -244,6 +243,8 @@ class Sessions:
             window = context_window(conversation, settings, model, runtime)
             before = window.tokens(conversation.messages)
 
+            from ..agent.loop import complete_text  # loaded by the warm-up (endpoints)
+
             async def summarize(request: list[Message]) -> str:
                 return await complete_text(client, model, request)
 
@@ -277,3 +278,11 @@ def context_window(
 
 def _answered(messages: list[Message], since: int) -> bool:
     return any(m.get("role") == "assistant" for m in messages[since:])
+
+
+def _preview(output: str, limit: int) -> str:
+    # The agent loop (~30 ms with the model request code it pulls in) is loaded by the
+    # warm-up thread (endpoints), not on the way to `initialize`.
+    from ..agent.loop import preview
+
+    return preview(output, limit)

@@ -65,6 +65,12 @@ class Undo:
             self._service = CheckpointService(self._checkpoint_dir, on_warning=self._warn)
         return self._service
 
+    @staticmethod
+    def load() -> None:
+        """Import the checkpoint modules (call from a worker thread: not on the event loop
+        while another thread imports the model SDK)."""
+        from ..checkpoints import service, shadow_git  # noqa: F401
+
     async def prepare(self) -> None:
         """Create or check each open folder's store, so an ask's checkpoint is only its
         snapshot."""

@@ -94,6 +94,7 @@ class AgentLanguageServer(LanguageServer):
         self.pending_warnings: list[str] = []
         self.shutdown_requested = False
         self.warm_up: asyncio.Future[None] | None = None
+        self.sandbox_notice: asyncio.Future[None] | None = None
 
     # -- helpers -------------------------------------------------------------------
 
@@ -105,9 +106,9 @@ class AgentLanguageServer(LanguageServer):
             types.ShowMessageParams(type=types.MessageType.Warning, message=message)
         )
 
-    def apply_settings(self, raw: Any) -> list[str]:
+    def apply_settings(self, raw: Any, *, sandbox_notice: bool = True) -> list[str]:
         """Apply editor settings; returns the problems to show the user."""
-        problems = self.engine.update_settings(read_settings(raw))
+        problems = self.engine.update_settings(read_settings(raw), sandbox_notice=sandbox_notice)
         return [f"agent-lsp: {problem}" for problem in problems]
 
     def track_ask(self) -> asyncio.Task[Any]:
@@ -173,6 +174,13 @@ _WIRE_CLASSES = (
     types.ApplyWorkspaceEditResult,
     types.ConfigurationParams,
 )
+
+
+async def _show_sandbox_notice(ls: AgentLanguageServer) -> None:
+    """The settings want a sandbox this system cannot enforce: say so (once per process).
+    Probed in a worker thread after `initialize` was answered, not on its way."""
+    if notice := await asyncio.to_thread(ls.engine.sandbox_notice):
+        ls.warn_user(f"agent-lsp: {notice}")
 
 
 def _warm_converter(converter: Any) -> None:
@@ -285,13 +293,17 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
         # warnings first: each is given once per process, and initialize's answer reads
         # the file (the configured model) before `initialized`.
         ls.pending_warnings.extend(ls.engine.config_warnings())
-        ls.pending_warnings.extend(ls.apply_settings(params.initialization_options))
+        # The sandbox's notice (a probe that runs a process, 20-40 ms) after the answer.
+        ls.pending_warnings.extend(
+            ls.apply_settings(params.initialization_options, sandbox_notice=False)
+        )
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
         for warning in ls.pending_warnings:
             ls.warn_user(warning)
         ls.pending_warnings.clear()
+        ls.sandbox_notice = asyncio.ensure_future(_show_sandbox_notice(ls))
         # Import the SDK and build the tools now, in a thread, rather than in the
         # user's first ask (and not before initialize answers).
         ls.engine.warm_up()

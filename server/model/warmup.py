@@ -13,9 +13,11 @@ endpoint and key are not involved.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -84,18 +86,26 @@ _CHUNK = {
 _STREAM = f"data: {json.dumps(_CHUNK)}\n\ndata: [DONE]\n\n".encode()
 
 
-def rehearse_sdk() -> None:
-    """A chat completion, a streamed one and a model listing through a throwaway client."""
-    # This thread and the event loop share the GIL: a shorter switch interval makes
-    # the importing thread hand it back sooner, so requests keep being answered.
+@contextlib.contextmanager
+def responsive_switching() -> Iterator[None]:
+    """While a worker thread imports or warms: it and the event loop share the GIL, and a
+    shorter switch interval makes it hand the GIL back sooner, so requests keep being
+    answered."""
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, WARM_SWITCH_INTERVAL))
     try:
-        asyncio.run(_rehearse())
-    except Exception:  # warming is an optimisation: never let it break the server
-        log.debug("SDK warm-up rehearsal failed", exc_info=True)
+        yield
     finally:
         sys.setswitchinterval(interval)
+
+
+def rehearse_sdk() -> None:
+    """A chat completion, a streamed one and a model listing through a throwaway client."""
+    with responsive_switching():
+        try:
+            asyncio.run(_rehearse())
+        except Exception:  # warming is an optimisation: never let it break the server
+            log.debug("SDK warm-up rehearsal failed", exc_info=True)
 
 
 async def _rehearse() -> None:

@@ -6,13 +6,13 @@ repository cannot make the server construct anything.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
-# libyaml's safe loader where PyYAML was built with it (about 9x faster a file), else the
-# pure-Python one: the same safe subset either way.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# PyYAML is imported on the first file with front matter, not at the server's start-up
+# (~25 ms, on the way to `initialize`: bench/results/startup.md).
 
 
 class FrontMatterError(ValueError):
@@ -29,8 +29,13 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     head, found, body = _until_fence(rest)
     if not found:
         raise FrontMatterError("the front matter has no closing --- line")
+    import yaml
+
+    # libyaml's safe loader where PyYAML was built with it (about 9x faster a file), else
+    # the pure-Python one: the same safe subset either way.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(head, Loader=_LOADER) if head.strip() else {}
+        data = yaml.load(head, Loader=loader) if head.strip() else {}
     except yaml.YAMLError:
         # Again with the pure-Python loader, whose marks point at the line at fault.
         try:

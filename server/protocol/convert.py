@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
-from lsprotocol.converters import get_converter
+import cattrs.gen
 
 from . import messages
 from .messages import ParamsError, camel
@@ -38,10 +38,29 @@ def _token(value: Any, _: Any) -> int | str:
     return value
 
 
+def _wire(name: str) -> str:
+    return camel(name.removesuffix("_"))
+
+
 def _make_converter() -> cattrs.Converter:
     # Our own converter (pygls keeps its own): strict primitives here would change how
     # pygls structures ordinary LSP messages. cattrs would otherwise turn 5 into "5".
-    converter = get_converter(cattrs.Converter())
+    # Field names as lsprotocol's converter gives them (camelCase, a trailing _ dropped),
+    # optional fields left out at their default.
+    converter = cattrs.Converter()
+
+    def overrides(cls: type) -> dict[str, Any]:
+        return {
+            a.name: cattrs.gen.override(rename=_wire(a.name), omit_if_default=True)
+            for a in attrs.fields(cls)
+        }
+
+    converter.register_unstructure_hook_factory(
+        attrs.has, lambda cls: cattrs.gen.make_dict_unstructure_fn(cls, converter, **overrides(cls))
+    )
+    converter.register_structure_hook_factory(
+        attrs.has, lambda cls: cattrs.gen.make_dict_structure_fn(cls, converter, **overrides(cls))
+    )
     for kind, name in ((str, "a string"), (int, "an integer"), (bool, "true or false")):
         converter.register_structure_hook(kind, _strict(kind, name))
     converter.register_structure_hook(float, _strict(int | float, "a number"))

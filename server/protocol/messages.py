@@ -1,9 +1,10 @@
 """The params, results and notifications of the agent protocol, as classes.
 
-Params and results are attrs classes with snake_case fields; lsprotocol's converter
-(the same one pygls uses) renames them to camelCase on the wire and leaves out
-optional fields at their default (:mod:`.convert`). Two results built as JSON by the
-layers below the server (``agent/listTools``'s tools, ``agent/sandboxStatus``) are
+Params and results are attrs classes with snake_case fields; the converter of
+:mod:`.convert` renames them to camelCase on the wire and leaves out optional fields at
+their default (as lsprotocol's, the one pygls uses, does; not lsprotocol itself: its types
+take ~0.3 s to import, which the ACP face would pay at start-up for one Range). Two
+results built as JSON by the layers below the server (``agent/listTools``'s tools, ``agent/sandboxStatus``) are
 declared as ``TypedDict``s with their wire names: the types of that JSON, unconverted.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Final, NotRequired, TypedDict
 
 import attrs
-from lsprotocol import types
 
 # ``channel`` of agent/answerDelta.
 ANSWER_CHANNEL: Final = "answer"  # the assistant's text; a turn's deltas add up to it
@@ -66,10 +66,31 @@ class ProjectParams:
     workspace_folder: str | None = attrs.field(default=None, validator=_non_empty)
 
 
+def _line_or_character(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not 0 <= value <= 2**31 - 1:
+        raise ParamsError(attribute.name, "must be an integer from 0 to 2^31 - 1")
+
+
+@attrs.define
+class Position:
+    """LSP's Position (lsprotocol.types.Position)."""
+
+    line: int = attrs.field(validator=_line_or_character)
+    character: int = attrs.field(validator=_line_or_character)
+
+
+@attrs.define
+class Range:
+    """LSP's Range (lsprotocol.types.Range)."""
+
+    start: Position
+    end: Position
+
+
 @attrs.define
 class ActiveDocument:
     uri: str = attrs.field(validator=_non_empty)
-    selection: types.Range | None = None  # an empty range: the cursor
+    selection: Range | None = None  # an empty range: the cursor
 
 
 @attrs.define
