@@ -4,8 +4,9 @@ Params and results are attrs classes with snake_case fields; the converter of
 :mod:`.convert` renames them to camelCase on the wire and leaves out optional fields at
 their default (as lsprotocol's, the one pygls uses, does; not lsprotocol itself: its types
 take ~0.3 s to import, which the ACP face would pay at start-up for one Range). Two
-results built as JSON by the layers below the server (``agent/listTools``'s tools, ``agent/sandboxStatus``) are
-declared as ``TypedDict``s with their wire names: the types of that JSON, unconverted.
+results built as JSON by the layers below the server (``agent/listTools``'s tools,
+``agent/sandboxStatus``) are declared as ``TypedDict``s with their wire names: the types of
+that JSON, unconverted.
 """
 
 from __future__ import annotations
