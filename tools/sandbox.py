@@ -70,10 +70,10 @@ from .sandbox_limits import CallGroup, Limits, memory_base, pids_base
 MODES: tuple[str, ...] = ("workspace-write", "read-only", "off")
 # TCP rules arrived in ABI 4 (Linux 6.7); below it Landlock alone cannot refuse TCP.
 MIN_ABI = 4
-LAUNCHER = Path(landlock_exec.__file__).resolve()
-# The interpreter itself, not a venv's link to it: the launcher needs the standard library
-# only, and skipping the venv's pyvenv.cfg lookup is a millisecond of every call.
-INTERPRETER = os.path.realpath(sys.executable)
+# The launcher and the interpreter that runs it (declared beside the waiters, which start
+# them ahead of a call; this module imports that one, not the other way round).
+LAUNCHER = sandbox_warm.LAUNCHER
+INTERPRETER = sandbox_warm.INTERPRETER
 # ``python -c LAUNCH TOOLS_DIR OPTION... -- PROGRAM``: the launcher module from that folder
 # (appended to sys.path, after the standard library, so no module name can be shadowed).
 LAUNCH = (

@@ -55,6 +55,7 @@ import fcntl
 import json
 import os
 import signal
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,11 @@ from pathlib import Path
 from . import landlock_exec
 from .sandbox_limits import POOL as CGROUPS
 from .sandbox_limits import CallGroup, Limits
+
+LAUNCHER = Path(landlock_exec.__file__).resolve()
+# The interpreter itself, not a venv's link to it: the launcher needs the standard library
+# only, and skipping the venv's pyvenv.cfg lookup is a millisecond of every call.
+INTERPRETER = os.path.realpath(sys.executable)
 
 # bubblewrap reads the seccomp filter from this descriptor (the waiter puts it there).
 SECCOMP_FD = 3
@@ -187,8 +193,6 @@ class Waiter:
 
 def spawn(form: str) -> Waiter:
     """Start one waiter of ``form`` (not yet in any cgroup)."""
-    from .sandbox import INTERPRETER, LAUNCHER
-
     control_read, control_write = os.pipe()
     output_read, output_write = os.pipe()
     devnull = os.open(os.devnull, os.O_RDONLY)
