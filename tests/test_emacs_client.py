@@ -799,6 +799,18 @@ STEPS: dict[str, Steps] = {
         (test-emit :trace (test-lines "*agent-lsp-trace*") :shown (test-text "*agent-lsp*"))
         """
     ),
+    "an_ask_says_once_that_a_folder_s_own_mcp_server_waits_for_approval": Steps(
+        """
+        (agent-lsp-ask "one")
+        (test-idle)
+        (agent-lsp-ask "two")
+        (test-idle)
+        (test-emit :shown (test-text "*agent-lsp*"))
+        """,
+        check=lambda run, records: _approves_with(
+            records, "M-x agent-lsp-mcp-servers approves it_"
+        ),
+    ),
     "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
         ALLOW_ONCE
         + """
@@ -940,6 +952,11 @@ STEPS: dict[str, Steps] = {
         check=builtin_confirmed,
     ),
 }
+
+
+def _approves_with(records: Records, hint: str) -> None:
+    [line] = [line for line in records["shown"].splitlines() if "waits for your approval" in line]
+    assert line.endswith(hint), line
 
 
 @pytest.mark.parametrize(("scenario", "steps"), paired(SCENARIOS, STEPS))
