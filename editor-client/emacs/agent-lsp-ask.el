@@ -229,7 +229,7 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
       (plist-put request :token token)
       (plist-put request :status-marker marker)
       (agent-lsp--flush-changes server)
-      (agent-lsp--set-status "working: waiting for the model")
+      (agent-lsp--set-status "working: starting")
       (display-buffer agent-lsp--buffer)
       ;; First, whether a folder's own MCP server (new, or changed since it was approved)
       ;; waits for approval: said once in the conversation, as VS Code says it.
@@ -237,7 +237,11 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
       (let ((send (lambda ()
                     (when (and (eq agent-lsp--request request) (plist-get request :listing))
                       (plist-put request :listing nil)
-                      (agent-lsp--send-ask server request params)))))
+                      (if (agent-lsp--server-ended server)
+                          ;; It died meanwhile: said as a death under a sent ask is.
+                          (agent-lsp--on-error request (list :code -1 :message "Server died"))
+                        ;; A failure is said in the conversation (`agent-lsp--send-ask').
+                        (ignore-errors (agent-lsp--send-ask server request params)))))))
         (condition-case nil
             (agent-lsp--call
              server :agent/mcpServers (make-hash-table)
@@ -257,6 +261,7 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
 
 (defun agent-lsp--send-ask (server request params)
   "Send REQUEST's `agent/ask' with PARAMS to SERVER."
+  (agent-lsp--set-status "working: waiting for the model")
   (condition-case err
       (plist-put request :id
                  (agent-lsp--async-request
