@@ -792,6 +792,18 @@ STEPS: dict[str, Steps] = {
         (test-emit :trace (test-lines "*agent-lsp-trace*") :shown (test-text "*agent-lsp*"))
         """
     ),
+    "an_ask_says_once_that_a_folder_s_own_mcp_server_waits_for_approval": Steps(
+        """
+        (agent-lsp-ask "one")
+        (test-idle)
+        (agent-lsp-ask "two")
+        (test-idle)
+        (test-emit :shown (test-text "*agent-lsp*"))
+        """,
+        check=lambda run, records: _approves_with(
+            records, "M-x agent-lsp-mcp-servers approves it_"
+        ),
+    ),
     "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
         ALLOW_ONCE
         + """
@@ -933,6 +945,11 @@ STEPS: dict[str, Steps] = {
         check=builtin_confirmed,
     ),
 }
+
+
+def _approves_with(records: Records, hint: str) -> None:
+    [line] = [line for line in records["shown"].splitlines() if "waits for your approval" in line]
+    assert line.endswith(hint), line
 
 
 @pytest.mark.parametrize(("scenario", "steps"), paired(SCENARIOS, STEPS))
@@ -1782,12 +1799,15 @@ def test_commands_run_while_the_server_starts_share_it_in_order(
     assert records["queued"] == 5
     assert records["servers"] == 1
     assert records["processes"] == 1
-    assert records["methods"][:5] == [
+    # The ask's first request is its look at the folder's MCP servers (one waiting for
+    # approval is said first); agent/ask follows its answer.
+    assert records["methods"][:6] == [
         ":agent/listTools",
-        ":agent/ask",
+        ":agent/mcpServers",
         ":agent/sandboxStatus",
         ":agent/listCommands",
         ":agent/mcpServers",
+        ":agent/ask",
     ]
     assert records["took"] < 2.0, records["took"]  # not the 4 s of a wait for the server
     assert "compact" in records["offered"]

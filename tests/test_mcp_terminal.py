@@ -240,7 +240,11 @@ def test_the_terminal_chat_calls_an_mcp_tool_once_the_user_allows_it(
     results = [m for m in model.bodies[-1]["messages"] if m.get("role") == "tool"]
     assert [(m["tool_call_id"], m["content"]) for m in results] == [("note", "noted: n1")]
     # The folder's own server is named, with how to approve it; it was not started.
-    assert "MCP server repo of this folder is not approved" in terminal.screen
+    # Worded as every client words it: a changed definition waits as a new one does.
+    assert (
+        "MCP server repo of this folder is new or changed and waits for your approval: its "
+        "tools are not in this ask" in terminal.screen.replace("\n", "")
+    ), terminal.screen
     assert not pids_with(repo)
     assert wait_until(lambda: not pids_with(tag), 5), "the MCP server outlived the ask"
 

@@ -836,6 +836,16 @@ STEPS: dict[str, Steps] = {
                  shown = T.text(agent.status().conversation_buf) })
         """
     ),
+    "an_ask_says_once_that_a_folder_s_own_mcp_server_waits_for_approval": Steps(
+        """
+        vim.cmd('AgentAsk one')
+        T.idle()
+        vim.cmd('AgentAsk two')
+        T.idle()
+        T.emit({ shown = T.text(agent.status().conversation_buf) })
+        """,
+        check=lambda run, records: _approves_with(records, ":AgentMcp approves it_"),
+    ),
     "the_mcp_list_shows_each_server_and_approves_a_folder_s_own": Steps(
         ALLOW_ONCE
         + """
@@ -956,6 +966,11 @@ STEPS: dict[str, Steps] = {
         check=builtin_confirmed,
     ),
 }
+
+
+def _approves_with(records: Records, hint: str) -> None:
+    [line] = [line for line in records["shown"].splitlines() if "waits for your approval" in line]
+    assert line.endswith(hint), line
 
 
 @pytest.mark.parametrize(("scenario", "steps"), paired(SCENARIOS, STEPS))

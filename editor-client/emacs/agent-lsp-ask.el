@@ -16,6 +16,7 @@
 (require 'agent-lsp-transcript)
 (require 'agent-lsp-checkpoints)
 (require 'agent-lsp-commands)
+(require 'agent-lsp-mcp)
 
 (defconst agent-lsp--tools-buffer "*agent-lsp-tools*")
 
@@ -231,19 +232,49 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
       (plist-put request :token token)
       (plist-put request :status-marker marker)
       (agent-lsp--flush-changes server)
-      (agent-lsp--set-status "working: waiting for the model")
+      (agent-lsp--set-status "working: starting")
       (display-buffer agent-lsp--buffer)
-      (condition-case err
-          (plist-put request :id
-                     (agent-lsp--async-request
-                      server agent-lsp-method-ask params
-                      :success-fn (lambda (result) (agent-lsp--on-answer request result))
-                      :error-fn (lambda (error) (agent-lsp--on-error request error))
-                      ;; An ask runs as long as it needs; `agent-lsp-cancel' stops it.
-                      :timeout nil))
-        (error (agent-lsp--finish request (format "**Error**: %s" (error-message-string err)))
-               (signal (car err) (cdr err))))
+      ;; First, whether a folder's own MCP server (new, or changed since it was approved)
+      ;; waits for approval: said once in the conversation, as VS Code says it.
+      (plist-put request :listing t)
+      (let ((send (lambda ()
+                    (when (and (eq agent-lsp--request request) (plist-get request :listing))
+                      (plist-put request :listing nil)
+                      (if (agent-lsp--server-ended server)
+                          ;; It died meanwhile: said as a death under a sent ask is.
+                          (agent-lsp--on-error request (list :code -1 :message "Server died"))
+                        ;; A failure is said in the conversation (`agent-lsp--send-ask').
+                        (ignore-errors (agent-lsp--send-ask server request params)))))))
+        (condition-case nil
+            (agent-lsp--call
+             server agent-lsp-method-mcp-servers (make-hash-table)
+             (lambda (result)
+               (when (eq agent-lsp--request request)
+                 (let ((notes (agent-lsp--mcp-awaiting-notes
+                               root (plist-get result :servers)
+                               "M-x agent-lsp-mcp-servers approves it")))
+                   (when notes
+                     (agent-lsp--insert-above-status
+                      (lambda () (insert (string-join notes "\n\n") "\n"))))))
+               (funcall send))
+             :timeout 5
+             :on-error (lambda (_text) (funcall send)))
+          (error (funcall send))))
       request)))
+
+(defun agent-lsp--send-ask (server request params)
+  "Send REQUEST's `agent/ask' with PARAMS to SERVER."
+  (agent-lsp--set-status "working: waiting for the model")
+  (condition-case err
+      (plist-put request :id
+                 (agent-lsp--async-request
+                  server agent-lsp-method-ask params
+                  :success-fn (lambda (result) (agent-lsp--on-answer request result))
+                  :error-fn (lambda (error) (agent-lsp--on-error request error))
+                  ;; An ask runs as long as it needs; `agent-lsp-cancel' stops it.
+                  :timeout nil))
+    (error (agent-lsp--finish request (format "**Error**: %s" (error-message-string err)))
+           (signal (car err) (cdr err)))))
 
 (defun agent-lsp-cancel ()
   "Cancel the running ask (`$/cancelRequest'; the server answers RequestCancelled)."
@@ -256,6 +287,9 @@ request waits for it (it is the running ask: `agent-lsp-cancel' drops it)."
       ;; Not sent yet: its server is starting.
       (setq agent-lsp--request nil)
       (message "agent-lsp: cancelled before it was sent"))
+     ((plist-get request :listing)
+      ;; Not sent yet: its MCP servers are being listed.
+      (agent-lsp--finish request "_(cancelled)_"))
      ((not (plist-get request :cancelling))
       (plist-put request :cancelling t)
       (agent-lsp--set-status "cancelling…")

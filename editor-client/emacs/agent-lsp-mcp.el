@@ -18,6 +18,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'seq)
 (require 'agent-lsp-core)
 (require 'agent-lsp-trace)
 
@@ -36,6 +37,29 @@
 (defun agent-lsp--mcp-string (value)
   "VALUE if it is a string, else \"\" (absent, or JSON null)."
   (if (stringp value) value ""))
+
+(defvar agent-lsp--mcp-announced (make-hash-table :test #'equal)
+  "The folder's own MCP servers said to wait for approval: (ROOT NAME TARGET).
+A new or changed definition is said again.")
+
+(defun agent-lsp--mcp-awaiting-notes (root servers hint)
+  "The note for each of SERVERS (`agent/mcpServers') that waits for approval.
+Each ends with HINT; one said for ROOT as it is defined now is not said again.
+A folder's own server that is new, or changed since it was approved, is
+otherwise left out of asks silently."
+  (let (lines)
+    (seq-doseq (server (or servers []))
+      (let ((key (list root (agent-lsp--mcp-string (plist-get server :name))
+                       (agent-lsp--mcp-string (plist-get server :target)))))
+        (when (and (equal (plist-get server :state) "awaiting-approval")
+                   (not (gethash key agent-lsp--mcp-announced)))
+          (puthash key t agent-lsp--mcp-announced)
+          (push (format "_MCP server %s of this folder is new or changed and waits for your approval (%s): its tools are not in this ask; %s_"
+                        (agent-lsp-escape-control (nth 1 key))
+                        (agent-lsp-escape-control (nth 2 key))
+                        hint)
+                lines))))
+    (nreverse lines)))
 
 (defun agent-lsp-mcp-server-lines (server)
   "The lines of SERVER (a plist of `agent/mcpServers'), escaped.

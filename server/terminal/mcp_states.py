@@ -59,7 +59,8 @@ def ask_notes(servers: list[dict[str, Any]], workspace: Path) -> list[str]:
         name = escape_control(str(server.get("name", "?")))
         if server.get("state") == AWAITING_APPROVAL:
             notes.append(
-                f"agent-lsp: MCP server {name} of this folder is not approved: its tools are "
-                f"not in this ask (approve it with: agent-lsp mcp approve {name}{where})"
+                f"agent-lsp: MCP server {name} of this folder is new or changed and waits for "
+                "your approval: its tools are not in this ask (approve it with: "
+                f"agent-lsp mcp approve {name}{where})"
             )
     return notes

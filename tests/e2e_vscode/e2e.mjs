@@ -1313,6 +1313,9 @@ scenario("a permission request is answered on its chat card: always allow, then 
   const headText = await head.innerText();
   assert(headText.includes("bash") && headText.includes("echo allowed") && !headText.includes("E2E writes a file"), `row header: ${headText}`);
   assert(await head.evaluate((el) => el.getBoundingClientRect().height < parseFloat(getComputedStyle(el).fontSize) * 2.2), `the row header wraps: ${headText}`);
+  // The tool's short name is whole in the narrow view (it was cut to "b…" to make room).
+  const tool = head.locator(".tool");
+  assert(await tool.evaluate((el) => el.scrollWidth <= el.clientWidth), `the tool name is cut: ${await tool.innerText()} (${await tool.evaluate((el) => `${el.scrollWidth}px in ${el.clientWidth}px`)})`);
   assert(readFileSync(PERMISSION_FILE, "utf8") === "allowed\nallowed\n", "the allowed call did not run twice");
   assert(!existsSync(PERMISSION_REJECTED_FILE), "the rejected call ran");
   const requests = modelRequests(model.recordFile).slice(count);

@@ -23,6 +23,7 @@ from .base import Records, Run, Scenario, Steps, paired, play, workspace_fixture
 from .checkpoints_and_sandbox import Checkpoints, SandboxFallback, SandboxInForce
 from .formatting import EditDiffs, EscapeControl, SandboxViews, TraceLines
 from .mcp import (
+    McpServerAwaitingApprovalSaid,
     McpServerMissingFromAnAsk,
     McpServersListingAndApproval,
     McpServerViews,
@@ -62,6 +63,7 @@ SCENARIOS: list[Scenario] = [
     McpServerViews(),
     McpToolThroughAnAsk(),
     McpServerMissingFromAnAsk(),
+    McpServerAwaitingApprovalSaid(),
     McpServersListingAndApproval(),
     InstructionLines(),
     InstructionsListing(),

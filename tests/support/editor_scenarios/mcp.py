@@ -284,3 +284,32 @@ class McpServerMissingFromAnAsk(Scenario):
         assert "answered without it" in records["shown"]
         prompt = run.model.bodies[0]["messages"][-1]["content"]
         assert "MCP servers whose tools are missing from this ask: slow (failed: " in prompt
+
+
+class McpServerAwaitingApprovalSaid(Scenario):
+    """The folder's .mcp.json defines "repo" (the toolbox), never approved; two asks.
+    records: shown (the conversation)."""
+
+    name = "an_ask_says_once_that_a_folder_s_own_mcp_server_waits_for_approval"
+
+    def arrange(self, run: Run) -> None:
+        tag = run.state["tag"] = unique_tag()
+        mcp_json = run.workspace / ".mcp.json"
+        repo = {"command": sys.executable, "args": [TOOLBOX, "--tag", tag]}
+        mcp_json.write_text(json.dumps({"mcpServers": {"repo": repo}}))
+        run.model.reply("first answer")
+        run.model.reply("second answer")
+
+    def check(self, run: Run, records: Records) -> None:
+        # Issue 34 item 7 (second walk-through): a folder's own server that is new, or changed
+        # since it was approved, was left out of asks with nothing said; VS Code says it once.
+        tag = run.state["tag"]
+        shown = records["shown"]
+        note = (
+            "_MCP server repo of this folder is new or changed and waits for your approval "
+            f"({sys.executable} {TOOLBOX} --tag {tag}): its tools are not in this ask; "
+        )
+        assert shown.count(note) == 1, shown
+        assert shown.index("one") < shown.index(note) < shown.index("first answer"), shown
+        assert "second answer" in shown
+        assert not pids_with(tag), "the server was started without approval"

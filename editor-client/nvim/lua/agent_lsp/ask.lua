@@ -7,6 +7,7 @@ local client = require('agent_lsp.client')
 local commands = require('agent_lsp.commands')
 local context = require('agent_lsp.context')
 local format = require('agent_lsp.format')
+local mcp = require('agent_lsp.mcp')
 local transcript = require('agent_lsp.transcript')
 local methods = require('agent_lsp.protocol_generated').methods
 
@@ -49,17 +50,36 @@ local function ask_with(prompt, sel)
     if conv.request ~= req then
       return -- cancelled before the server was ready
     end
-    local params = { prompt = prompt, sessionId = conv.session_id, workDoneToken = req.token }
-    params.context = context.param(sel, c)
-    local ok, id = call(c, 'request', methods.ask, params, function(err, result)
-      transcript.on_answer(req, err, result)
-    end)
-    if not ok then
-      finish(req, { '**Error**: the agent-lsp server is not running.' })
-      return
+    local function send_ask()
+      if conv.request ~= req then
+        return -- cancelled meanwhile
+      end
+      local params = { prompt = prompt, sessionId = conv.session_id, workDoneToken = req.token }
+      params.context = context.param(sel, c)
+      local ok, id = call(c, 'request', methods.ask, params, function(err, result)
+        transcript.on_answer(req, err, result)
+      end)
+      if not ok then
+        finish(req, { '**Error**: the agent-lsp server is not running.' })
+        return
+      end
+      req.client_id, req.id = c.id, id
+      set_status(req, 'working: waiting for the model')
     end
-    req.client_id, req.id = c.id, id
-    set_status(req, 'working: waiting for the model')
+    -- First, whether a folder's own MCP server (new, or changed since it was approved)
+    -- waits for approval: said once in the conversation, as VS Code says it.
+    local listed = call(c, 'request', methods.mcp_servers, vim.empty_dict(), function(err, result)
+      if not err and type(result) == 'table' and conv.request == req then
+        local notes = mcp.awaiting_notes(root, result.servers, ':AgentMcp approves it')
+        if #notes > 0 then
+          transcript.insert_above_status(req, notes)
+        end
+      end
+      send_ask()
+    end)
+    if not listed then
+      send_ask()
+    end
   end)
   if not started then
     finish(req, { '**Error**: ' .. tostring(client.start_error or 'could not start the agent-lsp server') })

@@ -73,6 +73,28 @@ function M.server_lines(server)
   return lines
 end
 
+-- The folder's own servers said to wait for approval, once each as defined (root, name and
+-- target): a new or changed definition is said again.
+local announced = {}
+
+--- The conversation's note for each server of `servers` (agent/mcpServers) that waits for
+--- approval and was not said yet for `root` as it is defined now: a folder's own server
+--- that is new, or changed since it was approved, is otherwise left out of asks silently.
+function M.awaiting_notes(root, servers, hint)
+  local lines = {}
+  for _, server in ipairs(type(servers) == 'table' and servers or {}) do
+    local key = table.concat({ root, str(server.name), str(server.target) }, '\0')
+    if str(server.state) == 'awaiting-approval' and not announced[key] then
+      announced[key] = true
+      table.insert(lines, string.format(
+        "_MCP server %s of this folder is new or changed and waits for your approval (%s): its tools are not in this ask; %s_",
+        escape(str(server.name)), escape(str(server.target)), hint))
+      table.insert(lines, '')
+    end
+  end
+  return lines
+end
+
 --- The view's lines of an agent/mcpServers result's `servers`, a blank line between two
 --- servers, and where each server begins: { { line = N (1-based), name =, state = } }.
 function M.lines(servers)

@@ -173,6 +173,7 @@ local function insert_above_status(req, lines)
   req.status_line = line + #lines
   return line
 end
+M.insert_above_status = insert_above_status
 
 -- Replace the lines of a call shown already (`entry`, in `buf`) with `lines`; what is below
 -- them moves (other calls, and the status line and streamed text of an ask in flight).

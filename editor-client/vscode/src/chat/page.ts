@@ -76,15 +76,16 @@ a.path-link code { color: var(--vscode-textLink-foreground); }
 .disclosure-head { cursor: pointer; }
 .disclosure-head:focus-visible { outline: 1px solid var(--vscode-focusBorder, #0078d4); outline-offset: -1px; }
 .call { border-radius: 4px; font-size: .95em; }
-/* A row's header is one line. In a narrow view the status and a long tool title give way
-   first (ellipsis, a hundred times faster), the command last: "bash make test  failed · 1…",
-   never "bash t.  failed · 1ms · waited 11.3s". */
+/* A row's header is one line. In a narrow view the status gives way first (ellipsis, a
+   hundred times faster), the command last: "bash make test  failed · 1…", never "bash t.
+   failed · 1ms · waited 11.3s". The tool's title never shrinks below its width, up to 40% of
+   the row (a long MCP title is cut there): "bash" stays whole, never "b…". */
 .call > .disclosure-head { padding: 2px 4px; border-radius: 4px; display: flex; gap: .4em; align-items: baseline;
   white-space: nowrap; overflow: hidden; }
 .call > .disclosure-head > * { flex: none; }
 .call > .disclosure-head > .args { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
-.call > .disclosure-head > .tool, .call > .disclosure-head > .status { flex: 0 100 auto; min-width: 2em; overflow: hidden;
-  text-overflow: ellipsis; }
+.call > .disclosure-head > .tool { flex: none; max-width: 40%; overflow: hidden; text-overflow: ellipsis; }
+.call > .disclosure-head > .status { flex: 0 100 auto; min-width: 2em; overflow: hidden; text-overflow: ellipsis; }
 .call > .disclosure-head::before { content: "▸"; display: inline-block; width: 1em; opacity: .6; }
 .call.open > .disclosure-head::before { content: "▾"; }
 .call > .disclosure-head:hover { background: var(--vscode-list-hoverBackground, #8882); }
