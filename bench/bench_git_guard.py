@@ -1,4 +1,4 @@
-"""Benchmark: what ``tools/git_guard.py`` costs around a bash call, per workspace shape.
+"""Benchmark: what ``tools/sandbox/git_guard.py`` costs around a bash call, per workspace shape.
 
 The watch takes a fingerprint before and after every bash call; the figures are medians of
 interleaved rounds, next to a baseline measured in the same run: spawning ``bash -c true``
@@ -26,7 +26,7 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
-from tools import git_guard  # noqa: E402
+from tools.sandbox import git_guard  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "git_guard.md"
 TARGET_MS = 5.0  # for a normal repository, per fingerprint

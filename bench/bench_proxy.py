@@ -6,9 +6,9 @@ simple index by ``http.server`` on localhost. Each round installs the chain with
 ``uv pip install --no-cache`` into a fresh venv (made outside the timing), once per variant:
 
 - ``direct``: uv talks to the index itself (the baseline);
-- ``proxy``: uv gets :func:`tools.sandbox_proxy.proxy_environment` and goes through the
-  in-sandbox bridge (``tools/sandbox_bridge.py``, here a thread of this process) and a
-  :class:`~tools.sandbox_proxy.DomainProxy` granting ``localhost``, started and stopped
+- ``proxy``: uv gets :func:`tools.sandbox.proxy.proxy_environment` and goes through the
+  in-sandbox bridge (``tools/sandbox/bridge.py``, here a thread of this process) and a
+  :class:`~tools.sandbox.proxy.DomainProxy` granting ``localhost``, started and stopped
   within the round as the shell does per call;
 - ``sandboxed``: the same command line through the real ``bash`` tool
   (:func:`tools.shell.bash_tool`) with ``SandboxPolicy(allowed_domains=("localhost",))``:
@@ -57,9 +57,10 @@ from tooling.contract import is_error  # noqa: E402
 from tooling.registry import ToolRegistry  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
-from tools import sandbox, sandbox_bridge  # noqa: E402
+from tools import sandbox  # noqa: E402
 from tools.sandbox import SandboxPolicy  # noqa: E402
-from tools.sandbox_proxy import DomainProxy, proxy_environment  # noqa: E402
+from tools.sandbox import bridge as sandbox_bridge  # noqa: E402
+from tools.sandbox.proxy import DomainProxy, proxy_environment  # noqa: E402
 from tools.shell import bash_tool  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "proxy.md"

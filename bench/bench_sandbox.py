@@ -8,7 +8,7 @@ the confinement:
 - ``full``: bubblewrap alone (own user, PID, IPC, UTS, network namespace; read-only root,
   private read-only ``/tmp``, agent-lsp's files covered, what git obeys read-only; seccomp
   on a descriptor; limits set before exec), in the call's cgroups, started by a waiter
-  already in them (``tools/sandbox_warm.py``): what a call runs now;
+  already in them (``tools/sandbox/warm.py``): what a call runs now;
 - ``full-cold``: the same spawned by the server, moved into the call's cgroups while
   bubblewrap builds its mounts (``--info-fd``/``--block-fd``): the form before the waiter;
 - ``full-nocgroup``: cold, without cgroups (a server that may make none: most users);
@@ -55,9 +55,11 @@ from server.config.own_secrets import hidden_paths  # noqa: E402
 from tooling.registry import ToolRegistry  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
-from tools import sandbox, sandbox_limits, sandbox_warm  # noqa: E402
-from tools.sandbox import SandboxPolicy  # noqa: E402
-from tools.sandbox_limits import Limits  # noqa: E402
+from tools import sandbox  # noqa: E402
+from tools.sandbox import SandboxPolicy, confine  # noqa: E402
+from tools.sandbox import limits as sandbox_limits  # noqa: E402
+from tools.sandbox import warm as sandbox_warm  # noqa: E402
+from tools.sandbox.limits import Limits  # noqa: E402
 from tools.shell import bash_tool  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "sandbox.md"
@@ -134,7 +136,7 @@ def _pieces(root: Path, tmp: Path, hidden: tuple[Path, ...]) -> dict[str, Any]:
                                      stdin=subprocess.DEVNULL)  # fmt: skip
             launch.close()
             if launch.info_fd is not None and launch.block_fd is not None:
-                pid = sandbox._sandbox_pid(launch.info_fd)
+                pid = confine._sandbox_pid(launch.info_fd)
                 if pid is not None:
                     assert launch._settle(pid) is None
                 os.close(launch.block_fd)

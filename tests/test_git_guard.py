@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs import wait_until
-from tools import git_guard
-from tools.git_guard import change_note, fingerprint, git_dirs, protected_paths
+from tools.sandbox import git_guard
+from tools.sandbox.git_guard import change_note, fingerprint, git_dirs, protected_paths
 
 # The user's own git configuration must not change what these repositories do.
 GIT_ENV = {

@@ -27,8 +27,8 @@ from tooling.contract import is_error
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools import landlock_exec, sandbox
-from tools.sandbox import SandboxPolicy
+from tools import sandbox
+from tools.sandbox import SandboxPolicy, landlock_exec
 from tools.shell import bash_tool
 
 UV = shutil.which("uv")
@@ -447,8 +447,8 @@ def test_what_a_call_would_ask() -> None:
 async def test_the_calls_memory_total_stops_what_each_process_may_do_alone(
     workspace: Path,
 ) -> None:
-    from tools import sandbox_limits
-    from tools.sandbox_limits import Limits
+    from tools.sandbox import limits as sandbox_limits
+    from tools.sandbox.limits import Limits
 
     if sandbox_limits.memory_base() is None:
         pytest.skip("no memory cgroup can be made here (not root, no delegation)")

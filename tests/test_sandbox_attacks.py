@@ -29,7 +29,7 @@ from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
 from tools import sandbox
 from tools.sandbox import SandboxPolicy
-from tools.sandbox_limits import Limits
+from tools.sandbox.limits import Limits
 from tools.shell import bash_tool
 
 ROOT = os.geteuid() == 0
@@ -462,7 +462,7 @@ async def test_a_writable_root_that_does_not_exist_breaks_nothing(
 
 
 def test_cgroups_left_by_a_server_that_is_gone_are_removed() -> None:
-    from tools import sandbox_limits
+    from tools.sandbox import limits as sandbox_limits
 
     base = sandbox_limits.pids_base()
     if base is None:

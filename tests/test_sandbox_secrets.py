@@ -25,8 +25,7 @@ from tooling.contract import is_error
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools import landlock_exec
-from tools.sandbox import SandboxPolicy
+from tools.sandbox import SandboxPolicy, landlock_exec
 from tools.shell import bash_tool
 
 OWN = "agent-lsp's own configuration or state"

@@ -1,5 +1,5 @@
 """Warm spawns (issue 37): a sandboxed call run by a process started ahead, already in the
-call's cgroups (``tools/sandbox_warm.py``). Real kernel, real processes, both forms: with
+call's cgroups (``tools/sandbox/warm.py``). Real kernel, real processes, both forms: with
 namespaces (the waiter execs bubblewrap) and without (it runs the launcher's work)."""
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from tooling.contract import is_error
 from tooling.registry import ToolRegistry
 from tooling.runtime import ToolRuntime
 from tooling.workspace import Workspace
-from tools import sandbox, sandbox_limits, sandbox_warm
+from tools import sandbox
+from tools.sandbox import limits as sandbox_limits
+from tools.sandbox import warm as sandbox_warm
 from tools.shell import bash_tool
 
 REPO = str(Path(__file__).resolve().parents[1])
@@ -164,7 +166,7 @@ def test_no_waiter_outlives_the_server_killed_outright(tmp_path: Path, bwrap: st
         "from tooling.registry import ToolRegistry\n"
         "from tooling.runtime import ToolRuntime\n"
         "from tooling.workspace import Workspace\n"
-        "from tools import sandbox_warm\n"
+        "from tools.sandbox import warm as sandbox_warm\n"
         "from tools.shell import bash_tool\n"
         "async def main():\n"
         "    rt = ToolRuntime(ToolRegistry([bash_tool(Workspace(sys.argv[2]))]))\n"
@@ -213,7 +215,7 @@ def test_nothing_of_a_warm_call_outlives_the_server_killed_outright(
         "from tooling.registry import ToolRegistry\n"
         "from tooling.runtime import ToolRuntime\n"
         "from tooling.workspace import Workspace\n"
-        "from tools import sandbox_warm\n"
+        "from tools.sandbox import warm as sandbox_warm\n"
         "from tools.shell import bash_tool\n"
         "async def main():\n"
         "    rt = ToolRuntime(ToolRegistry([bash_tool(Workspace(sys.argv[2]))]))\n"

@@ -3,7 +3,7 @@
 ``write_file`` and ``edit_file`` write where bash's sandbox would not: a file tool runs in
 the server, so the read-only mounts over ``.git/config`` and the hooks do not apply to it.
 Git runs what those files name (``core.fsmonitor``, a hook, a filter) whenever the user
-runs git, outside any sandbox; so a write to anything :func:`tools.git_guard.obeys` names
+runs git, outside any sandbox; so a write to anything :func:`tools.sandbox.git_guard.obeys` names
 is a permission request, ``required``: asked whatever the approval setting says (and
 refused when nobody can be asked, or with ``approval: "never"``), with the exact file and
 the new content, or the edit, in its reason, where every client shows it whole (escaped).
@@ -17,7 +17,7 @@ from pathlib import Path
 from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
-from . import git_guard
+from .sandbox import git_guard
 
 
 class GitWrites:

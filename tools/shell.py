@@ -27,9 +27,9 @@ Policies (the parts a caller can observe):
   case-sensitive match), so the agent cannot print the model credentials, and
   ``TMPDIR``/``TMP``/``TEMP`` pointing at a private temp dir of the call, removed after it.
   A confined call's per-user caches it may not write (``XDG_CACHE_HOME``, uv, pip, npm)
-  point into that temp dir too (``tools/sandbox_caches.py``).
+  point into that temp dir too (``tools/sandbox/caches.py``).
 - **Sandbox.** Unless the policy is ``off`` (or the kernel has no Landlock), the command
-  runs confined (``tools/sandbox.py``): it writes only in the workspace, the
+  runs confined (``tools/sandbox/confine.py``): it writes only in the workspace, the
   ``writableRoots`` and its temp dir, reads none of the policy's ``hidden_paths``
   (agent-lsp's own key files and state), and opens no TCP connection. A failure that looks
   like the sandbox refusing gets a note saying so, and a change to ``.git/config`` or
@@ -58,14 +58,21 @@ from tooling.contract import ToolDefinition, is_error
 from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
-from . import git_guard, sandbox
-from .sandbox import PROXY_PORT, Confinement, SandboxPolicy
-from .sandbox_caches import cache_redirects
-from .sandbox_limits import POOL as CGROUPS
-from .sandbox_limits import CallGroup, hit
-from .sandbox_proxy import DomainProxy, proxy_environment
-from .sandbox_warm import POOL as WARM
-from .sandbox_warm import Waiter
+from . import sandbox
+from .sandbox import (
+    CGROUPS,
+    PROXY_PORT,
+    WARM,
+    CallGroup,
+    Confinement,
+    DomainProxy,
+    SandboxPolicy,
+    Waiter,
+    cache_redirects,
+    git_guard,
+    hit,
+    proxy_environment,
+)
 
 DEFAULT_SECRET_ENV: tuple[str, ...] = ("MODEL_API_KEY", "OPENAI_API_KEY")
 
@@ -266,7 +273,7 @@ async def run_command(
     ``tmp`` becomes the command's ``TMPDIR``; ``confinement`` (if any) is applied before
     ``bash`` starts (by bubblewrap, or the sandbox launcher), in ``group`` (the call's
     cgroups, if any); ``warm``: a waiter started ahead, in ``group`` already
-    (``tools/sandbox_warm.py``), which runs the call if it still can.
+    (``tools/sandbox/warm.py``), which runs the call if it still can.
     """
     missing = _missing_workspace(cwd)
     if missing:
@@ -511,7 +518,7 @@ class _ShellProtocol(asyncio.SubprocessProtocol):
 
 
 class _WarmTransport:
-    """A waiter's process (``tools/sandbox_warm.py``) seen as ``loop.subprocess_exec``'s
+    """A waiter's process (``tools/sandbox/warm.py``) seen as ``loop.subprocess_exec``'s
     transport is: its output pipe read on the event loop, its exit seen on a pidfd (and
     reaped: the server is its parent), ``close`` killing it if it still runs."""
 

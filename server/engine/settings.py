@@ -31,11 +31,8 @@ from typing import Any, Final, Literal, NamedTuple, cast
 import attrs
 import cattrs
 
+from tools.sandbox import LIMIT_SETTINGS, Limits, SandboxPolicy, valid_domain_pattern
 from tools.sandbox import MODES as SANDBOX_MODES
-from tools.sandbox import SandboxPolicy
-from tools.sandbox_limits import SETTINGS as LIMIT_SETTINGS
-from tools.sandbox_limits import Limits
-from tools.sandbox_proxy import valid_domain_pattern
 
 from ..agent.compaction import DEFAULT_THRESHOLD
 from ..agent.permissions import (

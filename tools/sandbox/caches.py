@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .sandbox import Confinement, is_within
+from .confine import Confinement, is_within
 
 CACHE_HOME = "XDG_CACHE_HOME"  # uv, pip, go-build and many more follow it
 # A tool's own variable, its folder's name, and whether its default is under the cache

@@ -2,29 +2,29 @@
 
 Layers, each closing what the one below cannot (as Codex, sandbox-runtime and Flatpak do):
 
-1. **Namespaces** (bubblewrap, ``tools/bwrap.py``): new user, PID, IPC, UTS and network
+1. **Namespaces** (bubblewrap, ``tools/sandbox/bwrap.py``): new user, PID, IPC, UTS and network
    namespaces per call; ``/`` read-only, the writable folders bound read-write, a private
    read-only ``/tmp``, agent-lsp's own files covered by unreadable mounts, what git obeys
    read-only and git dirs pinned (bound onto themselves: a mount point cannot be renamed);
    the call's processes end with it. No network but loopback unless granted: all of it, or
-   named hosts only through a per-call proxy outside (``tools/sandbox_proxy.py``).
+   named hosts only through a per-call proxy outside (``tools/sandbox/proxy.py``).
 2. **Landlock** (Linux >= 5.13; ABI >= 4 for TCP), applied by the launcher
-   (``tools/landlock_exec.py``, an interpreter) in the new process before it execs
+   (``tools/sandbox/landlock_exec.py``, an interpreter) in the new process before it execs
    ``bash``: writes only beneath the writable folders, no reading of agent-lsp's files, no
    TCP unless granted. Only where it carries a promise the namespaces do not: without
    namespaces, in the host's network namespace (none of its own, or a call granted the
    network: the host's abstract sockets), and for the proxy's calls (whose bridge the
    launcher starts inside). Otherwise bubblewrap runs ``bash`` itself.
-3. **seccomp** (``tools/seccomp_bpf.py``): no ptrace, keyrings, bpf, io_uring, new
+3. **seccomp** (``tools/sandbox/seccomp_bpf.py``): no ptrace, keyrings, bpf, io_uring, new
    namespaces or mounts, device nodes, TIOCSTI; without a network namespace, no socket
    but ``AF_UNIX``. Compiled here and passed to ``bwrap --seccomp FD``, or loaded by the
    launcher.
-4. **Limits** (``tools/sandbox_limits.py``): processes, file size, memory per process and
+4. **Limits** (``tools/sandbox/limits.py``): processes, file size, memory per process and
    per call; set by the server on bubblewrap's sandbox before it starts ``bash``
    (:meth:`Launch.join`), or by the launcher.
 
 A call's first process is usually started ahead, already in its cgroups
-(``tools/sandbox_warm.py``): it sets the limits and execs bubblewrap, or does the
+(``tools/warm.py``): it sets the limits and execs bubblewrap, or does the
 launcher's work itself; the same layers, off the call's path (:meth:`Confinement.warm_form`).
 
 The server itself is never confined. Where namespaces are refused (no bubblewrap, a
@@ -63,17 +63,17 @@ from typing import Any
 from tooling.display import escape_consent
 from tooling.permissions import CallPermission
 
-from . import bwrap, git_guard, landlock_exec, sandbox_warm, seccomp_bpf
+from . import bwrap, git_guard, landlock_exec, seccomp_bpf, warm
 from .bwrap import Namespaces
-from .sandbox_limits import CallGroup, Limits, memory_base, pids_base
+from .limits import CallGroup, Limits, memory_base, pids_base
 
 MODES: tuple[str, ...] = ("workspace-write", "read-only", "off")
 # TCP rules arrived in ABI 4 (Linux 6.7); below it Landlock alone cannot refuse TCP.
 MIN_ABI = 4
 # The launcher and the interpreter that runs it (declared beside the waiters, which start
 # them ahead of a call; this module imports that one, not the other way round).
-LAUNCHER = sandbox_warm.LAUNCHER
-INTERPRETER = sandbox_warm.INTERPRETER
+LAUNCHER = warm.LAUNCHER
+INTERPRETER = warm.INTERPRETER
 # ``python -c LAUNCH TOOLS_DIR OPTION... -- PROGRAM``: the launcher module from that folder
 # (appended to sys.path, after the standard library, so no module name can be shadowed).
 LAUNCH = (
@@ -253,7 +253,7 @@ class Confinement:
                       limits)  # fmt: skip
 
     def warm_form(self) -> str | None:
-        """Which waiter (``tools/sandbox_warm.py``) can run this call, or None (cold): bubblewrap
+        """Which waiter (``tools/warm.py``) can run this call, or None (cold): bubblewrap
         alone, counted by a pids cgroup (the waiter's); or the launcher without namespaces."""
         if self.namespaces is None:
             return "launcher" if self.launcher else None
@@ -267,13 +267,13 @@ class Confinement:
         if self.namespaces is None:
             argv = self._argv(program, counted=True)
             # [INTERPRETER, -I, -S, -c, LAUNCH, TOOLS_DIR, options..., --, program...]
-            return sandbox_warm.message(argv[6:], env, cwd)
+            return warm.message(argv[6:], env, cwd)
         own_net = self.namespaces.net
         seccomp = _seccomp_program(self.network != "all" and not own_net) if self.seccomp else None
-        fd = sandbox_warm.SECCOMP_FD if seccomp is not None else None
+        fd = warm.SECCOMP_FD if seccomp is not None else None
         argv = self._argv(program, counted=True, seccomp_fd=fd)
         rlimits = self.limits.rlimits(nproc=False)
-        return sandbox_warm.message(argv, env, cwd, rlimits=rlimits, seccomp=seccomp)
+        return warm.message(argv, env, cwd, rlimits=rlimits, seccomp=seccomp)
 
     def _argv(
         self,
@@ -877,7 +877,7 @@ def call_permission(
 
 
 def host_allowed(host: str, pattern: str) -> bool:
-    from .sandbox_proxy import host_matches
+    from .proxy import host_matches
 
     return host_matches(host, pattern)
 

@@ -1,6 +1,6 @@
 """The sandbox's seccomp filter: a small classic-BPF program, built and loaded without libseccomp.
 
-Loaded by the launcher (``tools/landlock_exec.py``) just before it execs the command, and
+Loaded by the launcher (``tools/sandbox/landlock_exec.py``) just before it execs the command, and
 inherited by everything the command starts. It refuses, with ``EPERM`` unless noted:
 
 - ``ptrace``, ``process_vm_readv``/``writev``: no reading or steering another process;

@@ -18,7 +18,7 @@ git obeys bound read-only; every capability dropped; the whole namespace killed 
 command's shell exits (bubblewrap's PID 1), when bubblewrap dies, or when the server does.
 
 Where the kernel or a container refuses part of it, :func:`variants` lists the weaker
-forms tried in turn (no network namespace; the host's ``/proc``), and ``tools/sandbox.py``
+forms tried in turn (no network namespace; the host's ``/proc``), and ``tools/sandbox/confine.py``
 falls back to Landlock and seccomp alone when none works.
 """
 

@@ -19,7 +19,7 @@
 
 The cgroups are made ahead of the calls (:class:`CgroupPool`, two per set of limits) and
 removed after them off the call's path. A call's first process is usually in them before
-the call: a waiting process the server moved there meanwhile (``tools/sandbox_warm.py``,
+the call: a waiting process the server moved there meanwhile (``tools/sandbox/warm.py``,
 :attr:`CallGroup.waiter`). Else the server moves bubblewrap's sandbox into them while
 bubblewrap builds its mounts (it waits before starting the program), or the launcher
 joins them first thing; so everything the command starts is counted. With bubblewrap
@@ -214,7 +214,7 @@ class CallGroup:
     folders: list[Path] = field(default_factory=list)
     processes: bool = False  # pids.max is set in one of them
     memory: bool = False  # the memory limit is set in one of them
-    # A process already in it, waiting to run the next call (``tools/sandbox_warm.py``).
+    # A process already in it, waiting to run the next call (``tools/sandbox/warm.py``).
     waiter: object | None = None
 
     def procs_files(self) -> list[Path]:

@@ -1,7 +1,7 @@
 """Inside the sandbox: each TCP connection to the proxy port, piped to the proxy's unix socket.
 
 The sandboxed command's network namespace has only loopback; the domain proxy
-(``tools/sandbox_proxy.py``) runs outside and listens on a unix socket bind-mounted in.
+(``tools/sandbox/proxy.py``) runs outside and listens on a unix socket bind-mounted in.
 :func:`serve` accepts on the namespace's 127.0.0.1:3128 (the listener its caller bound)
 and pipes each connection, both ways, to a fresh connection to that socket.
 

@@ -9,12 +9,12 @@ Run by path, never imported from the workspace::
 
 ``-I`` keeps the current directory (the workspace) and every ``PYTHON*`` variable out
 of the interpreter, ``-S`` skips site-packages: this file uses the standard library
-only (and its two siblings ``seccomp_bpf.py`` and ``sandbox_bridge.py``, found beside it),
+only (and its two siblings ``seccomp_bpf.py`` and ``bridge.py``, found beside it),
 so nothing the command's repository contains can run before the confinement does.
 
 It runs where Landlock carries a promise or the proxy's bridge must listen: inside
 bubblewrap's namespaces without a network namespace of their own, or with the proxy
-(``tools/sandbox.py`` builds that command line), or directly where namespaces are not
+(``tools/sandbox/confine.py`` builds that command line), or directly where namespaces are not
 allowed. With a network namespace, bubblewrap runs the command itself (seccomp on a
 descriptor, the limits set by the server on its first process) and this launcher is not
 used. In this order:
@@ -454,9 +454,9 @@ def _start_bridge(spec: str) -> None:
             sys.path.append(here)
             import socket
 
-            import sandbox_bridge  # type: ignore[import-not-found]
+            import bridge  # type: ignore[import-not-found]
 
-            sandbox_bridge.serve(socket.socket(fileno=listener.detach()), path)
+            bridge.serve(socket.socket(fileno=listener.detach()), path)
         finally:
             os._exit(0)
     listener.close()

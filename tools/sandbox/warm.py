@@ -61,8 +61,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import landlock_exec
-from .sandbox_limits import POOL as CGROUPS
-from .sandbox_limits import CallGroup, Limits
+from .limits import POOL as CGROUPS
+from .limits import CallGroup, Limits
 
 LAUNCHER = Path(landlock_exec.__file__).resolve()
 # The interpreter itself, not a venv's link to it: the launcher needs the standard library

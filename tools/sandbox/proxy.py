@@ -3,7 +3,7 @@
 A sandboxed call runs in a network namespace with nothing but loopback. When the user
 grants named hosts (``allowedDomains``, or a permission such as "allow pypi.org always"),
 the call gets a :class:`DomainProxy` here, outside, listening on a unix socket that is
-bind-mounted into the sandbox; inside, ``tools/sandbox_bridge.py`` listens on
+bind-mounted into the sandbox; inside, ``tools/sandbox/bridge.py`` listens on
 127.0.0.1:3128 and pipes each TCP connection to that socket, and the command's
 environment (:func:`proxy_environment`) points every usual client at the bridge.
 
