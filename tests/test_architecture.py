@@ -1,7 +1,8 @@
 """The layer rules of docs/architecture.md hold: no import cycle, every import contract kept.
 
 The contracts themselves (layers, independent faces, no LSP below the faces, the terminal a
-client) are in pyproject.toml's ``[tool.importlinter]``; ``lint-imports`` checks them.
+client, the concrete tools assembled only in bootstrap) are in pyproject.toml's
+``[tool.importlinter]``; ``lint-imports`` checks them.
 """
 
 from __future__ import annotations

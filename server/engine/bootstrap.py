@@ -1,8 +1,11 @@
 """Explicit assembly: which tools a workspace's runtime gets.
 
-The one place that imports both the mechanism (``tooling``) and the concrete
-tools (``tools``). Declaring a tool elsewhere does not enable it; being listed
-here (and in the user's ``enabledTools`` setting, if any) does.
+The one place in ``server/`` that imports the concrete tools (``tools.shell``,
+``tools.read_file``, ...) and binds them to the mechanism (``tooling``); the rest of
+``server/`` uses only a few services of ``tools/`` (the sandbox's entry point, the
+programs it runs, ...), each listed with its reason in the import-linter contract
+``tools-assembled-in-bootstrap`` (``pyproject.toml``). Declaring a tool elsewhere does
+not enable it; being listed here (and in the user's ``enabledTools`` setting, if any) does.
 """
 
 from __future__ import annotations
