@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from server.config.mcp_approvals import McpApprovals
-from server.config.mcp_config import (
+from server.config.user_config import UserConfigError, read_user_config
+from server.mcp.approvals import McpApprovals
+from server.mcp.config import (
     McpDefinitions,
     McpServerEntry,
     load_definitions,
@@ -25,8 +26,7 @@ from server.config.mcp_config import (
     parse_user_file,
     parse_workspace_folder,
 )
-from server.config.mcp_edit import add_server
-from server.config.user_config import UserConfigError, read_user_config
+from server.mcp.edit import add_server
 from tests.support.lsp_client import REPO, server_env
 from tools.mcp.spec import McpServerSpec
 
@@ -437,7 +437,7 @@ def spec(**changes: Any) -> McpServerSpec:
 
 
 def is_approved(approvals: McpApprovals, folder: Path | str, spec: McpServerSpec) -> bool:
-    """As the folder's definitions read an approval (server.engine.mcp_definitions)."""
+    """As the folder's definitions read an approval (server.mcp.definitions)."""
     return approvals.approved(folder).get(spec.name) == spec.digest()
 
 

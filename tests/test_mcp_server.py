@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from server.engine.mcp_definitions import FolderDefinitions, Loaded
-from server.engine.mcp_servers import McpServers
+from server.mcp.definitions import FolderDefinitions, Loaded
+from server.mcp.servers import McpServers
 from tests.support.lsp_client import ask
 from tests.support.mcp_sessions import (
     TOOLBOX,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from server.config.mcp_approvals import McpApprovals
+from server.mcp.approvals import McpApprovals
 from tests.support.lsp_client import REPO, server_env
 from tests.support.mcp_servers import toolbox
 from tests.support.model_server import ScriptedModel, tool_call

@@ -37,6 +37,8 @@ from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
 from ..errors import InvalidParamsError, SessionBusyError
+from ..mcp.servers import approve_with_user, folder_servers, listing, server_log, wait_for_starting
+from ..mcp.servers import control as mcp_control
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
 from ..model.messages import UserMessage, user_message
 from .asks import ask_result, tool_context
@@ -45,8 +47,6 @@ from .editor_context import with_context, with_note
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
-from .mcp_servers import approve_with_user, folder_servers, listing, server_log, wait_for_starting
-from .mcp_servers import control as mcp_control
 from .modes import DEFAULT_MODE, apply_mode
 from .project import Project, commands_result, instructions_result
 from .prompts import system_prompt
@@ -85,7 +85,9 @@ class AgentEngine:
         env = os.environ if environ is None else environ
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
         hidden = hidden_paths(env, state=(session_dir,))
-        mcp = folder_servers(env, lambda: self._settings, lambda m: self._warn("mcp", m))
+        mcp = folder_servers(
+            env, lambda: self._settings.mcp_servers, lambda m: self._warn("mcp", m)
+        )
         user = config_path(env)
         self._project = Project(user.parent if user else None, lambda m: self._warn("project", m))
         readable = (self._project.skills_dir,) if self._project.skills_dir else ()

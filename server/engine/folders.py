@@ -27,8 +27,8 @@ from tools import programs, sandbox
 from .. import protocol as p
 from ..config.own_secrets import exposure_warning
 from ..errors import InvalidParamsError, NoWorkspaceFolderError
+from ..mcp.servers import McpServers
 from .bootstrap import build_tools, check_enabled, sandbox_unavailable
-from .mcp_servers import McpServers
 from .settings import AgentSettings, ToolSettings
 
 if TYPE_CHECKING:

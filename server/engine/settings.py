@@ -194,7 +194,7 @@ class InstructionSettings:
 class McpSettings:
     """The editor's MCP servers."""
 
-    # Raw: server.config.mcp_config parses it (mcp.json's "servers" shape), with a warning
+    # Raw: server.mcp.config parses it (mcp.json's "servers" shape), with a warning
     # per server; machine-scoped, as a repository must not name commands to run.
     mcp_servers: Mapping[str, Any] | None = setting(
         None,

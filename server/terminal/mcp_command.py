@@ -21,9 +21,9 @@ from typing import Any, TextIO
 
 from tooling.display import escape_control
 
-from ..config.mcp_config import parse_user_table
-from ..config.mcp_edit import add_server, remove_server
 from ..config.user_config import UserConfigError, config_path, display_path
+from ..mcp.config import parse_user_table
+from ..mcp.edit import add_server, remove_server
 from .mcp_listing import approve_option, print_live, print_offline
 
 # How long ``list`` and ``approve`` wait for servers still starting (the default

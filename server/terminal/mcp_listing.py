@@ -15,8 +15,9 @@ from typing import Any, TextIO
 
 from tooling.display import escape_control
 
-from ..config.mcp_approvals import McpApprovals
-from ..config.mcp_config import (
+from ..config.user_config import config_path, display_path
+from ..mcp.approvals import McpApprovals
+from ..mcp.config import (
     ORIGIN_WORKSPACE,
     TABLE,
     WORKSPACE_FILES,
@@ -24,7 +25,6 @@ from ..config.mcp_config import (
     McpServerEntry,
     load_definitions,
 )
-from ..config.user_config import config_path, display_path
 
 NO_SERVERS = f"No MCP servers. Add one: agent-lsp mcp add NAME -- COMMAND ARGS... ([{TABLE}])"
 OFFLINE_FOOTER = (

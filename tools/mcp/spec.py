@@ -1,6 +1,6 @@
 """What one MCP server is, as the user (or a workspace) defined it: how to reach it and how
 far to trust it. Parsed from the configuration file and the editor settings by
-``server.config.mcp_config``; run by :mod:`tools.mcp.connection`."""
+``server.mcp.config``; run by :mod:`tools.mcp.connection`."""
 
 from __future__ import annotations
 

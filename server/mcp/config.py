@@ -56,9 +56,9 @@ from tools.mcp.spec import (
     Transport,
 )
 
-from .untrusted_files import read_untrusted, strip_jsonc
-from .user_config import MAX_CONFIG_BYTES as MAX_USER_FILE
-from .user_config import display_path, is_bare_key
+from ..config.untrusted_files import read_untrusted, strip_jsonc
+from ..config.user_config import MAX_CONFIG_BYTES as MAX_USER_FILE
+from ..config.user_config import display_path, is_bare_key
 
 TABLE: Final = "mcp_servers"
 EDITOR_SETTING: Final = "agentLsp.mcpServers"

@@ -1,6 +1,6 @@
 """One folder's MCP definitions, read in a worker thread and kept while nothing changed.
 
-Reading them (``server.config.mcp_config.load_definitions``: the user file, the editor
+Reading them (``server.mcp.config.load_definitions``: the user file, the editor
 setting ``mcpServers``, the folder's ``.vscode/mcp.json`` / ``.mcp.json``) and the approvals
 of the folder's own is file I/O and TOML/JSON parsing, and the parsers' first import costs
 ~20 ms: so it is never done on the event loop (``McpServers.refresh`` runs it in a worker
@@ -22,7 +22,7 @@ from ..config.user_config import config_path
 if TYPE_CHECKING:
     from tools.mcp.spec import McpServerSpec
 
-    from ..config.mcp_config import McpDefinitions
+    from .config import McpDefinitions
 
 WORKSPACE: Final = "workspace"  # mcp_config's ORIGIN_WORKSPACE (not imported at start-up)
 
@@ -54,8 +54,8 @@ class FolderDefinitions:
         """The definitions now, with ``setting`` as the editor's ``mcpServers`` (a worker
         thread's call). Raises OSError or UserConfigError when they cannot be read."""
         # Imported here, off the loop, at the first read: see the module's docstring.
-        from ..config import mcp_config
-        from ..config.mcp_approvals import McpApprovals
+        from . import config as mcp_config
+        from .approvals import McpApprovals
 
         approvals = McpApprovals.in_state_dir(self._environ)
         user_file = config_path(self._environ)
@@ -83,13 +83,13 @@ class FolderDefinitions:
 
     def approve(self, spec: McpServerSpec) -> None:
         """Record the user's approval of ``spec`` for this folder (a worker thread's call)."""
-        from ..config.mcp_approvals import McpApprovals
+        from .approvals import McpApprovals
 
         McpApprovals.in_state_dir(self._environ).approve(self.root, spec)
 
     def reject(self, spec: McpServerSpec) -> None:
         """Record that the user declined ``spec`` for good (a worker thread's call)."""
-        from ..config.mcp_approvals import McpApprovals
+        from .approvals import McpApprovals
 
         McpApprovals.in_state_dir(self._environ).reject(self.root, spec)
 

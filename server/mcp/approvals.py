@@ -34,7 +34,7 @@ from typing import Any, Final
 from tooling.regular_files import read_text_file
 from tools.mcp.spec import McpServerSpec
 
-from .paths import state_dir
+from ..config.paths import state_dir
 
 MAX_APPROVALS_BYTES = 4 * 1024 * 1024
 

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .mcp_config import TABLE
-from .user_config import (
+from ..config.user_config import (
     UserConfigError,
     header_name,
     is_bare_key,
@@ -21,6 +20,7 @@ from .user_config import (
     toml_string,
     write_private,
 )
+from .config import TABLE
 
 
 def add_server(path: Path, name: str, table: Mapping[str, Any], *, replace: bool = False) -> Path:

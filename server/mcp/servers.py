@@ -1,6 +1,6 @@
 """The MCP servers of one open folder: their definitions, connections, states and tools.
 
-A folder's servers are those of ``server.config.mcp_config.load_definitions`` (the user
+A folder's servers are those of ``server.mcp.config.load_definitions`` (the user
 file, the editor setting ``mcpServers``, the folder's own ``.vscode/mcp.json`` /
 ``.mcp.json``). A workspace definition starts only once the user approved that exact
 digest (``McpApprovals``); until then it is ``awaiting-approval``.
@@ -50,15 +50,14 @@ from ..agent.permissions import (
 )
 from ..config.user_config import UserConfigError
 from ..errors import InvalidParamsError
-from .mcp_definitions import WORKSPACE, FolderDefinitions, Loaded
+from .definitions import WORKSPACE, FolderDefinitions, Loaded
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
     from tools.mcp.connection import McpConnection
     from tools.mcp.spec import McpServerSpec
 
-    from ..config.mcp_config import McpServerEntry
-    from .settings import AgentSettings
+    from .config import McpServerEntry
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +89,16 @@ def backoff(failures: int) -> float:
 
 def folder_servers(
     environ: Mapping[str, str],
-    settings: Callable[[], AgentSettings],
+    editor_servers: Callable[[], Mapping[str, Any] | None],
     warn: Callable[[str], None],
 ) -> Callable[[Path], McpServers]:
-    """The factory of a folder's MCP servers: the user file's, the editor's (``settings``:
-    the editor settings now), the folder's own (approved); ``warn`` shows a problem."""
+    """The factory of a folder's MCP servers: the user file's, the editor's
+    (``editor_servers``: the editor settings' ``mcpServers`` now), the folder's own
+    (approved); ``warn`` shows a problem."""
 
     def servers(root: Path) -> McpServers:
         definitions = FolderDefinitions(root, environ)
-        return McpServers(root, definitions, lambda: settings().mcp_servers, warn=warn)
+        return McpServers(root, definitions, editor_servers, warn=warn)
 
     return servers
 
