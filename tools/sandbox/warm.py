@@ -1,6 +1,6 @@
 """Warm spawns: a sandboxed call's first process, started ahead and already in its cgroups.
 
-What a confined call paid on its path before this (issue 37): moving its first process
+What a confined call paid on its path without this: moving its first process
 into the call's cgroups (the kernel waits for an RCU grace period, ~8-14 ms here) and,
 without namespaces, an interpreter start for the launcher (~17 ms) with its Landlock
 through ``ctypes``. A **waiter** takes both off the path: after a call (and before the

@@ -22,7 +22,7 @@ export type { ErrorActionName } from "./protocol.generated";
 // -- the server's types under the extension's names ------------------------------------
 
 export type Range = Wire.Range;
-/** Editor context of an ask (issue 16). */
+/** Editor context of an ask. */
 export type AskContext = Wire.EditorContext;
 export type AskParams = Wire.AskParams;
 export type NewSessionResult = Wire.NewSessionResult;
