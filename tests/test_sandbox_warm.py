@@ -256,3 +256,50 @@ async def test_a_waiter_of_another_form_is_ended_and_the_call_runs_cold(
     assert group.waiter is None and not os.path.exists(f"/proc/{pid}")
     assert group.remove()
     assert not is_error(await bash(runtime, "true"))
+
+
+async def test_a_bare_bwrap_name_never_runs_a_file_of_the_workspace(
+    runtime: ToolRuntime,
+    workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    used: list[int],
+) -> None:
+    """``AGENT_LSP_BWRAP=bwrap`` with a ``./bwrap`` planted in the workspace (by a call, or
+    a cloned repository): bubblewrap is found outside, by absolute path, and the waiter
+    (which runs from the call's folder, with no PATH search) never runs the planted one."""
+    if sandbox_limits.pids_base() is None:
+        pytest.skip("bubblewrap's waiter needs a pids cgroup (not root, no delegation)")
+    marker = tmp_path / "planted-ran"
+    planted = workspace / "bwrap"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv(sandbox.bwrap.ENV_OVERRIDE, "bwrap")
+    sandbox.support.cache_clear()
+    try:
+        found = sandbox.support().namespaces
+        assert found is not None and os.path.isabs(found.bwrap), found
+        assert await bash(runtime, "echo one") == "one\n"
+        await until(lambda: waiting("bwrap"), within=20)
+        assert await bash(runtime, "echo two") == "two\n"
+        assert used, "the second call ran warm"
+        assert not marker.exists()
+    finally:
+        monkeypatch.delenv(sandbox.bwrap.ENV_OVERRIDE)
+        sandbox.support.cache_clear()
+
+
+def test_a_waiter_runs_no_relative_program(tmp_path: Path) -> None:
+    """Handed a command line whose program is not an absolute path, the bubblewrap-form
+    waiter runs nothing (it would be a file of the call's folder)."""
+    (tmp_path / "prog").write_text(f"#!/bin/sh\ntouch {tmp_path / 'ran'}\n")
+    (tmp_path / "prog").chmod(0o755)
+    waiter = sandbox_warm.spawn("bwrap")
+    try:
+        assert waiter.start(sandbox_warm.message(["prog"], {}, tmp_path))
+        _, status = os.waitpid(waiter.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 125
+        assert b"not an absolute path" in os.read(waiter.output, 4096)
+        assert not (tmp_path / "ran").exists()
+    finally:
+        waiter.discard()

@@ -147,8 +147,14 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
         return None, f"{sys.platform} has no Linux namespaces"
     found = bwrap.find()
     if found is None:
-        if os.environ.get(bwrap.ENV_OVERRIDE) == "none":
+        override = os.environ.get(bwrap.ENV_OVERRIDE)
+        if override == "none":
             return None, f"namespaces turned off ({bwrap.ENV_OVERRIDE}=none)"
+        if override:
+            return None, (
+                f"{bwrap.ENV_OVERRIDE}={override}: not an absolute path, nor a "
+                "program on PATH outside the folders the agent writes"
+            )
         return None, "bubblewrap (bwrap) is not installed"
     problem = ""
     with tempfile.TemporaryDirectory(prefix="agent-lsp-probe-") as folder:

@@ -130,6 +130,9 @@ try:
             os.set_inheritable(3, True)
 except OSError as exc:
     fail(f"could not set the sandbox's limits ({exc.strerror or exc}); the command did not run")
+if not argv[0].startswith("/"):
+    # No PATH search: a bare name would be a file of the call's folder (the workspace).
+    fail(f"{argv[0]!r} is not an absolute path; the command did not run")
 try:
     os.execve(argv[0], argv, env)
 except OSError as exc:
