@@ -303,3 +303,28 @@ def test_a_waiter_runs_no_relative_program(tmp_path: Path) -> None:
         assert not (tmp_path / "ran").exists()
     finally:
         waiter.discard()
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+async def test_a_call_gets_every_signal_default_and_none_blocked(
+    runtime: ToolRuntime,
+    form: str,
+    used: list[int],
+    warm: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No signal ignored or blocked in the command, warm or cold (the waiter and the
+    launcher are Python, which ignores SIGPIPE and SIGXFSZ): a writer into a closed pipe
+    dies of SIGPIPE, as in a terminal."""
+    await warmed(runtime, form)
+    if not warm:
+        monkeypatch.setattr(sandbox_warm.Waiter, "start", lambda self, message: False)
+    result = await bash(runtime, "grep -E 'SigIgn|SigBlk' /proc/self/status")
+    assert bool(used) == warm, used
+    masks = dict(line.split(":\t") for line in result.splitlines())
+    # 32 and 33 are the C library's own (no process can change them: `uv run` ignores them).
+    assert (int(masks["SigBlk"], 16), int(masks["SigIgn"], 16) & 0x7FFFFFFF) == (0, 0), result
+    for _ in range(2):
+        await until(lambda: waiting(form), within=20)
+        command = "while true; do echo x; done | head -1; yes | head -1; echo ${PIPESTATUS[0]}"
+        assert await bash(runtime, command, timeout_seconds=20) == "x\ny\n141\n"

@@ -133,6 +133,15 @@ except OSError as exc:
 if not argv[0].startswith("/"):
     # No PATH search: a bare name would be a file of the call's folder (the workspace).
     fail(f"{argv[0]!r} is not an absolute path; the command did not run")
+import _signal
+# The command gets every signal as a cold spawn gives it: this interpreter ignores SIGPIPE
+# and SIGXFSZ (kept across exec: `yes | head -1` would end with "Broken pipe").
+for number in range(1, _signal.NSIG):
+    try:
+        _signal.signal(number, _signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+_signal.pthread_sigmask(_signal.SIG_SETMASK, ())
 try:
     os.execve(argv[0], argv, env)
 except OSError as exc:
@@ -214,6 +223,10 @@ def spawn(form: str) -> Waiter:
                 (os.POSIX_SPAWN_DUP2, control_read, 3),
             ],
             setsid=True,
+            # No signal ignored or blocked from the server's (the waiter is Python: it
+            # ignores SIGPIPE and SIGXFSZ again itself, and resets all before its exec).
+            setsigdef=signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP},
+            setsigmask=(),
         )
     except BaseException:
         for fd in (control_write, output_read):
