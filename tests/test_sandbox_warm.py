@@ -328,3 +328,24 @@ async def test_a_call_gets_every_signal_default_and_none_blocked(
         await until(lambda: waiting(form), within=20)
         command = "while true; do echo x; done | head -1; yes | head -1; echo ${PIPESTATUS[0]}"
         assert await bash(runtime, command, timeout_seconds=20) == "x\ny\n141\n"
+
+
+def test_a_reaped_waiter_is_never_signalled_by_pid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waiter that died and was reaped (``running``) and is then discarded: no signal
+    goes to its PID, which the kernel may have given to another process meanwhile."""
+    waiter = sandbox_warm.spawn("launcher")
+    os.kill(waiter.pid, 9)
+    assert wait_until(lambda: not waiter.running(), 10)
+    assert waiter.reaped
+    sent: list[int] = []
+    monkeypatch.setattr(sandbox_warm.os, "kill", lambda pid, sig: sent.append(pid))
+    monkeypatch.setattr(sandbox_warm.signal, "pidfd_send_signal", lambda *a: sent.append(-1))
+    waiter.discard()
+    assert sent == [] and waiter.pidfd == -1
+    # One not yet reaped is ended through its pidfd, and reaped.
+    other = sandbox_warm.spawn("launcher")
+    monkeypatch.undo()
+    other.discard()
+    assert other.reaped
+    with pytest.raises(ChildProcessError):
+        os.waitpid(other.pid, os.WNOHANG)

@@ -163,14 +163,22 @@ class Waiter:
     control: int
     output: int
     form: str
+    # Reaped already (its PID may be another process's by now: never signalled again).
+    reaped: bool = False
 
     def running(self) -> bool:
         """Still waiting (not exited, not killed); reaps it if it is gone."""
-        try:
-            done, _ = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
+        if self.reaped:
             return False
-        return done == 0
+        try:
+            if self.pidfd >= 0:
+                done = os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG) is not None
+            else:
+                done = os.waitpid(self.pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            done = True
+        self.reaped = done
+        return not done
 
     def start(self, message: bytes) -> bool:
         """Hand it the call: the whole message, then end of file. False (and nothing runs)
@@ -191,16 +199,27 @@ class Waiter:
         return written == len(message)
 
     def discard(self) -> None:
-        """End it unused (its end of file first: it exits on its own, running nothing)."""
-        for fd in (self.control, self.output, self.pidfd):
+        """End it unused (its end of file first: it exits on its own, running nothing).
+        Signalled through its pidfd, and by PID only while not reaped: a reaped waiter's
+        PID may have been given to another process meanwhile."""
+        for fd in (self.control, self.output):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self.control = self.output = self.pidfd = -1
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.waitpid(self.pid, 0)
+        self.control = self.output = -1
+        if not self.reaped:
+            with contextlib.suppress(OSError):
+                if self.pidfd >= 0:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                    os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+            self.reaped = True
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+        self.pidfd = -1
 
 
 def spawn(form: str) -> Waiter:
