@@ -349,3 +349,23 @@ def test_a_reaped_waiter_is_never_signalled_by_pid(monkeypatch: pytest.MonkeyPat
     assert other.reaped
     with pytest.raises(ChildProcessError):
         os.waitpid(other.pid, os.WNOHANG)
+
+
+async def test_a_claimed_waiter_ends_when_the_call_fails_before_handing_it(
+    runtime: ToolRuntime, form: str, used: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something raising between the claim of a waiter and its start (the caches'
+    redirection, say): the waiter ends with the call, left in no cgroup and no pool."""
+    from tools import shell
+
+    pid = await warmed(runtime, form)
+
+    def broken(*args: object) -> dict[str, str]:
+        raise RuntimeError("cache redirects failed")
+
+    monkeypatch.setattr(shell, "cache_redirects", broken)
+    with pytest.raises(RuntimeError, match="cache redirects failed"):
+        await bash(runtime, "echo never")
+    assert not used
+    assert not os.path.exists(f"/proc/{pid}")
+    assert pid not in [w.pid for w in sandbox_warm.POOL._alive]

@@ -165,6 +165,8 @@ class Waiter:
     form: str
     # Reaped already (its PID may be another process's by now: never signalled again).
     reaped: bool = False
+    # Handed its call and seen as the call's process (``tools/shell.py``): not discarded.
+    adopted: bool = False
 
     def running(self) -> bool:
         """Still waiting (not exited, not killed); reaps it if it is gone."""
