@@ -369,3 +369,43 @@ async def test_a_claimed_waiter_ends_when_the_call_fails_before_handing_it(
     assert not used
     assert not os.path.exists(f"/proc/{pid}")
     assert pid not in [w.pid for w in sandbox_warm.POOL._alive]
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "launcher"])
+def test_a_waiter_dies_with_the_server_even_without_end_of_file(kind: str) -> None:
+    """The server killed outright while another process still holds the write end of its
+    waiter's message pipe (no end of file comes): the waiter ends anyway (the kernel's
+    ``PR_SET_PDEATHSIG``), rather than wait to run a call the server never sees."""
+    script = (
+        "import os, sys, time\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from tools import sandbox_warm\n"
+        "waiter = sandbox_warm.spawn(sys.argv[2])\n"
+        "holder = os.fork()\n"
+        "if holder == 0:\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "print(waiter.pid, holder, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    server = subprocess.Popen([sys.executable, "-c", script, REPO, kind], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    holder = 0
+    try:
+        assert server.stdout is not None
+        pid, holder = map(int, server.stdout.readline().split())
+
+        def gone() -> bool:
+            try:
+                return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                return True
+
+        server.kill()
+        server.wait()
+        assert wait_until(gone, 5), pid
+    finally:
+        server.kill()
+        server.wait()
+        if holder:
+            os.kill(holder, 9)

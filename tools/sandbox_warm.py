@@ -30,7 +30,9 @@ bubblewrap's ``--die-with-parent`` ties it to the server. Promises kept:
   closes the rest first thing; the server's are close-on-exec anyway).
 - One call per waiter: after it, the cgroup is removed as before and a new waiter made.
 - The server killed outright mid-call: bubblewrap dies with it (``--die-with-parent``), as
-  a cold call's does; without namespaces the waiter, supervising the call, gets a SIGTERM
+  a cold call's does (and before bubblewrap runs, the waiter gets a SIGKILL:
+  ``PR_SET_PDEATHSIG``, set first thing, then the server checked to be its parent
+  still); without namespaces the waiter, supervising the call, gets a SIGTERM
   (``PR_SET_PDEATHSIG``) and ends every process the command left, which the launcher
   started per call does not do.
 - A waiter that died, could not be moved, or a message that does not fit its pipe: the
@@ -77,14 +79,17 @@ WAITER = r"""
 import os, sys
 os.closerange(4, 0x7FFFFFFF)
 form = sys.argv[1]
+import ctypes
+# The server's end (killed outright included, PR_SET_PDEATHSIG): bubblewrap's waiter is
+# killed (whatever it is doing: bubblewrap's --die-with-parent takes over once it runs); the
+# launcher's stops the supervision it will do (a SIGTERM, on which it ends every process
+# the command left). Then the server must still be the parent: it may have died before.
+ctypes.CDLL(None).prctl(1, 15 if form == "launcher" else 9, 0, 0, 0)
+if os.getppid() != int(sys.argv[3]):
+    os._exit(0)
 if form == "launcher":
     sys.path.append(sys.argv[2])
-    import landlock_exec, seccomp_bpf, ctypes, _signal, _socket
-    # The server's end (killed outright included) stops the supervision it will do: a
-    # SIGTERM, on which it ends every process the command left (PR_SET_PDEATHSIG).
-    ctypes.CDLL(None).prctl(1, 15, 0, 0, 0)
-    if os.getppid() != int(sys.argv[3]):
-        os._exit(0)
+    import landlock_exec, seccomp_bpf, _signal, _socket
     compiled = {n: seccomp_bpf.program(no_sockets=n) for n in (False, True)}
     seccomp_bpf.program = lambda *, no_sockets, machine=None: compiled[no_sockets]
 import json, resource
