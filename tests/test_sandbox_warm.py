@@ -281,6 +281,7 @@ async def test_a_bare_bwrap_name_never_runs_a_file_of_the_workspace(
         assert found is not None and os.path.isabs(found.bwrap), found
         assert await bash(runtime, "echo one") == "one\n"
         await until(lambda: waiting("bwrap"), within=20)
+        used.clear()
         assert await bash(runtime, "echo two") == "two\n"
         assert used, "the second call ran warm"
         assert not marker.exists()
@@ -317,6 +318,7 @@ async def test_a_call_gets_every_signal_default_and_none_blocked(
     launcher are Python, which ignores SIGPIPE and SIGXFSZ): a writer into a closed pipe
     dies of SIGPIPE, as in a terminal."""
     await warmed(runtime, form)
+    used.clear()  # the warming call may have run in a waiter of an earlier test
     if not warm:
         monkeypatch.setattr(sandbox_warm.Waiter, "start", lambda self, message: False)
     result = await bash(runtime, "grep -E 'SigIgn|SigBlk' /proc/self/status")
@@ -359,6 +361,7 @@ async def test_a_claimed_waiter_ends_when_the_call_fails_before_handing_it(
     from tools import shell
 
     pid = await warmed(runtime, form)
+    used.clear()  # the warming call may have run in a waiter of an earlier test
 
     def broken(*args: object) -> dict[str, str]:
         raise RuntimeError("cache redirects failed")
