@@ -412,3 +412,18 @@ def test_a_waiter_dies_with_the_server_even_without_end_of_file(kind: str) -> No
         server.wait()
         if holder:
             os.kill(holder, 9)
+
+
+@pytest.mark.parametrize(
+    "root", [REPO, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), "/"]
+)
+def test_no_waiter_where_a_call_could_write_what_it_runs(tmp_path: Path, root: str) -> None:
+    """A workspace or writable root holding the interpreter, its standard library or the
+    launcher's folder: bubblewrap's calls spawn cold (a call could plant code that the
+    next waiter, outside the sandbox, would run)."""
+    ns = sandbox.bwrap.Namespaces("/usr/bin/bwrap")
+    safe = sandbox.Confinement((tmp_path,), tmp_path, "none", namespaces=ns, launcher=False)
+    assert safe.warm_form() == "bwrap"
+    exposed = sandbox.Confinement((tmp_path, Path(root)), tmp_path, "none", namespaces=ns,
+                                  launcher=False)  # fmt: skip
+    assert exposed.warm_form() is None

@@ -182,6 +182,20 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
     return None, problem
 
 
+def _waiter_writable(roots: Sequence[Path]) -> bool:
+    """Whether a call could write what a waiter runs unconfined (the interpreter, its
+    standard library, the launcher's folder): then bubblewrap's calls spawn cold, where
+    nothing of it runs outside the sandbox. (Without namespaces the launcher runs before
+    its confinement anyway, warm or cold: README, "does not cover".)"""
+    folders = [os.path.realpath(root).rstrip("/") + "/" for root in roots]
+    return any((path + "/").startswith(folder) for path in _waiter_code() for folder in folders)
+
+
+@functools.cache
+def _waiter_code() -> frozenset[str]:
+    return frozenset(os.path.realpath(p) for p in (INTERPRETER, sys.base_prefix, LAUNCHER.parent))
+
+
 @dataclass(frozen=True)
 class Confinement:
     """What one confined call may write to and reach, and how it is enforced."""
@@ -263,7 +277,9 @@ class Confinement:
         alone, counted by a pids cgroup (the waiter's); or the launcher without namespaces."""
         if self.namespaces is None:
             return "launcher" if self.launcher else None
-        return "bwrap" if not self.launcher else None
+        if self.launcher or _waiter_writable(self.roots):
+            return None
+        return "bwrap"
 
     def warm_message(self, program: Sequence[str], env: dict[str, str], cwd: Path) -> bytes:
         """What a waiter of :meth:`warm_form` is handed for ``program``: bubblewrap's command
