@@ -68,7 +68,8 @@ def find() -> str | None:
         return override
     if override and os.sep in override:
         return None  # relative: a file of whatever folder it is run from (refused)
-    found = programs.find(override or "bwrap")
+    # PATH as it is now: looked up once per process (``sandbox.support``), as it starts.
+    found = programs.find(override or "bwrap", path=os.environ.get("PATH", os.defpath))
     if found is not None or override:
         return found
     try:
