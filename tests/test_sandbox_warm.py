@@ -258,3 +258,174 @@ async def test_a_waiter_of_another_form_is_ended_and_the_call_runs_cold(
     assert group.waiter is None and not os.path.exists(f"/proc/{pid}")
     assert group.remove()
     assert not is_error(await bash(runtime, "true"))
+
+
+async def test_a_bare_bwrap_name_never_runs_a_file_of_the_workspace(
+    runtime: ToolRuntime,
+    workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    used: list[int],
+) -> None:
+    """``AGENT_LSP_BWRAP=bwrap`` with a ``./bwrap`` planted in the workspace (by a call, or
+    a cloned repository): bubblewrap is found outside, by absolute path, and the waiter
+    (which runs from the call's folder, with no PATH search) never runs the planted one."""
+    if sandbox_limits.pids_base() is None:
+        pytest.skip("bubblewrap's waiter needs a pids cgroup (not root, no delegation)")
+    marker = tmp_path / "planted-ran"
+    planted = workspace / "bwrap"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv(sandbox.bwrap.ENV_OVERRIDE, "bwrap")
+    sandbox.support.cache_clear()
+    try:
+        found = sandbox.support().namespaces
+        assert found is not None and os.path.isabs(found.bwrap), found
+        assert await bash(runtime, "echo one") == "one\n"
+        await until(lambda: waiting("bwrap"), within=20)
+        used.clear()
+        assert await bash(runtime, "echo two") == "two\n"
+        assert used, "the second call ran warm"
+        assert not marker.exists()
+    finally:
+        monkeypatch.delenv(sandbox.bwrap.ENV_OVERRIDE)
+        sandbox.support.cache_clear()
+
+
+def test_a_waiter_runs_no_relative_program(tmp_path: Path) -> None:
+    """Handed a command line whose program is not an absolute path, the bubblewrap-form
+    waiter runs nothing (it would be a file of the call's folder)."""
+    (tmp_path / "prog").write_text(f"#!/bin/sh\ntouch {tmp_path / 'ran'}\n")
+    (tmp_path / "prog").chmod(0o755)
+    waiter = sandbox_warm.spawn("bwrap")
+    try:
+        assert waiter.start(sandbox_warm.message(["prog"], {}, tmp_path))
+        _, status = os.waitpid(waiter.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 125
+        assert b"not an absolute path" in os.read(waiter.output, 4096)
+        assert not (tmp_path / "ran").exists()
+    finally:
+        waiter.discard()
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+async def test_a_call_gets_every_signal_default_and_none_blocked(
+    runtime: ToolRuntime,
+    form: str,
+    used: list[int],
+    warm: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No signal ignored or blocked in the command, warm or cold (the waiter and the
+    launcher are Python, which ignores SIGPIPE and SIGXFSZ): a writer into a closed pipe
+    dies of SIGPIPE, as in a terminal."""
+    await warmed(runtime, form)
+    used.clear()  # the warming call may have run in a waiter of an earlier test
+    if not warm:
+        monkeypatch.setattr(sandbox_warm.Waiter, "start", lambda self, message: False)
+    result = await bash(runtime, "grep -E 'SigIgn|SigBlk' /proc/self/status")
+    assert bool(used) == warm, used
+    masks = dict(line.split(":\t") for line in result.splitlines())
+    # 32 and 33 are the C library's own (no process can change them: `uv run` ignores them).
+    assert (int(masks["SigBlk"], 16), int(masks["SigIgn"], 16) & 0x7FFFFFFF) == (0, 0), result
+    for _ in range(2):
+        await until(lambda: waiting(form), within=20)
+        command = "while true; do echo x; done | head -1; yes | head -1; echo ${PIPESTATUS[0]}"
+        assert await bash(runtime, command, timeout_seconds=20) == "x\ny\n141\n"
+
+
+def test_a_reaped_waiter_is_never_signalled_by_pid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waiter that died and was reaped (``running``) and is then discarded: no signal
+    goes to its PID, which the kernel may have given to another process meanwhile."""
+    waiter = sandbox_warm.spawn("launcher")
+    os.kill(waiter.pid, 9)
+    assert wait_until(lambda: not waiter.running(), 10)
+    assert waiter.reaped
+    sent: list[int] = []
+    monkeypatch.setattr(sandbox_warm.os, "kill", lambda pid, sig: sent.append(pid))
+    monkeypatch.setattr(sandbox_warm.signal, "pidfd_send_signal", lambda *a: sent.append(-1))
+    waiter.discard()
+    assert sent == [] and waiter.pidfd == -1
+    # One not yet reaped is ended through its pidfd, and reaped.
+    other = sandbox_warm.spawn("launcher")
+    monkeypatch.undo()
+    other.discard()
+    assert other.reaped
+    with pytest.raises(ChildProcessError):
+        os.waitpid(other.pid, os.WNOHANG)
+
+
+async def test_a_claimed_waiter_ends_when_the_call_fails_before_handing_it(
+    runtime: ToolRuntime, form: str, used: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something raising between the claim of a waiter and its start (the caches'
+    redirection, say): the waiter ends with the call, left in no cgroup and no pool."""
+    from tools import shell
+
+    pid = await warmed(runtime, form)
+    used.clear()  # the warming call may have run in a waiter of an earlier test
+
+    def broken(*args: object) -> dict[str, str]:
+        raise RuntimeError("cache redirects failed")
+
+    monkeypatch.setattr(shell, "cache_redirects", broken)
+    with pytest.raises(RuntimeError, match="cache redirects failed"):
+        await bash(runtime, "echo never")
+    assert not used
+    assert not os.path.exists(f"/proc/{pid}")
+    assert pid not in [w.pid for w in sandbox_warm.POOL._alive]
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "launcher"])
+def test_a_waiter_dies_with_the_server_even_without_end_of_file(kind: str) -> None:
+    """The server killed outright while another process still holds the write end of its
+    waiter's message pipe (no end of file comes): the waiter ends anyway (the kernel's
+    ``PR_SET_PDEATHSIG``), rather than wait to run a call the server never sees."""
+    script = (
+        "import os, sys, time\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from tools import sandbox_warm\n"
+        "waiter = sandbox_warm.spawn(sys.argv[2])\n"
+        "holder = os.fork()\n"
+        "if holder == 0:\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "print(waiter.pid, holder, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    server = subprocess.Popen([sys.executable, "-c", script, REPO, kind], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    holder = 0
+    try:
+        assert server.stdout is not None
+        pid, holder = map(int, server.stdout.readline().split())
+
+        def gone() -> bool:
+            try:
+                return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                return True
+
+        server.kill()
+        server.wait()
+        assert wait_until(gone, 5), pid
+    finally:
+        server.kill()
+        server.wait()
+        if holder:
+            os.kill(holder, 9)
+
+
+@pytest.mark.parametrize(
+    "root", [REPO, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), "/"]
+)
+def test_no_waiter_where_a_call_could_write_what_it_runs(tmp_path: Path, root: str) -> None:
+    """A workspace or writable root holding the interpreter, its standard library or the
+    launcher's folder: bubblewrap's calls spawn cold (a call could plant code that the
+    next waiter, outside the sandbox, would run)."""
+    ns = sandbox.bwrap.Namespaces("/usr/bin/bwrap")
+    safe = sandbox.Confinement((tmp_path,), tmp_path, "none", namespaces=ns, launcher=False)
+    assert safe.warm_form() == "bwrap"
+    exposed = sandbox.Confinement((tmp_path, Path(root)), tmp_path, "none", namespaces=ns,
+                                  launcher=False)  # fmt: skip
+    assert exposed.warm_form() is None

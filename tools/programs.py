@@ -49,11 +49,12 @@ def untrusted_folders(writable: Iterable[Path] = ()) -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(f) for f in folders))
 
 
-def find(name: str, writable: Iterable[Path] = ()) -> str | None:
-    """The absolute path of program ``name`` on the server's ``PATH``, skipping entries
-    that are relative or inside ``writable`` (workspace folders, writable roots) or a
-    temp dir; None when there is none."""
-    return _find(name, _path_entries(), untrusted_folders(writable))
+def find(name: str, writable: Iterable[Path] = (), *, path: str | None = None) -> str | None:
+    """The absolute path of program ``name`` on the server's ``PATH`` (or ``path``, read
+    now), skipping entries that are relative or inside ``writable`` (workspace folders,
+    writable roots) or a temp dir; None when there is none."""
+    entries = _path_entries() if path is None else tuple(path.split(os.pathsep))
+    return _find(name, entries, untrusted_folders(writable))
 
 
 def trusted_path(writable: Iterable[Path] = ()) -> str:

