@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import programs
+from .. import programs
 
 ENV_OVERRIDE = "AGENT_LSP_BWRAP"
 
