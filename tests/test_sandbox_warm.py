@@ -384,7 +384,7 @@ def test_a_waiter_dies_with_the_server_even_without_end_of_file(kind: str) -> No
     script = (
         "import os, sys, time\n"
         "sys.path.insert(0, sys.argv[1])\n"
-        "from tools import sandbox_warm\n"
+        "from tools.sandbox import warm as sandbox_warm\n"
         "waiter = sandbox_warm.spawn(sys.argv[2])\n"
         "holder = os.fork()\n"
         "if holder == 0:\n"
