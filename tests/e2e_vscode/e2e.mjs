@@ -413,15 +413,20 @@ async function focusChatInput(page) {
 /** Ask as a user does: Agent: Ask (Ctrl+Alt+A) focuses the chat's input; type; Enter. */
 async function ask(page, prompt) {
   const frame = await focusChatInput(page);
-  await page.keyboard.type(prompt);
-  const typed = await frame.locator("#input").inputValue();
-  if (typed !== prompt) {
-    // Keys typed while the focus was still on its way to the view are lost: set it whole.
-    log(`the input got ${JSON.stringify(typed)}; setting the prompt`);
-    await frame.locator("#input").fill(prompt);
-  }
+  await typeInChat(frame, page, prompt);
   await page.keyboard.press("Enter");
   await until("the prompt sent", async () => (await frame.locator("#input").inputValue()) === "", 5000);
+}
+
+/** Type `text` into the focused chat input as a user does; keys typed while the focus was
+ * still on its way to the view are lost, so then the text is set whole. */
+async function typeInChat(frame, page, text) {
+  await page.keyboard.type(text);
+  const typed = await frame.locator("#input").inputValue();
+  if (typed !== text) {
+    log(`the input got ${JSON.stringify(typed)}; setting it`);
+    await frame.locator("#input").fill(text);
+  }
 }
 
 /** The last entry of the chat once it has finished (done, error or cancelled). */
@@ -1983,7 +1988,8 @@ scenario("project: picking /compact in the / picker compacts the conversation", 
 
 scenario("project: @ offers the folder's files by fuzzy name; the picked one is a chip and reaches the model as context", async ({ page, model }) => {
   const frame = await focusChatInput(page);
-  await page.keyboard.type("E2E-MENTION look at @hlpy");
+  await typeInChat(frame, page, "E2E-MENTION look at");
+  await page.keyboard.type(" @hlpy");
   const rows = await until("the @ picker with helpers.py", async () => {
     const r = await pickerRows(frame);
     return r?.some((x) => x.name === "src/util/helpers.py") ? r : undefined;
