@@ -217,6 +217,10 @@ export class ServerProcess implements vscode.Disposable {
   async restart(): Promise<void> {
     this.hooks.stopAsk();
     await this.stop();
+    // Another restart (the key's change event beside a command, or the event twice) may
+    // have started a server while this one was stopping: stop that one too, or it is left
+    // running beside the one started next.
+    while (this.current) await this.stop();
     this.restarts = [];
     await this.start();
   }
