@@ -61,8 +61,8 @@ export class ServerProcess implements vscode.Disposable {
   private current: LanguageClient | undefined;
   readonly log = vscode.window.createOutputChannel("Agent Server", { log: true });
   private stopping = false;
-  /** The current client's start(): a stop must wait for it (a starting client cannot be stopped). */
-  private starting: Promise<void> | undefined;
+  /** Each client's start(): a stop must wait for it (a starting client cannot be stopped). */
+  private readonly starts = new WeakMap<LanguageClient, Promise<void>>();
   private restarts: number[] = [];
   /** The settings the server last got (initializationOptions or didChangeConfiguration). */
   private sentSettings: string | undefined;
@@ -160,8 +160,9 @@ export class ServerProcess implements vscode.Disposable {
     this.current = client;
     this.hooks.setState({ kind: "starting" });
     try {
-      this.starting = client.start();
-      await this.starting;
+      const starting = client.start();
+      this.starts.set(client, starting);
+      await starting;
       this.log.info(`agent-lsp server started: ${[command.command, ...command.args].join(" ")} --stdio`);
     } catch (error) {
       const message =
@@ -234,10 +235,11 @@ export class ServerProcess implements vscode.Disposable {
       // A client still starting throws on stop() and its process lives on beside the next
       // one (a key set in the first seconds did that): let the start settle, then stop it.
       // Bounded: a server that never answers initialize is left to dispose() below.
-      if (client.state === State.Starting && this.starting) {
+      const starting = this.starts.get(client);
+      if (client.state === State.Starting && starting) {
         let timer: NodeJS.Timeout | undefined;
         const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, START_SETTLE_MS)));
-        await Promise.race([this.starting.catch(() => undefined), bound]);
+        await Promise.race([starting.catch(() => undefined), bound]);
         clearTimeout(timer);
       }
       if (client.isRunning()) await client.stop(5000);
