@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.engine.conversations import Conversation, ConversationStore
+from server.conversations.conversations import Conversation, ConversationStore
 from server.engine.prompts import default_system_prompt, system_prompt
 
 

@@ -36,14 +36,14 @@ from ..agent.events import EngineWarning, EventSink, WarningSink
 from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
+from ..conversations.conversations import Conversation
+from ..conversations.editor_context import with_context, with_note
 from ..errors import InvalidParamsError, SessionBusyError
 from ..mcp.servers import approve_with_user, folder_servers, listing, server_log, wait_for_starting
 from ..mcp.servers import control as mcp_control
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
 from ..model.messages import UserMessage, user_message
 from .asks import ask_result, tool_context
-from .conversations import Conversation
-from .editor_context import with_context, with_note
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window

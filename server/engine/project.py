@@ -21,12 +21,12 @@ from tooling.documents import EditorDocuments
 from tooling.workspace import Workspace, WorkspaceError
 
 from .. import protocol as p
+from ..conversations.conversations import Conversation
 from ..model.messages import system_message
 from ..project import commands as user_commands
 from ..project import instructions as files
 from ..project import skills as skill_files
 from ..project.environment import environment_block
-from .conversations import Conversation
 from .prompts import system_prompt
 from .settings import AgentSettings
 
