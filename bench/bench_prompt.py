@@ -52,10 +52,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from server.engine.project import Project  # noqa: E402
 from server.engine.prompts import system_prompt  # noqa: E402
-from server.engine.settings import AgentSettings  # noqa: E402
 from server.project import environment  # noqa: E402
 from server.project import instructions as instruction_files  # noqa: E402
 from server.project import skills as skill_files  # noqa: E402
+from server.settings.settings import AgentSettings  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
 from tools.sandbox import SandboxPolicy, support  # noqa: E402
 from tools.workspace_git import GitRunner  # noqa: E402

@@ -52,7 +52,7 @@ class Conversation:
     # The note a conversation loaded mid-ask got for the answer that never came
     # (server.conversations.session_files); while it is the last message, it is interrupted.
     interrupted_note: AssistantMessage | None = field(default=None, repr=False)
-    # The mode its last ask ran in, or a client chose for it (server.engine.modes); saved
+    # The mode its last ask ran in, or a client chose for it (server.settings.modes); saved
     # with it, so a client that loads or resumes it offers the same mode again.
     mode: str | None = None
 

@@ -33,7 +33,7 @@ from ..conversations.session_files import SessionFiles
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.context_limits import window_for
 from ..model.messages import Message, UserMessage, call_parts, tool_calls
-from .settings import AgentSettings
+from ..settings.settings import AgentSettings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

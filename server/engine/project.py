@@ -27,8 +27,8 @@ from ..project import commands as user_commands
 from ..project import instructions as files
 from ..project import skills as skill_files
 from ..project.environment import environment_block
+from ..settings.settings import AgentSettings
 from .prompts import system_prompt
-from .settings import AgentSettings
 
 
 @dataclass(frozen=True)
