@@ -1,2 +1,2 @@
 """The engine: ``AgentEngine``, the one facade the faces call (folders, sessions, asks), with
-its parts, prompts and the assembly of the tools."""
+its parts and the assembly of the tools."""

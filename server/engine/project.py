@@ -2,7 +2,7 @@
 nested instructions its tools come upon, and the user's commands.
 
 The system prompt is, in this order: the environment block (``project.environment``), the
-base prompt (``prompts``: ours, or the user's ``systemPrompt``), the skills list and the
+base prompt (``project.prompts``: ours, or the user's ``systemPrompt``), the skills list and the
 instructions (``project.skills``, ``project.instructions``). It replaces the
 conversation's first message before each ask, so a changed ``AGENTS.md``, skill or setting
 is in the next ask, and compaction counts what the model is really sent. Problems (a cut
@@ -27,8 +27,8 @@ from ..project import commands as user_commands
 from ..project import instructions as files
 from ..project import skills as skill_files
 from ..project.environment import environment_block
+from ..project.prompts import system_prompt
 from ..settings.settings import AgentSettings
-from .prompts import system_prompt
 
 
 @dataclass(frozen=True)
