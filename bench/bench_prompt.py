@@ -50,10 +50,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from server.engine.project import Project  # noqa: E402
 from server.project import environment  # noqa: E402
 from server.project import instructions as instruction_files  # noqa: E402
 from server.project import skills as skill_files  # noqa: E402
+from server.project.project import Project  # noqa: E402
 from server.project.prompts import system_prompt  # noqa: E402
 from server.settings.settings import AgentSettings  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402

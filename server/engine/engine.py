@@ -43,6 +43,7 @@ from ..mcp.servers import approve_with_user, folder_servers, listing, server_log
 from ..mcp.servers import control as mcp_control
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
 from ..model.messages import UserMessage, user_message
+from ..project.project import Project, commands_result, instructions_result
 from ..project.prompts import system_prompt
 from ..settings.modes import DEFAULT_MODE, apply_mode
 from ..settings.settings import AgentSettings
@@ -50,7 +51,6 @@ from .asks import ask_result, tool_context
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
-from .project import Project, commands_result, instructions_result
 from .undo import Undo
 from .undo import cut_before as _cut_before  # noqa: F401 (tests/test_checkpoints.py)
 from .undo import digest as _digest  # noqa: F401 (tests/test_checkpoints.py)
