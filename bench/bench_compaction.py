@@ -45,10 +45,10 @@ from server.agent.events import (  # noqa: E402
 )
 from server.agent.loop import agent_loop  # noqa: E402
 from server.engine.bootstrap import build_tools  # noqa: E402
-from server.engine.prompts import system_prompt  # noqa: E402
-from server.engine.settings import ToolSettings  # noqa: E402
 from server.model.context_limits import Window  # noqa: E402
 from server.model.endpoint import ModelSettings, create_client  # noqa: E402
+from server.project.prompts import system_prompt  # noqa: E402
+from server.settings.settings import ToolSettings  # noqa: E402
 from tests.support.model_server import (  # noqa: E402
     ScriptedModel,
     instant_responder,

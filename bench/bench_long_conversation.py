@@ -272,8 +272,8 @@ def parts(body: dict[str, Any], base_url: str) -> dict[str, float]:
 
     from server.agent.archive import Archive, ContextState
     from server.agent.compaction import ContextWindow
-    from server.engine.conversations import Conversation
-    from server.engine.session_files import SessionFiles
+    from server.conversations.conversations import Conversation
+    from server.conversations.session_files import SessionFiles
     from server.model.context_limits import window_for
     from server.model.request import complete
     from server.model.request_body import BodyEncoder

@@ -407,7 +407,7 @@ async def bench_encoding(listed: list[dict[str, Any]], folder: Path) -> dict[str
     from openai._utils import async_maybe_transform
     from openai.types.chat import completion_create_params
 
-    from server.engine.prompts import system_prompt
+    from server.project.prompts import system_prompt
 
     variants = {
         "builtin": openai_tools([t for t in listed if t["source"]["kind"] == "builtin"]),

@@ -7,7 +7,7 @@ may name; in a thread, as ``AgentEngine.ask`` does) and ``Project.prompt(workspa
 settings, documents)``: the environment block (OS, shell, date, the folder's git branch
 and status summary, kept until ``HEAD`` or the index changes or
 ``STATUS_MAX_AGE_S`` passes), the base prompt, the skills list and the instructions.
-Before it, an ask's prompt assembly was ``server.engine.prompts.system_prompt(root,
+Before it, an ask's prompt assembly was ``server.project.prompts.system_prompt(root,
 override)`` alone (a string replace): the baseline, timed in the same run, alternating
 with the measured call (the order reversed every round).
 
@@ -50,12 +50,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from server.engine.project import Project  # noqa: E402
-from server.engine.prompts import system_prompt  # noqa: E402
-from server.engine.settings import AgentSettings  # noqa: E402
 from server.project import environment  # noqa: E402
 from server.project import instructions as instruction_files  # noqa: E402
 from server.project import skills as skill_files  # noqa: E402
+from server.project.project import Project  # noqa: E402
+from server.project.prompts import system_prompt  # noqa: E402
+from server.settings.settings import AgentSettings  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402
 from tools.sandbox import SandboxPolicy, support  # noqa: E402
 from tools.workspace_git import GitRunner  # noqa: E402

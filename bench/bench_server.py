@@ -52,7 +52,7 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 from server.agent.loop import agent_loop  # noqa: E402
 from server.engine.bootstrap import build_tools  # noqa: E402
 from server.engine.engine import AgentEngine  # noqa: E402
-from server.engine.prompts import system_prompt  # noqa: E402
+from server.project.prompts import system_prompt  # noqa: E402
 from tests.support.lsp_client import server_env  # noqa: E402
 from tooling.runtime import ToolRuntime  # noqa: E402
 from tooling.workspace import Workspace  # noqa: E402

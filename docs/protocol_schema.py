@@ -15,7 +15,7 @@ It lives beside the schema, outside ``server/``: the server never needs it.
     uv run python docs/protocol_schema.py          # rewrite them
     uv run python docs/protocol_schema.py --check  # exit 1 when one is stale
 
-The settings come from ``server.engine.settings``'s classes through ``docs/settings_docs.py``
+The settings come from ``server.settings.settings``'s classes through ``docs/settings_docs.py``
 (``$defs/Settings``; VS Code's package.json and the Neovim and Emacs settings tables, also
 written and checked here). The VS
 Code client's types, method names, error codes and actions are generated from the schema in turn
@@ -83,7 +83,7 @@ def build_schema() -> dict[str, Any]:
 
 
 def _settings() -> dict[str, Any]:
-    # server.engine.settings declares them; docs/settings_docs.py derives the schema and the
+    # server.settings.settings declares them; docs/settings_docs.py derives the schema and the
     # clients' settings declarations and tables (written and checked in main).
     return settings_docs.schema()
 

@@ -1,7 +1,8 @@
 """Where things are in a document as the LSP wire says it: file URIs, line/character positions.
 
-Shared by the LSP face (``server.lsp.documents``) and the engine (``server.engine.editor_context``,
-which reads the editor's selection): plain text arithmetic, no pygls.
+Shared by the LSP face (``server.lsp.documents``) and the editor context note
+(``server.conversations.editor_context``, which reads the editor's selection): plain text
+arithmetic, no pygls.
 """
 
 from __future__ import annotations

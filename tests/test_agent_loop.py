@@ -574,8 +574,9 @@ async def test_cancelling_during_the_model_request_appends_nothing(
 
 def test_importing_the_loop_does_not_import_openai() -> None:
     code = (
-        "import sys; import server.agent.loop, server.model.endpoint, server.engine.conversations, "
-        "server.agent.events, server.engine.prompts; print('openai' in sys.modules)"
+        "import sys; import server.agent.loop, server.model.endpoint, "
+        "server.conversations.conversations, server.agent.events, server.project.prompts; "
+        "print('openai' in sys.modules)"
     )
     completed = subprocess.run(
         [sys.executable, "-c", code],

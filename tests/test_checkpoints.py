@@ -324,7 +324,7 @@ async def test_a_cancelled_wait_for_the_store_lock_never_leaves_it_held(
 
 def test_the_conversation_is_cut_before_the_undone_ask_even_after_compaction() -> None:
     from server.checkpoints.store import Checkpoint
-    from server.engine.conversations import Conversation
+    from server.conversations.conversations import Conversation
     from server.engine.engine import _cut_before, _digest
 
     def ask(text: str) -> dict[str, str]:

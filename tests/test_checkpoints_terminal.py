@@ -81,8 +81,8 @@ def test_an_unknown_session_is_an_error(tmp_path: Path) -> None:
 def test_the_folders_conversations_are_listed_with_an_interrupted_one_marked(
     model: ScriptedModel, tmp_path: Path
 ) -> None:
-    from server.engine.conversations import Conversation
-    from server.engine.session_files import SessionFiles
+    from server.conversations.conversations import Conversation
+    from server.conversations.session_files import SessionFiles
 
     workspace, state = tmp_path / "ws", tmp_path / "state"
     workspace.mkdir()

@@ -16,8 +16,8 @@ from pygls.exceptions import JsonRpcException
 
 from server.agent.archive import ACKNOWLEDGEMENT, SUMMARY_PREFIX, Archive
 from server.agent.compaction import NOTE_PREFIX
-from server.engine.conversations import Conversation
-from server.engine.session_files import SessionFiles
+from server.conversations.conversations import Conversation
+from server.conversations.session_files import SessionFiles
 from server.model.context_limits import DEFAULT_CONTEXT_WINDOW
 from tests.support.lsp_client import AgentTestClient, agent_session, ask, run_cli, server_env
 from tests.support.model_server import (

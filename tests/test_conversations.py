@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from server.engine.conversations import Conversation, ConversationStore
-from server.engine.prompts import default_system_prompt, system_prompt
+from server.conversations.conversations import Conversation, ConversationStore
+from server.project.prompts import default_system_prompt, system_prompt
 
 
 def test_create_starts_with_the_system_prompt(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from server.engine.editor_context import ATTACHED_CHARS, FILE_CHARS, SELECTION_CHARS
+from server.conversations.editor_context import ATTACHED_CHARS, FILE_CHARS, SELECTION_CHARS
 from tests.support.editor import EDITOR_CAPABILITIES, TestEditor, make_editor_client
 from tests.support.lsp_client import AgentTestClient, agent_session, ask, server_env
 from tests.support.model_server import ScriptedModel

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from server.engine.session_files import INTERRUPTED_NOTE
+from server.conversations.session_files import INTERRUPTED_NOTE
 from tests.support.framing import StrictReader, send
 from tests.support.lsp_client import REPO, run_cli, server_env
 from tests.support.model_server import ScriptedModel, tool_call

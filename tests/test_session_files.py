@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.engine.conversations import Conversation, ConversationStore
-from server.engine.session_files import INTERRUPTED_NOTE, MAX_LOG_LINES, SessionFiles
+from server.conversations.conversations import Conversation, ConversationStore
+from server.conversations.session_files import INTERRUPTED_NOTE, MAX_LOG_LINES, SessionFiles
 
 ID = "ab" * 16
 

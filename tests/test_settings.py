@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.engine.settings import AgentSettings, read_settings
+from server.settings.settings import AgentSettings, read_settings
 from tools.sandbox import SandboxPolicy
 
 

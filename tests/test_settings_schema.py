@@ -1,4 +1,4 @@
-"""The settings, declared once (``server.engine.settings``'s classes): the reader's defaults,
+"""The settings, declared once (``server.settings.settings``'s classes): the reader's defaults,
 bounds and warnings, and every artefact derived from the declaration current — the published
 schema, VS Code's package.json, the Neovim help and the Emacs client's table."""
 
@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from docs import settings_docs
-from server.engine.settings import (
+from server.settings.settings import (
     AgentSettings,
     ModelSettings,
     Settings,
@@ -150,7 +150,7 @@ def test_vscode_keeps_its_own_settings_and_words() -> None:
 
 def test_a_new_setting_reaches_every_derived_file(monkeypatch: pytest.MonkeyPatch) -> None:
     # One field of one class is all a new setting needs to be declared everywhere.
-    from server.engine import settings as module
+    from server.settings import settings as module
 
     @attrs.frozen(slots=False)
     class Extra:

@@ -36,7 +36,7 @@ async def _fetch(arguments: dict[str, Any], context: ToolContext) -> str:
 
 
 async def _lookup(arguments: dict[str, Any], context: ToolContext) -> str:
-    return f"{arguments['symbol']} is defined in server/engine/settings.py"
+    return f"{arguments['symbol']} is defined in server/settings/settings.py"
 
 
 def fetch_tool() -> ToolDefinition:

@@ -49,9 +49,9 @@ from acp.schema import (
 
 from .. import protocol as p
 from ..engine.engine import AgentEngine
-from ..engine.modes import DEFAULT_MODE, MODES, mode_ids
 from ..errors import AgentError, InvalidParamsError, SessionBusyError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
+from ..settings.modes import DEFAULT_MODE, MODES, mode_ids
 from .commands import available_commands, command_of, run_command
 from .content import McpServers, fresh_blocks, prompt_parts, replay, session_servers
 from .documents import AcpDocuments

@@ -13,7 +13,7 @@ from typing import Any
 
 from acp.schema import BaseModel, SessionConfigOptionSelect, SessionConfigSelectOption
 
-from ..engine.modes import MODES
+from ..settings.modes import MODES
 
 MODE, MODEL = "mode", "model"
 

@@ -1,6 +1,6 @@
 """What compaction leaves with a conversation: its archive and what it learned of its size.
 
-Saved with the conversation (``server.engine.session_files``) and read by the engine for
+Saved with the conversation (``server.conversations.session_files``) and read by the engine for
 history and titles; written by ``server.agent.compaction``.
 
 **Archive.** What compaction takes out stays with the conversation (and its session

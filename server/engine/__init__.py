@@ -1,2 +1,2 @@
 """The engine: ``AgentEngine``, the one facade the faces call (folders, sessions, asks), with
-conversations, their files, prompts, editor settings and the assembly of the tools."""
+its parts and the assembly of the tools."""

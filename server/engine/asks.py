@@ -20,7 +20,7 @@ from ..agent.activity import (
 )
 from ..agent.events import EventSink
 from ..agent.permissions import ApprovalPolicy, Asker, PermissionGate
-from .conversations import Conversation
+from ..conversations.conversations import Conversation
 
 if TYPE_CHECKING:
     from tooling.documents import EditorDocuments

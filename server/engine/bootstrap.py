@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tooling.workspace import Workspace
 
-from .settings import ToolSettings
+from ..settings.settings import ToolSettings
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition

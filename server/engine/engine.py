@@ -36,21 +36,21 @@ from ..agent.events import EngineWarning, EventSink, WarningSink
 from ..agent.permissions import Asker
 from ..config.own_secrets import hidden_paths
 from ..config.user_config import config_path, permission_warning
+from ..conversations.conversations import Conversation
+from ..conversations.editor_context import with_context, with_note
 from ..errors import InvalidParamsError, SessionBusyError
 from ..mcp.servers import approve_with_user, folder_servers, listing, server_log, wait_for_starting
 from ..mcp.servers import control as mcp_control
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
 from ..model.messages import UserMessage, user_message
+from ..project.project import Project, commands_result, instructions_result
+from ..project.prompts import system_prompt
+from ..settings.modes import DEFAULT_MODE, apply_mode
+from ..settings.settings import AgentSettings
 from .asks import ask_result, tool_context
-from .conversations import Conversation
-from .editor_context import with_context, with_note
 from .endpoints import Endpoints, grace
 from .folders import Folder, Folders, known_tools_only
 from .history import Sessions, context_window
-from .modes import DEFAULT_MODE, apply_mode
-from .project import Project, commands_result, instructions_result
-from .prompts import system_prompt
-from .settings import AgentSettings
 from .undo import Undo
 from .undo import cut_before as _cut_before  # noqa: F401 (tests/test_checkpoints.py)
 from .undo import digest as _digest  # noqa: F401 (tests/test_checkpoints.py)
@@ -380,7 +380,7 @@ class AgentEngine:
         ``asker`` reaches the user for calls that need permission (none: such calls
         are refused, and the model is told why). ``documents``: the editor's files as
         this ask's tools see them (default: the attached ones); ``mode`` narrows what the
-        tools may do (``server.engine.modes``); ``model_name`` replaces the configured model;
+        tools may do (``server.settings.modes``); ``model_name`` replaces the configured model;
         ``disabled_tools``: the tools the user turned off (names, ``mcp__SERVER__*``), not
         offered to the model, a call to one refused saying so.
         """

@@ -28,8 +28,8 @@ from .. import protocol as p
 from ..config.own_secrets import exposure_warning
 from ..errors import InvalidParamsError, NoWorkspaceFolderError
 from ..mcp.servers import McpServers
+from ..settings.settings import AgentSettings, ToolSettings
 from .bootstrap import build_tools, check_enabled, sandbox_unavailable
-from .settings import AgentSettings, ToolSettings
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition

@@ -2,7 +2,7 @@
 of one (its history, a tool call's whole output), an ask that did not finish, and
 compaction on request.
 
-The conversations themselves are ``server.engine.conversations``; this is what the
+The conversations themselves are ``server.conversations.conversations``; this is what the
 engine does with them for the faces, as the protocol's typed results.
 """
 
@@ -27,13 +27,13 @@ from ..agent.activity import (
 )
 from ..agent.archive import transcript
 from ..agent.compaction import ContextWindow
+from ..conversations.conversations import Conversation, ConversationStore
+from ..conversations.editor_context import prompt_of
+from ..conversations.session_files import SessionFiles
 from ..errors import InvalidParamsError, SessionBusyError
 from ..model.context_limits import window_for
 from ..model.messages import Message, UserMessage, call_parts, tool_calls
-from .conversations import Conversation, ConversationStore
-from .editor_context import prompt_of
-from .session_files import SessionFiles
-from .settings import AgentSettings
+from ..settings.settings import AgentSettings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

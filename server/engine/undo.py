@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import protocol as p
+from ..conversations.conversations import Conversation
 from ..errors import AgentError, InvalidParamsError, SessionBusyError
 from ..model.messages import Message, UserMessage
-from .conversations import Conversation
 from .folders import Folders
 from .history import Sessions
 

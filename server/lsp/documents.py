@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
     from pygls.workspace import TextDocument
 
-    from ..engine.settings import AgentSettings
+    from ..settings.settings import AgentSettings
 
 ANNOTATION_ID = "agent-lsp"
 

@@ -35,9 +35,9 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from .. import protocol as p
 from ..engine.engine import AgentEngine
-from ..engine.settings import read_settings
 from ..errors import AgentError, InvalidParamsError
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
+from ..settings.settings import read_settings
 from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
 from .ask_reporting import AskReporter, Progress
 from .documents import LspDocuments

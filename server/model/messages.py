@@ -1,7 +1,7 @@
 """A conversation's messages: their four roles as types, and the helpers that read them.
 
 The history is the Chat Completions ``messages`` list, kept in the shape it is sent in
-(``server.model.request``) and saved in (``server.engine.session_files``): plain dicts,
+(``server.model.request``) and saved in (``server.conversations.session_files``): plain dicts,
 typed here so that the loop (``server.agent.loop``), compaction
 (``server.agent.compaction``, ``summary_text``) and the archive (``server.agent.archive``)
 agree on what each role carries. A history read back from a session file is trusted to

@@ -897,7 +897,7 @@ export interface PermissionOption {
   kind: string;
 }
 /**
- * The `agentLsp` settings: initializationOptions and workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is optional; "scope": "machine" marks those a client takes from the user's own settings only, never a workspace's. Generated from server/engine/settings.py.
+ * The `agentLsp` settings: initializationOptions and workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is optional; "scope": "machine" marks those a client takes from the user's own settings only, never a workspace's. Generated from server/settings/settings.py.
  */
 export interface Settings {
   /**

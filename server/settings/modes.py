@@ -1,7 +1,7 @@
 """A session's mode: what the agent may do in it, on top of the user's settings.
 
 The Agent Client Protocol lets an editor offer a session's modes in its own UI (Zed's
-and JetBrains' mode pickers); the engine owns what each one means, so any face can
+and JetBrains' mode pickers); the server owns what each one means, so any face can
 offer them. A mode only ever narrows the user's settings or moves bash out of the
 sandbox with every command asked about: none of them lets anything leave the sandbox
 without a deliberate answer to exactly what will run.

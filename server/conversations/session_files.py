@@ -219,7 +219,8 @@ class SessionFiles:
         if meta is not None:
             conversation.updated = meta.updated
             conversation.mode = _saved_mode(self._path(conversation_id, ".meta.json"))
-        # Listed as interrupted while the note is its last message (server.engine.conversations).
+        # Listed as interrupted while the note is its last message
+        # (server.conversations.conversations).
         conversation.interrupted_note = note
         if isinstance(data.get("base"), str) and lines < MAX_LOG_LINES:
             with self._mutex:  # the next save appends to this log

@@ -50,9 +50,9 @@ class Conversation:
     instruction_folders: set[Path] = field(default_factory=set, repr=False)
     nested_instructions: list[Instruction] = field(default_factory=list, repr=False)
     # The note a conversation loaded mid-ask got for the answer that never came
-    # (server.engine.session_files); while it is the last message, it is interrupted.
+    # (server.conversations.session_files); while it is the last message, it is interrupted.
     interrupted_note: AssistantMessage | None = field(default=None, repr=False)
-    # The mode its last ask ran in, or a client chose for it (server.engine.modes); saved
+    # The mode its last ask ran in, or a client chose for it (server.settings.modes); saved
     # with it, so a client that loads or resumes it offers the same mode again.
     mode: str | None = None
 
@@ -105,7 +105,7 @@ class SessionMeta:
 
 
 class SavedConversations(Protocol):
-    """Where a store keeps conversations beyond memory (``server.engine.session_files``)."""
+    """Where a store keeps conversations beyond memory (``server.conversations.session_files``)."""
 
     def load(self, conversation_id: str) -> Conversation | None: ...
 

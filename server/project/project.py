@@ -2,11 +2,15 @@
 nested instructions its tools come upon, and the user's commands.
 
 The system prompt is, in this order: the environment block (``project.environment``), the
-base prompt (``prompts``: ours, or the user's ``systemPrompt``), the skills list and the
+base prompt (``project.prompts``: ours, or the user's ``systemPrompt``), the skills list and the
 instructions (``project.skills``, ``project.instructions``). It replaces the
 conversation's first message before each ask, so a changed ``AGENTS.md``, skill or setting
 is in the next ask, and compaction counts what the model is really sent. Problems (a cut
 file, a refused symlink, a malformed skill) are warned about once each.
+
+The engine's :class:`Project` holds the user's folder and the warnings given. What it reads
+of a conversation and of the settings is said here (:class:`Told`, :class:`PromptSettings`:
+the engine's conversations and settings are both), since their packages sit above this one.
 """
 
 from __future__ import annotations
@@ -15,20 +19,53 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from tooling.context import PathNotes
 from tooling.documents import EditorDocuments
 from tooling.workspace import Workspace, WorkspaceError
 
 from .. import protocol as p
-from ..model.messages import system_message
-from ..project import commands as user_commands
-from ..project import instructions as files
-from ..project import skills as skill_files
-from ..project.environment import environment_block
-from .conversations import Conversation
+from ..model.messages import Message, system_message
+from . import commands as user_commands
+from . import instructions as files
+from . import skills as skill_files
+from .environment import environment_block
 from .prompts import system_prompt
-from .settings import AgentSettings
+
+if TYPE_CHECKING:
+    from tools.sandbox import SandboxPolicy
+
+
+class Approval(Protocol):
+    """When the user is asked before a call runs (the environment block says it)."""
+
+    @property
+    def approval(self) -> str: ...
+
+
+class PromptSettings(Protocol):
+    """What of the settings an ask's system prompt and instructions are built from."""
+
+    @property
+    def sandbox(self) -> SandboxPolicy: ...
+    @property
+    def approval(self) -> Approval: ...
+    @property
+    def system_prompt(self) -> str | None: ...
+    @property
+    def instruction_files(self) -> tuple[str, ...]: ...
+    @property
+    def instructions_max_bytes(self) -> int: ...
+
+
+class Told(Protocol):
+    """A conversation as what it is told sees it: its messages (the first, the system
+    prompt) and the nested instructions given it already."""
+
+    messages: list[Message]
+    instruction_folders: set[Path]
+    nested_instructions: list[files.Instruction]
 
 
 @dataclass(frozen=True)
@@ -54,7 +91,7 @@ class Project:
     async def prompt(
         self,
         workspace: Workspace,
-        settings: AgentSettings,
+        settings: PromptSettings,
         documents: EditorDocuments | None,
     ) -> ProjectPrompt:
         environment = await asyncio.to_thread(
@@ -75,7 +112,7 @@ class Project:
     async def files(
         self,
         workspace: Workspace,
-        settings: AgentSettings,
+        settings: PromptSettings,
         documents: EditorDocuments | None,
     ) -> tuple[files.Instructions, skill_files.Skills]:
         """The instruction files and skills an ask is given (``agent/instructions``)."""
@@ -92,9 +129,9 @@ class Project:
 
     async def tell(
         self,
-        conversation: Conversation,
+        conversation: Told,
         workspace: Workspace,
-        settings: AgentSettings,
+        settings: PromptSettings,
         documents: EditorDocuments | None,
     ) -> None:
         """Give ``conversation`` this ask's system prompt (its first message)."""
@@ -112,9 +149,9 @@ class Project:
 
     def nested(
         self,
-        conversation: Conversation,
+        conversation: Told,
         workspace: Workspace,
-        settings: AgentSettings,
+        settings: PromptSettings,
         documents: EditorDocuments | None,
     ) -> PathNotes | None:
         """What a tool call that touched a path is followed by: the instructions of the
@@ -163,7 +200,7 @@ class Project:
 
 
 def instructions_result(
-    instructions: files.Instructions, skills: skill_files.Skills, conversation: Conversation | None
+    instructions: files.Instructions, skills: skill_files.Skills, conversation: Told | None
 ) -> p.InstructionsResult:
     given = list(instructions.files)
     if conversation is not None:

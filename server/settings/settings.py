@@ -338,7 +338,7 @@ class AgentSettings(ModelSettings, ToolUseSettings, InstructionSettings, McpSett
     sandbox: SandboxPolicy = attrs.field(factory=SandboxPolicy)
     # When the user is asked before a call runs (machine-scoped too).
     approval: ApprovalPolicy = attrs.field(factory=ApprovalPolicy)
-    # Not a setting: a session's mode sets it (server.engine.modes, "read-only").
+    # Not a setting: a session's mode sets it (server.settings.modes, "read-only").
     read_only: bool = False
     warnings: tuple[str, ...] = attrs.field(default=(), eq=False)
 
