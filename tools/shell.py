@@ -324,7 +324,7 @@ async def run_command(
             *argv,
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=launch.stdin if launch else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -583,6 +583,10 @@ class _WarmTransport:
         when it exits: the pidfd stays watched until then)."""
         if self._waiter.output >= 0 and not self._loop.is_closed():
             self._close_output()
+        if self._waiter.life >= 0:  # the gate's watcher ends what is left of the sandbox
+            with contextlib.suppress(OSError):
+                os.close(self._waiter.life)
+            self._waiter.life = -1
         if self._returncode is None:
             with contextlib.suppress(OSError):
                 os.kill(self._waiter.pid, signal.SIGKILL)

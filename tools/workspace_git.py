@@ -149,7 +149,7 @@ class GitRunner:
                 proc = await asyncio.create_subprocess_exec(
                     *argv,
                     cwd=folder,
-                    stdin=subprocess.DEVNULL,
+                    stdin=launch.stdin if launch is not None else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     env=env,

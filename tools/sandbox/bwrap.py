@@ -19,7 +19,8 @@ read-only (so chmod, chown, utime, xattr, device nodes and writes outside fail w
 ``EROFS``), a fresh ``/dev`` and ``/proc``, a private ``/tmp`` and ``/dev/shm``; the
 writable folders bound read-write; agent-lsp's own files covered by empty mounts; what
 git obeys bound read-only; every capability dropped; the whole namespace killed when the
-command's shell exits (bubblewrap's PID 1), when bubblewrap dies, or when the server does.
+command's shell exits (bubblewrap's PID 1), when bubblewrap dies, or when the server does
+(:data:`GATE`: bubblewrap's own tie to the server has a gap).
 
 Where the kernel or a container refuses part of it, :func:`variants` lists the weaker
 forms tried in turn (no network namespace; the host's ``/proc``), and ``tools/sandbox/confine.py``
@@ -36,6 +37,35 @@ from pathlib import Path
 from .. import programs
 
 ENV_OVERRIDE = "AGENT_LSP_BWRAP"
+
+# What runs first inside every sandbox, between bubblewrap and the program: ``/bin/sh -c
+# GATE sh PROGRAM...``, its standard input a pipe whose other end only the server holds
+# (the program gets ``/dev/null``, as before). Why: ``--die-with-parent`` ties bubblewrap to
+# the server at once, but the sandbox's PID 1 ties itself to bubblewrap only once its set-up
+# is over (``PR_SET_PDEATHSIG`` in its ``do_init``, with no check that bubblewrap still
+# lives). A server killed during that set-up left PID 1 orphaned and untied: it started the
+# program anyway, after the server's end, without the limits the server had not set yet
+# (a ``--block-fd`` goes on at end of file), and nothing ever ended it. Here:
+# - nothing runs before the server's "go" line (written once the limits are in place);
+#   an end of file first (the server gone) ends the sandbox with nothing run (status 125);
+# - a watcher (the sandbox's third process, a shell blocked reading that pipe) kills every
+#   process of the PID namespace when the pipe ends: the server's end, however abrupt, or
+#   the call's. PID 1, left alone, exits, and the namespace with it.
+# A shell and a fork (~1 ms) rather than trusting the race, which the CI lost under load.
+GATE = (
+    'IFS= read -r go && [ "$go" = go ] || exit 125; '
+    "exec 9<&0 </dev/null; "
+    "{ IFS= read -r _ <&9; kill -9 -1; } & "
+    'exec "$@" 9<&-'
+)
+GO = b"go\n"
+# Absolute: bubblewrap execs it with the sandbox's PATH, and ``/`` is bound read-only.
+SHELL = "/bin/sh"
+
+
+def gated(program: Sequence[str]) -> list[str]:
+    """``program`` behind the :data:`GATE` (its standard input: the server's pipe)."""
+    return [SHELL, "-c", GATE, "sh", *program]
 
 
 @dataclass(frozen=True)

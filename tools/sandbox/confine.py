@@ -170,7 +170,7 @@ def _probe_namespaces(abi: int, seccomp: bool) -> tuple[Namespaces | None, str]:
             try:
                 with trial.launch([shutil.which("true") or "/bin/true"]) as launch:
                     done = subprocess.run(
-                        launch.argv, cwd=root, stdin=subprocess.DEVNULL,
+                        launch.argv, cwd=root, stdin=launch.stdin,
                         capture_output=True, timeout=15, pass_fds=launch.pass_fds,
                     )  # fmt: skip
             except (OSError, subprocess.TimeoutExpired) as exc:
@@ -242,19 +242,21 @@ class Confinement:
 
     def launch(self, program: Sequence[str], *, group: CallGroup | None = None) -> Launch:
         """How to spawn ``program`` confined, in ``group`` (the call's cgroups): a command
-        line and the descriptors it inherits (close them after the spawn: ``with``).
+        line, its standard input and the descriptors it inherits (close them after the
+        spawn: ``with``).
 
         Without the launcher: ``bwrap [mounts] --seccomp FD --info-fd I --block-fd B --
-        program``: the filter compiled here, passed on a pipe; while bubblewrap builds its
-        mounts the server sets the limits of the sandbox's first process and moves it into
-        the call's cgroups, then lets it start the program (:meth:`Launch.join`). No
-        ``preexec_fn`` (it would make the server fork rather than vfork, ~10 ms here), no
-        ``prlimit`` or shell inside (an exec each).
+        /bin/sh -c GATE sh program``: the filter compiled here, passed on a pipe; while
+        bubblewrap builds its mounts the server sets the limits of the sandbox's first
+        process and moves it into the call's cgroups, then lets it start the program
+        (:meth:`Launch.join`, then the gate's "go": ``bwrap.GATE``). No ``preexec_fn`` (it
+        would make the server fork rather than vfork, ~10 ms here), no ``prlimit`` inside.
         """
         procs = tuple(group.procs_files()) if group is not None else ()
         counted = group is not None and group.processes
         if self.launcher:
-            return Launch(self._argv(program, procs=procs, counted=counted, seccomp_fd=None))
+            argv = self._argv(program, procs=procs, counted=counted, seccomp_fd=None, gate=True)
+            return Launch.gated(argv, (), ready=True, namespaced=self.namespaces is not None)
         # RLIMIT_NPROC counts per user namespace: set on the sandbox's first process, already
         # in its new one, it counts the call's processes only (and binds root there too).
         limits = self.limits.rlimits(nproc=not counted)
@@ -262,15 +264,19 @@ class Confinement:
         fd = _seccomp_fd(self.network != "all" and not own_net) if self.seccomp else None
         passed = () if fd is None else (fd,)
         if not limits and (group is None or not group.folders):
-            return Launch(self._argv(program, seccomp_fd=fd), passed)
+            argv = self._argv(program, seccomp_fd=fd, gate=True)
+            return Launch.gated(argv, passed, ready=True, namespaced=True)
         # Joining a cgroup waits for the kernel (~12 ms: an RCU grace period): beside
         # bubblewrap's own work, not after it.
         info_read, info_write = os.pipe()
         block_read, block_write = os.pipe()
         argv = self._argv(program, counted=counted, seccomp_fd=fd,
-                          sync_fds=(info_write, block_read))  # fmt: skip
-        return Launch(argv, (*passed, info_write, block_read), info_read, block_write, group,
-                      limits)  # fmt: skip
+                          sync_fds=(info_write, block_read), gate=True)  # fmt: skip
+        launch = Launch.gated(argv, (*passed, info_write, block_read), ready=False,
+                              namespaced=True)  # fmt: skip
+        launch.info_fd, launch.block_fd = info_read, block_write
+        launch.group, launch.limits = group, limits
+        return launch
 
     def warm_form(self) -> str | None:
         """Which waiter (``tools/warm.py``) can run this call, or None (cold): bubblewrap
@@ -293,7 +299,9 @@ class Confinement:
         own_net = self.namespaces.net
         seccomp = _seccomp_program(self.network != "all" and not own_net) if self.seccomp else None
         fd = warm.SECCOMP_FD if seccomp is not None else None
-        argv = self._argv(program, counted=True, seccomp_fd=fd)
+        # The waiter's standard input is the gate's pipe (``warm.spawn``), "go" in it already:
+        # the limits are the waiter's own, set before it execs bubblewrap.
+        argv = self._argv(program, counted=True, seccomp_fd=fd, gate=True)
         rlimits = self.limits.rlimits(nproc=False)
         return warm.message(argv, env, cwd, rlimits=rlimits, seccomp=seccomp)
 
@@ -305,7 +313,10 @@ class Confinement:
         counted: bool = False,
         seccomp_fd: int | None = None,
         sync_fds: tuple[int, int] | None = None,
+        gate: bool = False,
     ) -> list[str]:
+        """The command line; ``gate``: inside bubblewrap, behind ``bwrap.GATE`` (its standard
+        input must then be the server's pipe: :meth:`Launch.gated`, ``warm.spawn``)."""
         argv: list[str] = []
         if self.launcher:
             # -I: no cwd (the workspace) or PYTHON* variables; -S: no site-packages. Imported,
@@ -335,7 +346,8 @@ class Confinement:
             if self.network == "proxy":
                 argv += ["--bridge", f"{self.proxy_socket}:{PROXY_PORT}"]
             if self.namespaces is None:
-                argv.append("--supervise")
+                # Ended with the server (PR_SET_PDEATHSIG), which must still be its parent.
+                argv += ["--supervise", "--parent", str(os.getpid())]
             argv.append("--")
         argv += program
         if self.namespaces is not None:
@@ -357,7 +369,7 @@ class Confinement:
                 cgroup_procs=procs,
                 sync_fds=sync_fds,
             )
-            argv = [*outer, *argv]
+            argv = [*outer, *(bwrap.gated(argv) if gate else argv)]
         return argv
 
 
@@ -375,12 +387,39 @@ class Launch:
     limits: tuple[tuple[int, int], ...] = ()  # rlimits of that process (and so the call's)
     # Set by join when a limit could not be set: the program did not run.
     failure: str | None = None
+    # The spawn's standard input: inside bubblewrap, the read end of the gate's pipe
+    # (``bwrap.GATE``), closed here with the rest once spawned; else /dev/null.
+    stdin: int = subprocess.DEVNULL
+    # The server's end of that pipe: "go" is written to it once the limits are in place;
+    # closing it (the call's end, the server's) ends every process of the sandbox.
+    life: int | None = None
+
+    @classmethod
+    def gated(
+        cls, argv: list[str], passed: tuple[int, ...], *, ready: bool, namespaced: bool
+    ) -> Launch:
+        """A spawn of ``argv``; inside bubblewrap behind the gate, its pipe made here ("go"
+        in it already if ``ready``: nothing to set from outside first)."""
+        if not namespaced:
+            return cls(argv, passed)
+        read, write = os.pipe()
+        launch = cls(argv, passed, stdin=read, life=write)
+        if ready:
+            launch.go()
+        return launch
+
+    def go(self) -> None:
+        """Let the gate start the program (the pipe is empty: one short write never blocks)."""
+        if self.life is not None:
+            os.write(self.life, bwrap.GO)
 
     def close(self) -> None:
-        for fd in self.pass_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        for fd in (*self.pass_fds, self.stdin):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self.pass_fds = ()
+        self.stdin = subprocess.DEVNULL
 
     async def join(self) -> None:
         """After the spawn: set the limits of bubblewrap's sandbox (its PID 1, before it
@@ -401,6 +440,8 @@ class Launch:
             elif pid is not None:
                 self.failure = self._settle(pid)  # a few prlimit(2): microseconds
             done = True
+            if pid is not None and self.failure is None:
+                self.go()
         finally:
             if not done and pid is not None:
                 # Cancelled or timed out before the limits were surely in place (a thread
@@ -431,13 +472,14 @@ class Launch:
         return None
 
     def abandon(self) -> None:
-        """The call ended, or its spawn failed: close everything."""
+        """The call ended, or its spawn failed: close everything (the gate's pipe last: its
+        end kills whatever of the sandbox is left)."""
         self.close()
-        for fd in (self.info_fd, self.block_fd):
+        for fd in (self.info_fd, self.block_fd, self.life):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self.info_fd = self.block_fd = None
+        self.info_fd = self.block_fd = self.life = None
 
     def __enter__(self) -> Launch:
         return self

@@ -5,7 +5,8 @@ Run by path, never imported from the workspace::
     python -I -S landlock_exec.py [--write DIR]... [--read DIR]... [--hide PATH]...
         [--no-network] [--connect-port PORT]... [--no-landlock] [--seccomp sockets|no-sockets]
         [--limit-processes N] [--limit-file-size BYTES] [--limit-memory BYTES]
-        [--cgroup CGROUP_PROCS]... [--bridge UNIX_SOCKET:PORT] [--supervise] -- PROGRAM [ARG]...
+        [--cgroup CGROUP_PROCS]... [--bridge UNIX_SOCKET:PORT] [--supervise [--parent PID]]
+        -- PROGRAM [ARG]...
 
 ``-I`` keeps the current directory (the workspace) and every ``PYTHON*`` variable out
 of the interpreter, ``-S`` skips site-packages: this file uses the standard library
@@ -38,6 +39,9 @@ used. In this order:
 3. the resource limits (``RLIMIT_NPROC``, ``RLIMIT_FSIZE``, ``RLIMIT_DATA``);
 4. ``--supervise`` (no PID namespace): become a child subreaper, run the command as a
    child, and kill every process it leaves when it ends or this launcher is stopped;
+   ``--parent PID`` (first thing, before step 0): stopped when that process (the server)
+   ends, killed outright included (``PR_SET_PDEATHSIG``), and nothing run if it has
+   ended already;
 5. the seccomp filter (``seccomp_bpf.py``), then ``exec``.
 
 If any step fails the command does not run: the launcher prints a line starting with
@@ -341,6 +345,8 @@ def main(argv: list[str]) -> int:
     command = args[1:]
     if not command:
         return _fail("no command given")
+    if "--parent" in values and not _tie_to(int(values["--parent"])):
+        return FAILURE_STATUS  # the server is gone: no one to tell, nothing run
     notes: list[str] = []
     for procs in lists["--cgroup"]:
         notes += _join_cgroup(procs)
@@ -368,9 +374,10 @@ def main(argv: list[str]) -> int:
     return _exec(command, program)
 
 
-# Options with a value: --bridge UNIX_SOCKET:PORT, --seccomp sockets|no-sockets, and the
-# limits (a number each: processes, bytes, bytes).
+# Options with a value: --parent PID (the server), --bridge UNIX_SOCKET:PORT, --seccomp
+# sockets|no-sockets, and the limits (a number each: processes, bytes, bytes).
 _VALUED = (
+    "--parent",
     "--bridge",
     "--seccomp",
     "--limit-processes",
@@ -477,6 +484,14 @@ def _start_bridge(spec: str) -> None:
     listener.close()
 
 
+def _tie_to(parent: int) -> bool:
+    """A SIGTERM when ``parent`` (the server) ends, killed outright included: the
+    supervision then ends every process of the call. False if it has ended already (the
+    signal was asked for too late: this launcher has been reparented)."""
+    _libc().prctl(1, 15, 0, 0, 0)  # type: ignore[attr-defined]  # PR_SET_PDEATHSIG
+    return os.getppid() == parent
+
+
 def _supervise(command: list[str], program: bytes | None) -> int:
     """Run the command as a child and outlive it: where no PID namespace ends the call's
     processes, this launcher does. As a child subreaper it inherits every orphan (a
@@ -486,17 +501,21 @@ def _supervise(command: list[str], program: bytes | None) -> int:
 
     libc = _libc()
     libc.prctl(36, 1, 0, 0, 0)  # type: ignore[attr-defined]  # PR_SET_CHILD_SUBREAPER
-    child = os.fork()
-    if child == 0:
-        os._exit(_exec(command, program))
     stopping: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
         stopping.append(signum)
         _kill_descendants()
 
+    # Before the fork: a stop (the server's end: --parent) arriving just after it would
+    # otherwise end this launcher alone and leave the command running unsupervised.
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, stop)
+    child = os.fork()
+    if child == 0:
+        os._exit(_exec(command, program))  # its signals reset to their defaults first
+    if stopping:
+        _kill_descendants()
     status = 0
     while True:
         try:

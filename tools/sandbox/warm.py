@@ -30,7 +30,9 @@ bubblewrap's ``--die-with-parent`` ties it to the server. Promises kept:
   closes the rest first thing; the server's are close-on-exec anyway).
 - One call per waiter: after it, the cgroup is removed as before and a new waiter made.
 - The server killed outright mid-call: bubblewrap dies with it (``--die-with-parent``), as
-  a cold call's does (and before bubblewrap runs, the waiter gets a SIGKILL:
+  a cold call's does, and the gate's watcher ends its sandbox (``bwrap.GATE``: the
+  waiter's standard input is the gate's pipe; the server holds the other end until the
+  call ends) (and before bubblewrap runs, the waiter gets a SIGKILL:
   ``PR_SET_PDEATHSIG``, set first thing, then the server checked to be its parent
   still); without namespaces the waiter, supervising the call, gets a SIGTERM
   (``PR_SET_PDEATHSIG``) and ends every process the command left, which the launcher
@@ -62,7 +64,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import landlock_exec
+from . import bwrap, landlock_exec
 from .limits import POOL as CGROUPS
 from .limits import CallGroup, Limits
 
@@ -168,6 +170,10 @@ class Waiter:
     control: int
     output: int
     form: str
+    # The server's end of the gate's pipe (bubblewrap's form: ``bwrap.GATE``, "go" written
+    # at once: the limits are the waiter's own). Closed when the call ends: that ends every
+    # process of its sandbox.
+    life: int = -1
     # Reaped already (its PID may be another process's by now: never signalled again).
     reaped: bool = False
     # Handed its call and seen as the call's process (``tools/shell.py``): not discarded.
@@ -209,11 +215,11 @@ class Waiter:
         """End it unused (its end of file first: it exits on its own, running nothing).
         Signalled through its pidfd, and by PID only while not reaped: a reaped waiter's
         PID may have been given to another process meanwhile."""
-        for fd in (self.control, self.output):
+        for fd in (self.control, self.output, self.life):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self.control = self.output = -1
+        self.control = self.output = self.life = -1
         if not self.reaped:
             with contextlib.suppress(OSError):
                 if self.pidfd >= 0:
@@ -230,10 +236,15 @@ class Waiter:
 
 
 def spawn(form: str) -> Waiter:
-    """Start one waiter of ``form`` (not yet in any cgroup)."""
+    """Start one waiter of ``form`` (not yet in any cgroup). Bubblewrap's form has the
+    gate's pipe for its standard input (``bwrap.GATE``), "go" in it already."""
     control_read, control_write = os.pipe()
     output_read, output_write = os.pipe()
-    devnull = os.open(os.devnull, os.O_RDONLY)
+    if form == "bwrap":
+        devnull, life = os.pipe()
+        os.write(life, bwrap.GO)
+    else:
+        devnull, life = os.open(os.devnull, os.O_RDONLY), -1
     try:
         # Room for a large environment in one write (the limit for unprivileged users).
         with contextlib.suppress(OSError):
@@ -255,8 +266,9 @@ def spawn(form: str) -> Waiter:
             setsigmask=(),
         )
     except BaseException:
-        for fd in (control_write, output_read):
-            os.close(fd)
+        for fd in (control_write, output_read, life):
+            if fd >= 0:
+                os.close(fd)
         raise
     finally:
         for fd in (control_read, output_write, devnull):
@@ -264,10 +276,10 @@ def spawn(form: str) -> Waiter:
     try:
         pidfd = os.pidfd_open(pid)
     except OSError:
-        waiter = Waiter(pid, -1, control_write, output_read, form)
+        waiter = Waiter(pid, -1, control_write, output_read, form, life)
         waiter.discard()
         raise
-    return Waiter(pid, pidfd, control_write, output_read, form)
+    return Waiter(pid, pidfd, control_write, output_read, form, life)
 
 
 def move(group: CallGroup, pid: int) -> bool:
