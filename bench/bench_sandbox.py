@@ -133,12 +133,13 @@ def _pieces(root: Path, tmp: Path, hidden: tuple[Path, ...]) -> dict[str, Any]:
         """Spawn it as the tool does (Launch.join's work, here synchronously)."""
         with launch:
             child = subprocess.Popen(launch.argv, pass_fds=launch.pass_fds,
-                                     stdin=subprocess.DEVNULL)  # fmt: skip
+                                     stdin=launch.stdin)  # fmt: skip
             launch.close()
             if launch.info_fd is not None and launch.block_fd is not None:
                 pid = confine._sandbox_pid(launch.info_fd)
                 if pid is not None:
                     assert launch._settle(pid) is None
+                    launch.go()  # the gate (bwrap.GATE) starts the program
                 os.close(launch.block_fd)
                 launch.block_fd = None
             assert child.wait() == 0

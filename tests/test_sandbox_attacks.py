@@ -363,6 +363,34 @@ def test_the_gate_runs_nothing_without_the_servers_go(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+async def test_the_gates_watcher_is_no_child_of_the_command(workspace: Path, mode: str) -> None:
+    """A program that waits for all its children (an init, ``os.wait()`` in a loop) does not
+    wait for the gate's watcher: it is PID 1's child, not the program's."""
+    result = await bash(workspace, python("import os; os.wait()"), timeout_seconds=20)
+    assert "ChildProcessError" in result and "timed out" not in result, result
+
+
+def test_the_gate_refuses_to_run_outside_its_own_pid_namespace(tmp_path: Path) -> None:
+    """Run as any process but the namespace's second, the gate exits before its watcher
+    exists (whose ``kill -9 -1`` would reach every process it may signal). Tried inside a
+    PID namespace of its own all the same, as its third process: a broken check kills
+    nothing of the test's."""
+    from tools.sandbox import bwrap
+
+    ns = sandbox.support().namespaces
+    if ns is None:
+        pytest.skip(sandbox.support().namespace_problem)
+    marker = tmp_path / "ran"
+    inner = f'printf "go\\n" | /bin/sh -c "$0" sh /bin/touch {marker}; echo "gate: $?"'
+    done = subprocess.run(
+        [ns.bwrap, "--unshare-user", "--unshare-pid", "--dev-bind", "/", "/", "--proc", "/proc",
+         "--", "/bin/sh", "-c", inner, bwrap.GATE],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert "gate: 125" in done.stdout, (done.stdout, done.stderr)
+    assert not marker.exists()
+
+
 # -- limits -----------------------------------------------------------------------------------
 
 

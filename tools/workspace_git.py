@@ -95,11 +95,14 @@ class GitRunner:
 
     def _command(
         self, folder: Path, args: Sequence[str], tmp: Path
-    ) -> tuple[list[str], dict[str, str]]:
-        """The command line for a thread (:meth:`run_sync`): through the sandbox's launcher
-        (``Confinement.argv``), which sets the seccomp filter and the limits itself."""
+    ) -> tuple[sandbox.Launch | None, list[str], dict[str, str]]:
+        """The spawn for a thread (:meth:`run_sync`): through the sandbox's launcher
+        (``Confinement.launch_sync``), which sets the seccomp filter and the limits itself."""
         argv, env, confinement = self._plain(folder, args, tmp)
-        return (argv if confinement is None else confinement.argv(argv)), env
+        if confinement is None:
+            return None, argv, env
+        launch = confinement.launch_sync(argv)
+        return launch, launch.argv, env
 
     def _launch(
         self, folder: Path, args: Sequence[str], tmp: Path
@@ -190,29 +193,33 @@ class GitRunner:
         if self.unusable():
             return None
         with _sync_tmp() as tmp:
-            argv, env = self._command(folder, args, tmp)
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    cwd=folder,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    start_new_session=True,
-                )
-            except OSError:
-                return None
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc.pid)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.communicate(timeout=1.0)
-                raise GitTimeout from None
-            except BaseException:
-                _kill_group(proc.pid)
-                raise
+            launch, argv, env = self._command(folder, args, tmp)
+            # Held until git has ended: closing its end of the gate's pipe ends the sandbox.
+            with launch if launch is not None else contextlib.nullcontext():
+                try:
+                    proc = subprocess.Popen(
+                        argv,
+                        cwd=folder,
+                        stdin=launch.stdin if launch is not None else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        env=env,
+                        start_new_session=True,
+                    )
+                except OSError:
+                    return None
+                if launch is not None:
+                    launch.close()  # the child holds its own copy of the gate's end
+                try:
+                    out, err = proc.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc.pid)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.communicate(timeout=1.0)
+                    raise GitTimeout from None
+                except BaseException:
+                    _kill_group(proc.pid)
+                    raise
         if self.confined and sandbox.is_launch_failure(
             proc.returncode, err.decode(errors="replace")
         ):

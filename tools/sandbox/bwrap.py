@@ -46,16 +46,21 @@ ENV_OVERRIDE = "AGENT_LSP_BWRAP"
 # lives). A server killed during that set-up left PID 1 orphaned and untied: it started the
 # program anyway, after the server's end, without the limits the server had not set yet
 # (a ``--block-fd`` goes on at end of file), and nothing ever ended it. Here:
+# - it runs only as the PID namespace's second process (bubblewrap's first child): the
+#   watcher's ``kill -9 -1`` must never meet a namespace other than the sandbox's own (a
+#   ``bwrap`` that ignored ``--unshare-pid`` would have it kill every process of the user);
 # - nothing runs before the server's "go" line (written once the limits are in place);
 #   an end of file first (the server gone) ends the sandbox with nothing run (status 125);
-# - a watcher (the sandbox's third process, a shell blocked reading that pipe) kills every
-#   process of the PID namespace when the pipe ends: the server's end, however abrupt, or
-#   the call's. PID 1, left alone, exits, and the namespace with it.
-# A shell and a fork (~1 ms) rather than trusting the race, which the CI lost under load.
+# - a watcher (a shell blocked reading that pipe; forked twice, so that its parent is PID 1,
+#   not the program: a program waiting for all its children would wait for it) kills every
+#   process of the PID namespace when the pipe ends: the server's end, however abrupt, or the
+#   call's. PID 1, left alone, exits, and the namespace with it.
+# A shell and two forks (~1 ms) rather than trusting the race, which the CI lost under load.
 GATE = (
+    '[ "$$" = 2 ] || exit 125; '
     'IFS= read -r go && [ "$go" = go ] || exit 125; '
     "exec 9<&0 </dev/null; "
-    "{ IFS= read -r _ <&9; kill -9 -1; } & "
+    "( { IFS= read -r _ <&9; kill -9 -1; } & ); "
     'exec "$@" 9<&-'
 )
 GO = b"go\n"

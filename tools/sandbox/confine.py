@@ -232,13 +232,14 @@ class Confinement:
     def proxy_socket(self) -> Path:
         return self.tmp / ".agent-lsp-proxy.sock"
 
-    def argv(self, program: Sequence[str]) -> list[str]:
-        """The command line that runs ``program`` under this confinement, through the
-        launcher (an interpreter start, ~20 ms): :meth:`launch` is the faster way. Always
-        the launcher: without it nothing would set the seccomp filter and the limits (the
-        server does, in :meth:`Launch.join`, for :meth:`launch` only)."""
+    def launch_sync(self, program: Sequence[str]) -> Launch:
+        """A spawn of ``program`` for a thread, with nothing to set from outside: through
+        the launcher (an interpreter start, ~20 ms), which sets the seccomp filter and the
+        limits itself (:meth:`launch`, faster, needs the event loop's :meth:`Launch.join`).
+        Inside bubblewrap behind the gate all the same, "go" written already."""
         through = self if self.launcher else dataclasses.replace(self, launcher=True)
-        return through._argv(program)
+        return Launch.gated(through._argv(program, gate=True), (), ready=True,
+                            namespaced=self.namespaces is not None)  # fmt: skip
 
     def launch(self, program: Sequence[str], *, group: CallGroup | None = None) -> Launch:
         """How to spawn ``program`` confined, in ``group`` (the call's cgroups): a command
@@ -409,9 +410,11 @@ class Launch:
         return launch
 
     def go(self) -> None:
-        """Let the gate start the program (the pipe is empty: one short write never blocks)."""
+        """Let the gate start the program (the pipe is empty: one short write never blocks;
+        a sandbox killed from outside meanwhile has nothing left to start)."""
         if self.life is not None:
-            os.write(self.life, bwrap.GO)
+            with contextlib.suppress(OSError):
+                os.write(self.life, bwrap.GO)
 
     def close(self) -> None:
         for fd in (*self.pass_fds, self.stdin):

@@ -511,6 +511,8 @@ def _supervise(command: list[str], program: bytes | None) -> int:
     # otherwise end this launcher alone and leave the command running unsupervised.
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, stop)
+    if stopping:  # the server ended while this launcher was starting: nothing runs
+        return 128 + stopping[0]
     child = os.fork()
     if child == 0:
         os._exit(_exec(command, program))  # its signals reset to their defaults first

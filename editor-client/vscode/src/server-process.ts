@@ -60,7 +60,6 @@ const START_SETTLE_MS = 60_000;
 export class ServerProcess implements vscode.Disposable {
   private current: LanguageClient | undefined;
   readonly log = vscode.window.createOutputChannel("Agent Server", { log: true });
-  private stopping = false;
   /** Each client's start(): a stop must wait for it (a starting client cannot be stopped). */
   private readonly starts = new WeakMap<LanguageClient, Promise<void>>();
   private restarts: number[] = [];
@@ -144,10 +143,15 @@ export class ServerProcess implements vscode.Disposable {
         error: (_error, _message, count) => ({
           action: (count ?? 0) <= 3 ? ClientErrorAction.Continue : ClientErrorAction.Shutdown,
         }),
-        closed: () => this.onServerClosed(),
+        closed: () => this.onServerClosed(client),
       },
     };
-    const client = new LanguageClient("agentLsp", "Agent Server", serverOptions, clientOptions);
+    const client: LanguageClient = new LanguageClient(
+      "agentLsp",
+      "Agent Server",
+      serverOptions,
+      clientOptions,
+    );
     this.hooks.attach(client);
     client.onDidChangeState((e) => {
       const running = e.newState === State.Running;
@@ -184,8 +188,11 @@ export class ServerProcess implements vscode.Disposable {
     void this.hooks.showError({ cancelled: false, kind: "other", message, actions });
   }
 
-  private onServerClosed(): { action: CloseAction; handled: boolean } {
-    if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+  private onServerClosed(client: LanguageClient): { action: CloseAction; handled: boolean } {
+    // Only the current client's close is a crash: stop() lets go of its client before it
+    // stops it, and a client a restart replaced meanwhile must not come back beside the new
+    // one (one flag for all would have been cleared by the first of two overlapping stops).
+    if (client !== this.current) return { action: CloseAction.DoNotRestart, handled: true };
     const now = Date.now();
     this.restarts = this.restarts.filter((t) => now - t < RESTART_WINDOW_MS);
     this.restarts.push(now);
@@ -230,7 +237,6 @@ export class ServerProcess implements vscode.Disposable {
     const client = this.current;
     this.current = undefined;
     if (!client) return;
-    this.stopping = true;
     try {
       // A client still starting throws on stop() and its process lives on beside the next
       // one (a key set in the first seconds did that): let the start settle, then stop it.
@@ -246,8 +252,6 @@ export class ServerProcess implements vscode.Disposable {
       await client.dispose();
     } catch (error) {
       this.log.warn(`stopping the server: ${String(error)}`);
-    } finally {
-      this.stopping = false;
     }
   }
 
