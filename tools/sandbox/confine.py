@@ -232,6 +232,14 @@ class Confinement:
     def proxy_socket(self) -> Path:
         return self.tmp / ".agent-lsp-proxy.sock"
 
+    def argv(self, program: Sequence[str]) -> list[str]:
+        """The command line of a long-lived server whose standard input is its protocol (a
+        language server): through the launcher, as :meth:`launch_sync`, but with no gate
+        (``bwrap.GATE`` needs the standard input). Not needed: such a server ends at its
+        input's end of file, which the server's end (however abrupt) closes."""
+        through = self if self.launcher else dataclasses.replace(self, launcher=True)
+        return through._argv(program)
+
     def launch_sync(self, program: Sequence[str]) -> Launch:
         """A spawn of ``program`` for a thread, with nothing to set from outside: through
         the launcher (an interpreter start, ~20 ms), which sets the seccomp filter and the

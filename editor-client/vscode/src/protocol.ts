@@ -74,7 +74,7 @@ export interface AgentCapabilities {
   version?: number;
   requests?: string[];
   notifications?: string[];
-  /** Issue 16: `agent/ask` accepts `context` (the active editor, its selection). */
+  /** `agent/ask` accepts `context` (the active editor, its selection). */
   askContext?: boolean;
   /** The model asks use as configured at initialize (absent: none configured). */
   model?: string;
