@@ -18,6 +18,7 @@ Run: ``uv run python bench/bench_loop.py`` (writes ``bench/results/loop.md``).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import platform
 import statistics
@@ -131,6 +132,10 @@ class _MemoryCompletions:
         body = completion_body(self._respond(request), request)
         return ChatCompletion.model_validate(body)
 
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The response JSON, as the SDK's ``post(..., cast_to=object)`` gives it."""
+        return completion_body(self._respond(request), request)
+
 
 class _MemoryClient:
     api_key = "memory"
@@ -139,7 +144,12 @@ class _MemoryClient:
     timeout = 600.0
 
     def __init__(self) -> None:
-        self.chat = type("Chat", (), {"completions": _MemoryCompletions()})()
+        self.completions = _MemoryCompletions()
+        self.chat = type("Chat", (), {"completions": self.completions})()
+
+    async def post(self, path: str, *, content: bytes, **options: Any) -> dict[str, Any]:
+        """What ``server.model.stream`` sends (the body already JSON), answered from memory."""
+        return self.completions.answer(json.loads(content))
 
 
 async def bench_overhead() -> dict[str, float]:
