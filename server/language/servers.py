@@ -49,7 +49,7 @@ from tools import sandbox
 
 from ..positions import LineIndex, fs_path
 from .client import ClientError, JsonRpcClient
-from .config import LanguageServerSpec, language_id
+from .config import LanguageServerSpec, language_id, read_definitions
 
 log = logging.getLogger(__name__)
 
@@ -186,13 +186,13 @@ class HeadlessLanguages:
                         report.diagnostics[path] = self._diagnostics(server, path, record)
             return report
         for path in paths:
-            server = self._server_for(path)
-            if server is None:
+            handler = self._server_for(path)
+            if handler is None:
                 report.unhandled.append(path)
                 continue
             text = (texts or {}).get(path)
             try:
-                answered = await self._fresh_diagnostics(server, path, text, deadline)
+                answered = await self._fresh_diagnostics(handler, path, text, deadline)
             except LanguageError as exc:
                 report.problems.append(str(exc))
                 report.unanswered.append(path)
@@ -640,3 +640,24 @@ def _hover_text(contents: Any) -> str:
     if isinstance(contents, list):
         return "\n\n".join(t for t in (_hover_text(c) for c in contents) if t)
     return ""
+
+
+def folder_languages(
+    environ: Mapping[str, str],
+    user_file: Path | None,
+    hidden_paths: Iterable[Path],
+    warn: Callable[[str], None],
+) -> Callable[[Path], HeadlessLanguages | None]:
+    """The factory of a folder's language servers: the user file's ``[language_servers]``,
+    read when the folder opens (a bad table is one warning); None where none is defined."""
+    hidden = tuple(hidden_paths)
+
+    def languages(root: Path) -> HeadlessLanguages | None:
+        definitions = read_definitions(user_file)
+        for warning in definitions.warnings:
+            warn(warning)
+        if not definitions.specs:
+            return None
+        return HeadlessLanguages(root, definitions.specs, hidden_paths=hidden, environ=environ)
+
+    return languages
