@@ -194,7 +194,8 @@ class HeadlessLanguages:
             try:
                 answered = await self._fresh_diagnostics(handler, path, text, deadline)
             except LanguageError as exc:
-                report.problems.append(str(exc))
+                if handler.unsaid is None:  # else said below, once
+                    report.problems.append(str(exc))
                 report.unanswered.append(path)
                 continue
             if answered is None:
@@ -267,6 +268,12 @@ class HeadlessLanguages:
 
     async def aclose(self) -> None:
         """Stop every server (the folder closed, or the process ends)."""
+        for server in self._servers:
+            if server.starting is not None:
+                server.starting.cancel()
+                with contextlib.suppress(BaseException):
+                    await server.starting
+                server.starting = None
         if self._idle_task is not None:
             self._idle_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -289,8 +296,8 @@ class HeadlessLanguages:
         if server.starting is None:
             if server.failures and self._clock() < server.retry_at:
                 raise LanguageError(
-                    f"the language server {server.spec.name} is not running ({server.error}); "
-                    f"it is tried again in {server.retry_at - self._clock():.0f} s"
+                    f"the language server {server.spec.name} is not running (it failed); "
+                    f"it is tried again in {max(server.retry_at - self._clock(), 1):.0f} s"
                 )
             server.starting = asyncio.get_running_loop().create_task(self._start(server))
         task = server.starting
@@ -333,6 +340,11 @@ class HeadlessLanguages:
             why = str(exc) or f"no answer to initialize within {START_TIMEOUT:.0f} s"
             await client.close(within=0.5)
             raise self._failed(server, f"{spec.name} could not start: {why}") from None
+        except asyncio.CancelledError:  # the folder closed while it started
+            with contextlib.suppress(ProcessLookupError):
+                client.process.kill()
+            await client.close(within=0.5)
+            raise
         capabilities = answer.get("capabilities") if isinstance(answer, dict) else None
         server.capabilities = capabilities if isinstance(capabilities, dict) else {}
         encoding = server.capabilities.get("positionEncoding")

@@ -1,0 +1,170 @@
+"""Language features from language servers agent-lsp starts itself (issue 38's headless
+source), through the real server over stdio with the scripted model: the real ``ruff
+server`` (a dev dependency) for the problems a write introduces, and tiny scripts for a
+server that hangs or crashes. The servers run in the sandbox (read-only, no network).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.lsp_client import agent_session, ask, server_env
+from tests.support.mcp_sessions import tool_results
+from tests.support.model_server import ScriptedModel, tool_call
+
+SCRIPTS = Path(__file__).parent / "support" / "language_servers"
+RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent))
+
+needs_ruff = pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+
+
+def _config(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """A user configuration folder defining ``servers`` as [language_servers.NAME]."""
+    folder = tmp_path / "config"
+    (folder / "agent-lsp").mkdir(parents=True)
+    lines = []
+    for name, table in servers.items():
+        lines.append(f"[language_servers.{name}]")
+        lines.append(f"command = {table['command']!r}")
+        lines.append("args = [" + ", ".join(repr(a) for a in table.get("args", [])) + "]")
+        lines.append('extensions = [".py"]')
+    (folder / "agent-lsp" / "config.toml").write_text("\n".join(lines) + "\n")
+    return {"XDG_CONFIG_HOME": str(folder)}
+
+
+def _ruff(tmp_path: Path) -> dict[str, str]:
+    assert RUFF is not None
+    return _config(tmp_path, {"ruff": {"command": RUFF, "args": ["server"]}})
+
+
+def _script(tmp_path: Path, name: str) -> dict[str, str]:
+    script = str(SCRIPTS / f"{name}.py")
+    return _config(tmp_path, {name: {"command": sys.executable, "args": [script]}})
+
+
+async def _calls(
+    model: ScriptedModel,
+    workspace: Path,
+    env: dict[str, str],
+    calls: list[tuple[str, dict[str, Any]]],
+    settings: dict[str, Any] | None = None,
+) -> tuple[dict[str, str], list[str]]:
+    """One ask whose model makes ``calls`` in turn; their results by id (c0, c1, ...) and
+    the tools the model was offered."""
+    for n, (name, arguments) in enumerate(calls):
+        model.reply(tool_calls=[tool_call(name, arguments, id=f"c{n}")])
+    model.reply("done")
+    async with agent_session(
+        server_env(model.base_url, **env), [workspace], settings=settings
+    ) as client:
+        result = await ask(client, prompt="go")
+        assert result["answer"] == "done"
+    offered = [t["function"]["name"] for t in model.bodies[-1].get("tools", [])]
+    return tool_results(model), offered
+
+
+@needs_ruff
+async def test_a_file_written_with_a_lint_error_carries_ruffs_code(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    results, offered = await _calls(
+        model,
+        workspace,
+        _ruff(tmp_path),
+        [("write_file", {"path": "app.py", "content": "import os\n\nprint(undefined_name)\n"})],
+    )
+    text = results["c0"]
+    assert text.startswith("Wrote 33 bytes to app.py\nProblems: 2 new problems in app.py:"), text
+    assert "app.py:3:7: error [Ruff F821] Undefined name `undefined_name`" in text
+    assert "app.py:1:8: warning [Ruff F401]" in text
+    assert {"diagnostics", "definition", "references", "symbols", "hover", "rename"} <= set(offered)
+
+
+@needs_ruff
+async def test_a_clean_file_says_no_problems(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    results, _ = await _calls(
+        model,
+        workspace,
+        _ruff(tmp_path),
+        [("write_file", {"path": "clean.py", "content": "print('hello')\n"})],
+    )
+    assert results["c0"] == "Wrote 15 bytes to clean.py\nProblems: no problems in clean.py."
+
+
+@needs_ruff
+async def test_an_edit_is_told_only_the_problems_it_introduced(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "old.py").write_text("import os\n\nx = 1\n")
+    results, _ = await _calls(
+        model,
+        workspace,
+        _ruff(tmp_path),
+        [
+            ("read_file", {"path": "old.py"}),
+            ("edit_file", {"path": "old.py", "old_text": "x = 1", "new_text": "x = y"}),
+            ("diagnostics", {"paths": ["old.py"]}),
+        ],
+    )
+    edited = results["c1"]
+    assert "Problems: 1 new problem in old.py:" in edited, edited
+    assert "old.py:3:5: error [Ruff F821] Undefined name `y`" in edited
+    assert "F401" not in edited  # there before the edit
+    listed = results["c2"].splitlines()
+    assert listed[0] == "old.py:3:5: error [Ruff F821] Undefined name `y`"
+    assert listed[1].startswith("old.py:1:8: warning [Ruff F401]")
+
+
+async def test_a_hanging_server_is_said_and_the_ask_goes_on(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    results, _ = await _calls(
+        model,
+        workspace,
+        _script(tmp_path, "hang"),
+        [("write_file", {"path": "slow.py", "content": "x = 1\n"})],
+        settings={"diagnosticsWait": 500},
+    )
+    assert results["c0"] == (
+        "Wrote 6 bytes to slow.py\nProblems: the language server did not answer within 500 ms."
+    )
+
+
+async def test_a_crashing_server_is_said_once_and_the_ask_goes_on(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    results, _ = await _calls(
+        model,
+        workspace,
+        _script(tmp_path, "crash"),
+        [
+            ("write_file", {"path": "a.py", "content": "x = 1\n"}),
+            ("write_file", {"path": "b.py", "content": "y = 2\n"}),
+        ],
+    )
+    first, second = results["c0"], results["c1"]
+    assert "Language server: crash could not start: it exited with code 3" in first, first
+    assert "boom: this server crashes on purpose" in first
+    assert "boom" not in second and "exited" not in second, second
+    assert "Language server: the language server crash is not running" in second
+    assert first.endswith("Problems: the language server did not answer within 1500 ms.")
+
+
+async def test_no_language_tools_without_a_language_server(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    results, offered = await _calls(
+        model,
+        workspace,
+        _config(tmp_path, {}),
+        [("write_file", {"path": "a.py", "content": "import os\n"})],
+    )
+    assert results["c0"] == "Wrote 10 bytes to a.py"
+    assert "diagnostics" not in offered and "write_file" in offered
