@@ -66,6 +66,8 @@ class DiagnosticsReport:
     diagnostics: dict[Path, list[Diagnostic]] = field(default_factory=dict)
     # Files whose server did not publish for the asked text within the bound.
     unanswered: list[Path] = field(default_factory=list)
+    # Files whose server is not running (it failed to start or crashed; said in problems).
+    failed: list[Path] = field(default_factory=list)
     # Files no language server handles (no server for their language).
     unhandled: list[Path] = field(default_factory=list)
     # What went wrong, in words for the model (a server that crashed, said once).

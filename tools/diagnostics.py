@@ -81,6 +81,9 @@ async def problems_after(
     report = await language.diagnostics([target], texts={target: text}, wait=wait)
     lines = [f"Language server: {problem}" for problem in report.problems]
     found = report.diagnostics.get(target)
+    if target in report.failed:
+        lines.append("Problems: not known (the language server is not running).")
+        return "\n" + "\n".join(lines)
     if found is None:
         lines.append(f"Problems: the language server did not answer within {report.timeout_ms} ms.")
         return "\n" + "\n".join(lines)
@@ -152,6 +155,10 @@ def diagnostics_tool(workspace: Workspace, *, wait: float = 5.0) -> ToolDefiniti
             f"{shown_path(workspace, p)}: the language server did not answer within "
             f"{report.timeout_ms} ms"
             for p in report.unanswered
+        ]
+        lines += [
+            f"{shown_path(workspace, p)}: not known (the language server is not running)"
+            for p in report.failed
         ]
         listed = 0
         clean = []

@@ -196,7 +196,7 @@ class HeadlessLanguages:
             except LanguageError as exc:
                 if handler.unsaid is None:  # else said below, once
                     report.problems.append(str(exc))
-                report.unanswered.append(path)
+                report.failed.append(path)
                 continue
             if answered is None:
                 report.unanswered.append(path)
