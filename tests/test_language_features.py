@@ -169,3 +169,78 @@ async def test_no_language_tools_without_a_language_server(
     )
     assert results["c0"] == "Wrote 10 bytes to a.py"
     assert "diagnostics" not in offered and "write_file" in offered
+
+
+JEDI = shutil.which("jedi-language-server", path=str(Path(sys.executable).parent))
+needs_jedi = pytest.mark.skipif(JEDI is None, reason="jedi-language-server is a dev dependency")
+
+
+def _project(workspace: Path) -> None:
+    (workspace / "lib.py").write_text('def greet(name):\n    """Say hello."""\n    return name\n')
+    (workspace / "main.py").write_text('from lib import greet\n\nprint(greet("a"))\n')
+
+
+@needs_jedi
+async def test_definition_references_symbols_and_hover_through_jedi(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    _project(workspace)
+    assert JEDI is not None
+    results, _ = await _calls(
+        model,
+        workspace,
+        _config(tmp_path, {"jedi": {"command": JEDI}}),
+        [
+            ("definition", {"path": "main.py", "line": 3, "symbol": "greet"}),
+            ("references", {"path": "lib.py", "line": 1, "column": 5}),
+            ("symbols", {"path": "lib.py"}),
+            ("symbols", {"query": "greet"}),
+            ("hover", {"path": "main.py", "line": 3, "symbol": "greet"}),
+            ("definition", {"path": "main.py", "line": 3, "symbol": "nothere"}),
+            ("hover", {"path": "main.py", "line": 30, "column": 1}),
+            ("symbols", {}),
+        ],
+    )
+    assert results["c0"] == "lib.py:1:5: def greet(name):"
+    assert results["c1"].splitlines() == [
+        "3 references (declaration included):",
+        "lib.py:1:5: def greet(name):",
+        "main.py:1:17: from lib import greet",
+        'main.py:3:7: print(greet("a"))',
+    ]
+    assert results["c2"] == "function greet — def greet (line 1)"
+    assert results["c3"].startswith("lib.py:1:5: function greet")
+    assert "def greet(name)" in results["c4"] and "Say hello." in results["c4"]
+    assert results["c5"] == ("Error: 'nothere' is not on line 3 of main.py: 'print(greet(\"a\"))'")
+    assert results["c6"] == "Error: main.py has 3 lines; there is no line 30"
+    assert results["c7"].startswith("Error: give either path")
+
+
+@needs_jedi
+async def test_rename_applies_the_servers_edit_to_files_read_and_refuses_otherwise(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    _project(workspace)
+    assert JEDI is not None
+    results, _ = await _calls(
+        model,
+        workspace,
+        _config(tmp_path, {"jedi": {"command": JEDI}}),
+        [
+            ("read_file", {"path": "main.py"}),
+            ("rename", {"path": "main.py", "line": 3, "symbol": "greet", "new_name": "welcome"}),
+            ("read_file", {"path": "lib.py"}),
+            ("rename", {"path": "main.py", "line": 3, "symbol": "greet", "new_name": "welcome"}),
+        ],
+        settings={"approval": "never"},
+    )
+    refused = results["c1"]
+    assert refused.startswith("Error: the rename was not applied (nothing was changed)"), refused
+    assert "lib.py: " in refused and "main.py: " not in refused
+    done = results["c3"].splitlines()
+    assert done[0] == "Renamed to welcome in 2 file(s):", results["c3"]
+    assert [line.split(" (")[0] for line in done[1:]] == ["lib.py", "main.py"]
+    assert (workspace / "lib.py").read_text().startswith("def welcome(name):")
+    assert (workspace / "main.py").read_text() == (
+        'from lib import welcome\n\nprint(welcome("a"))\n'
+    )

@@ -312,11 +312,11 @@ class HeadlessLanguages:
     async def _start(self, server: _Server) -> JsonRpcClient:
         spec = server.spec
         try:
-            argv = self._argv(server)
+            argv, redirects = self._argv(server)
             client = await JsonRpcClient.start(
                 argv,
                 cwd=self.root,
-                env={**self._environ, **spec.env},
+                env={**self._environ, **spec.env, **redirects},
                 on_notification=server.on_notification,
             )
         except (OSError, LanguageError) as exc:
@@ -354,7 +354,9 @@ class HeadlessLanguages:
         self._watch_idle()
         return client
 
-    def _argv(self, server: _Server) -> list[str]:
+    def _argv(self, server: _Server) -> tuple[list[str], dict[str, str]]:
+        """The server's command line, confined, and the variables that point its caches
+        (``~/.cache``: read-only inside) at its private temp folder."""
         spec = server.spec
         path = self._environ.get("PATH", os.defpath)
         found = shutil.which(spec.command, path=path)
@@ -362,13 +364,14 @@ class HeadlessLanguages:
             raise LanguageError(f"{spec.command} was not found on PATH")
         program = [found, *spec.args]
         if self._environ.get(UNCONFINED_VARIABLE) == "1":
-            return program
+            return program, {}
         policy = sandbox.SandboxPolicy(mode="read-only", network=False, hidden_paths=self._hidden)
         server.tmp = server.tmp or tempfile.mkdtemp(prefix="agent-lsp-language-")
         confined = sandbox.confinement(policy, self.root, Path(server.tmp))
         if confined is None:
-            return program  # no sandbox on this system: said once in a report
-        return confined.argv(program)
+            return program, {}  # no sandbox on this system: said once in a report
+        redirects = sandbox.cache_redirects(self._environ, confined, self.root)
+        return confined.argv(program), {"TMPDIR": server.tmp, **redirects}
 
     def _failed(self, server: _Server, why: str) -> LanguageError:
         server.failures += 1
