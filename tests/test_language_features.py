@@ -6,6 +6,7 @@ server that hangs or crashes. The servers run in the sandbox (read-only, no netw
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 from pathlib import Path
@@ -244,3 +245,43 @@ async def test_rename_applies_the_servers_edit_to_files_read_and_refuses_otherwi
     assert (workspace / "main.py").read_text() == (
         'from lib import welcome\n\nprint(welcome("a"))\n'
     )
+
+
+async def test_a_language_server_runs_read_only_without_network(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    results, _ = await _calls(
+        model,
+        workspace,
+        _script(tmp_path, "writer"),
+        [("write_file", {"path": "a.py", "content": "x = 1\n"})],
+    )
+    said = results["c0"]
+    assert "write: refused" in said and "network: refused" in said, said
+    assert not (workspace / "written-by-server.txt").exists()
+
+
+@needs_ruff
+async def test_an_idle_server_is_stopped_and_started_again_on_the_next_request(
+    workspace: Path,
+) -> None:
+    from server.language.config import LanguageServerSpec
+    from server.language.servers import HeadlessLanguages
+
+    assert RUFF is not None
+    spec = LanguageServerSpec("ruff", RUFF, ("server",), (".py",))
+    languages = HeadlessLanguages(workspace, [spec], idle_seconds=0.3)
+    source = workspace / "a.py"
+    source.write_text("import os\n")
+    try:
+        first = await languages.diagnostics([source], wait=10)
+        assert [d.code for d in first.diagnostics[source]] == ["F401"]
+        [server] = languages._servers
+        assert server.client is not None
+        process = server.client.process
+        await asyncio.wait_for(process.wait(), 10)  # stopped once idle
+        again = await languages.diagnostics([source], texts={source: "import re\n"}, wait=10)
+        assert [d.code for d in again.diagnostics[source]] == ["F401"]
+        assert server.client is not None and server.client.process is not process
+    finally:
+        await languages.aclose()

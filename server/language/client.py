@@ -143,6 +143,8 @@ class JsonRpcClient:
             code = await asyncio.wait_for(self.process.wait(), 2.0)
         except TimeoutError:
             return "it closed its output"
+        with contextlib.suppress(TimeoutError):  # its last words, read to their end
+            await asyncio.wait_for(asyncio.shield(self._err_reader), 1.0)
         tail = " | ".join(list(self.stderr)[-3:])
         return f"it exited with code {code}" + (f" ({tail})" if tail else "")
 
