@@ -159,6 +159,24 @@ async def test_a_crashing_server_is_said_once_and_the_ask_goes_on(
     assert second.endswith("Problems: not known (the language server is not running).")
 
 
+async def test_a_server_answering_garbage_is_said_once_and_the_ask_goes_on(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    results, _ = await _calls(
+        model,
+        workspace,
+        _script(tmp_path, "garbage"),
+        [
+            ("write_file", {"path": "a.py", "content": "x = 1\n"}),
+            ("hover", {"path": "a.py", "line": 1, "column": 1}),
+        ],
+    )
+    first, second = results["c0"], results["c1"]
+    assert "Language server: garbage could not start: it answered garbage" in first, first
+    assert first.endswith("Problems: not known (the language server is not running).")
+    assert second.startswith("Error: the language server garbage is not running"), second
+
+
 async def test_no_language_tools_without_a_language_server(
     model: ScriptedModel, workspace: Path, tmp_path: Path
 ) -> None:

@@ -111,6 +111,7 @@ class _Server:
         self.documents: dict[Path, tuple[int, str]] = {}
         self.published: dict[Path, _Published] = {}
         self.changed = asyncio.Condition()
+        self.syncing = asyncio.Lock()  # one didOpen/didChange at a time (calls run at once)
         self.failures = 0
         self.retry_at = 0.0
         self.error: str | None = None
@@ -428,6 +429,12 @@ class HeadlessLanguages:
             text = _read(path)
             if text is None:
                 raise LanguageError(f"{path} cannot be read as UTF-8 text")
+        async with server.syncing:
+            return await self._send_text(server, client, path, text)
+
+    async def _send_text(
+        self, server: _Server, client: JsonRpcClient, path: Path, text: str
+    ) -> int:
         known = server.documents.get(path)
         if known is not None and known[1] == text:
             return known[0]
