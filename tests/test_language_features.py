@@ -87,6 +87,18 @@ async def test_a_file_written_with_a_lint_error_carries_ruffs_code(
 
 
 @needs_ruff
+async def test_list_tools_names_the_source_of_the_language_tools(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    async with agent_session(server_env(model.base_url, **_ruff(tmp_path)), [workspace]) as c:
+        listed = await c.protocol.send_request_async("agent/listTools", {})
+    tools = {tool["name"]: tool for tool in listed["tools"]}
+    assert tools["definition"]["annotations"]["languageSource"] == "language servers: ruff"
+    assert tools["rename"]["annotations"]["destructiveHint"] is True
+    assert "languageSource" not in tools["write_file"]["annotations"]
+
+
+@needs_ruff
 async def test_a_clean_file_says_no_problems(
     model: ScriptedModel, workspace: Path, tmp_path: Path
 ) -> None:

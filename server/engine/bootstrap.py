@@ -44,7 +44,7 @@ def build_tools(
     hidden_paths: Iterable[Path] = (),
     secret_env: Iterable[str] = (),
     readable_paths: Iterable[Path] = (),
-    language: bool = False,
+    language: str | None = None,
 ) -> ToolRegistry:
     """The enabled tools, bound to ``workspace`` only: the one place the editor's
     settings (:class:`ToolSettings`, ``AgentSettings.tools()``) reach the tools.
@@ -52,9 +52,11 @@ def build_tools(
     ``hidden_paths`` (agent-lsp's own files, :func:`server.config.own_secrets.hidden_paths`) join
     the sandbox policy's: no confined ``bash`` command may read them; ``secret_env`` joins
     the variables it never sees; ``readable_paths`` are folders outside the workspace that
-    ``read_file`` may read too (the user's skills), never write; ``language``: a source of
-    language features answers for the folder (the language tools join the default set, and
-    the file tools wait ``diagnostics_wait`` for the problems of what they wrote).
+    ``read_file`` may read too (the user's skills), never write; ``language``: the name of
+    the source of language features that answers for the folder, None: none (with one, the
+    language tools join the default set, each naming it in its annotations'
+    ``languageSource`` for ``agent/listTools``, and the file tools wait ``diagnostics_wait``
+    for the problems of what they wrote).
 
     What a call may use beyond that (the editor's documents, the conversation's
     ledger) reaches it through its ``ToolContext``. ``enabled_tools`` narrows the default
@@ -107,6 +109,13 @@ def build_tools(
     if not language:
         names = [name for name in names if name not in LANGUAGE_TOOLS]
     tools = [factories[name]() for name in dict.fromkeys(names)]
+    if language:
+        tools = [
+            dataclasses.replace(tool, annotations={**tool.annotations, "languageSource": language})
+            if tool.name in LANGUAGE_TOOLS
+            else tool
+            for tool in tools
+        ]
     if settings.read_only:
         # A tool that executes is confined by the sandbox policy (read-only in this mode);
         # any other tool that is not read-only would write around it.

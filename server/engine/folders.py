@@ -311,7 +311,7 @@ class Folders:
         settings = key if key is not None else self._settings().tools()
         if language is None and self._language_servers is not None:
             language = self._language_servers(workspace.root)
-        has_language = language is not None
+        source = language.name() if language is not None else None
 
         def build() -> ToolRegistry:
             return build_tools(
@@ -319,7 +319,7 @@ class Folders:
                 settings,
                 hidden_paths=self._hidden_paths,
                 readable_paths=self._readable_paths,
-                language=has_language,
+                language=source,
             )
 
         if mcp is None and self._mcp_servers is not None:
