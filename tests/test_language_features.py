@@ -116,6 +116,7 @@ async def test_an_edit_is_told_only_the_problems_it_introduced(
     model: ScriptedModel, workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "old.py").write_text("import os\n\nx = 1\n")
+    (workspace / "notes.txt").write_text("hello\n")
     results, _ = await _calls(
         model,
         workspace,
@@ -124,6 +125,8 @@ async def test_an_edit_is_told_only_the_problems_it_introduced(
             ("read_file", {"path": "old.py"}),
             ("edit_file", {"path": "old.py", "old_text": "x = 1", "new_text": "x = y"}),
             ("diagnostics", {"paths": ["old.py"]}),
+            ("diagnostics", {"paths": ["old.py", "gone.py"]}),
+            ("diagnostics", {"paths": ["notes.txt"]}),
         ],
     )
     edited = results["c1"]
@@ -133,6 +136,8 @@ async def test_an_edit_is_told_only_the_problems_it_introduced(
     listed = results["c2"].splitlines()
     assert listed[0] == "old.py:3:5: error [Ruff F821] Undefined name `y`"
     assert listed[1].startswith("old.py:1:8: warning [Ruff F401]")
+    assert results["c3"] == "Error: not a file: gone.py"
+    assert results["c4"] == "notes.txt: no language server handles this file"
 
 
 async def test_a_hanging_server_is_said_and_the_ask_goes_on(

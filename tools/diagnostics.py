@@ -142,6 +142,9 @@ def diagnostics_tool(workspace: Workspace, *, wait: float = 5.0) -> ToolDefiniti
             targets = [resolve(workspace, path) for path in arguments.get("paths") or ()]
         except ToolError as exc:
             return exc.text()
+        missing = [shown_path(workspace, t) for t in targets if not t.is_file()]
+        if missing:
+            return f"Error: not a file: {', '.join(missing)}"
         try:
             report = await language.diagnostics(targets, wait=wait)
         except LanguageError as exc:
