@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +321,57 @@ async def test_an_idle_server_is_stopped_and_started_again_on_the_next_request(
         assert server.client is not None and server.client.process is not process
     finally:
         await languages.aclose()
+
+
+@needs_ruff
+@pytest.mark.parametrize("through_client", [False, True], ids=["disk", "client-fs"])
+async def test_an_acp_client_sees_the_lint_error_in_the_write_result(
+    model: ScriptedModel, workspace: Path, tmp_path: Path, through_client: bool
+) -> None:
+    from acp import text_block
+
+    from tests.support.acp_client import acp_agent, within
+
+    model.reply(
+        tool_calls=[tool_call("write_file", {"path": "app.py", "content": "import os\n"}, id="w")]
+    )
+    model.reply("done")
+    env = server_env(model.base_url, XDG_STATE_HOME=str(tmp_path / "state"), **_ruff(tmp_path))
+    async with acp_agent(env) as agent:
+        await agent.initialize(read=through_client, write=through_client)
+        sid = (await agent.new_session(workspace)).session_id
+        done = await within(agent.conn.prompt(session_id=sid, prompt=[text_block("write it")]))
+        assert done.stop_reason == "end_turn"
+    seen = tool_results(model)["w"]
+    assert "Problems: 1 new problem in app.py:" in seen, seen
+    assert "app.py:1:8: warning [Ruff F401]" in seen
+    assert (workspace / "app.py").exists() is not through_client
+
+
+async def test_a_folders_language_servers_stop_when_the_folder_closes(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    from lsprotocol import types
+
+    from tests.support.procs import pids_with, until
+
+    tag = f"language-server-{uuid.uuid4().hex[:10]}"
+    script = str(SCRIPTS / "hang.py")
+    env = _config(tmp_path, {"hang": {"command": sys.executable, "args": [script, tag]}})
+    model.reply(tool_calls=[tool_call("write_file", {"path": "a.py", "content": "x = 1\n"})])
+    model.reply("done")
+    settings = {"diagnosticsWait": 300}
+    async with agent_session(
+        server_env(model.base_url, **env), [workspace], settings=settings
+    ) as client:
+        await ask(client, prompt="go")
+        assert pids_with(tag), "the server was started on the first write"
+        client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[],
+                    removed=[types.WorkspaceFolder(uri=workspace.as_uri(), name="project")],
+                )
+            )
+        )
+        await until(lambda: not pids_with(tag), within=20)
