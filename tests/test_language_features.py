@@ -177,6 +177,24 @@ async def test_a_crashing_server_is_said_once_and_the_ask_goes_on(
     assert second.endswith("Problems: not known (the language server is not running).")
 
 
+async def test_a_crash_met_by_a_language_tool_is_said_there_and_not_again(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    results, _ = await _calls(
+        model,
+        workspace,
+        _script(tmp_path, "crash"),
+        [
+            ("hover", {"path": "a.py", "line": 1, "symbol": "x"}),
+            ("write_file", {"path": "b.py", "content": "y = 2\n"}),
+        ],
+    )
+    first, second = results["c0"], results["c1"]
+    assert first.startswith("Error: crash could not start: it exited with code 3"), first
+    assert "boom" not in second and "exited" not in second, second
+
+
 async def test_a_server_answering_garbage_is_said_once_and_the_ask_goes_on(
     model: ScriptedModel, workspace: Path, tmp_path: Path
 ) -> None:

@@ -237,6 +237,10 @@ class HeadlessLanguages:
         for server in candidates or self._servers:
             try:
                 await self._ensure(server)
+            except LanguageError as exc:
+                problems.append(str(exc))
+                continue
+            try:
                 if not server.capabilities.get("workspaceSymbolProvider"):
                     continue
                 result = await self._request(server, "workspace/symbol", {"query": query})
@@ -246,6 +250,8 @@ class HeadlessLanguages:
             if isinstance(result, list):
                 self._symbols(server, None, result, symbols, None, 0)
         if not symbols and problems:
+            for server in self._servers:
+                server.unsaid = None  # said now, in this call's error
             raise LanguageError("; ".join(problems))
         return symbols
 
@@ -296,9 +302,12 @@ class HeadlessLanguages:
             await self._stop(server)
         if server.starting is None:
             if server.failures and self._clock() < server.retry_at:
+                later = f"it is tried again in {max(server.retry_at - self._clock(), 1):.0f} s"
+                if server.unsaid:  # why, the first time it is said
+                    why, server.unsaid = server.unsaid, None
+                    raise LanguageError(f"{why}; {later}")
                 raise LanguageError(
-                    f"the language server {server.spec.name} is not running (it failed); "
-                    f"it is tried again in {max(server.retry_at - self._clock(), 1):.0f} s"
+                    f"the language server {server.spec.name} is not running (it failed); {later}"
                 )
             server.starting = asyncio.get_running_loop().create_task(self._start(server))
         task = server.starting
@@ -495,11 +504,19 @@ class HeadlessLanguages:
             raise LanguageError(
                 f"no language server is configured for {path.suffix or path.name} files"
             )
-        await self._sync(server, path, None)
+        try:
+            await self._sync(server, path, None)
+        except LanguageError:
+            server.unsaid = None  # said now, as this call's error
+            raise
         return server, LineIndex(server.documents[path][1], server.encoding)
 
     async def _request(self, server: _Server, method: str, params: Any) -> Any:
-        client = await self._ensure(server)
+        try:
+            client = await self._ensure(server)
+        except LanguageError:
+            server.unsaid = None  # said now, as this call's error
+            raise
         try:
             return await client.request(method, params, within=REQUEST_TIMEOUT)
         except TimeoutError:
