@@ -177,6 +177,25 @@ async def test_a_crashing_server_is_said_once_and_the_ask_goes_on(
     assert second.endswith("Problems: not known (the language server is not running).")
 
 
+async def test_a_crash_while_a_write_waits_is_said_at_once_not_as_a_timeout(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    model.reply(tool_calls=[tool_call("write_file", {"path": "a.py", "content": "x = 1\n"})])
+    model.reply("done")
+    env = _script(tmp_path, "crash_on_open")
+    settings = {"diagnosticsWait": 30000}
+    async with agent_session(
+        server_env(model.base_url, **env), [workspace], settings=settings
+    ) as client:
+        result = await ask(client, prompt="go")
+    [call] = result["toolCalls"]
+    said = call["output"]
+    assert "Language server: crash_on_open stopped: it exited with code 4" in said, said
+    assert "crashed on didOpen" in said
+    assert said.endswith("Problems: not known (the language server is not running).")
+    assert call["durationMs"] < 20000  # not the 30 s bound
+
+
 async def test_a_crash_met_by_a_language_tool_is_said_there_and_not_again(
     model: ScriptedModel, workspace: Path, tmp_path: Path
 ) -> None:

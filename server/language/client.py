@@ -35,16 +35,21 @@ NotificationSink = Callable[[str, Any], None]
 class JsonRpcClient:
     """One running language server and the requests waiting for its answers."""
 
-    def __init__(self, process: asyncio.subprocess.Process, on_notification: NotificationSink):
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        on_notification: NotificationSink,
+        on_end: Callable[[], None] | None = None,
+    ):
         self.process = process
         self._on_notification = on_notification
+        self._on_end = on_end  # told once when the connection ends (whoever waits wakes)
         self._next_id = 0
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._ended: str | None = None
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._reader = asyncio.create_task(self._read(), name="language server reader")
         self._err_reader = asyncio.create_task(self._read_stderr(), name="language server stderr")
-        self.done = asyncio.Event()
 
     @classmethod
     async def start(
@@ -54,6 +59,7 @@ class JsonRpcClient:
         cwd: Path,
         env: Mapping[str, str] | None,
         on_notification: NotificationSink,
+        on_end: Callable[[], None] | None = None,
         pass_fds: Sequence[int] = (),
     ) -> JsonRpcClient:
         process = await asyncio.create_subprocess_exec(
@@ -66,7 +72,7 @@ class JsonRpcClient:
             pass_fds=tuple(pass_fds),
             start_new_session=True,
         )
-        return cls(process, on_notification)
+        return cls(process, on_notification, on_end)
 
     @property
     def ended(self) -> str | None:
@@ -176,12 +182,14 @@ class JsonRpcClient:
             future.set_result(message.get("result"))
 
     def _end(self, why: str) -> None:
-        if self._ended is None:
+        first = self._ended is None
+        if first:
             self._ended = why
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ClientError(why))
-        self.done.set()
+        if first and self._on_end is not None:
+            self._on_end()
 
     async def close(self, *, within: float = 2.0) -> None:
         """``shutdown`` and ``exit`` when it still runs, then the process ended for sure."""

@@ -133,6 +133,10 @@ class _Server:
             [d for d in raw if isinstance(d, dict)] if isinstance(raw, list) else []
         )
         record.count += 1
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake whoever waits for a publish (one arrived, or the server ended)."""
         asyncio.get_running_loop().create_task(self._wake())
 
     async def _wake(self) -> None:
@@ -159,7 +163,6 @@ class HeadlessLanguages:
         self._environ = dict(os.environ if environ is None else environ)
         self._idle_seconds = idle_seconds
         self._clock = clock
-        self._lock = asyncio.Lock()
         self._idle_task: asyncio.Task[None] | None = None
         self._unconfined_said = False
 
@@ -328,6 +331,7 @@ class HeadlessLanguages:
                 cwd=self.root,
                 env={**self._environ, **spec.env, **redirects},
                 on_notification=server.on_notification,
+                on_end=server.wake,
             )
         except (OSError, LanguageError) as exc:
             raise self._failed(server, f"{spec.name} could not start: {exc}") from None
@@ -480,8 +484,11 @@ class HeadlessLanguages:
             before = server.documents.get(path)
             version = await self._sync(server, path, text)
             fresh = before is None or before[0] != version
+            client = server.client
 
             def ready() -> bool:
+                if client is None or client.ended is not None:
+                    return True  # it ended: said at once, not as a timeout
                 now = server.published.get(path)
                 if now is None:
                     return False
@@ -491,6 +498,12 @@ class HeadlessLanguages:
 
             async with server.changed:
                 await server.changed.wait_for(ready)
+            if client is None or client.ended is not None:
+                why = client.ended if client is not None else "stopped"
+                failure = self._failed(server, f"{server.spec.name} stopped: {why}")
+                if server.client is client:
+                    await self._stop(server)
+                raise failure
             return self._diagnostics(server, path, server.published[path])
 
         try:
