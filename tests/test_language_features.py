@@ -61,6 +61,9 @@ async def _calls(
     for n, (name, arguments) in enumerate(calls):
         model.reply(tool_calls=[tool_call(name, arguments, id=f"c{n}")])
     model.reply("done")
+    # A generous bound where the test expects an answer: the write waits only until the
+    # server has published, and a loaded CI machine may start a confined server slowly.
+    settings = {"diagnosticsWait": 20000, **(settings or {})}
     async with agent_session(
         server_env(model.base_url, **env), [workspace], settings=settings
     ) as client:
