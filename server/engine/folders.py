@@ -27,6 +27,7 @@ from tools import programs, sandbox
 from .. import protocol as p
 from ..config.own_secrets import exposure_warning
 from ..errors import InvalidParamsError, NoWorkspaceFolderError
+from ..language.servers import HeadlessLanguages
 from ..mcp.servers import McpServers
 from ..settings.settings import AgentSettings, ToolSettings
 from .bootstrap import build_tools, check_enabled, sandbox_unavailable
@@ -59,10 +60,13 @@ class Folder:
         build: Callable[[], ToolRegistry],
         key: ToolSettings,
         mcp: McpServers | None = None,
+        language: HeadlessLanguages | None = None,
     ) -> None:
         self.workspace = workspace
         self.runtime_key = key
         self.mcp = mcp
+        # The language servers agent-lsp starts for this folder (None: none configured).
+        self.language = language
         self._build = build
         self._builtins: ToolRegistry | None = None
         self._registry: tuple[tuple[ToolDefinition, ...], ToolRegistry] | None = None
@@ -132,6 +136,7 @@ class Folders:
         hidden_paths: Iterable[Path],
         mcp_servers: Callable[[Path], McpServers] | None = None,
         readable_paths: Iterable[Path] = (),
+        language_servers: Callable[[Path], HeadlessLanguages | None] | None = None,
     ) -> None:
         self._settings = settings  # the editor settings now (the engine holds them)
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
@@ -139,6 +144,8 @@ class Folders:
         # Folders outside the workspace read_file may read (the user's skills).
         self._readable_paths = tuple(readable_paths)
         self._mcp_servers = mcp_servers  # a folder's MCP servers (None: it has none)
+        # A folder's language servers, started by agent-lsp (None: it has none).
+        self._language_servers = language_servers
         self._folders: dict[Path, Folder] = {}
         self._sandbox_warned = False
         self._closing: set[asyncio.Task[None]] = set()  # MCP servers of removed folders
@@ -174,15 +181,20 @@ class Folders:
             self._close_mcp(folder)
 
     def _close_mcp(self, folder: Folder) -> None:
-        if folder.mcp is None:
+        """Close the folder's MCP servers and the language servers started for it."""
+        closing = [one.aclose() for one in (folder.mcp, folder.language) if one is not None]
+        if not closing:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (a script): nothing was started either
+            for coroutine in closing:
+                coroutine.close()
             return
-        task = loop.create_task(folder.mcp.aclose(), name=f"close MCP of {folder.workspace.root}")
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        for coroutine in closing:
+            task = loop.create_task(coroutine, name=f"close servers of {folder.workspace.root}")
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     def refresh_mcp(
         self, folder: Folder | None = None, *, used_only: bool = False, retry: bool = False
@@ -244,8 +256,8 @@ class Folders:
         if key == folder.runtime_key:
             return folder
         found = self._variants.get((folder.workspace.root, key))
-        if found is None or found.mcp is not folder.mcp:
-            found = self._make_folder(folder.workspace, folder.mcp, key)
+        if found is None or found.mcp is not folder.mcp or found.language is not folder.language:
+            found = self._make_folder(folder.workspace, folder.mcp, key, folder.language)
             self._variants[(folder.workspace.root, key)] = found
         return found
 
@@ -257,7 +269,9 @@ class Folders:
         key = self._settings().tools()
         for root, folder in list(self._folders.items()):
             if folder.runtime_key != key:
-                self._folders[root] = self._make_folder(folder.workspace, folder.mcp)
+                self._folders[root] = self._make_folder(
+                    folder.workspace, folder.mcp, language=folder.language
+                )
         self.refresh_mcp(used_only=True)
 
     async def warm_up(self) -> None:
@@ -288,9 +302,16 @@ class Folders:
         return cast(p.SandboxStatus, sandbox.describe(policy, workspace.root))
 
     def _make_folder(
-        self, workspace: Workspace, mcp: McpServers | None = None, key: ToolSettings | None = None
+        self,
+        workspace: Workspace,
+        mcp: McpServers | None = None,
+        key: ToolSettings | None = None,
+        language: HeadlessLanguages | None = None,
     ) -> Folder:
         settings = key if key is not None else self._settings().tools()
+        if language is None and self._language_servers is not None:
+            language = self._language_servers(workspace.root)
+        source = language.name() if language is not None else None
 
         def build() -> ToolRegistry:
             return build_tools(
@@ -298,11 +319,12 @@ class Folders:
                 settings,
                 hidden_paths=self._hidden_paths,
                 readable_paths=self._readable_paths,
+                language=source,
             )
 
         if mcp is None and self._mcp_servers is not None:
             mcp = self._mcp_servers(workspace.root)
-        return Folder(workspace, build, settings, mcp)
+        return Folder(workspace, build, settings, mcp, language)
 
 
 def known_tools_only(

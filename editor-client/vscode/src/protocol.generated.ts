@@ -945,6 +945,10 @@ export interface Settings {
    */
   confirmEdits?: boolean;
   /**
+   * How long a file tool waits for a language server's problems of what it wrote (ms).
+   */
+  diagnosticsWait?: number | null;
+  /**
    * Replaces the system prompt; {workspace} is the folder's path.
    */
   systemPrompt?: string;

@@ -1,0 +1,198 @@
+"""The ``diagnostics`` tool, and the problems a file tool's change introduced.
+
+Both read the folder's language features (``tooling.language``, in the call's context):
+
+- ``diagnostics``: the problems of given files (or of every file a server has reported on,
+  capped), each as ``path:line:col: severity [source code] message``;
+- after ``write_file`` / ``edit_file`` (:func:`problems_before`, :func:`problems_after`):
+  the problems the change introduced in that file (new ones only: those not there before,
+  told apart by severity, code, source and message, since lines move), capped; "no
+  problems" when clean; "the language server did not answer within N ms" when it did not
+  publish for the new text within the bound (``diagnosticsWait``). Never silence where a
+  server handles the file; nothing at all where none does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tooling.context import ToolContext
+from tooling.contract import ToolDefinition
+from tooling.language import SEVERITIES, Diagnostic, LanguageError
+from tooling.workspace import Workspace
+
+from .errors import ToolError, resolve
+
+MAX_SHOWN = 20  # problems listed after a change
+MAX_LISTED = 200  # problems the diagnostics tool lists
+MAX_MESSAGE = 300  # characters of one problem's message
+
+
+def shown_path(workspace: Workspace, path: Path) -> str:
+    """``path`` as the model names files: relative to the folder, else absolute."""
+    return workspace.relative(path) if workspace.contains(path) else str(path)
+
+
+def problem_line(shown: str, diagnostic: Diagnostic) -> str:
+    start = diagnostic.span.start
+    tag = " ".join(x for x in (diagnostic.source, diagnostic.code) if x)
+    message = " ".join(diagnostic.message.split())
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 1] + "…"
+    tag = f" [{tag}]" if tag else ""
+    return f"{shown}:{start.line}:{start.column}: {diagnostic.severity}{tag} {message}"
+
+
+def _order(diagnostic: Diagnostic) -> tuple[int, int, int]:
+    rank = SEVERITIES.index(diagnostic.severity) if diagnostic.severity in SEVERITIES else 0
+    return (rank, diagnostic.span.start.line, diagnostic.span.start.column)
+
+
+async def problems_before(
+    context: ToolContext, target: Path, text: str | None, wait: float
+) -> list[Diagnostic] | None:
+    """The problems of ``target`` before a change (``text``: its content now, None: the
+    disk's; a file that does not exist has none); None when no server answers for it."""
+    language = context.language
+    if language is None or wait <= 0 or not language.handles(target):
+        return None
+    if text is None and not target.exists():
+        return []
+    report = await language.diagnostics([target], texts=_texts(target, text), wait=wait)
+    return report.diagnostics.get(target)
+
+
+async def problems_after(
+    context: ToolContext,
+    workspace: Workspace,
+    target: Path,
+    text: str,
+    before: list[Diagnostic] | None,
+    wait: float,
+) -> str:
+    """What to append to a file tool's result about the problems ``text`` introduced in
+    ``target``: "" when no language server handles the file."""
+    language = context.language
+    if language is None or wait <= 0 or not language.handles(target):
+        return ""
+    shown = shown_path(workspace, target)
+    report = await language.diagnostics([target], texts={target: text}, wait=wait)
+    lines = [f"Language server: {problem}" for problem in report.problems]
+    found = report.diagnostics.get(target)
+    if target in report.failed:
+        lines.append("Problems: not known (the language server is not running).")
+        return "\n" + "\n".join(lines)
+    if found is None:
+        lines.append(f"Problems: the language server did not answer within {report.timeout_ms} ms.")
+        return "\n" + "\n".join(lines)
+    known = Counter(d.identity() for d in before or ())
+    new: list[Diagnostic] = []
+    for diagnostic in sorted(found, key=_order):
+        if known[diagnostic.identity()] > 0:
+            known[diagnostic.identity()] -= 1
+        else:
+            new.append(diagnostic)
+    if not new:
+        kept = len(found)
+        lines.append(
+            f"Problems: no problems in {shown}."
+            if not kept
+            else f"Problems: no new problems in {shown} ({kept} already there before)."
+        )
+        return "\n" + "\n".join(lines)
+    what = "new problem" if len(new) == 1 else "new problems"
+    if before is None:
+        what = "problem" if len(new) == 1 else "problems"
+    lines.append(f"Problems: {len(new)} {what} in {shown}:")
+    lines.extend(problem_line(shown, d) for d in new[:MAX_SHOWN])
+    if len(new) > MAX_SHOWN:
+        lines.append(f"... and {len(new) - MAX_SHOWN} more (the diagnostics tool lists them)")
+    return "\n" + "\n".join(lines)
+
+
+def _texts(target: Path, text: str | None) -> dict[Path, str] | None:
+    return {target: text} if text is not None else None
+
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "paths": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "maxItems": 50,
+            "description": (
+                "Files to check, relative to the workspace root. Empty or absent: every "
+                "file a language server has reported on so far."
+            ),
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def diagnostics_tool(workspace: Workspace, *, wait: float = 5.0) -> ToolDefinition:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        language = context.language
+        if language is None:
+            return "Error: no language server answers for this folder"
+        try:
+            targets = [resolve(workspace, path) for path in arguments.get("paths") or ()]
+        except ToolError as exc:
+            return exc.text()
+        missing = [shown_path(workspace, t) for t in targets if not t.is_file()]
+        if missing:
+            return f"Error: not a file: {', '.join(missing)}"
+        try:
+            report = await language.diagnostics(targets, wait=wait)
+        except LanguageError as exc:
+            return f"Error: {exc}"
+        lines = [f"Language server: {problem}" for problem in report.problems]
+        lines += [
+            f"{shown_path(workspace, p)}: no language server handles this file"
+            for p in report.unhandled
+        ]
+        lines += [
+            f"{shown_path(workspace, p)}: the language server did not answer within "
+            f"{report.timeout_ms} ms"
+            for p in report.unanswered
+        ]
+        lines += [
+            f"{shown_path(workspace, p)}: not known (the language server is not running)"
+            for p in report.failed
+        ]
+        listed = 0
+        clean = []
+        for path, found in sorted(report.diagnostics.items()):
+            shown = shown_path(workspace, path)
+            if not found:
+                clean.append(shown)
+                continue
+            for diagnostic in sorted(found, key=_order):
+                if listed < MAX_LISTED:
+                    lines.append(problem_line(shown, diagnostic))
+                listed += 1
+        if listed > MAX_LISTED:
+            lines.append(f"... and {listed - MAX_LISTED} more")
+        if clean:
+            lines.append("No problems in: " + ", ".join(clean))
+        if not lines:
+            return "No problems known (no file checked yet: name the files to check)."
+        return "\n".join(lines)
+
+    return ToolDefinition(
+        name="diagnostics",
+        description=(
+            "The problems (errors, warnings) language servers report for files: "
+            "path:line:col: severity [source code] message. Give paths to check those "
+            "files as they are now; without paths, every file checked so far."
+        ),
+        parameters=PARAMETERS,
+        handler=handler,
+        read_only=True,
+        title="Diagnostics",
+        kind="read",
+        compaction_keeps="problems reported (path:line and message)",
+    )
