@@ -23,6 +23,13 @@ function documentUri(params: Record<string, unknown>): vscode.Uri {
 }
 
 
+function inTab(uri: vscode.Uri): boolean {
+  const wanted = uri.toString();
+  return vscode.window.tabGroups.all.some((group) =>
+    group.tabs.some((tab) => tab.input instanceof vscode.TabInputText && tab.input.uri.toString() === wanted),
+  );
+}
+
 export function vscodeLanguageEditor(): LanguageEditor {
   return {
     canonical(uri) {
@@ -35,9 +42,14 @@ export function vscodeLanguageEditor(): LanguageEditor {
     onDidChangeDiagnostics(listener) {
       return vscode.languages.onDidChangeDiagnostics((event) => listener(event.uris.map((u) => u.toString())));
     },
-    async open(uri) {
+    async open(uri, analyse) {
       try {
-        await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+        const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+        if (analyse && !inTab(document.uri)) {
+          // TypeScript (and other servers) check only the files shown in tabs: a preview tab,
+          // the user's focus left where it is.
+          await vscode.window.showTextDocument(document, { preview: true, preserveFocus: true });
+        }
         return true;
       } catch {
         return false;

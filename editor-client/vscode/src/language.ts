@@ -93,8 +93,10 @@ export interface LanguageEditor {
   diagnostics(uri: string): CodeDiagnostic[];
   /** Calls `listener` with the uris whose diagnostics changed, until disposed. */
   onDidChangeDiagnostics(listener: (uris: string[]) => void): { dispose(): void };
-  /** Load `uri` (not shown) so its language servers analyse it; false if it cannot be. */
-  open(uri: string): Promise<boolean>;
+  /** Load `uri` so its language servers analyse it; false if it cannot be. `analyse`: the
+   * answer waits for its problems (VS Code shows it in a preview tab, without focus:
+   * TypeScript checks only the files shown in tabs). */
+  open(uri: string, analyse?: boolean): Promise<boolean>;
   /** Run the editor's provider command for `method` (positions as VS Code's); its answer. */
   execute(method: ForwardedMethod, params: Record<string, unknown>): Promise<unknown>;
 }
@@ -196,6 +198,8 @@ export function toLsp(method: ForwardedMethod, result: unknown): unknown {
 }
 
 export const SETTLE_MS = 300;
+/** While the changed files have no problems, the quiet awaited is this many times longer. */
+export const EMPTY_SETTLE_FACTOR = 3;
 
 /** Answers both requests for `editor`; create it when the client starts (it watches every
  * diagnostics change from then on, to know which files some language server reports on). */
@@ -239,7 +243,7 @@ export class LanguageAnswers {
       if (ours && allChanged()) wake();
     });
     try {
-      await Promise.all(uris.map((uri) => this.editor.open(uri)));
+      await Promise.all(uris.map((uri) => this.editor.open(uri, waitMs > 0)));
       if (waitMs > 0) {
         // Until every file's diagnostics changed and then stayed SETTLE_MS without another
         // change (a server publishes in parts: TypeScript its syntax, then its semantic
@@ -249,7 +253,10 @@ export class LanguageAnswers {
           let timer = setTimeout(resolve, waitMs);
           wake = () => {
             clearTimeout(timer);
-            timer = setTimeout(resolve, Math.max(0, Math.min(this.settleMs, deadline - Date.now())));
+            // No problems yet may be a first pass only (TypeScript's syntax check, its
+            // semantic one next): a longer quiet is awaited then.
+            const quiet = uris.some((u) => this.editor.diagnostics(u).length) ? this.settleMs : this.settleMs * EMPTY_SETTLE_FACTOR;
+            timer = setTimeout(resolve, Math.max(0, Math.min(quiet, deadline - Date.now())));
           };
           if (allChanged()) wake();
         });
