@@ -74,7 +74,8 @@ def _editor() -> EditorClient:
         for uri in params["uris"]:
             path = Path(unquote(urlparse(uri).path))
             if path.suffix != ".ts":  # no language server of this editor handles it
-                await asyncio.sleep(params["waitMs"] / 1000)
+                if path.suffix != ".txt":  # plain text: said at once; else after the wait
+                    await asyncio.sleep(params["waitMs"] / 1000)
                 files.append({"uri": uri, "diagnostics": [], "answered": False})
                 continue
             client.loaded.append(uri)
@@ -288,3 +289,17 @@ async def test_the_editors_servers_answer_even_where_language_servers_are_config
         listed = await client.protocol.send_request_async("agent/listTools", {})
     tools = {tool["name"]: tool for tool in listed["tools"]}
     assert tools["hover"]["annotations"]["languageSource"] == "the editor's language servers"
+
+
+async def test_a_file_the_editor_says_at_once_nothing_handles_gets_no_problems_line(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    results, _, editor = await _calls(
+        model,
+        workspace,
+        [("write_file", {"path": "a.txt", "content": "one\n"}),
+         ("write_file", {"path": "b.txt", "content": "two\n"})],
+    )  # fmt: skip
+    assert results["c0"] == "Wrote 4 bytes to a.txt"
+    assert results["c1"] == "Wrote 4 bytes to b.txt"
+    assert len(editor.diagnostics_asked) == 1  # learnt at once: nothing handles .txt

@@ -45,6 +45,7 @@ export function vscodeLanguageEditor(): LanguageEditor {
     async open(uri, analyse) {
       try {
         const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+        if (document.languageId === "plaintext") return false; // no language server checks it
         if (analyse && !inTab(document.uri)) {
           // TypeScript (and other servers) check only the files shown in tabs: a preview tab,
           // the user's focus left where it is.

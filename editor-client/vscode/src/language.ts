@@ -93,9 +93,10 @@ export interface LanguageEditor {
   diagnostics(uri: string): CodeDiagnostic[];
   /** Calls `listener` with the uris whose diagnostics changed, until disposed. */
   onDidChangeDiagnostics(listener: (uris: string[]) => void): { dispose(): void };
-  /** Load `uri` so its language servers analyse it; false if it cannot be. `analyse`: the
-   * answer waits for its problems (VS Code shows it in a preview tab, without focus:
-   * TypeScript checks only the files shown in tabs). */
+  /** Load `uri` so its language servers analyse it; false if it cannot be, or if no
+   * language server can handle it (plain text). `analyse`: the answer waits for its
+   * problems (VS Code shows it in a preview tab, without focus: TypeScript checks only the
+   * files shown in tabs). */
   open(uri: string, analyse?: boolean): Promise<boolean>;
   /** Run the editor's provider command for `method` (positions as VS Code's); its answer. */
   execute(method: ForwardedMethod, params: Record<string, unknown>): Promise<unknown>;
@@ -229,7 +230,7 @@ export class LanguageAnswers {
     const uris = params.uris ?? [];
     // Watch before anything is opened: a change from now on is the one awaited.
     const changed = new Set<string>(); // canonical uris
-    const wanted = new Set(uris.map(this.canonical));
+    const wanted = new Set<string>(); // the files awaited: those some server may handle
     let wake: () => void = () => {};
     const allChanged = () => [...wanted].every((u) => changed.has(u));
     const watcher = this.editor.onDidChangeDiagnostics((changedUris) => {
@@ -243,8 +244,11 @@ export class LanguageAnswers {
       if (ours && allChanged()) wake();
     });
     try {
-      await Promise.all(uris.map((uri) => this.editor.open(uri, waitMs > 0)));
-      if (waitMs > 0) {
+      const opened = await Promise.all(uris.map((uri) => this.editor.open(uri, waitMs > 0)));
+      uris.forEach((uri, i) => {
+        if (opened[i]) wanted.add(this.canonical(uri));
+      });
+      if (waitMs > 0 && wanted.size > 0) {
         // Until every file's diagnostics changed and then stayed SETTLE_MS without another
         // change (a server publishes in parts: TypeScript its syntax, then its semantic
         // problems), or the wait is over.
@@ -269,7 +273,11 @@ export class LanguageAnswers {
         const canonical = this.canonical(uri);
         const found = this.editor.diagnostics(uri);
         if (found.length) this.reported.add(canonical);
-        const answered = waitMs > 0 ? changed.has(canonical) : this.reported.has(canonical) || changed.has(canonical);
+        const answered = !wanted.has(canonical)
+          ? false // no language server handles it: said at once
+          : waitMs > 0
+            ? changed.has(canonical)
+            : this.reported.has(canonical) || changed.has(canonical);
         return { uri, diagnostics: found.map(lspDiagnostic), answered };
       }),
     };

@@ -37,7 +37,7 @@ class FakeEditor implements LanguageEditor {
   }
   async open(u: string): Promise<boolean> {
     this.opened.push(u);
-    return true;
+    return !u.endsWith(".txt"); // plain text: no server
   }
   async execute(method: string, params: Record<string, unknown>): Promise<unknown> {
     this.executed.push({ method, params });
@@ -91,6 +91,15 @@ describe("agent/languageDiagnostics", () => {
     const result = await answers.diagnostics(ask(["file:///p/a.md"], 100));
     assert.ok(Date.now() - started >= 90);
     assert.deepEqual(result.files, [{ uri: "file:///p/a.md", answered: false, diagnostics: [] }]);
+  });
+
+  it("a file no server can handle (plain text) is answered false at once, not after the wait", async () => {
+    const editor = new FakeEditor();
+    const answers = new LanguageAnswers(editor, 20);
+    const started = Date.now();
+    const result = await answers.diagnostics(ask(["file:///p/notes.txt"], 5000));
+    assert.ok(Date.now() - started < 1000);
+    assert.deepEqual(result.files, [{ uri: "file:///p/notes.txt", answered: false, diagnostics: [] }]);
   });
 
   it("waitMs 0: what is known at once, answered for a file a server reported on", async () => {
