@@ -267,7 +267,8 @@ def serve(args: argparse.Namespace, *, acp: bool = False) -> int:
         os._exit(code)  # as below: worker threads (the warm-up's) must not hold the exit
     from .lsp.server import create_server, serve_stdio
 
-    server = create_server(make_engine())
+    # initialize is answered before the engine is built (its modules load meanwhile).
+    server = create_server(make_engine, environ)
     if args.tcp:
         server.start_tcp(args.host, args.port)
         return 0

@@ -1,27 +1,30 @@
-"""The pygls application: JSON-RPC methods mapped onto the engine.
+"""The pygls application: the language server's start, its standard LSP features, and
+the engine loaded behind them.
 
-Thin on purpose (the jedi-language-server shape): each handler parses its params
-into the protocol's typed class (``server.protocol.parse``: a malformed param is a
--32602 naming the field), calls one engine method and returns its typed result;
-:func:`_rpc` maps the engine's errors onto the protocol's codes in one place.
-Progress and notifications of a running ask live in ``server.lsp.ask_reporting``.
+``initialize`` is answered before the engine's modules are loaded (the ACP face does the
+same, ``server.acp.serve``): its result needs only pygls, the names it announces
+(``server.lsp.announced``) and the configured model, read from the sources the engine
+reads (:func:`announced_model`). The engine's modules then load in a worker thread, the
+engine is built and given the folders and settings ``initialize`` brought, and the agent/*
+requests are registered (``server.lsp.handlers``); every request or notification that
+arrives meanwhile waits for it (:meth:`AgentLanguageServer.engine_ready`), none fails.
+Spawn → ``initialize`` is then what bare pygls costs (bench/results/startup.md).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
+import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcMethodNotFound
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
@@ -33,22 +36,25 @@ from pygls.protocol.json_rpc import (
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from .. import protocol as p
-from ..engine.engine import AgentEngine
-from ..errors import AgentError, InvalidParamsError
-from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
-from ..settings.settings import read_settings
+from ..config.sources import DEFAULT_MODEL, resolve_model_sources
+from ..config.user_config import UserConfigError, config_path, permission_warning
 from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
-from .ask_reporting import AskReporter, Progress
-from .documents import LspDocuments
-from .permission_requests import LspAsker
+from .announced import NOTIFICATIONS, PROTOCOL_VERSION, REQUESTS, SETTINGS_SECTION
+
+if TYPE_CHECKING:
+    from ..engine.engine import AgentEngine
+    from .permission_requests import LspAsker
 
 logger = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 5.0
+ANSWER_TURNS = 10  # turns of the event loop before the engine's modules load
+AGENT_METHODS = "agent/"  # the requests registered once the engine is loaded
 
 
 class AgentProtocol(LanguageServerProtocol):
+    _server: AgentLanguageServer
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(
         self, params: types.InitializeParams
@@ -57,24 +63,52 @@ class AgentProtocol(LanguageServerProtocol):
         # pygls builds capabilities from registered features; custom methods are
         # advertised here so clients can detect the agent extension.
         agent: dict[str, Any] = {
-            "version": p.PROTOCOL_VERSION,
-            "requests": list(p.REQUESTS),
-            "notifications": list(p.NOTIFICATIONS),
+            "version": PROTOCOL_VERSION,
+            "requests": list(REQUESTS),
+            "notifications": list(NOTIFICATIONS),
             # agent/ask accepts `context` (the active document, selection, others).
             "askContext": True,
         }
-        # The model asks use as configured now (the settings are applied by now), so a
-        # client names it before the first ask; absent while none is configured.
-        engine = getattr(self._server, "engine", None)
-        model = engine.configured_model() if engine is not None else None
-        if model:
+        # The model asks use as configured with initialize's settings, so a client names
+        # it before the first ask; absent while none is configured.
+        if model := self._server.announced_model:
             agent["model"] = model
         result.capabilities.experimental = {"agent": agent}
         return result
 
+    def _get_handler(self, feature_name: str) -> Any:
+        try:
+            return super()._get_handler(feature_name)
+        except JsonRpcMethodNotFound:
+            # An agent/* request before the engine (and so the request) is there: it waits.
+            if not feature_name.startswith(AGENT_METHODS) or self._server.engine_loaded:
+                raise
+            return _after_loading(self._server, feature_name)
+
+
+def _after_loading(server: AgentLanguageServer, method: str) -> Callable[[Any], Any]:
+    async def handle(params: Any) -> Any:
+        await server.engine_ready()
+        handler = server.protocol.fm.features.get(method)
+        if handler is None:
+            raise JsonRpcMethodNotFound.of(method)
+        result = handler(params)
+        return await result if asyncio.iscoroutine(result) else result
+
+    return handle
+
 
 class AgentLanguageServer(LanguageServer):
-    def __init__(self, engine: AgentEngine | None = None) -> None:
+    """The server; its engine (``make_engine``) is built once ``initialize`` is answered."""
+
+    engine: AgentEngine
+    asker: LspAsker
+
+    def __init__(
+        self,
+        make_engine: Callable[[], AgentEngine],
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.converter = get_converter()
         super().__init__(
             "agent-lsp",
@@ -85,16 +119,49 @@ class AgentLanguageServer(LanguageServer):
             # can prepare it (see _warm_converter).
             converter_factory=lambda: self.converter,
         )
-        self.engine = engine or AgentEngine()
-        documents = LspDocuments(self, lambda: self.engine.settings)
-        self.engine.attach_documents(documents, editor=documents)
-        self.engine.attach_warnings(lambda warning: self.warn_user(f"agent-lsp: {warning.message}"))
-        self.asker = LspAsker(self)
+        self._make_engine = make_engine
+        self._environ = environ
+        self._loading: asyncio.Future[None] | None = None
+        self.engine_loaded = False
+        # What initialize brought, applied once the engine is built.
+        self.initialize_params: types.InitializeParams | None = None
+        self.announced_model: str | None = None
+        self.config_warnings: list[str] = []
         self.asks: set[asyncio.Task[Any]] = set()
         self.pending_warnings: list[str] = []
         self.shutdown_requested = False
         self.warm_up: asyncio.Future[None] | None = None
         self.sandbox_notice: asyncio.Future[None] | None = None
+
+    # -- the engine, loaded after initialize ----------------------------------------
+
+    def engine_ready(self) -> asyncio.Future[None]:
+        """Done once the engine is built and the agent/* requests registered (starts
+        loading them if nothing did yet)."""
+        return asyncio.shield(self.load_engine())
+
+    def load_engine(self) -> asyncio.Future[None]:
+        """Start (once) loading the engine."""
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(self._load())
+        return self._loading
+
+    async def _load(self) -> None:
+        # After initialize's answer is written, a few turns of the loop away: the import
+        # thread would otherwise share the GIL with that write.
+        for _ in range(ANSWER_TURNS):
+            await asyncio.sleep(0)
+        try:
+            await asyncio.to_thread(_load_engine_modules)
+            from . import handlers
+
+            handlers.attach_engine(self, self._make_engine())
+        except Exception:
+            logger.exception("could not load the agent's engine")
+            raise
+        self.engine_loaded = True
+        if (params := self.initialize_params) is not None:
+            self.pending_warnings.extend(_initialize_engine(self, params))
 
     # -- helpers -------------------------------------------------------------------
 
@@ -108,8 +175,9 @@ class AgentLanguageServer(LanguageServer):
 
     def apply_settings(self, raw: Any, *, sandbox_notice: bool = True) -> list[str]:
         """Apply editor settings; returns the problems to show the user."""
-        problems = self.engine.update_settings(read_settings(raw), sandbox_notice=sandbox_notice)
-        return [f"agent-lsp: {problem}" for problem in problems]
+        from .handlers import apply_settings
+
+        return apply_settings(self, raw, sandbox_notice=sandbox_notice)
 
     def track_ask(self) -> asyncio.Task[Any]:
         task = asyncio.current_task()
@@ -151,10 +219,68 @@ class AgentLanguageServer(LanguageServer):
                 raise
         finally:
             await self.cancel_all_asks()
-            await self.engine.close_mcp_servers()  # no MCP server outlives us
+            await self.close_engine()
         if received:
             return 128 + received[0]
         return 0 if self.shutdown_requested else 1
+
+    async def close_engine(self) -> None:
+        """No MCP server outlives us; a load still under way is abandoned."""
+        if self._loading is not None and not self._loading.done():
+            self._loading.cancel()
+        if self.engine_loaded:
+            await self.engine.close_mcp_servers()
+
+
+def _load_engine_modules() -> None:
+    """The engine, the tools and the agent/* requests (call from a worker thread)."""
+    from . import handlers  # noqa: F401
+
+
+def _initialize_engine(ls: AgentLanguageServer, params: types.InitializeParams) -> list[str]:
+    """What ``initialize`` brought, given to the engine: the folders and the settings;
+    returns the warnings to show once the client is ready for messages."""
+    paths = [Path(p) for f in params.workspace_folders or [] if (p := to_fs_path(f.uri))]
+    if not paths and params.root_uri and (root := to_fs_path(params.root_uri)):
+        paths = [Path(root)]
+    if not paths and params.root_path:
+        paths = [Path(params.root_path)]
+    warnings = ls.engine.set_folders(paths)
+    # The user file's warnings first: each is given once per process, and initialize's
+    # answer read the file (the configured model) before the engine was there.
+    warnings.extend(ls.config_warnings)
+    warnings.extend(ls.engine.config_warnings())
+    # The sandbox's notice (a probe that runs a process, 20-40 ms) after `initialized`.
+    warnings.extend(ls.apply_settings(params.initialization_options, sandbox_notice=False))
+    if (model := ls.engine.configured_model()) != ls.announced_model:
+        logger.warning(
+            "initialize named the model %r, the engine uses %r", ls.announced_model, model
+        )
+    return warnings
+
+
+def announced_model(raw: Any, environ: Mapping[str, str]) -> str | None:
+    """The model ``initialize`` names: what the engine's ``configured_model()`` is once the
+    initialization options ``raw`` are applied (tests/test_startup.py keeps the two equal),
+    read without the engine's modules: the editor's model and base URL (the settings'
+    reader keeps a non-empty text, drops anything else), then the sources
+    ``server.model.endpoint`` reads. None: not configured."""
+    if isinstance(raw, Mapping) and isinstance(raw.get(SETTINGS_SECTION), Mapping):
+        raw = raw[SETTINGS_SECTION]
+    overrides: dict[str, str] = {}
+    if isinstance(raw, Mapping):
+        for key in ("model", "baseUrl"):
+            if isinstance(value := raw.get(key), str) and value:
+                overrides[key] = value
+    try:
+        sources = resolve_model_sources(overrides, environ=environ)
+    except UserConfigError:
+        return None
+    if sources.api_key is None or sources.base_url is None:
+        return None
+    if not sources.base_url.value.startswith(("http://", "https://")):
+        return None
+    return sources.model.value if sources.model else DEFAULT_MODEL
 
 
 # What the first ask sends and receives through pygls: cattrs generates (and compiles)
@@ -224,82 +350,29 @@ def _end_tasks(loop: asyncio.AbstractEventLoop) -> None:
     loop.close()
 
 
-def _rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
-    """Map engine errors onto the protocol's error codes (messages never hold the key)."""
-
-    def translate(exc: Exception) -> JsonRpcException:
-        if isinstance(exc, p.ParamsError):
-            return JsonRpcException(
-                message=f"Invalid params: {exc}", code=p.INVALID_PARAMS, data={"field": exc.field}
-            )
-        if isinstance(exc, AgentError):
-            return JsonRpcException(message=exc.message, code=exc.code, data=exc.data)
-        if isinstance(exc, ModelNotConfiguredError):
-            data: dict[str, object] | None = {p.ACTION_KEY: exc.action} if exc.action else None
-            return JsonRpcException(message=str(exc), code=p.MODEL_NOT_CONFIGURED, data=data)
-        assert isinstance(exc, ModelRequestError)
-        data = {
-            "status": exc.status,
-            "kind": exc.kind,
-            "attempts": exc.attempts,
-            "elapsedMs": round(exc.elapsed_ms),
-        }
-        return JsonRpcException(message=str(exc), code=p.MODEL_REQUEST_FAILED, data=data)
-
-    expected = (p.ParamsError, AgentError, ModelNotConfiguredError, ModelRequestError)
-    if inspect.iscoroutinefunction(handler):
-
-        @functools.wraps(handler)
-        async def run_async_handler(ls: AgentLanguageServer, params: Any) -> Any:
-            try:
-                return await handler(ls, params)
-            except expected as exc:
-                raise translate(exc) from None
-
-        return run_async_handler
-
-    @functools.wraps(handler)
-    def run_handler(ls: AgentLanguageServer, params: Any) -> Any:
-        try:
-            return handler(ls, params)
-        except expected as exc:
-            raise translate(exc) from None
-
-    return run_handler
-
-
-def _folder(uri: str | None) -> Path | None:
-    if uri is None:
-        return None
-    path = to_fs_path(uri) if "://" in uri else uri
-    if not path:
-        raise InvalidParamsError("workspaceFolder", f"not a file URI: {uri}")
-    return Path(path)
-
-
-def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
-    """The server with its features wired in one place (esbonio style)."""
-    server = AgentLanguageServer(engine)
+def create_server(
+    make_engine: Callable[[], AgentEngine], environ: Mapping[str, str] | None = None
+) -> AgentLanguageServer:
+    """The server with its standard features wired in one place (esbonio style); the
+    agent/* requests join them once the engine is loaded (``server.lsp.handlers``).
+    ``environ``: the environment the engine reads the model from (default ``os.environ``)."""
+    server = AgentLanguageServer(make_engine, environ)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: AgentLanguageServer, params: types.InitializeParams) -> None:
-        paths = [Path(p) for f in params.workspace_folders or [] if (p := to_fs_path(f.uri))]
-        if not paths and params.root_uri and (root := to_fs_path(params.root_uri)):
-            paths = [Path(root)]
-        if not paths and params.root_path:
-            paths = [Path(params.root_path)]
-        ls.pending_warnings.extend(ls.engine.set_folders(paths))
-        # Shown once the client is ready for messages (after `initialized`). The user file's
-        # warnings first: each is given once per process, and initialize's answer reads
-        # the file (the configured model) before `initialized`.
-        ls.pending_warnings.extend(ls.engine.config_warnings())
-        # The sandbox's notice (a probe that runs a process, 20-40 ms) after the answer.
-        ls.pending_warnings.extend(
-            ls.apply_settings(params.initialization_options, sandbox_notice=False)
-        )
+        ls.initialize_params = params
+        environ = os.environ if ls._environ is None else ls._environ
+        # Before the model is read (that read would log the warning instead): the
+        # engine's config_warnings(), given once the engine is there.
+        user_file = config_path(environ)
+        if user_file is not None and (warning := permission_warning(user_file)):
+            ls.config_warnings.append(warning)
+        ls.announced_model = announced_model(params.initialization_options, environ)
+        ls.load_engine()  # once this answer is written
 
     @server.feature(types.INITIALIZED)
-    def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
+    async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
+        await ls.engine_ready()
         for warning in ls.pending_warnings:
             ls.warn_user(warning)
         ls.pending_warnings.clear()
@@ -317,9 +390,10 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
             )
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def folders_changed(
+    async def folders_changed(
         ls: AgentLanguageServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
+        await ls.engine_ready()
         for removed in params.event.removed:
             if path := to_fs_path(removed.uri):
                 ls.engine.remove_folder(Path(path))
@@ -331,15 +405,16 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     async def configuration_changed(
         ls: AgentLanguageServer, params: types.DidChangeConfigurationParams
     ) -> None:
+        await ls.engine_ready()
         raw = params.settings
-        if isinstance(raw, dict) and p.SETTINGS_SECTION in raw:
-            problems = ls.apply_settings(raw[p.SETTINGS_SECTION])
+        if isinstance(raw, dict) and SETTINGS_SECTION in raw:
+            problems = ls.apply_settings(raw[SETTINGS_SECTION])
         else:
             workspace = ls.client_capabilities.workspace
             if not (workspace and workspace.configuration):
                 return
             # Pull model: the notification only says "something changed".
-            items = [types.ConfigurationItem(section=p.SETTINGS_SECTION)]
+            items = [types.ConfigurationItem(section=SETTINGS_SECTION)]
             values = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
             problems = ls.apply_settings(values[0] if values else None)
         for problem in problems:
@@ -348,174 +423,8 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: AgentLanguageServer, params: None) -> None:
         ls.shutdown_requested = True
+        await ls.engine_ready()
         await ls.cancel_all_asks()
         await ls.engine.close_mcp_servers()
-
-    @server.feature(p.AGENT_LIST_TOOLS)
-    @_rpc
-    async def list_tools(ls: AgentLanguageServer, params: Any) -> p.ListToolsResult:
-        q = p.parse(params, p.FolderParams)
-        return p.ListToolsResult(tools=await ls.engine.list_tools(_folder(q.workspace_folder)))
-
-    @server.feature(p.AGENT_SANDBOX_STATUS)
-    @_rpc
-    def sandbox_status(ls: AgentLanguageServer, params: Any) -> p.SandboxStatus:
-        q = p.parse(params, p.ProjectParams)
-        return ls.engine.sandbox_status(_folder(q.workspace_folder), q.session_id)
-
-    @server.feature(p.AGENT_MCP_SERVERS)
-    @_rpc
-    async def mcp_servers(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.FolderParams)
-        return p.to_wire(await ls.engine.mcp_servers(_folder(q.workspace_folder)))
-
-    @server.feature(p.AGENT_APPROVE_MCP_SERVER)
-    @_rpc
-    async def approve_mcp_server(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.ApproveMcpServerParams)
-        result = await ls.engine.approve_mcp_server(
-            q.name, _folder(q.workspace_folder), asker=ls.asker
-        )
-        return p.to_wire(result)
-
-    @server.feature(p.AGENT_CONTROL_MCP_SERVER)
-    @_rpc
-    async def control_mcp_server(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.ControlMcpServerParams)
-        result = await ls.engine.control_mcp_server(q.name, q.action, _folder(q.workspace_folder))
-        return p.to_wire(result)
-
-    @server.feature(p.AGENT_MCP_SERVER_LOG)
-    @_rpc
-    async def mcp_server_log(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.ApproveMcpServerParams)
-        return p.to_wire(await ls.engine.mcp_server_log(q.name, _folder(q.workspace_folder)))
-
-    @server.feature(p.AGENT_INSTRUCTIONS)
-    @_rpc
-    async def instructions(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.ProjectParams)
-        result = await ls.engine.instructions(q.session_id, _folder(q.workspace_folder))
-        return p.to_wire(result)
-
-    @server.feature(p.AGENT_LIST_COMMANDS)
-    @_rpc
-    async def list_commands(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.ProjectParams)
-        result = await ls.engine.list_commands(q.session_id, _folder(q.workspace_folder))
-        return p.to_wire(result)
-
-    @server.feature(p.AGENT_NEW_SESSION)
-    @_rpc
-    def new_session(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.FolderParams)
-        conversation = ls.engine.new_session(_folder(q.workspace_folder))
-        return p.to_wire(p.NewSessionResult(conversation.id, conversation.workspace_root.as_uri()))
-
-    @server.feature(p.AGENT_END_SESSION)
-    @_rpc
-    async def end_session(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.SessionParams)
-        return p.to_wire(p.EndSessionResult(await ls.engine.end_session(q.session_id)))
-
-    @server.feature(p.AGENT_LIST_MODELS)
-    @_rpc
-    async def list_models(ls: AgentLanguageServer, params: Any) -> Any:
-        p.parse(params, p.FolderParams)  # the endpoint is the same for every folder
-        return p.to_wire(await ls.engine.list_models())
-
-    @server.feature(p.AGENT_CHECK_CONNECTION)
-    @_rpc
-    async def check_connection(ls: AgentLanguageServer, params: Any) -> Any:
-        p.parse(params, p.FolderParams)
-        return p.to_wire(await ls.engine.check_connection())
-
-    @server.feature(p.AGENT_CHECKPOINTS)
-    @_rpc
-    async def checkpoints(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.SessionParams)
-        return p.to_wire(await ls.engine.list_checkpoints(q.session_id))
-
-    @server.feature(p.AGENT_DIFF)
-    @_rpc
-    async def diff(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.DiffParams)
-        result = await ls.engine.checkpoint_diff(
-            q.session_id, q.checkpoint_id, include_content=q.include_content
-        )
-        return p.to_wire(result)
-
-    @server.feature(p.AGENT_REWIND)
-    @_rpc
-    async def rewind(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.RewindParams)
-        return p.to_wire(await ls.engine.rewind(q.session_id, q.checkpoint_id, dry_run=q.dry_run))
-
-    @server.feature(p.AGENT_SESSIONS)
-    @_rpc
-    async def sessions(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.FolderParams)
-        found = await ls.engine.sessions(_folder(q.workspace_folder))
-        return p.to_wire(p.SessionsResult(found))
-
-    @server.feature(p.AGENT_SESSION_HISTORY)
-    @_rpc
-    async def session_history(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.SessionParams)
-        return p.to_wire(await ls.engine.history(q.session_id))
-
-    @server.feature(p.AGENT_TOOL_OUTPUT)
-    @_rpc
-    def tool_output(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.ToolOutputParams)
-        return p.to_wire(ls.engine.tool_output(q.session_id, q.call_id))
-
-    @server.feature(p.AGENT_GRANTS)
-    @_rpc
-    def grants(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.SessionParams)
-        return p.to_wire(p.GrantsResult(ls.engine.grants(q.session_id)))
-
-    @server.feature(p.AGENT_REVOKE_GRANT)
-    @_rpc
-    def revoke_grant(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.RevokeGrantParams)
-        return p.to_wire(p.RevokeGrantResult(ls.engine.revoke_grant(q.session_id, q.grant_id)))
-
-    @server.feature(p.AGENT_COMPACT)
-    @_rpc
-    async def compact(ls: AgentLanguageServer, params: Any) -> Any:
-        q = p.parse(params, p.SessionParams)
-        return p.to_wire(await ls.engine.compact(q.session_id))
-
-    @server.feature(p.AGENT_ASK)
-    @_rpc
-    async def ask(ls: AgentLanguageServer, params: Any) -> Any:
-        task = ls.track_ask()
-        q = p.parse(params, p.AskParams)
-        folder = _folder(q.workspace_folder)
-        reporter = AskReporter(ls, await Progress.start(ls, q.work_done_token, task), q.session_id)
-        outcome = "cancelled"
-        try:
-            result = await ls.engine.ask(
-                q.prompt,
-                session_id=q.session_id,
-                folder=folder,
-                on_event=reporter,
-                on_session=reporter.set_session,
-                context=q.context,
-                asker=ls.asker,
-                disabled_tools=q.disabled_tools or (),
-            )
-            outcome = "done"
-            return p.to_wire(result)
-        except (AgentError, ModelNotConfiguredError, ModelRequestError) as exc:
-            outcome = "failed"
-            ls.window_log_message(
-                types.LogMessageParams(type=types.MessageType.Error, message=f"agent/ask: {exc}")
-            )
-            raise
-        finally:
-            reporter.end(outcome)
 
     return server
