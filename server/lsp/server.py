@@ -14,6 +14,7 @@ Spawn → ``initialize`` is then what bare pygls costs (bench/results/startup.md
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -159,6 +160,8 @@ class AgentLanguageServer(LanguageServer):
         except Exception:
             logger.exception("could not load the agent's engine")
             raise
+        finally:
+            gc.enable()  # off for the start-up (server.cli)
         self.engine_loaded = True
         if (params := self.initialize_params) is not None:
             self.pending_warnings.extend(_initialize_engine(self, params))
@@ -235,6 +238,13 @@ class AgentLanguageServer(LanguageServer):
 def _load_engine_modules() -> None:
     """The engine, the tools and the agent/* requests (call from a worker thread)."""
     from . import handlers  # noqa: F401
+
+    if not gc.isenabled():  # off for the start-up (server.cli)
+        # The pass the start-up skipped, here with the imports; what survives it lives as long
+        # as the process (modules, classes), so no later pass looks at it again.
+        gc.collect()
+        gc.freeze()
+        gc.enable()
 
 
 def _initialize_engine(ls: AgentLanguageServer, params: types.InitializeParams) -> list[str]:
