@@ -31,7 +31,7 @@ from .documents import LspDocuments
 from .permission_requests import LspAsker
 
 if TYPE_CHECKING:
-    from .server import AgentLanguageServer
+    from .app import AgentLanguageServer
 
 logger = logging.getLogger(__name__)
 

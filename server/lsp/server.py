@@ -1,14 +1,14 @@
-"""The pygls application: the language server's start, its standard LSP features, and
-the engine loaded behind them.
+"""The language server's start: its standard LSP features, the engine loaded behind them,
+and serving stdio.
 
 ``initialize`` is answered before the engine's modules are loaded (the ACP face does the
-same, ``server.acp.serve``): its result needs only pygls, the names it announces
-(``server.lsp.announced``) and the configured model, read from the sources the engine
-reads (:func:`announced_model`). The engine's modules then load in a worker thread, the
-engine is built and given the folders and settings ``initialize`` brought, and the agent/*
-requests are registered (``server.lsp.handlers``); every request or notification that
-arrives meanwhile waits for it (:meth:`AgentLanguageServer.engine_ready`), none fails.
-Spawn → ``initialize`` is then what bare pygls costs (bench/results/startup.md).
+same, ``server.acp.serve``): its result needs only pygls (``server.lsp.app``), the names it
+announces (``server.lsp.announced``) and the configured model, read from the sources the
+engine reads (:func:`announced_model`). The engine's modules then load in a worker thread,
+the engine is built and given the folders and settings ``initialize`` brought, and the
+agent/* requests are registered (``server.lsp.handlers``); every request or notification
+that arrives meanwhile waits for it, none fails. Spawn → ``initialize`` is then what bare
+pygls costs (bench/results/startup.md).
 """
 
 from __future__ import annotations
@@ -17,18 +17,11 @@ import asyncio
 import gc
 import logging
 import os
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
-from lsprotocol.converters import get_converter
-from pygls.exceptions import JsonRpcMethodNotFound
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
@@ -36,203 +29,33 @@ from pygls.protocol.json_rpc import (
 )
 from pygls.uris import to_fs_path
 
-from .. import __version__
 from ..config.sources import DEFAULT_MODEL, resolve_model_sources
 from ..config.user_config import UserConfigError, config_path, permission_warning
-from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
-from .announced import NOTIFICATIONS, PROTOCOL_VERSION, REQUESTS, SETTINGS_SECTION
+from ..stdio import EXIT_DEADLINE_S, exit_within
+from .announced import SETTINGS_SECTION
+from .app import AgentLanguageServer
 
 if TYPE_CHECKING:
     from ..engine.engine import AgentEngine
-    from .permission_requests import LspAsker
 
 logger = logging.getLogger(__name__)
 
-SHUTDOWN_GRACE_S = 5.0
-ANSWER_TURNS = 10  # turns of the event loop before the engine's modules load
-AGENT_METHODS = "agent/"  # the requests registered once the engine is loaded
+
+async def _load_engine(ls: AgentLanguageServer, make_engine: Callable[[], AgentEngine]) -> None:
+    """The engine's modules imported in a worker thread, the engine built and wired in, then
+    given what ``initialize`` brought."""
+    await asyncio.to_thread(_load_engine_modules)
+    from . import handlers
+
+    handlers.attach_engine(ls, make_engine())
+    if (params := ls.initialize_params) is not None:
+        ls.pending_warnings.extend(_initialize_engine(ls, params))
 
 
-class AgentProtocol(LanguageServerProtocol):
-    _server: AgentLanguageServer
+def _apply_settings(ls: AgentLanguageServer, raw: Any, *, sandbox_notice: bool = True) -> list[str]:
+    from .handlers import apply_settings
 
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(
-        self, params: types.InitializeParams
-    ) -> Iterator[Any]:  # a pygls generator handler
-        result = yield from super().lsp_initialize(params)
-        # pygls builds capabilities from registered features; custom methods are
-        # advertised here so clients can detect the agent extension.
-        agent: dict[str, Any] = {
-            "version": PROTOCOL_VERSION,
-            "requests": list(REQUESTS),
-            "notifications": list(NOTIFICATIONS),
-            # agent/ask accepts `context` (the active document, selection, others).
-            "askContext": True,
-        }
-        # The model asks use as configured with initialize's settings, so a client names
-        # it before the first ask; absent while none is configured.
-        if model := self._server.announced_model:
-            agent["model"] = model
-        result.capabilities.experimental = {"agent": agent}
-        return result
-
-    def _get_handler(self, feature_name: str) -> Any:
-        try:
-            return super()._get_handler(feature_name)
-        except JsonRpcMethodNotFound:
-            # An agent/* request before the engine (and so the request) is there: it waits.
-            if not feature_name.startswith(AGENT_METHODS) or self._server.engine_loaded:
-                raise
-            return _after_loading(self._server, feature_name)
-
-
-def _after_loading(server: AgentLanguageServer, method: str) -> Callable[[Any], Any]:
-    async def handle(params: Any) -> Any:
-        await server.engine_ready()
-        handler = server.protocol.fm.features.get(method)
-        if handler is None:
-            raise JsonRpcMethodNotFound.of(method)
-        result = handler(params)
-        return await result if asyncio.iscoroutine(result) else result
-
-    return handle
-
-
-class AgentLanguageServer(LanguageServer):
-    """The server; its engine (``make_engine``) is built once ``initialize`` is answered."""
-
-    engine: AgentEngine
-    asker: LspAsker
-
-    def __init__(
-        self,
-        make_engine: Callable[[], AgentEngine],
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self.converter = get_converter()
-        super().__init__(
-            "agent-lsp",
-            __version__,
-            protocol_cls=AgentProtocol,
-            # Keeps custom params and results plain JSON objects (pygls 2 would
-            # otherwise turn them into namedtuples). Our own instance, so the warm-up
-            # can prepare it (see _warm_converter).
-            converter_factory=lambda: self.converter,
-        )
-        self._make_engine = make_engine
-        self._environ = environ
-        self._loading: asyncio.Future[None] | None = None
-        self.engine_loaded = False
-        # What initialize brought, applied once the engine is built.
-        self.initialize_params: types.InitializeParams | None = None
-        self.announced_model: str | None = None
-        self.config_warnings: list[str] = []
-        self.asks: set[asyncio.Task[Any]] = set()
-        self.pending_warnings: list[str] = []
-        self.shutdown_requested = False
-        self.warm_up: asyncio.Future[None] | None = None
-        self.sandbox_notice: asyncio.Future[None] | None = None
-
-    # -- the engine, loaded after initialize ----------------------------------------
-
-    def engine_ready(self) -> asyncio.Future[None]:
-        """Done once the engine is built and the agent/* requests registered (starts
-        loading them if nothing did yet)."""
-        return asyncio.shield(self.load_engine())
-
-    def load_engine(self) -> asyncio.Future[None]:
-        """Start (once) loading the engine."""
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(self._load())
-        return self._loading
-
-    async def _load(self) -> None:
-        # After initialize's answer is written, a few turns of the loop away: the import
-        # thread would otherwise share the GIL with that write.
-        for _ in range(ANSWER_TURNS):
-            await asyncio.sleep(0)
-        try:
-            await asyncio.to_thread(_load_engine_modules)
-            from . import handlers
-
-            handlers.attach_engine(self, self._make_engine())
-        except Exception:
-            logger.exception("could not load the agent's engine")
-            raise
-        finally:
-            gc.enable()  # off for the start-up (server.cli)
-        self.engine_loaded = True
-        if (params := self.initialize_params) is not None:
-            self.pending_warnings.extend(_initialize_engine(self, params))
-
-    # -- helpers -------------------------------------------------------------------
-
-    def warn_user(self, message: str) -> None:
-        # The user sees it as a message; a WARNING on stderr would show it twice where the
-        # client prints the server's stderr too (the terminal client does).
-        logger.info("%s", message)
-        self.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
-        )
-
-    def apply_settings(self, raw: Any, *, sandbox_notice: bool = True) -> list[str]:
-        """Apply editor settings; returns the problems to show the user."""
-        from .handlers import apply_settings
-
-        return apply_settings(self, raw, sandbox_notice=sandbox_notice)
-
-    def track_ask(self) -> asyncio.Task[Any]:
-        task = asyncio.current_task()
-        assert task is not None
-        self.asks.add(task)
-        task.add_done_callback(self.asks.discard)
-        return task
-
-    async def cancel_all_asks(self) -> None:
-        """Cancel running asks and wait until their tool processes are gone."""
-        asks = [task for task in self.asks if not task.done()]
-        for task in asks:
-            task.cancel()
-        if asks:
-            await asyncio.wait(asks, timeout=SHUTDOWN_GRACE_S)
-
-    async def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
-        """Serve one client over stdio until ``exit``, end of input or a signal.
-
-        pygls's ``start_io`` would do the reading; it is done here so the event loop
-        owns SIGTERM/SIGHUP (a handler that cancels this task, instead of an
-        exception raised inside whatever code the signal interrupts) and every ask
-        is cancelled, and its tool processes killed, before the exit code is returned.
-        """
-        received = cancel_on_signals()
-        self.protocol.set_writer(StdoutWriter(stdout))
-        # Its own thread: a blocking stdin read never holds a worker the engine needs.
-        reader = StdinAsyncReader(stdin, ThreadPoolExecutor(1, "agent-lsp-stdin"))
-        try:
-            await run_async(
-                stop_event=threading.Event(),
-                reader=reader,
-                protocol=self.protocol,
-                logger=logger,
-                error_handler=self.report_server_error,
-            )
-        except asyncio.CancelledError:
-            if not received:
-                raise
-        finally:
-            await self.cancel_all_asks()
-            await self.close_engine()
-        if received:
-            return 128 + received[0]
-        return 0 if self.shutdown_requested else 1
-
-    async def close_engine(self) -> None:
-        """No MCP server outlives us; a load still under way is abandoned."""
-        if self._loading is not None and not self._loading.done():
-            self._loading.cancel()
-        if self.engine_loaded:
-            await self.engine.close_mcp_servers()
+    return apply_settings(ls, raw, sandbox_notice=sandbox_notice)
 
 
 def _load_engine_modules() -> None:
@@ -261,7 +84,7 @@ def _initialize_engine(ls: AgentLanguageServer, params: types.InitializeParams) 
     warnings.extend(ls.config_warnings)
     warnings.extend(ls.engine.config_warnings())
     # The sandbox's notice (a probe that runs a process, 20-40 ms) after `initialized`.
-    warnings.extend(ls.apply_settings(params.initialization_options, sandbox_notice=False))
+    warnings.extend(_apply_settings(ls, params.initialization_options, sandbox_notice=False))
     if (model := ls.engine.configured_model()) != ls.announced_model:
         logger.warning(
             "initialize named the model %r, the engine uses %r", ls.announced_model, model
@@ -366,12 +189,12 @@ def create_server(
     """The server with its standard features wired in one place (esbonio style); the
     agent/* requests join them once the engine is loaded (``server.lsp.handlers``).
     ``environ``: the environment the engine reads the model from (default ``os.environ``)."""
-    server = AgentLanguageServer(make_engine, environ)
+    server = AgentLanguageServer(lambda ls: _load_engine(ls, make_engine), environ)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: AgentLanguageServer, params: types.InitializeParams) -> None:
         ls.initialize_params = params
-        environ = os.environ if ls._environ is None else ls._environ
+        environ = os.environ if ls.environ is None else ls.environ
         # Before the model is read (that read would log the warning instead): the
         # engine's config_warnings(), given once the engine is there.
         user_file = config_path(environ)
@@ -418,7 +241,7 @@ def create_server(
         await ls.engine_ready()
         raw = params.settings
         if isinstance(raw, dict) and SETTINGS_SECTION in raw:
-            problems = ls.apply_settings(raw[SETTINGS_SECTION])
+            problems = _apply_settings(ls, raw[SETTINGS_SECTION])
         else:
             workspace = ls.client_capabilities.workspace
             if not (workspace and workspace.configuration):
@@ -426,7 +249,7 @@ def create_server(
             # Pull model: the notification only says "something changed".
             items = [types.ConfigurationItem(section=SETTINGS_SECTION)]
             values = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
-            problems = ls.apply_settings(values[0] if values else None)
+            problems = _apply_settings(ls, values[0] if values else None)
         for problem in problems:
             ls.warn_user(problem)
 
