@@ -119,6 +119,7 @@ class AgentLanguageServer(LanguageServer):
         self.shutdown_requested = False
         self.warm_up: asyncio.Future[None] | None = None
         self.sandbox_notice: asyncio.Future[None] | None = None
+        self.collected: asyncio.Future[None] | None = None  # the start-up's garbage
 
     # -- the engine, loaded after initialize ----------------------------------------
 
@@ -140,11 +141,11 @@ class AgentLanguageServer(LanguageServer):
             await asyncio.sleep(0)
         try:
             await self._load_engine(self)
-        except Exception:
-            logger.exception("could not load the agent's engine")
+        except BaseException as exc:  # a failure, or the server stopping meanwhile
+            gc.enable()  # off for the start-up (server.cli); on once the engine is loaded
+            if isinstance(exc, Exception):
+                logger.exception("could not load the agent's engine")
             raise
-        finally:
-            gc.enable()  # off for the start-up (server.cli)
         self.engine_loaded = True
 
     # -- helpers -------------------------------------------------------------------

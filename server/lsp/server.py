@@ -33,7 +33,7 @@ from ..config.sources import DEFAULT_MODEL, resolve_model_sources
 from ..config.user_config import UserConfigError, config_path, permission_warning
 from ..stdio import EXIT_DEADLINE_S, exit_within
 from .announced import SETTINGS_SECTION
-from .app import AgentLanguageServer
+from .app import ANSWER_TURNS, AgentLanguageServer
 
 if TYPE_CHECKING:
     from ..engine.engine import AgentEngine
@@ -50,6 +50,25 @@ async def _load_engine(ls: AgentLanguageServer, make_engine: Callable[[], AgentE
     handlers.attach_engine(ls, make_engine())
     if (params := ls.initialize_params) is not None:
         ls.pending_warnings.extend(_initialize_engine(ls, params))
+    # After the requests that waited for the engine have had their turn.
+    ls.collected = asyncio.ensure_future(_collect_start_up_garbage())
+
+
+async def _collect_start_up_garbage() -> None:
+    """The pass the start-up skipped (the collector is off from ``server.cli.main``: its
+    passes over pygls's and the engine's objects freed nothing), in a worker thread; what
+    survives it lives as long as the process (modules, classes), so it is frozen: no later
+    pass looks at it again."""
+    for _ in range(ANSWER_TURNS):
+        await asyncio.sleep(0)
+    if not gc.isenabled():
+        await asyncio.to_thread(_collect)
+
+
+def _collect() -> None:
+    gc.collect()
+    gc.freeze()
+    gc.enable()
 
 
 def _apply_settings(ls: AgentLanguageServer, raw: Any, *, sandbox_notice: bool = True) -> list[str]:
@@ -61,13 +80,6 @@ def _apply_settings(ls: AgentLanguageServer, raw: Any, *, sandbox_notice: bool =
 def _load_engine_modules() -> None:
     """The engine, the tools and the agent/* requests (call from a worker thread)."""
     from . import handlers  # noqa: F401
-
-    if not gc.isenabled():  # off for the start-up (server.cli)
-        # The pass the start-up skipped, here with the imports; what survives it lives as long
-        # as the process (modules, classes), so no later pass looks at it again.
-        gc.collect()
-        gc.freeze()
-        gc.enable()
 
 
 def _initialize_engine(ls: AgentLanguageServer, params: types.InitializeParams) -> list[str]:
