@@ -1969,3 +1969,60 @@ def test_an_ask_cancelled_while_the_server_starts_is_never_sent(
     assert "## You\n\nfirst" not in records["conversation"]
     assert "Only the second." in records["conversation"]
     assert "agent-lsp: cancelled before it was sent" in records["messages"]
+
+
+RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_eglots_own_language_server_answers_the_agents_language_tools(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Issue 38: eglot runs `ruff server` for the project's Python buffers (no
+    [language_servers] configured, so no headless source exists): a write's problems and a
+    hover come from it, through agent/languageDiagnostics and agent/languageRequest. The
+    file written was never visited: the client visits it unseen, eglot manages it."""
+    (workspace / "noqa.py").write_text("import os  # noqa: F401\n", encoding="utf-8")
+    model.reply(
+        tool_calls=[
+            tool_call("write_file", {"path": "app.py", "content": "import os\n"}, id="c0"),
+            tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+        ]
+    )
+    model.reply("done")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (let ((ruff (plist-get (plist-get test-config :data) :ruff)))
+          (with-current-buffer (find-file-noselect "noqa.py")
+            (eglot 'python-mode (eglot--current-project) 'eglot-lsp-server
+                   (list ruff "server") "python")))
+        (test-wait "ruff to connect"
+                   (lambda () (with-current-buffer "noqa.py" (eglot-current-server))) 30)
+        (agent-lsp-ask "go")
+        (test-idle)
+        (let* ((buffer (find-buffer-visiting (expand-file-name "app.py")))
+               (listed (jsonrpc-request (test-server) :agent/listTools nil))
+               (tool (cl-find "diagnostics" (plist-get listed :tools)
+                              :key (lambda (tool) (plist-get tool :name)) :test #'equal)))
+          (test-emit :visited (if buffer t :false)
+                     :shown (if (and buffer (get-buffer-window buffer t)) t :false)
+                     :managed (if (and buffer (with-current-buffer buffer
+                                                (eglot-current-server)))
+                                  t :false)
+                     :source (or (plist-get (plist-get tool :annotations) :languageSource)
+                                 :null)))
+        """,
+        data={"ruff": RUFF},
+    )
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert "app.py:1:8: warning [Ruff F401]" in results["c0"], results["c0"]
+    assert "unused-import (F401)" in results["c1"], results["c1"]
+    assert records["visited"] is True and records["shown"] is False
+    assert records["managed"] is True
+    assert "editor" in str(records["source"]), records["source"]

@@ -1528,3 +1528,55 @@ def test_the_chat_sends_a_many_line_prompt_from_its_prompt_buffer(
     assert (
         "## You\n\nfirst line\nsecond line\n\n## Agent\n\nFirst answer." in records["conversation"]
     )
+
+
+RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_the_editors_own_language_server_answers_the_agents_language_tools(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 38: `ruff server` attached to Python buffers in Neovim (no [language_servers]
+    # configured, so no headless source exists): a write's problems and a hover come from
+    # it, through agent/languageDiagnostics and agent/languageRequest. The file written was
+    # never open: the client loads it unseen so ruff analyses it.
+    (workspace / "noqa.py").write_text("import os  # noqa: F401\n", encoding="utf-8")
+    model.reply(
+        tool_calls=[
+            tool_call("write_file", {"path": "app.py", "content": "import os\n"}, id="c0"),
+            tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+        ]
+    )
+    model.reply("done")
+    body = r"""
+        local root = vim.loop.cwd()
+        local ruff = vim.lsp.start_client({ name = 'ruff', cmd = { config.data.ruff, 'server' },
+                                            root_dir = root })
+        vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(args)
+          vim.lsp.buf_attach_client(args.buf, ruff)
+        end })
+        vim.cmd('AgentAsk go')
+        T.idle()
+        local buf = vim.fn.bufnr(root .. '/app.py')
+        local client = vim.lsp.get_client_by_id(agent.client_id(root))
+        local listed = require('agent_lsp.client').call(client, 'request_sync', 'agent/listTools',
+                                                        {}, 10000)
+        local sources = {}
+        for _, tool in ipairs(listed.result.tools) do
+          if tool.name == 'diagnostics' then sources = tool.annotations end
+        end
+        T.emit({ loaded = buf > 0 and vim.api.nvim_buf_is_loaded(buf),
+                 shown = buf > 0 and vim.fn.bufwinid(buf) ~= -1,
+                 ruff_attached = buf > 0 and vim.lsp.buf_get_clients(buf)[ruff] ~= nil,
+                 source = sources.languageSource or vim.NIL })
+    """
+    records = run_nvim(tmp_path, model, workspace, body, data={"ruff": RUFF})
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert "app.py:1:8: warning [Ruff F401]" in results["c0"], results["c0"]
+    assert "unused-import (F401)" in results["c1"], results["c1"]
+    assert records["loaded"] is True and records["shown"] is False
+    assert records["ruff_attached"] is True
+    assert "editor" in str(records["source"]), records["source"]
