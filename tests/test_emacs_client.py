@@ -1998,7 +1998,7 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
         """
         (let ((ruff (plist-get (plist-get test-config :data) :ruff)))
           (with-current-buffer (find-file-noselect "noqa.py")
-            (eglot 'python-mode (eglot--current-project) 'eglot-lsp-server
+            (eglot '(python-mode) (eglot--current-project) 'eglot-lsp-server
                    (list ruff "server") "python")))
         (test-wait "ruff to connect"
                    (lambda () (with-current-buffer "noqa.py" (eglot-current-server))) 30)
