@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from ..agent.compaction import ContextWindow
     from ..agent.loop import LoopResult
     from ..checkpoints.rewind import RewindEditor
+    from .folders import LanguageFactory
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,12 @@ class AgentEngine:
         rewinds a way to restore open documents through the editor."""
         self._documents = documents
         self._editor = editor
+
+    def attach_languages(self, factory: LanguageFactory | None) -> None:
+        """Give the folders opened from now on another source of language features than
+        the language servers agent-lsp starts (the LSP face: the editor's own, for a
+        client that answers for them); None: none at all."""
+        self._folders.set_language_servers(factory)
 
     def attach_warnings(self, sink: WarningSink | None) -> None:
         """Where warnings that belong to no ask go (the language server shows them)."""

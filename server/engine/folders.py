@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
@@ -27,13 +27,21 @@ from tools import programs, sandbox
 from .. import protocol as p
 from ..config.own_secrets import exposure_warning
 from ..errors import InvalidParamsError, NoWorkspaceFolderError
-from ..language.servers import HeadlessLanguages
 from ..mcp.servers import McpServers
 from ..settings.settings import AgentSettings, ToolSettings
 from .bootstrap import build_tools, check_enabled, sandbox_unavailable
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
+    from tooling.language import LanguageFeatures
+
+    class LanguageSource(LanguageFeatures, Protocol):
+        """A folder's source of language features, closed with the folder."""
+
+        async def aclose(self) -> None: ...
+
+    # A folder's source, made when it opens (None: none answers for it).
+    LanguageFactory = Callable[[Path], LanguageSource | None]
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +68,12 @@ class Folder:
         build: Callable[[], ToolRegistry],
         key: ToolSettings,
         mcp: McpServers | None = None,
-        language: HeadlessLanguages | None = None,
+        language: LanguageSource | None = None,
     ) -> None:
         self.workspace = workspace
         self.runtime_key = key
         self.mcp = mcp
-        # The language servers agent-lsp starts for this folder (None: none configured).
+        # The folder's source of language features (None: none answers for it).
         self.language = language
         self._build = build
         self._builtins: ToolRegistry | None = None
@@ -136,7 +144,7 @@ class Folders:
         hidden_paths: Iterable[Path],
         mcp_servers: Callable[[Path], McpServers] | None = None,
         readable_paths: Iterable[Path] = (),
-        language_servers: Callable[[Path], HeadlessLanguages | None] | None = None,
+        language_servers: LanguageFactory | None = None,
     ) -> None:
         self._settings = settings  # the editor settings now (the engine holds them)
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
@@ -144,13 +152,19 @@ class Folders:
         # Folders outside the workspace read_file may read (the user's skills).
         self._readable_paths = tuple(readable_paths)
         self._mcp_servers = mcp_servers  # a folder's MCP servers (None: it has none)
-        # A folder's language servers, started by agent-lsp (None: it has none).
+        # A folder's source of language features: by default the language servers
+        # agent-lsp starts; a face may give its own (set_language_servers).
         self._language_servers = language_servers
         self._folders: dict[Path, Folder] = {}
         self._sandbox_warned = False
         self._closing: set[asyncio.Task[None]] = set()  # MCP servers of removed folders
         # A folder's tools built from other settings (a session's mode), by root and key.
         self._variants: dict[tuple[Path, ToolSettings], Folder] = {}
+
+    def set_language_servers(self, factory: LanguageFactory | None) -> None:
+        """The source of language features of the folders opened from now on (a face
+        chooses: the LSP face gives the editor's own servers to a client that answers)."""
+        self._language_servers = factory
 
     def set(self, paths: list[Path]) -> list[str]:
         """Replace the open folders; returns warnings for folders that cannot be used (or
@@ -306,7 +320,7 @@ class Folders:
         workspace: Workspace,
         mcp: McpServers | None = None,
         key: ToolSettings | None = None,
-        language: HeadlessLanguages | None = None,
+        language: LanguageSource | None = None,
     ) -> Folder:
         settings = key if key is not None else self._settings().tools()
         if language is None and self._language_servers is not None:

@@ -33,15 +33,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from tooling.language import (
-    SEVERITIES,
     Diagnostic,
     DiagnosticsReport,
     LanguageError,
     Location,
     Position,
-    Span,
     Symbol,
-    TextChange,
     WorkspaceChange,
 )
 from tooling.regular_files import read_text_file
@@ -50,6 +47,7 @@ from tools import sandbox
 from ..positions import LineIndex, fs_path
 from .client import ClientError, JsonRpcClient
 from .config import LanguageServerSpec, language_id, read_definitions
+from .shapes import LspShapes, hover_text
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +58,6 @@ FIRST_BACKOFF: Final = 1.0
 MAX_BACKOFF: Final = 60.0
 MAX_FILE: Final = 8 * 1024 * 1024  # a file bigger than this is not sent to a server
 UNCONFINED_VARIABLE: Final = "AGENT_LSP_LANGUAGE_SERVERS_UNCONFINED"
-
-SYMBOL_KINDS: Final = (
-    "file", "module", "namespace", "package", "class", "method", "property", "field",
-    "constructor", "enum", "interface", "function", "variable", "constant", "string",
-    "number", "boolean", "array", "object", "key", "null", "enum member", "struct", "event",
-    "operator", "type parameter",
-)  # fmt: skip
 
 CLIENT_CAPABILITIES: Final[Mapping[str, Any]] = {
     "general": {"positionEncodings": ["utf-16", "utf-32", "utf-8"]},
@@ -265,7 +256,7 @@ class HeadlessLanguages:
         )
         if not isinstance(result, dict):
             return None
-        return _hover_text(result.get("contents")) or None
+        return hover_text(result.get("contents")) or None
 
     async def rename(self, path: Path, position: Position, new_name: str) -> WorkspaceChange:
         server, index = await self._open(path)
@@ -541,16 +532,13 @@ class HeadlessLanguages:
 
     # -- conversions --------------------------------------------------------------------
 
+    def _shapes(self, server: _Server) -> LspShapes:
+        return LspShapes(lambda path: self._text(server, path), server.encoding)
+
     def _at(
         self, path: Path, index: LineIndex, server: _Server, position: Position
     ) -> dict[str, Any]:
-        text = server.documents[path][1]
-        offset = LineIndex(text, "utf-32").offset(position.line - 1, position.column - 1)
-        line, character = index.position(offset)
-        return {
-            "textDocument": {"uri": path.as_uri()},
-            "position": {"line": line, "character": character},
-        }
+        return self._shapes(server).at(path, position)
 
     def _text(self, server: _Server, path: Path) -> str:
         known = server.documents.get(path)
@@ -558,52 +546,11 @@ class HeadlessLanguages:
             return known[1]
         return _read(path) or ""
 
-    def _span(self, server: _Server, path: Path, raw: Any) -> Span:
-        text = self._text(server, path)
-        wire, chars = LineIndex(text, server.encoding), LineIndex(text, "utf-32")
-
-        def point(value: Any) -> Position:
-            value = value if isinstance(value, dict) else {}
-            line = int(value.get("line", 0) or 0)
-            character = int(value.get("character", 0) or 0)
-            at = chars.position(wire.offset(line, character))
-            return Position(at[0] + 1, at[1] + 1)
-
-        raw = raw if isinstance(raw, dict) else {}
-        return Span(point(raw.get("start")), point(raw.get("end")))
-
     def _diagnostics(self, server: _Server, path: Path, record: _Published) -> list[Diagnostic]:
-        found = []
-        for raw in record.diagnostics:
-            severity = raw.get("severity")
-            code = raw.get("code")
-            found.append(
-                Diagnostic(
-                    span=self._span(server, path, raw.get("range")),
-                    message=str(raw.get("message", "")),
-                    severity=SEVERITIES[severity - 1]
-                    if isinstance(severity, int) and 1 <= severity <= 4
-                    else "error",
-                    code=str(code) if code is not None else None,
-                    source=str(raw["source"]) if raw.get("source") else None,
-                )
-            )
-        return found
+        return self._shapes(server).diagnostics(path, record.diagnostics)
 
     def _locations(self, server: _Server, result: Any) -> list[Location]:
-        items = result if isinstance(result, list) else [result] if isinstance(result, dict) else []
-        found = []
-        for item in items:
-            if not isinstance(item, dict):
-                continue
-            uri = item.get("uri") or item.get("targetUri")
-            where = item.get("range") or item.get("targetSelectionRange")
-            path_text = fs_path(str(uri or ""))
-            if path_text is None:
-                continue
-            path = Path(path_text)
-            found.append(Location(path, self._span(server, path, where)))
-        return found
+        return self._shapes(server).locations(result)
 
     def _symbols(
         self,
@@ -614,67 +561,10 @@ class HeadlessLanguages:
         container: str | None,
         depth: int,
     ) -> None:
-        for item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-                continue
-            kind = item.get("kind")
-            kind_name = (
-                SYMBOL_KINDS[kind - 1] if isinstance(kind, int) and 1 <= kind <= 26 else "symbol"
-            )
-            if "location" in item:  # SymbolInformation / WorkspaceSymbol
-                location = item["location"] if isinstance(item["location"], dict) else {}
-                target = fs_path(str(location.get("uri", "")))
-                if target is None:
-                    continue
-                where = Path(target)
-                span = self._span(server, where, location.get("range"))
-                parent = item.get("containerName") or container
-            else:  # DocumentSymbol, nested
-                if path is None:
-                    continue
-                where = path
-                span = self._span(server, path, item.get("selectionRange") or item.get("range"))
-                parent = container
-            out.append(
-                Symbol(
-                    name=item["name"],
-                    kind=kind_name,
-                    location=Location(where, span),
-                    container=parent if isinstance(parent, str) and parent else None,
-                    detail=item.get("detail") if isinstance(item.get("detail"), str) else None,
-                    depth=depth,
-                )
-            )
-            children = item.get("children")
-            if isinstance(children, list) and path is not None:
-                self._symbols(server, path, children, out, item["name"], depth + 1)
+        self._shapes(server).symbols(path, items, out, container, depth)
 
     def _workspace_change(self, server: _Server, raw: dict[str, Any]) -> WorkspaceChange:
-        changes: dict[Path, list[TextChange]] = {}
-        unsupported: list[str] = []
-
-        def add(uri: Any, edits: Any) -> None:
-            target = fs_path(str(uri or ""))
-            if target is None or not isinstance(edits, list):
-                unsupported.append(f"an edit of {uri}")
-                return
-            path = Path(target)
-            for edit in edits:
-                if isinstance(edit, dict) and isinstance(edit.get("newText"), str):
-                    changes.setdefault(path, []).append(
-                        TextChange(self._span(server, path, edit.get("range")), edit["newText"])
-                    )
-
-        for change in raw.get("documentChanges") or []:
-            if isinstance(change, dict) and "textDocument" in change:
-                add((change["textDocument"] or {}).get("uri"), change.get("edits"))
-            elif isinstance(change, dict):
-                unsupported.append(f"{change.get('kind', 'a file operation')} of "
-                                   f"{change.get('uri') or change.get('oldUri')}")  # fmt: skip
-        if not raw.get("documentChanges"):
-            for uri, edits in (raw.get("changes") or {}).items():
-                add(uri, edits)
-        return WorkspaceChange(changes, tuple(unsupported))
+        return self._shapes(server).workspace_change(raw)
 
 
 def _read(path: Path) -> str | None:
@@ -682,16 +572,6 @@ def _read(path: Path) -> str | None:
         return read_text_file(path, MAX_FILE)
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-
-
-def _hover_text(contents: Any) -> str:
-    if isinstance(contents, str):
-        return contents.strip()
-    if isinstance(contents, dict):
-        return str(contents.get("value", "")).strip()
-    if isinstance(contents, list):
-        return "\n\n".join(t for t in (_hover_text(c) for c in contents) if t)
-    return ""
 
 
 def folder_languages(

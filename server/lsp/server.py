@@ -41,6 +41,7 @@ from ..settings.settings import read_settings
 from ..stdio import EXIT_DEADLINE_S, cancel_on_signals, exit_within
 from .ask_reporting import AskReporter, Progress
 from .documents import LspDocuments
+from .language import client_answers, editor_languages
 from .permission_requests import LspAsker
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class AgentLanguageServer(LanguageServer):
         )
         self.engine = engine or AgentEngine()
         documents = LspDocuments(self, lambda: self.engine.settings)
+        self.documents = documents
         self.engine.attach_documents(documents, editor=documents)
         self.engine.attach_warnings(lambda warning: self.warn_user(f"agent-lsp: {warning.message}"))
         self.asker = LspAsker(self)
@@ -288,6 +290,11 @@ def create_server(engine: AgentEngine | None = None) -> AgentLanguageServer:
             paths = [Path(root)]
         if not paths and params.root_path:
             paths = [Path(params.root_path)]
+        # The folders' language features: the editor's own servers for a client that
+        # answers for them (every folder, even where [language_servers] are defined: the
+        # editor's are the user's), else the ones agent-lsp starts.
+        if client_answers(ls):
+            ls.engine.attach_languages(editor_languages(ls, ls.documents))
         ls.pending_warnings.extend(ls.engine.set_folders(paths))
         # Shown once the client is ready for messages (after `initialized`). The user file's
         # warnings first: each is given once per process, and initialize's answer reads
