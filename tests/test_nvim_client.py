@@ -1561,7 +1561,7 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
         local buf = vim.fn.bufnr(root .. '/app.py')
         local client = vim.lsp.get_client_by_id(agent.client_id(root))
         local listed = require('agent_lsp.client').call(client, 'request_sync', 'agent/listTools',
-                                                        {}, 10000)
+                                                        vim.empty_dict(), 10000)
         local sources = {}
         for _, tool in ipairs(listed.result.tools) do
           if tool.name == 'diagnostics' then sources = tool.annotations end
