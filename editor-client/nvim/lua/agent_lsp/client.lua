@@ -152,9 +152,15 @@ function M.id_of(root)
   return clients[root]
 end
 
---- Attach `bufnr` to the server of every root it is under (a loaded file buffer only).
+--- Attach `bufnr` to the server of every root it is under (a loaded file buffer only, one
+--- shown or opened by the user).
 function M.maybe_attach(bufnr)
   if not api.nvim_buf_is_loaded(bufnr) or vim.bo[bufnr].buftype ~= '' then
+    return
+  end
+  -- Loaded unseen for the editor's language servers (language.lua): not open for the agent,
+  -- whose edits then go to the file, not to a buffer nobody sees (BufWinEnter attaches it).
+  if vim.b[bufnr].agent_lsp_unseen then
     return
   end
   local name = api.nvim_buf_get_name(bufnr)

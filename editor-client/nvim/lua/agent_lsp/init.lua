@@ -121,5 +121,16 @@ vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
     client.maybe_attach(args.buf)
   end,
 })
+-- A file loaded unseen for the editor's language servers (language.lua) is not open for the
+-- agent (its writes go to the file) until it is shown in a window.
+vim.api.nvim_create_autocmd('BufWinEnter', {
+  group = group,
+  callback = function(args)
+    if vim.b[args.buf].agent_lsp_unseen then
+      vim.b[args.buf].agent_lsp_unseen = nil
+      client.maybe_attach(args.buf)
+    end
+  end,
+})
 
 return M

@@ -97,12 +97,15 @@ local function encoding_of(client)
 end
 
 --- The buffer of `uri`, loaded (its language servers attach as when the user opens it, but
---- it is never shown). A buffer on screen that is unmodified is read again if the file
---- changed on disk (an agent's write).
+--- it is never shown, and agent-lsp does not take it as open: its writes go to the file).
+--- A loaded buffer that is unmodified is read again if the file changed on disk (an
+--- agent's write).
 local function load(uri)
   local bufnr = vim.uri_to_bufnr(uri)
   if not api.nvim_buf_is_loaded(bufnr) then
     vim.bo[bufnr].buflisted = false
+    -- Not open for the agent (client.maybe_attach) until it is shown in a window.
+    vim.b[bufnr].agent_lsp_unseen = true
     pcall(vim.fn.bufload, bufnr)
     -- bufload reads the file; the autocommands that detect its type and attach servers
     -- (FileType) run for a buffer read this way too, but only when it has a type.
@@ -279,12 +282,14 @@ local function convert(value, uri, from, to, lines_of)
   end
 end
 
+--- Line `row` of the document `uri`: its buffer's if loaded, else the file's.
 local function lines_of(uri, row)
-  local bufnr = vim.uri_to_bufnr(uri)
-  if not api.nvim_buf_is_loaded(bufnr) then
-    pcall(vim.fn.bufload, bufnr)
+  local bufnr = vim.fn.bufnr(vim.uri_to_fname(uri))
+  if bufnr > 0 and api.nvim_buf_is_loaded(bufnr) then
+    return line_text(bufnr, row)
   end
-  return line_text(bufnr, row)
+  local ok, lines = pcall(vim.fn.readfile, vim.uri_to_fname(uri), '', row + 1)
+  return ok and lines[row + 1] or ''
 end
 
 --- Wait (a little) until the buffer's language servers are initialized.
