@@ -1569,7 +1569,13 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
         T.emit({ loaded = buf > 0 and vim.api.nvim_buf_is_loaded(buf),
                  shown = buf > 0 and vim.fn.bufwinid(buf) ~= -1,
                  ruff_attached = buf > 0 and vim.lsp.buf_get_clients(buf)[ruff] ~= nil,
+                 agent_attached = buf > 0 and vim.lsp.buf_get_clients(buf)[client.id] ~= nil,
                  source = sources.languageSource or vim.NIL })
+        -- Shown in a window, it is open for the agent like any buffer the user opens.
+        vim.cmd('buffer ' .. buf)
+        T.wait('agent-lsp to attach', function()
+          return vim.lsp.buf_get_clients(buf)[client.id] ~= nil
+        end)
     """
     records = run_nvim(tmp_path, model, workspace, body, data={"ruff": RUFF})
     results = {
@@ -1579,4 +1585,56 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
     assert "unused-import (F401)" in results["c1"], results["c1"]
     assert records["loaded"] is True and records["shown"] is False
     assert records["ruff_attached"] is True
+    assert records["agent_attached"] is False  # not open for the agent: its writes go to disk
     assert "editor" in str(records["source"]), records["source"]
+
+
+JEDI = shutil.which("jedi-language-server", path=str(Path(sys.executable).parent))
+
+# jedi-language-server attached to Python buffers: the navigation tools through Neovim.
+JEDI_BODY = r"""
+    local root = vim.loop.cwd()
+    local jedi = vim.lsp.start_client({ name = 'jedi', cmd = { config.data.jedi }, root_dir = root })
+    vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(args)
+      vim.lsp.buf_attach_client(args.buf, jedi)
+    end })
+    vim.cmd('AgentAsk go')
+    T.idle()
+"""
+
+
+@pytest.mark.skipif(JEDI is None, reason="jedi-language-server is a dev dependency")
+def test_definition_references_symbols_hover_and_rename_through_neovims_language_server(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    (workspace / "lib.py").write_text('def greet(name):\n    """Say hello."""\n    return name\n')
+    (workspace / "main.py").write_text('from lib import greet\n\nprint(greet("é"))\n')
+    calls = [
+        ("definition", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("references", {"path": "lib.py", "line": 1, "column": 5}),
+        ("symbols", {"path": "lib.py"}),
+        ("symbols", {"query": "greet"}),
+        ("hover", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("read_file", {"path": "lib.py"}),
+        ("read_file", {"path": "main.py"}),
+        ("rename", {"path": "main.py", "line": 3, "symbol": "greet", "new_name": "welcome"}),
+    ]
+    for n, (name, arguments) in enumerate(calls):
+        model.reply(tool_calls=[tool_call(name, arguments, id=f"c{n}")])
+    model.reply("done")
+    run_nvim(tmp_path, model, workspace, JEDI_BODY, data={"jedi": JEDI})
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert results["c0"] == "lib.py:1:5: def greet(name):", results["c0"]
+    assert results["c1"].splitlines() == [
+        "3 references (declaration included):",
+        "lib.py:1:5: def greet(name):",
+        "main.py:1:17: from lib import greet",
+        'main.py:3:7: print(greet("é"))',
+    ], results["c1"]
+    assert results["c2"] == "function greet — def greet (line 1)", results["c2"]
+    assert results["c3"].startswith("lib.py:1:5: function greet"), results["c3"]
+    assert "def greet(name)" in results["c4"] and "Say hello." in results["c4"], results["c4"]
+    assert (workspace / "lib.py").read_text().startswith("def welcome(name):"), results["c7"]
+    assert (workspace / "main.py").read_text() == 'from lib import welcome\n\nprint(welcome("é"))\n'

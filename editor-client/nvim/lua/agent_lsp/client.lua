@@ -160,7 +160,7 @@ function M.maybe_attach(bufnr)
   end
   -- Loaded unseen for the editor's language servers (language.lua): not open for the agent,
   -- whose edits then go to the file, not to a buffer nobody sees (BufWinEnter attaches it).
-  if vim.b[bufnr].agent_lsp_unseen then
+  if language.unseen[bufnr] then
     return
   end
   local name = api.nvim_buf_get_name(bufnr)

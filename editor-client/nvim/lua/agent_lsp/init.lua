@@ -126,9 +126,16 @@ vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
 vim.api.nvim_create_autocmd('BufWinEnter', {
   group = group,
   callback = function(args)
-    if vim.b[args.buf].agent_lsp_unseen then
-      vim.b[args.buf].agent_lsp_unseen = nil
-      client.maybe_attach(args.buf)
+    local language = require('agent_lsp.language')
+    if language.unseen[args.buf] then
+      -- bufload() itself enters the buffer in Neovim's hidden autocommand window: a window
+      -- that still shows it afterwards is a real one.
+      vim.schedule(function()
+        if language.unseen[args.buf] and #vim.fn.win_findbuf(args.buf) > 0 then
+          language.unseen[args.buf] = nil
+          client.maybe_attach(args.buf)
+        end
+      end)
     end
   end,
 })

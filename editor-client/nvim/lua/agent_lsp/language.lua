@@ -31,6 +31,9 @@ M.REQUEST_TIMEOUT_MS = 10000
 M.ATTACH_WAIT_MS = 5000
 
 local api = vim.api
+
+-- Buffers loaded here and not shown yet: not open for the agent (client.maybe_attach).
+M.unseen = {}
 -- Client methods are called `client:request()` from 0.11 on (client.lua's M.call; that
 -- module requires this one, hence this copy).
 local COLON_METHODS = vim.fn.has('nvim-0.11') == 1
@@ -105,7 +108,7 @@ local function load(uri)
   if not api.nvim_buf_is_loaded(bufnr) then
     vim.bo[bufnr].buflisted = false
     -- Not open for the agent (client.maybe_attach) until it is shown in a window.
-    vim.b[bufnr].agent_lsp_unseen = true
+    M.unseen[bufnr] = true
     pcall(vim.fn.bufload, bufnr)
     -- bufload reads the file; the autocommands that detect its type and attach servers
     -- (FileType) run for a buffer read this way too, but only when it has a type.
