@@ -2026,3 +2026,61 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
     assert records["visited"] is True and records["shown"] is False
     assert records["managed"] is True
     assert "editor" in str(records["source"]), records["source"]
+
+
+JEDI = shutil.which("jedi-language-server", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(JEDI is None, reason="jedi-language-server is a dev dependency")
+def test_definition_references_symbols_hover_and_rename_through_eglots_language_server(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Issue 38: eglot runs jedi-language-server for the project's Python buffers; the
+    navigation tools and a rename are answered by it through agent/languageRequest."""
+    (workspace / "lib.py").write_text('def greet(name):\n    """Say hello."""\n    return name\n')
+    (workspace / "main.py").write_text('from lib import greet\n\nprint(greet("é"))\n')
+    calls = [
+        ("definition", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("references", {"path": "lib.py", "line": 1, "column": 5}),
+        ("symbols", {"path": "lib.py"}),
+        ("symbols", {"query": "greet"}),
+        ("hover", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("read_file", {"path": "lib.py"}),
+        ("read_file", {"path": "main.py"}),
+        ("rename", {"path": "main.py", "line": 3, "symbol": "greet", "new_name": "welcome"}),
+    ]
+    for n, (name, arguments) in enumerate(calls):
+        model.reply(tool_calls=[tool_call(name, arguments, id=f"c{n}")])
+    model.reply("done")
+    run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (let ((jedi (plist-get (plist-get test-config :data) :jedi)))
+          (with-current-buffer (find-file-noselect "lib.py")
+            (eglot '(python-mode) (eglot--current-project) 'eglot-lsp-server
+                   (list jedi) "python")))
+        (test-wait "jedi to connect"
+                   (lambda () (with-current-buffer "lib.py" (eglot-current-server))) 30)
+        (agent-lsp-ask "go")
+        (test-idle)
+        """,
+        data={"jedi": JEDI},
+    )
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert results["c0"] == "lib.py:1:5: def greet(name):", results["c0"]
+    assert results["c1"].splitlines() == [
+        "3 references (declaration included):",
+        "lib.py:1:5: def greet(name):",
+        "main.py:1:17: from lib import greet",
+        'main.py:3:7: print(greet("é"))',
+    ], results["c1"]
+    assert results["c2"] == "function greet — def greet (line 1)", results["c2"]
+    assert results["c3"].startswith("lib.py:1:5: function greet"), results["c3"]
+    assert "def greet(name)" in results["c4"] and "Say hello." in results["c4"], results["c4"]
+    assert (workspace / "lib.py").read_text().startswith("def welcome(name):"), results["c7"]
+    assert (workspace / "main.py").read_text() == 'from lib import welcome\n\nprint(welcome("é"))\n'
