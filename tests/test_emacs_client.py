@@ -1987,6 +1987,7 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
         tool_calls=[
             tool_call("write_file", {"path": "app.py", "content": "import os\n"}, id="c0"),
             tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+            tool_call("write_file", {"path": "todo.md", "content": "# todo\n"}, id="c2"),
         ]
     )
     model.reply("done")
@@ -2014,7 +2015,8 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
                                                 (eglot-current-server)))
                                   t :false)
                      :source (or (plist-get (plist-get tool :annotations) :languageSource)
-                                 :null)))
+                                 :null)
+                     :trace (test-lines "*agent-lsp-trace*")))
         """,
         data={"ruff": RUFF},
     )
@@ -2023,6 +2025,15 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
     }
     assert "app.py:1:8: warning [Ruff F401]" in results["c0"], results["c0"]
     assert "unused-import (F401)" in results["c1"], results["c1"]
+    # No language server of Emacs handles Markdown: the client says so at once, the write
+    # does not wait out diagnosticsWait (1500 ms).
+    assert results["c2"].startswith("Wrote 7 bytes to todo.md\nProblems: "), results["c2"]
+    [ms] = [
+        int(m[1])
+        for x in records["trace"]
+        if (m := re.search(r"✓ write_file todo\.md \((\d+) ms", x))
+    ]
+    assert ms < 1500, records["trace"]
     assert records["visited"] is True and records["shown"] is False
     assert records["managed"] is True
     assert "editor" in str(records["source"]), records["source"]

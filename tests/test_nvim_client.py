@@ -1546,6 +1546,7 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
         tool_calls=[
             tool_call("write_file", {"path": "app.py", "content": "import os\n"}, id="c0"),
             tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+            tool_call("write_file", {"path": "todo.md", "content": "# todo\n"}, id="c2"),
         ]
     )
     model.reply("done")
@@ -1570,7 +1571,8 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
                  shown = buf > 0 and vim.fn.bufwinid(buf) ~= -1,
                  ruff_attached = buf > 0 and vim.lsp.buf_get_clients(buf)[ruff] ~= nil,
                  agent_attached = buf > 0 and vim.lsp.buf_get_clients(buf)[client.id] ~= nil,
-                 source = sources.languageSource or vim.NIL })
+                 source = sources.languageSource or vim.NIL,
+                 conversation = T.lines(agent.status().conversation_buf) })
         -- Shown in a window, it is open for the agent like any buffer the user opens.
         vim.cmd('buffer ' .. buf)
         T.wait('agent-lsp to attach', function()
@@ -1583,6 +1585,15 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
     }
     assert "app.py:1:8: warning [Ruff F401]" in results["c0"], results["c0"]
     assert "unused-import (F401)" in results["c1"], results["c1"]
+    # No language server of Neovim handles Markdown: the client says so at once, the write
+    # does not wait out diagnosticsWait (1500 ms).
+    assert results["c2"].startswith("Wrote 7 bytes to todo.md\nProblems: "), results["c2"]
+    [ms] = [
+        int(m[1])
+        for x in records["conversation"]
+        if (m := re.search(r"✓ write_file todo\.md \((\d+) ms", x))
+    ]
+    assert ms < 1500, records["conversation"]
     assert records["loaded"] is True and records["shown"] is False
     assert records["ruff_attached"] is True
     assert records["agent_attached"] is False  # not open for the agent: its writes go to disk
@@ -1594,7 +1605,8 @@ JEDI = shutil.which("jedi-language-server", path=str(Path(sys.executable).parent
 # jedi-language-server attached to Python buffers: the navigation tools through Neovim.
 JEDI_BODY = r"""
     local root = vim.loop.cwd()
-    local jedi = vim.lsp.start_client({ name = 'jedi', cmd = { config.data.jedi }, root_dir = root })
+    local jedi = vim.lsp.start_client({ name = 'jedi', cmd = { config.data.jedi },
+                                        root_dir = root })
     vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(args)
       vim.lsp.buf_attach_client(args.buf, jedi)
     end })

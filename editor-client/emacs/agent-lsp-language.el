@@ -16,7 +16,7 @@
 ;;   buffer whose file changed on disk (the agent's write) is reverted.  With
 ;;   waitMs > 0 the reply waits, up to waitMs, for a publish after the request
 ;;   arrived (or one already made for the buffer's current text); a file with
-;;   none, or no server, is `answered: false'.
+;;   none, or no server (said at once), is `answered: false'.
 ;; - `agent/languageRequest' {method, params}: the request sent with
 ;;   `jsonrpc-async-request' to the eglot server of the file's buffer (every
 ;;   eglot server but agent-lsp's for `workspace/symbol'); the first non-null
@@ -105,8 +105,10 @@ An unmodified buffer whose file changed on disk is reverted first."
           (agent-lsp--language-answer request))))))
 
 (defun agent-lsp--language-fresh (file)
-  "Whether the diagnostics of FILE (a plist of a waiting request) are current."
+  "Whether the diagnostics of FILE (a plist of a waiting request) are current.
+A file no eglot server manages has nothing to wait for."
   (or (plist-get file :current)
+      (not (agent-lsp--language-server (plist-get file :buffer)))
       (> (or (car (gethash (plist-get file :file) agent-lsp--published)) 0)
          (plist-get file :count))))
 

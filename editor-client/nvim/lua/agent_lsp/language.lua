@@ -8,7 +8,8 @@
 --     A file not loaded is loaded (bufadd + bufload, never shown) so its language servers
 --     attach and analyse it. With waitMs > 0 it waits, up to waitMs, until the diagnostics
 --     of each buffer changed (DiagnosticChanged) for its current text; `answered` is false
---     for a file whose diagnostics did not, or that no language server of Neovim handles.
+--     for a file whose diagnostics did not, or that no language server of Neovim handles
+--     (said at once: nothing to wait for).
 --   agent/languageRequest {method, params} -> {result}
 --     the request (definition, references, documentSymbol, workspace/symbol, hover, rename)
 --     run with request_sync on the buffer's language servers other than agent-lsp itself:
@@ -220,8 +221,10 @@ function M.on_diagnostics(_, params, ctx)
   local function handled(file)
     return #other_clients(file.bufnr, agent_id) > 0
   end
+  -- A file no language server attached to once loaded (servers attach in FileType, at
+  -- once) has nothing to wait for.
   local function done(file)
-    return file.current or fresh(file.bufnr, file.changes)
+    return file.current or fresh(file.bufnr, file.changes) or not handled(file)
   end
   if wait > 0 then
     vim.wait(wait, function()
