@@ -1544,7 +1544,7 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
     (workspace / "noqa.py").write_text("import os  # noqa: F401\n", encoding="utf-8")
     model.reply(
         tool_calls=[
-            tool_call("write_file", {"path": "app.py", "content": "import os\n"}, id="c0"),
+            tool_call("write_file", {"path": "app.py", "content": 's = "é"; import os\n'}, id="c0"),
             tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
             tool_call("write_file", {"path": "todo.md", "content": "# todo\n"}, id="c2"),
         ]
@@ -1583,7 +1583,8 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
     results = {
         m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
     }
-    assert "app.py:1:8: warning [Ruff F401]" in results["c0"], results["c0"]
+    # Column 17 in characters (byte 18: Neovim's diagnostics are converted back).
+    assert "app.py:1:17: warning [Ruff F401]" in results["c0"], results["c0"]
     assert "unused-import (F401)" in results["c1"], results["c1"]
     # No language server of Neovim handles Markdown: the client says so at once, the write
     # does not wait out diagnosticsWait (1500 ms).

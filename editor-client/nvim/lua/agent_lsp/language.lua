@@ -32,6 +32,10 @@ M.REQUEST_TIMEOUT_MS = 10000
 M.ATTACH_WAIT_MS = 5000
 
 local api = vim.api
+-- Neovim 0.11 names the encoding in vim.str_utfindex/str_byteindex (the old form warns);
+-- vim.islist replaces vim.tbl_islist from 0.10.
+local NEW_INDEX = vim.fn.has('nvim-0.11') == 1
+local islist = vim.islist or vim.tbl_islist
 
 -- Buffers loaded here and not shown yet: not open for the agent (client.maybe_attach).
 M.unseen = {}
@@ -135,6 +139,10 @@ local function from_byte(line, col, encoding)
   if encoding == 'utf-8' then
     return col
   end
+  if NEW_INDEX then
+    local ok, index = pcall(vim.str_utfindex, line, encoding, col, false)
+    return ok and index or col
+  end
   local ok, utf32, utf16 = pcall(vim.str_utfindex, line, col)
   if not ok then
     return col
@@ -147,7 +155,12 @@ local function to_byte(line, character, encoding)
   if encoding == 'utf-8' then
     return math.min(character, #line)
   end
-  local ok, byte = pcall(vim.str_byteindex, line, character, encoding == 'utf-16')
+  local ok, byte
+  if NEW_INDEX then
+    ok, byte = pcall(vim.str_byteindex, line, encoding, character, false)
+  else
+    ok, byte = pcall(vim.str_byteindex, line, character, encoding == 'utf-16')
+  end
   if not ok then
     return #line
   end
@@ -278,7 +291,7 @@ local function convert(value, uri, from, to, lines_of)
     here = value.textDocument.uri
   end
   for key, child in pairs(value) do
-    if key == 'changes' and type(child) == 'table' and not vim.tbl_islist(child) then
+    if key == 'changes' and type(child) == 'table' and not islist(child) then
       for change_uri, edits in pairs(child) do
         convert(edits, change_uri, from, to, lines_of)
       end
@@ -347,7 +360,7 @@ function M.on_request(_, params, ctx)
       local ok, response = pcall(call, client, 'request_sync', method, sent, M.REQUEST_TIMEOUT_MS, bufnr or 0)
       if ok and response and not response.err and not is_nil(response.result) then
         local result = response.result
-        if type(result) == 'table' and vim.tbl_islist(result) and #result == 0 then
+        if type(result) == 'table' and islist(result) and #result == 0 then
           empty = empty or result
         else
           convert(result, uri, encoding, agent_encoding, lines_of)
