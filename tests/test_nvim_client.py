@@ -1651,3 +1651,30 @@ def test_definition_references_symbols_hover_and_rename_through_neovims_language
     assert "def greet(name)" in results["c4"] and "Say hello." in results["c4"], results["c4"]
     assert (workspace / "lib.py").read_text().startswith("def welcome(name):"), results["c7"]
     assert (workspace / "main.py").read_text() == 'from lib import welcome\n\nprint(welcome("é"))\n'
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_positions_are_converted_for_a_language_server_that_speaks_utf8(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # ruff negotiates UTF-8 with Neovim, agent-lsp speaks UTF-16: after six "é" (two bytes,
+    # one UTF-16 unit each) the hover's position and range are converted both ways.
+    (workspace / "noqa.py").write_text('s = "éééééé"; import os  # noqa: F401\n')
+    model.reply(tool_calls=[tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"})])
+    model.reply("done")
+    body = r"""
+        local capabilities = vim.lsp.protocol.make_client_capabilities()
+        capabilities.general = { positionEncodings = { 'utf-8' } }
+        local ruff = vim.lsp.start_client({ name = 'ruff', cmd = { config.data.ruff, 'server' },
+                                            root_dir = vim.loop.cwd(),
+                                            capabilities = capabilities,
+                                            offset_encoding = 'utf-8' })
+        vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(args)
+          vim.lsp.buf_attach_client(args.buf, ruff)
+        end })
+        vim.cmd('AgentAsk go')
+        T.idle()
+    """
+    run_nvim(tmp_path, model, workspace, body, data={"ruff": RUFF})
+    [result] = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert "unused-import (F401)" in result, result
