@@ -115,6 +115,7 @@ A file no eglot server manages has nothing to wait for."
 (defun agent-lsp--language-diagnostics (server id params)
   "Answer SERVER's `agent/languageDiagnostics' ID with PARAMS, now or once fresh."
   (let* ((wait (or (plist-get params :waitMs) 0))
+         (started (float-time))
          (files
           (mapcar
            (lambda (uri)
@@ -133,8 +134,10 @@ A file no eglot server manages has nothing to wait for."
          (request (list :server server :id id :files files :wait (> wait 0))))
     (if (or (<= wait 0) (cl-every #'agent-lsp--language-fresh files))
         (agent-lsp--language-answer request)
+      ;; The wait counts from the request's arrival: visiting the files is part of it.
       (plist-put request :timer
-                 (run-at-time (/ wait 1000.0) nil #'agent-lsp--language-answer request))
+                 (run-at-time (max 0 (- (/ wait 1000.0) (- (float-time) started))) nil
+                              #'agent-lsp--language-answer request))
       (push request agent-lsp--diagnostic-waits))))
 
 (defun agent-lsp--language-answer (request)

@@ -215,6 +215,7 @@ function M.on_diagnostics(_, params, ctx)
   local encoding = encoding_of(agent_id and vim.lsp.get_client_by_id(agent_id))
   local uris = type(params) == 'table' and type(params.uris) == 'table' and params.uris or {}
   local wait = math.max(0, tonumber(params and params.waitMs) or 0)
+  local started = (vim.uv or vim.loop).hrtime()
   local files = {}
   for _, uri in ipairs(uris) do
     local before_tick
@@ -239,8 +240,11 @@ function M.on_diagnostics(_, params, ctx)
   local function done(file)
     return file.current or fresh(file.bufnr, file.changes) or not handled(file)
   end
-  if wait > 0 then
-    vim.wait(wait, function()
+  -- The wait counts from the request's arrival: loading the files (a cold filetype plugin,
+  -- a server attaching) is part of it.
+  local left = wait - ((vim.uv or vim.loop).hrtime() - started) / 1e6
+  if left > 0 then
+    vim.wait(left, function()
       for _, file in ipairs(files) do
         if not done(file) then
           return false
