@@ -2018,6 +2018,8 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
                                  :null)
                      :trace (test-lines "*agent-lsp-trace*")))
         """,
+        # A generous wait: ruff's first analysis on a loaded machine can take seconds.
+        settings={"diagnosticsWait": 15000},
         data={"ruff": RUFF},
     )
     results = {
@@ -2027,14 +2029,14 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
     assert "app.py:1:17: warning [Ruff F401]" in results["c0"], results["c0"]
     assert "unused-import (F401)" in results["c1"], results["c1"]
     # No language server of Emacs handles Markdown: the client says so at once, the write
-    # does not wait out diagnosticsWait (1500 ms).
+    # does not wait out diagnosticsWait.
     assert results["c2"].startswith("Wrote 7 bytes to todo.md\nProblems: "), results["c2"]
     [ms] = [
         int(m[1])
         for x in records["trace"]
         if (m := re.search(r"✓ write_file todo\.md \((\d+) ms", x))
     ]
-    assert ms < 1500, records["trace"]
+    assert ms < 5000, records["trace"]
     assert records["visited"] is True and records["shown"] is False
     assert records["managed"] is True
     assert "editor" in str(records["source"]), records["source"]

@@ -1579,7 +1579,10 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
           return vim.lsp.buf_get_clients(buf)[client.id] ~= nil
         end)
     """
-    records = run_nvim(tmp_path, model, workspace, body, data={"ruff": RUFF})
+    # A generous wait: ruff's first analysis on a loaded machine can take seconds.
+    records = run_nvim(
+        tmp_path, model, workspace, body, settings={"diagnosticsWait": 15000}, data={"ruff": RUFF}
+    )
     results = {
         m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
     }
@@ -1587,14 +1590,14 @@ def test_the_editors_own_language_server_answers_the_agents_language_tools(
     assert "app.py:1:17: warning [Ruff F401]" in results["c0"], results["c0"]
     assert "unused-import (F401)" in results["c1"], results["c1"]
     # No language server of Neovim handles Markdown: the client says so at once, the write
-    # does not wait out diagnosticsWait (1500 ms).
+    # does not wait out diagnosticsWait.
     assert results["c2"].startswith("Wrote 7 bytes to todo.md\nProblems: "), results["c2"]
     [ms] = [
         int(m[1])
         for x in records["conversation"]
         if (m := re.search(r"✓ write_file todo\.md \((\d+) ms", x))
     ]
-    assert ms < 1500, records["conversation"]
+    assert ms < 5000, records["conversation"]
     assert records["loaded"] is True and records["shown"] is False
     assert records["ruff_attached"] is True
     assert records["agent_attached"] is False  # not open for the agent: its writes go to disk

@@ -28,7 +28,7 @@ M.REQUEST = methods.language_request or 'agent/languageRequest'
 -- How long a forwarded request waits for a language server (ms); the server's own bound
 -- is what the model sees.
 M.REQUEST_TIMEOUT_MS = 10000
--- How long a file just loaded waits for its language servers to initialize (ms).
+-- How long a file just loaded waits for its language servers to finish starting (ms).
 M.ATTACH_WAIT_MS = 5000
 
 local api = vim.api
@@ -315,13 +315,11 @@ local function lines_of(uri, row)
   return ok and lines[row + 1] or ''
 end
 
---- Wait (a little) until the buffer's language servers are initialized.
+--- Wait (a little) until the buffer's language servers are initialized (servers attach in
+--- FileType, at once: a buffer with none has none to wait for).
 local function wait_attached(bufnr, agent_id)
   vim.wait(M.ATTACH_WAIT_MS, function()
     local clients = other_clients(bufnr, agent_id)
-    if #clients == 0 then
-      return false
-    end
     for _, client in ipairs(clients) do
       if not client.initialized then
         return false
