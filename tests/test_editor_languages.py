@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
 
 from tests.support.lsp_client import AgentTestClient, agent_session, ask, make_client, server_env
 from tests.support.mcp_sessions import tool_results
@@ -55,6 +56,7 @@ def _problems(text: str) -> list[dict[str, Any]]:
 class EditorClient(AgentTestClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fail_requests = False  # answer agent/languageRequest with a JSON-RPC error
         self.diagnostics_asked: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.loaded: list[str] = []  # uris the editor opened (not shown) to answer
@@ -72,7 +74,8 @@ def _editor() -> EditorClient:
         for uri in params["uris"]:
             path = Path(unquote(urlparse(uri).path))
             if path.suffix != ".ts":  # no language server of this editor handles it
-                await asyncio.sleep(params["waitMs"] / 1000)
+                if path.suffix != ".txt":  # plain text: said at once; else after the wait
+                    await asyncio.sleep(params["waitMs"] / 1000)
                 files.append({"uri": uri, "diagnostics": [], "answered": False})
                 continue
             client.loaded.append(uri)
@@ -85,6 +88,8 @@ def _editor() -> EditorClient:
     @client.feature("agent/languageRequest")
     async def on_request(params: dict[str, Any]) -> dict[str, Any]:
         client.requests.append(params)
+        if client.fail_requests:
+            raise JsonRpcInternalError("the provider threw")
         return {"result": client.results.get(params["method"])}
 
     return client
@@ -96,12 +101,14 @@ async def _calls(
     calls: list[tuple[str, dict[str, Any]]],
     results: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    fail_requests: bool = False,
 ) -> tuple[dict[str, str], list[str], EditorClient]:
     for n, (name, arguments) in enumerate(calls):
         model.reply(tool_calls=[tool_call(name, arguments, id=f"c{n}")])
     model.reply("done")
     async with agent_session(
-        server_env(model.base_url),
+        server_env(model.base_url, **(env or {})),
         [workspace],
         capabilities=CAN_ANSWER,
         client_factory=_editor,
@@ -109,6 +116,7 @@ async def _calls(
     ) as client:
         assert isinstance(client, EditorClient)
         client.results.update(results or {})
+        client.fail_requests = fail_requests
         result = await ask(client, prompt="go")
         assert result["answer"] == "done"
     offered = [t["function"]["name"] for t in model.bodies[-1].get("tools", [])]
@@ -246,3 +254,52 @@ async def test_list_tools_names_the_editors_language_servers(
         listed = await client.protocol.send_request_async("agent/listTools", {})
     tools = {tool["name"]: tool for tool in listed["tools"]}
     assert tools["definition"]["annotations"]["languageSource"] == "the editor's language servers"
+
+
+async def test_an_editor_error_is_said_and_the_ask_goes_on(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    (workspace / "x.ts").write_text("let a = 1;\n")
+    results, _, _ = await _calls(
+        model,
+        workspace,
+        [("hover", {"path": "x.ts", "line": 1, "column": 5})],
+        fail_requests=True,
+    )
+    assert results["c0"].startswith("Error: the editor could not answer agent/languageRequest:"), (
+        results["c0"]
+    )
+    assert "the provider threw" in results["c0"]
+
+
+async def test_the_editors_servers_answer_even_where_language_servers_are_configured(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "config"
+    (folder / "agent-lsp").mkdir(parents=True)
+    (folder / "agent-lsp" / "config.toml").write_text(
+        '[language_servers.never]\ncommand = "/nonexistent/server"\nextensions = [".ts"]\n'
+    )
+    async with agent_session(
+        server_env(model.base_url, XDG_CONFIG_HOME=str(folder)),
+        [workspace],
+        capabilities=CAN_ANSWER,
+        client_factory=_editor,
+    ) as client:
+        listed = await client.protocol.send_request_async("agent/listTools", {})
+    tools = {tool["name"]: tool for tool in listed["tools"]}
+    assert tools["hover"]["annotations"]["languageSource"] == "the editor's language servers"
+
+
+async def test_a_file_the_editor_says_at_once_nothing_handles_gets_no_problems_line(
+    model: ScriptedModel, workspace: Path
+) -> None:
+    results, _, editor = await _calls(
+        model,
+        workspace,
+        [("write_file", {"path": "a.txt", "content": "one\n"}),
+         ("write_file", {"path": "b.txt", "content": "two\n"})],
+    )  # fmt: skip
+    assert results["c0"] == "Wrote 4 bytes to a.txt"
+    assert results["c1"] == "Wrote 4 bytes to b.txt"
+    assert len(editor.diagnostics_asked) == 1  # learnt at once: nothing handles .txt

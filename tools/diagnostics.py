@@ -81,6 +81,8 @@ async def problems_after(
     report = await language.diagnostics([target], texts={target: text}, wait=wait)
     lines = [f"Language server: {problem}" for problem in report.problems]
     found = report.diagnostics.get(target)
+    if target in report.unhandled:  # the source learnt that no server handles it
+        return "\n" + "\n".join(lines) if lines else ""
     if target in report.failed:
         lines.append("Problems: not known (the language server is not running).")
         return "\n" + "\n".join(lines)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,6 +53,9 @@ MAX_FILE: Final = 8 * 1024 * 1024
 # Files of an extension the editor answered ``answered: false`` for this many times, and
 # never answered for: no language server of the editor handles them (no more waits).
 UNHANDLED_AFTER: Final = 2
+# An answer "not answered" that came back within this fraction of the wait: the editor said
+# at once that no server of its handles the file.
+QUICK_FRACTION: Final = 0.5
 
 
 def client_answers(ls: LanguageServer) -> bool:
@@ -114,6 +118,7 @@ class EditorLanguages:
         params = p.LanguageDiagnosticsParams(
             uris=[path.as_uri() for path in paths], wait_ms=wait_ms
         )
+        started = time.monotonic()
         try:
             result = await self._send(
                 p.AGENT_LANGUAGE_DIAGNOSTICS, p.to_wire(params), wait_ms / 1000 + ANSWER_MARGIN
@@ -128,16 +133,24 @@ class EditorLanguages:
             if isinstance(item, dict) and isinstance(item.get("uri"), str):
                 if (path_text := fs_path(item["uri"])) is not None:
                     by_uri[Path(path_text).as_uri()] = item
+        # "Not answered" well before the wait was over: the editor knows no server handles
+        # the file (it did not wait for one).
+        quick = (time.monotonic() - started) * 1000 < wait_ms * QUICK_FRACTION
         shapes = self._shapes(now)
         for path in paths:
             item = by_uri.get(path.as_uri())
             kind = _kind(path)
             if item is None or item.get("answered") is not True:
-                self._unanswered[kind] = self._unanswered.get(kind, 0) + 1
-                if kind in self._answered or wait_ms > 0:
+                if kind in self._answered:
                     report.unanswered.append(path)
-                else:
+                elif wait_ms == 0:
                     report.unhandled.append(path)
+                elif quick:
+                    self._unanswered[kind] = UNHANDLED_AFTER
+                    report.unhandled.append(path)
+                else:
+                    self._unanswered[kind] = self._unanswered.get(kind, 0) + 1
+                    report.unanswered.append(path)
                 continue
             self._answered.add(kind)
             self._answered_for[path] = now[path]

@@ -534,6 +534,9 @@ const FOLLOW_TEXT = `${Array.from({ length: 8 }, (_, i) => `Follow line ${i + 1}
 
 const STREAM_TEXT = `STREAM-BEGIN ${Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ")}\n\nA second paragraph with **bold** text. STREAM-END`;
 
+// A type error TypeScript reports as 2322 at the declared name (line 2, column 7).
+const TS_BAD = 'import { greet } from "./lib";\nconst n: number = "two";\ngreet(String(n));\n';
+
 const SCRIPT = [
   {
     match: "E2E-FIRST",
@@ -662,6 +665,14 @@ const SCRIPT = [
   {
     match: "E2E-NESTED",
     replies: [{ tool_calls: [{ name: "read_file", arguments: { path: "sub/notes.txt" } }] }, { content: "Read the notes (NESTED-OK)." }],
+  },
+  // The language group (issue 38): a .ts file with a type error, written by the agent.
+  {
+    match: "E2E-TYPECHECK",
+    replies: [
+      { tool_calls: [{ name: "write_file", arguments: { path: "src/bad.ts", content: TS_BAD } }] },
+      { content: "Wrote it (TYPECHECK-DONE)." },
+    ],
   },
   { match: "*", replies: [{ content: "fallback answer" }] },
 ];
@@ -2049,6 +2060,24 @@ scenario("project: an AGENTS.md changed on disk is shown again; one past the cap
   await until("the chip whole again", async () => (await chip.count()) === 1 && (await chip.innerText()) === "AGENTS.md", 30_000);
 }, { project: true });
 
+scenario("a .ts file written with a type error: the write's result carries TypeScript's 2322 from VS Code's own TypeScript service", async ({ page, model, workspace }) => {
+  // The user works in the project: a .ts file open (TypeScript's service starts for it).
+  await openFile(page, "src/lib.ts");
+  await until("TypeScript's squiggle in the open file", async () => (await page.locator(".squiggly-error").count()) > 0, 90_000);
+  const count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-TYPECHECK write src/bad.ts");
+  const frame = await panelFrame(page);
+  await until("the answer", async () => (await frame.locator(".entry").last().innerText()).includes("TYPECHECK-DONE"), 90_000);
+  const requests = modelRequests(model.recordFile).slice(count);
+  const written = toolResult(requests[1], "write_file") ?? "";
+  assert(/^Wrote \d+ bytes to src\/bad\.ts\nProblems: 1 new problem in src\/bad\.ts:\nsrc\/bad\.ts:2:7: error \[ts 2322\] Type 'string' is not assignable to type 'number'\./.test(written), `write_file result:\n${written}`);
+  // The tool row shows that result too.
+  const row = frame.locator(".entry").last().locator(".call").last();
+  await row.locator(".disclosure-head").click({ force: true });
+  await until("the problem in the tool row", async () => (await row.innerText()).includes("2322"), 10_000);
+  await page.screenshot({ path: join(OUTPUT, "typescript-problem.png") });
+}, { language: true });
+
 // -- main ------------------------------------------------------------------------------------
 
 /**
@@ -2110,6 +2139,11 @@ try {
   put("src/util/helpers.py", "def help():\n    pass\n");
   put("README.md", "# project\n");
   put("node_modules/hlpy/helpers.py", "# a dependency\n");
+  // The language group's folder: a small TypeScript project, one file with a type error.
+  const tsWorkspace = join(tmp, "ts-workspace");
+  mkdirSync(join(tsWorkspace, "src"), { recursive: true });
+  writeFileSync(join(tsWorkspace, "tsconfig.json"), JSON.stringify({ compilerOptions: { strict: true, noEmit: true }, include: ["src"] }, null, 2));
+  writeFileSync(join(tsWorkspace, "src", "lib.ts"), 'export function greet(name: string): string {\n  return "hello " + name;\n}\nexport const x: number = "one";\n');
   const withoutKey = Object.fromEntries(["MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"].map((k) => [k, undefined]));
   const groups = [
     // The agent server inherits the model endpoint from code-server's environment.
@@ -2136,6 +2170,15 @@ try {
       env: { ...withoutKey, BASE_URL: `http://127.0.0.1:${await freePort()}/v1`, MODEL_API_KEY: "test-key", MODEL: "scripted" },
       unreachable: true,
     },
+    // VS Code's own language servers (issue 38): a TypeScript folder, a generous wait for
+    // TypeScript's first analysis on a loaded machine.
+    {
+      name: "language",
+      env: { ...withoutKey, BASE_URL: model.url, MODEL_API_KEY: "test-key", MODEL: "scripted" },
+      language: true,
+      workspace: tsWorkspace,
+      settings: { "agentLsp.diagnosticsWait": 20000 },
+    },
     { name: "no-server", env: withoutKey, noServer: true, serverCommand: [join(tmp, "missing", "agent-lsp")] },
     // No key in the environment: the user sets it with "Agent: Set API Key". The LSP traffic and
     // the server's debug log are recorded, to show the key is in neither.
@@ -2155,6 +2198,7 @@ try {
         Boolean(sc.mcp) === Boolean(group.mcp) &&
         Boolean(sc.project) === Boolean(group.project) &&
         Boolean(sc.unreachable) === Boolean(group.unreachable) &&
+        Boolean(sc.language) === Boolean(group.language) &&
         (!only.length || only.some((o) => sc.name.includes(o))),
     );
     if (selected.length === 0) continue;
