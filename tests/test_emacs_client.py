@@ -2098,3 +2098,48 @@ def test_definition_references_symbols_hover_and_rename_through_eglots_language_
     assert "def greet(name)" in results["c4"] and "Say hello." in results["c4"], results["c4"]
     assert (workspace / "lib.py").read_text().startswith("def welcome(name):"), results["c7"]
     assert (workspace / "main.py").read_text() == 'from lib import welcome\n\nprint(welcome("é"))\n'
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_positions_are_converted_for_an_eglot_server_that_speaks_utf8(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """ruff negotiates UTF-8 (as a later eglot lets a server do), agent-lsp speaks UTF-16:
+    after six "é" (two bytes, one UTF-16 unit each) a diagnostic's range, a hover's
+    position and its range are converted."""
+    (workspace / "noqa.py").write_text('s = "éééééé"; import os  # noqa: F401\n')
+    model.reply(
+        tool_calls=[
+            tool_call(
+                "write_file", {"path": "app.py", "content": 's = "éééééé"; import os\n'}, id="c0"
+            ),
+            tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+        ]
+    )
+    model.reply("done")
+    run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defclass test-utf8-server (eglot-lsp-server) ())
+        (cl-defmethod eglot-client-capabilities :around ((_server test-utf8-server))
+          (plist-put (cl-call-next-method) :general '(:positionEncodings ["utf-8"])))
+        (let ((ruff (plist-get (plist-get test-config :data) :ruff)))
+          (with-current-buffer (find-file-noselect "noqa.py")
+            (eglot '(python-mode) (eglot--current-project) 'test-utf8-server
+                   (list ruff "server") "python")))
+        (test-wait "ruff to connect"
+                   (lambda () (with-current-buffer "noqa.py" (eglot-current-server))) 30)
+        (agent-lsp-ask "go")
+        (test-idle)
+        """,
+        settings={"diagnosticsWait": 15000},
+        data={"ruff": RUFF},
+    )
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert "app.py:1:22: warning [Ruff F401]" in results["c0"], results["c0"]
+    assert "unused-import (F401)" in results["c1"], results["c1"]

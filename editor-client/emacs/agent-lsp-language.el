@@ -27,8 +27,10 @@
 ;; requests are taken out of `jsonrpc-connection-receive' (as permission
 ;; requests are) and answered with `jsonrpc-connection-send'.
 ;;
-;; Positions pass through unchanged: eglot 1.9 (Emacs 28) speaks UTF-16 to
-;; every server, agent-lsp's included.
+;; Positions: eglot 1.9 (Emacs 28) speaks UTF-16 to every server, agent-lsp's
+;; included; a later eglot negotiates an encoding per server, and a position or
+;; range is converted between a language server's and agent-lsp's when they
+;; differ.
 
 ;;; Code:
 
@@ -45,9 +47,10 @@
   :group 'agent-lsp)
 
 (defvar agent-lsp--published (make-hash-table :test #'equal)
-  "File (true name) -> (COUNT DIAGNOSTICS TICK): the last publishDiagnostics
-of a language server other than agent-lsp for that file, how many it sent
-so far, and the buffer's `buffer-chars-modified-tick' when it arrived.")
+  "File (true name) -> (COUNT DIAGNOSTICS TICK ENCODING): the last
+publishDiagnostics of a language server other than agent-lsp for that file,
+how many it sent so far, the buffer's `buffer-chars-modified-tick' when it
+arrived, and the position encoding of that server.")
 
 (defvar agent-lsp--diagnostic-waits nil
   "The `agent/languageDiagnostics' requests waiting for a publish.")
@@ -98,7 +101,8 @@ An unmodified buffer whose file changed on disk is reverted first."
            (buffer (find-buffer-visiting file))
            (old (gethash file agent-lsp--published)))
       (puthash file (list (1+ (or (car old) 0)) diagnostics
-                          (and buffer (buffer-chars-modified-tick buffer)))
+                          (and buffer (buffer-chars-modified-tick buffer))
+                          (agent-lsp--language-encoding server))
                agent-lsp--published)
       (dolist (request agent-lsp--diagnostic-waits)
         (when (cl-every #'agent-lsp--language-fresh (plist-get request :files))
@@ -157,16 +161,82 @@ A file no eglot server manages has nothing to wait for."
                 (mapcar
                  (lambda (file)
                    (let* ((entry (gethash (plist-get file :file) agent-lsp--published))
-                          (diagnostics (or (nth 1 entry) []))
+                          (diagnostics (copy-tree (or (nth 1 entry) []) t))
                           (handled (or (agent-lsp--language-server (plist-get file :buffer))
                                        (> (length diagnostics) 0)))
                           (answered (and handled
                                          (or (not (plist-get request :wait))
                                              (agent-lsp--language-fresh file)))))
+                     (when (nth 3 entry)
+                       (agent-lsp--language-convert diagnostics (plist-get file :uri)
+                                                    (nth 3 entry)
+                                                    (agent-lsp--language-encoding server)))
                      (list :uri (plist-get file :uri)
                            :diagnostics (vconcat diagnostics)
                            :answered (if answered t :json-false))))
                  (plist-get request :files)))))))))
+
+;;; Positions between encodings
+
+(defun agent-lsp--language-encoding (server)
+  "The position encoding SERVER negotiated (\"utf-16\" unless it said another)."
+  (or (ignore-errors (plist-get (eglot--capabilities server) :positionEncoding)) "utf-16"))
+
+(defun agent-lsp--language-line (uri line)
+  "Line LINE (0-based) of the document URI.
+From its buffer if one visits it, else from the file."
+  (let* ((file (agent-lsp--language-file uri))
+         (buffer (find-buffer-visiting file)))
+    (with-temp-buffer
+      (if buffer
+          (insert-buffer-substring buffer)
+        (ignore-errors (insert-file-contents file)))
+      (goto-char (point-min))
+      (if (zerop (forward-line line))
+          (buffer-substring-no-properties (point) (line-end-position))
+        ""))))
+
+(defun agent-lsp--language-units (text encoding)
+  "The length of TEXT in ENCODING's code units."
+  (pcase encoding
+    ("utf-8" (length (encode-coding-string text 'utf-8 t)))
+    ("utf-32" (length text))
+    (_ (+ (length text) (cl-count-if (lambda (c) (> c #xFFFF)) text)))))
+
+(defun agent-lsp--language-column (text column from to)
+  "COLUMN of TEXT counted in encoding FROM, counted in encoding TO."
+  (let ((chars 0))
+    (while (and (< chars (length text))
+                (<= (agent-lsp--language-units (substring text 0 (1+ chars)) from) column))
+      (setq chars (1+ chars)))
+    (agent-lsp--language-units (substring text 0 chars) to)))
+
+(defun agent-lsp--language-convert (value uri from to)
+  "Convert, in place, every position in VALUE (parsed JSON) of document URI
+from encoding FROM to TO; a uri, targetUri or textDocument inside names the
+document of what it holds, and a workspace edit's changes are by uri."
+  (unless (equal from to)
+    (cond
+     ((vectorp value)
+      (dotimes (i (length value))
+        (agent-lsp--language-convert (aref value i) uri from to)))
+     ((and (consp value) (keywordp (car value)))
+      (if (and (numberp (plist-get value :line)) (numberp (plist-get value :character)))
+          (when uri
+            (plist-put value :character
+                       (agent-lsp--language-column
+                        (agent-lsp--language-line uri (plist-get value :line))
+                        (plist-get value :character) from to)))
+        (let ((here (or (and (stringp (plist-get value :uri)) (plist-get value :uri))
+                        (and (stringp (plist-get value :targetUri)) (plist-get value :targetUri))
+                        (plist-get (plist-get value :textDocument) :uri)
+                        uri)))
+          (cl-loop for (key child) on value by #'cddr
+                   do (if (eq key :changes)
+                          (cl-loop for (change-uri edits) on child by #'cddr
+                                   do (agent-lsp--language-convert
+                                       edits (substring (symbol-name change-uri) 1) from to))
+                        (agent-lsp--language-convert child here from to)))))))))
 
 (defun agent-lsp--language-servers ()
   "Every running eglot server but agent-lsp's."
@@ -191,26 +261,32 @@ A file no eglot server manages has nothing to wait for."
                         (list target))
                     (agent-lsp--language-servers))))
     (agent-lsp--language-forward server id (intern (concat ":" method)) lsp-params
-                                 targets nil)))
+                                 targets nil uri)))
 
-(defun agent-lsp--language-forward (server id method params targets empty)
-  "Send METHOD with PARAMS to the first of TARGETS; reply to SERVER's ID with
-its non-null result, else try the next (EMPTY: an empty list met so far)."
-  (let ((reply (lambda (result)
+(defun agent-lsp--language-forward (server id method params targets empty uri)
+  "Send METHOD with PARAMS (of document URI) to the first of TARGETS; reply to
+SERVER's ID with its non-null result, else try the next (EMPTY: an empty list
+met so far).  Positions are converted when a target's encoding is not SERVER's."
+  (let ((ours (agent-lsp--language-encoding server))
+        (reply (lambda (result)
                  (when (jsonrpc-running-p server)
                    (jsonrpc-connection-send server :id id :result (list :result result))))))
     (if (null targets)
         (funcall reply empty)
-      (let ((next (lambda (&optional empty-now)
-                    (agent-lsp--language-forward server id method params (cdr targets)
-                                                 (or empty empty-now)))))
+      (let* ((theirs (agent-lsp--language-encoding (car targets)))
+             (sent (copy-tree params t))
+             (next (lambda (&optional empty-now)
+                     (agent-lsp--language-forward server id method params (cdr targets)
+                                                  (or empty empty-now) uri))))
+        (agent-lsp--language-convert sent uri ours theirs)
         (jsonrpc-async-request
-         (car targets) method params
+         (car targets) method sent
          :success-fn (lambda (result)
                        (cond ((null result) (funcall next))
                              ((and (vectorp result) (zerop (length result)))
                               (funcall next result))
-                             (t (funcall reply result))))
+                             (t (agent-lsp--language-convert result uri theirs ours)
+                                (funcall reply result))))
          :error-fn (lambda (_error) (funcall next))
          :timeout-fn (lambda () (funcall next))
          :timeout agent-lsp-language-request-timeout)))))
