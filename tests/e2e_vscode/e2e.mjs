@@ -674,6 +674,15 @@ const SCRIPT = [
       { content: "Wrote it (TYPECHECK-DONE)." },
     ],
   },
+  {
+    match: "E2E-NAVIGATE",
+    replies: [
+      { tool_calls: [{ name: "definition", arguments: { path: "src/main.ts", line: 2, symbol: "greet" } }] },
+      { tool_calls: [{ name: "references", arguments: { path: "src/lib.ts", line: 1, symbol: "greet" } }] },
+      { tool_calls: [{ name: "symbols", arguments: { path: "src/lib.ts" } }] },
+      { content: "Found them (NAVIGATE-DONE)." },
+    ],
+  },
   { match: "*", replies: [{ content: "fallback answer" }] },
 ];
 
@@ -2078,6 +2087,21 @@ scenario("a .ts file written with a type error: the write's result carries TypeS
   await page.screenshot({ path: join(OUTPUT, "typescript-problem.png") });
 }, { language: true });
 
+scenario("definition, references and symbols come from VS Code's own TypeScript service", async ({ page, model }) => {
+  await openFile(page, "src/lib.ts"); // TypeScript's service running for the project
+  const count = modelRequests(model.recordFile).length;
+  await ask(page, "E2E-NAVIGATE find greet");
+  const frame = await panelFrame(page);
+  await until("the answer", async () => (await frame.locator(".entry").last().innerText()).includes("NAVIGATE-DONE"), 90_000);
+  const requests = modelRequests(model.recordFile).slice(count);
+  const definition = toolResult(requests[1], "definition") ?? "";
+  assert(/^src\/lib\.ts:1:17: export function greet/.test(definition), `definition:\n${definition}`);
+  const references = toolResult(requests[2], "references") ?? "";
+  assert(/src\/main\.ts:2:\d+: console\.log\(greet/.test(references) && /src\/lib\.ts:1:/.test(references), `references:\n${references}`);
+  const symbols = toolResult(requests[3], "symbols") ?? "";
+  assert(/greet/.test(symbols) && /\bx\b/.test(symbols), `symbols:\n${symbols}`);
+}, { language: true });
+
 // -- main ------------------------------------------------------------------------------------
 
 /**
@@ -2144,6 +2168,7 @@ try {
   mkdirSync(join(tsWorkspace, "src"), { recursive: true });
   writeFileSync(join(tsWorkspace, "tsconfig.json"), JSON.stringify({ compilerOptions: { strict: true, noEmit: true }, include: ["src"] }, null, 2));
   writeFileSync(join(tsWorkspace, "src", "lib.ts"), 'export function greet(name: string): string {\n  return "hello " + name;\n}\nexport const x: number = "one";\n');
+  writeFileSync(join(tsWorkspace, "src", "main.ts"), 'import { greet } from "./lib";\nconsole.log(greet("you"));\n');
   const withoutKey = Object.fromEntries(["MODEL_API_KEY", "OPENAI_API_KEY", "BASE_URL", "OPENAI_BASE_URL", "MODEL"].map((k) => [k, undefined]));
   const groups = [
     // The agent server inherits the model endpoint from code-server's environment.
