@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from tests.support.lsp_client import agent_session, ask, server_env
 from tests.support.mcp_sessions import tool_results
@@ -88,6 +89,32 @@ async def test_a_file_written_with_a_lint_error_carries_ruffs_code(
     assert "app.py:3:7: error [Ruff F821] Undefined name `undefined_name`" in text
     assert "app.py:1:8: warning [Ruff F401]" in text
     assert {"diagnostics", "definition", "references", "symbols", "hover", "rename"} <= set(offered)
+
+
+@needs_ruff
+async def test_a_bash_call_rewriting_an_open_file_carries_the_problems_it_introduced(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    opened = workspace / "f.py"
+    opened.write_text("print('hello')\n")
+    model.reply(tool_calls=[tool_call("bash", {"command": "printf 'import os\\n' > f.py"})])
+    model.reply(tool_calls=[tool_call("bash", {"command": "echo unchanged"}, id="c1")])
+    model.reply("done")
+    env = server_env(model.base_url, **_ruff(tmp_path))
+    async with agent_session(env, [workspace], settings={"diagnosticsWait": 20000}) as client:
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=opened.as_uri(), language_id="python", version=1, text="print('hello')\n"
+                )
+            )
+        )
+        result = await ask(client, prompt="go")
+        assert result["answer"] == "done"
+    outputs = [call["output"] for call in result["toolCalls"]]
+    assert outputs[0].startswith("(no output)\nProblems: 1 new problem in f.py:"), outputs[0]
+    assert "f.py:1:8: warning [Ruff F401]" in outputs[0]
+    assert outputs[1].strip() == "unchanged", outputs[1]  # nothing changed: no Problems line
 
 
 @needs_ruff

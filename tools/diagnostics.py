@@ -10,10 +10,14 @@ Both read the folder's language features (``tooling.language``, in the call's co
   problems" when clean; "the language server did not answer within N ms" when it did not
   publish for the new text within the bound (``diagnosticsWait``). Never silence where a
   server handles the file; nothing at all where none does.
+- after ``bash`` (:func:`open_files_before`, :func:`open_files_after`): the same, for each
+  file open in the editor that a server handles and whose (mtime_ns, size) the command
+  changed (at most ``MAX_WATCHED`` files looked at, ``MAX_REPORTED`` reported on).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,12 @@ from .errors import ToolError, resolve
 MAX_SHOWN = 20  # problems listed after a change
 MAX_LISTED = 200  # problems the diagnostics tool lists
 MAX_MESSAGE = 300  # characters of one problem's message
+MAX_WATCHED = 50  # open files whose change a bash call looks for
+MAX_REPORTED = 10  # changed open files a bash call reports problems for
+MAX_WATCHED_BYTES = 1_000_000  # larger open files: their change is not reported
+
+# An open file before a bash call: its (mtime_ns, size), None when absent; its text.
+Seen = tuple[tuple[int, int] | None, str | None]
 
 
 def shown_path(workspace: Workspace, path: Path) -> str:
@@ -112,6 +122,60 @@ async def problems_after(
     if len(new) > MAX_SHOWN:
         lines.append(f"... and {len(new) - MAX_SHOWN} more (the diagnostics tool lists them)")
     return "\n" + "\n".join(lines)
+
+
+async def open_files_before(context: ToolContext, wait: float) -> dict[Path, Seen] | None:
+    """What a bash call compares after it: the open files a language server handles;
+    None when there is nothing to compare (no editor, no source)."""
+    language, documents = context.language, context.documents
+    if language is None or documents is None or wait <= 0:
+        return None
+    paths = [p for p in dict.fromkeys(documents.open_paths()) if language.handles(p)]
+    if not paths:
+        return None
+    return await asyncio.to_thread(lambda: {p: _seen(p) for p in paths[:MAX_WATCHED]})
+
+
+async def open_files_after(
+    context: ToolContext, workspace: Workspace, seen: dict[Path, Seen] | None, wait: float
+) -> str:
+    """What to append to a bash result about the problems it introduced in the open files
+    it changed: "" when it changed none."""
+    language = context.language
+    if not seen or language is None:
+        return ""
+    now = await asyncio.to_thread(lambda: {p: _seen(p) for p in seen})
+    changed = [p for p, (stamp, text) in now.items() if stamp is not None and stamp != seen[p][0]]
+    parts = []
+    for path in changed[:MAX_REPORTED]:
+        old, new = seen[path][1], now[path][1]
+        if new is None or (old is None and seen[path][0] is not None):
+            continue  # too large or unreadable, before or now
+        before: list[Diagnostic] | None = []
+        if old is not None:
+            report = await language.diagnostics([path], texts={path: old}, wait=wait)
+            before = report.diagnostics.get(path)
+        parts.append(await problems_after(context, workspace, path, new, before, wait))
+    if len(changed) > MAX_REPORTED:
+        parts.append(
+            f"\n... and {len(changed) - MAX_REPORTED} more changed open files "
+            "(the diagnostics tool lists their problems)"
+        )
+    return "".join(parts)
+
+
+def _seen(path: Path) -> Seen:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None, None
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    if stat.st_size > MAX_WATCHED_BYTES:
+        return stamp, None
+    try:
+        return stamp, path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return stamp, None
 
 
 def _texts(target: Path, text: str | None) -> dict[Path, str] | None:
