@@ -12,7 +12,8 @@ Both read the folder's language features (``tooling.language``, in the call's co
   server handles the file; nothing at all where none does.
 - after ``bash`` (:func:`open_files_before`, :func:`open_files_after`): the same, for each
   file open in the editor that a server handles and whose (mtime_ns, size) the command
-  changed (at most ``MAX_WATCHED`` files looked at, ``MAX_REPORTED`` reported on).
+  changed (at most ``MAX_WATCHED`` files looked at, ``MAX_REPORTED`` reported on); the
+  problems before are those of the editor's text of it, taken before the call.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ MAX_LISTED = 200  # problems the diagnostics tool lists
 MAX_MESSAGE = 300  # characters of one problem's message
 MAX_WATCHED = 50  # open files whose change a bash call looks for
 MAX_REPORTED = 10  # changed open files a bash call reports problems for
-MAX_WATCHED_BYTES = 1_000_000  # larger open files: their change is not reported
+MAX_WATCHED_BYTES = 1_000_000  # a changed open file larger than this: not reported
 
-# An open file before a bash call: its (mtime_ns, size), None when absent; its text.
+# An open file before a bash call: its (mtime_ns, size), None when absent; the editor's
+# text of it (None: the editor gave none).
 Seen = tuple[tuple[int, int] | None, str | None]
 
 
@@ -125,15 +127,18 @@ async def problems_after(
 
 
 async def open_files_before(context: ToolContext, wait: float) -> dict[Path, Seen] | None:
-    """What a bash call compares after it: the open files a language server handles;
-    None when there is nothing to compare (no editor, no source)."""
+    """What a bash call compares after it: the open files a language server handles, each
+    with its (mtime_ns, size) and the editor's text of it (held in memory: no file is read
+    before the call); None when there is nothing to compare (no editor, no source)."""
     language, documents = context.language, context.documents
     if language is None or documents is None or wait <= 0:
         return None
     paths = [p for p in dict.fromkeys(documents.open_paths()) if language.handles(p)]
     if not paths:
         return None
-    return await asyncio.to_thread(lambda: {p: _seen(p) for p in paths[:MAX_WATCHED]})
+    paths = paths[:MAX_WATCHED]
+    stamps = await asyncio.to_thread(lambda: {p: _stamp(p) for p in paths})
+    return {p: (stamps[p], documents.buffer_text(p)) for p in paths}
 
 
 async def open_files_after(
@@ -144,15 +149,18 @@ async def open_files_after(
     language = context.language
     if not seen or language is None:
         return ""
-    now = await asyncio.to_thread(lambda: {p: _seen(p) for p in seen})
-    changed = [p for p, (stamp, text) in now.items() if stamp is not None and stamp != seen[p][0]]
+    stamps = await asyncio.to_thread(lambda: {p: _stamp(p) for p in seen})
+    changed = [p for p, stamp in stamps.items() if stamp is not None and stamp != seen[p][0]]
     parts = []
     for path in changed[:MAX_REPORTED]:
-        old, new = seen[path][1], now[path][1]
-        if new is None or (old is None and seen[path][0] is not None):
-            continue  # too large or unreadable, before or now
-        before: list[Diagnostic] | None = []
-        if old is not None:
+        new = await asyncio.to_thread(_read, path)
+        if new is None:
+            continue  # too large or not text now
+        old_stamp, old = seen[path]
+        before: list[Diagnostic] | None = []  # a file the command created: all are new
+        if old_stamp is not None:
+            if old is None:
+                continue  # its text before is not known
             report = await language.diagnostics([path], texts={path: old}, wait=wait)
             before = report.diagnostics.get(path)
         parts.append(await problems_after(context, workspace, path, new, before, wait))
@@ -164,18 +172,21 @@ async def open_files_after(
     return "".join(parts)
 
 
-def _seen(path: Path) -> Seen:
+def _stamp(path: Path) -> tuple[int, int] | None:
     try:
         stat = path.stat()
     except OSError:
-        return None, None
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    if stat.st_size > MAX_WATCHED_BYTES:
-        return stamp, None
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _read(path: Path) -> str | None:
     try:
-        return stamp, path.read_bytes().decode("utf-8")
+        if path.stat().st_size > MAX_WATCHED_BYTES:
+            return None
+        return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        return stamp, None
+        return None
 
 
 def _texts(target: Path, text: str | None) -> dict[Path, str] | None:
