@@ -200,6 +200,12 @@ def bash_tool(
             "leaves running in the background are stopped when it returns. Long output "
             f"keeps the first and last {OUTPUT_LIMIT // 2:,} characters. A non-zero exit "
             "status is reported as an error together with the output. "
+            + (
+                "When it changes files open in the editor, the result ends with the "
+                "problems a language server reports that the change introduced. "
+                if diagnostics_wait > 0
+                else ""
+            )
             + sandbox.prompt_text(policy, confined)
         ),
         parameters={
