@@ -118,6 +118,40 @@ async def test_a_bash_call_rewriting_an_open_file_carries_the_problems_it_introd
 
 
 @needs_ruff
+async def test_a_bash_call_swapping_an_open_file_for_a_symlink_or_a_fifo_reads_neither(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    """What a sandboxed call leaves under an open file's name is read as the file tools read:
+    a symlink to a file outside (one the sandbox may hide) is not followed, so its text
+    never reaches the language server or, through its messages, the model; a FIFO does
+    not hang the call."""
+    secret = tmp_path / "outside" / "secret.py"
+    secret.parent.mkdir()
+    secret.write_text("import SECRETTOKEN123\n")
+    opened = {name: workspace / name for name in ("f.py", "g.py")}
+    for path in opened.values():
+        path.write_text("print('hello')\n")
+    command = f"ln -sf {secret} f.py && rm g.py && mkfifo g.py && echo swapped"
+    model.reply(tool_calls=[tool_call("bash", {"command": command})])
+    model.reply("done")
+    env = server_env(model.base_url, **_ruff(tmp_path))
+    async with agent_session(env, [workspace], settings={"diagnosticsWait": 20000}) as client:
+        for path in opened.values():
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(
+                        uri=path.as_uri(), language_id="python", version=1, text="print('hello')\n"
+                    )
+                )
+            )
+        result = await ask(client, prompt="go")
+        assert result["answer"] == "done"
+    output = result["toolCalls"][0]["output"]
+    assert output.startswith("swapped"), output
+    assert "SECRETTOKEN123" not in output, output
+
+
+@needs_ruff
 async def test_list_tools_names_the_source_of_the_language_tools(
     model: ScriptedModel, workspace: Path, tmp_path: Path
 ) -> None:

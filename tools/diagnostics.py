@@ -26,6 +26,7 @@ from typing import Any
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 from tooling.language import SEVERITIES, Diagnostic, LanguageError
+from tooling.regular_files import read_text_file
 from tooling.workspace import Workspace
 
 from .errors import ToolError, resolve
@@ -181,11 +182,12 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def _read(path: Path) -> str | None:
+    """What the command left under an open file's name, if a regular file of UTF-8 text: not
+    through a symlink (it could name a file the sandbox hid, whose text would go to the
+    language server and its words to the model), never blocking (a FIFO put in its place)."""
     try:
-        if path.stat().st_size > MAX_WATCHED_BYTES:
-            return None
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_text_file(path, MAX_WATCHED_BYTES, follow_symlinks=False)
+    except (OSError, UnicodeDecodeError):  # SkippedFile included: too large, not regular
         return None
 
 
