@@ -355,6 +355,29 @@ async def test_definition_references_symbols_and_hover_through_jedi(
 
 
 @needs_jedi
+async def test_a_location_through_a_symlink_out_of_the_workspace_shows_no_text(
+    model: ScriptedModel, workspace: Path, tmp_path: Path
+) -> None:
+    """A definition the server finds in a workspace symlink to a file outside: its place is
+    said, its text not read (``read_file`` refuses it too: the file could be one the
+    sandbox hides)."""
+    outside = tmp_path / "outside" / "target.py"
+    outside.parent.mkdir()
+    outside.write_text('TOKEN = "SECRETTOKEN123"\n')
+    (workspace / "secret.py").symlink_to(outside)
+    (workspace / "main.py").write_text("from secret import TOKEN\nprint(TOKEN)\n")
+    assert JEDI is not None
+    results, _ = await _calls(
+        model,
+        workspace,
+        _config(tmp_path, {"jedi": {"command": JEDI}}),
+        [("definition", {"path": "main.py", "line": 2, "symbol": "TOKEN"})],
+    )
+    assert "SECRETTOKEN123" not in results["c0"], results["c0"]
+    assert ":1:1" in results["c0"], results["c0"]  # the place is still said
+
+
+@needs_jedi
 async def test_rename_applies_the_servers_edit_to_files_read_and_refuses_otherwise(
     model: ScriptedModel, workspace: Path, tmp_path: Path
 ) -> None:
