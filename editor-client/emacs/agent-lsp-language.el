@@ -78,18 +78,23 @@ arrived, and the position encoding of that server.")
 
 (defun agent-lsp--language-buffer (file)
   "The buffer visiting FILE, visited now (not shown) if none does.
-An unmodified buffer whose file changed on disk is reverted first."
-  (let ((buffer (find-buffer-visiting file)))
+An unmodified buffer whose file changed on disk is reverted first.
+The file may be one the agent wrote: its file-local variables and the
+folder's .dir-locals.el are not applied (an `eval:' there would run
+outside the sandbox, or ask the user to let it)."
+  (let ((buffer (find-buffer-visiting file))
+        (enable-local-variables nil)
+        (enable-dir-local-variables nil)
+        (enable-local-eval nil)
+        (inhibit-message t))
     (cond ((null buffer)
            (when (file-exists-p file)
-             (let ((inhibit-message t))
-               (ignore-errors (find-file-noselect file)))))
+             (ignore-errors (find-file-noselect file))))
           (t
            (with-current-buffer buffer
              (unless (or (buffer-modified-p) (verify-visited-file-modtime buffer)
                          (not (file-exists-p file)))
-               (let ((inhibit-message t))
-                 (ignore-errors (revert-buffer t t t)))))
+               (ignore-errors (revert-buffer t t t))))
            buffer))))
 
 (cl-defmethod eglot-handle-notification :after

@@ -112,6 +112,8 @@ local function load(uri)
   local bufnr = vim.uri_to_bufnr(uri)
   if not api.nvim_buf_is_loaded(bufnr) then
     vim.bo[bufnr].buflisted = false
+    -- A file the agent may have written: its modelines are not obeyed.
+    vim.bo[bufnr].modeline = false
     -- Not open for the agent (client.maybe_attach) until it is shown in a window.
     M.unseen[bufnr] = true
     pcall(vim.fn.bufload, bufnr)
