@@ -127,14 +127,22 @@ async def problems_after(
     return "\n" + "\n".join(lines)
 
 
-async def open_files_before(context: ToolContext, wait: float) -> dict[Path, Seen] | None:
+async def open_files_before(
+    context: ToolContext, workspace: Workspace, wait: float
+) -> dict[Path, Seen] | None:
     """What a bash call compares after it: the open files a language server handles, each
     with its (mtime_ns, size) and the editor's text of it (held in memory: no file is read
     before the call); None when there is nothing to compare (no editor, no source)."""
     language, documents = context.language, context.documents
     if language is None or documents is None or wait <= 0:
         return None
-    paths = [p for p in dict.fromkeys(documents.open_paths()) if language.handles(p)]
+    # The workspace's files only: another open file (agent-lsp's own config, say) must not
+    # reach a language server, nor its problems the model, because it changed meanwhile.
+    paths = [
+        p
+        for p in dict.fromkeys(documents.open_paths())
+        if workspace.contains(p) and language.handles(p)
+    ]
     if not paths:
         return None
     paths = paths[:MAX_WATCHED]

@@ -60,10 +60,14 @@ def apply_changes(text: str, changes: Sequence[TextChange]) -> str:
         start, end = change.span.start, change.span.end
         return offset(start.line, start.column), offset(end.line, end.column), change.text
 
-    spans = sorted((bounds(c) for c in changes), reverse=True)
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
+    # In one pass (not a copy of the whole text per edit): LSP's edits do not overlap.
+    pieces, at = [], 0
+    for start, end, new in sorted(bounds(c) for c in changes):
+        start = max(start, at)
+        pieces += [text[at:start], new]
+        at = max(at, end)
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def _obeyed(workspace: Workspace, paths: list[Path]) -> list[str]:

@@ -141,7 +141,7 @@ def bash_tool(
         git_before = await asyncio.to_thread(
             git_guard.fingerprint, root, since=last_git[0] if last_git else None
         )
-        open_before = await open_files_before(context, diagnostics_wait)
+        open_before = await open_files_before(context, workspace, diagnostics_wait)
         async with sandbox.private_tmp() as tmp, contextlib.AsyncExitStack() as stack:
             confinement = _confinement(policy, root, tmp, arguments, git_before.found)
             refused: list[str] = []
