@@ -88,8 +88,12 @@ outside the sandbox, or ask the user to let it)."
         (enable-local-eval nil)
         (inhibit-message t))
     (cond ((null buffer)
-           (when (file-exists-p file)
-             (ignore-errors (find-file-noselect file))))
+           ;; A regular file only (a FIFO put in its place would hang Emacs), opened as it is
+           ;; (no decompressor or decryption a file name handler would run, no size prompt).
+           (when (file-regular-p file)
+             (let ((file-name-handler-alist nil)
+                   (large-file-warning-threshold nil))
+               (ignore-errors (find-file-noselect file)))))
           (t
            (with-current-buffer buffer
              (unless (or (buffer-modified-p) (verify-visited-file-modtime buffer)
@@ -195,7 +199,10 @@ From its buffer if one visits it, else from the file."
     (with-temp-buffer
       (if buffer
           (insert-buffer-substring buffer)
-        (ignore-errors (insert-file-contents file)))
+        ;; A regular file only (a FIFO would hang Emacs), read as bytes on disk.
+        (when (file-regular-p file)
+          (let ((file-name-handler-alist nil))
+            (ignore-errors (insert-file-contents file)))))
       (goto-char (point-min))
       (if (zerop (forward-line line))
           (buffer-substring-no-properties (point) (line-end-position))

@@ -313,7 +313,13 @@ local function lines_of(uri, row)
   if bufnr > 0 and api.nvim_buf_is_loaded(bufnr) then
     return line_text(bufnr, row)
   end
-  local ok, lines = pcall(vim.fn.readfile, vim.uri_to_fname(uri), '', row + 1)
+  -- A regular file only: a FIFO would hang the editor, a device never end.
+  local fname = vim.uri_to_fname(uri)
+  local stat = (vim.uv or vim.loop).fs_stat(fname)
+  if not stat or stat.type ~= 'file' then
+    return ''
+  end
+  local ok, lines = pcall(vim.fn.readfile, fname, '', row + 1)
   return ok and lines[row + 1] or ''
 end
 
