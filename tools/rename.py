@@ -76,7 +76,10 @@ def _obeyed(workspace: Workspace, paths: list[Path]) -> list[str]:
     found = git_guard.git_dirs(root)
     out = []
     for path in paths:
-        why = git_guard.obeys(path, root, found=found)
+        try:
+            why = git_guard.obeys(path, root, found=found)
+        except (ValueError, OSError):  # not a file name (a NUL): refused when loaded
+            continue
         if why is not None:
             out.append(f"{shown_path(workspace, path)}: {why}")
     return out
@@ -119,6 +122,8 @@ def rename_tool(workspace: Workspace) -> ToolDefinition:
                 loaded.append((await store.current(path, max_bytes=MAX_EDIT_BYTES), changes))
             except ToolError as exc:
                 refused.append(f"{shown}: {exc}")
+            except ValueError:  # a name no file can have (a NUL the server's URI held)
+                refused.append(f"{shown}: not a file name")
         if refused:
             return (
                 "Error: the rename was not applied (nothing was changed); it would change "
