@@ -23,8 +23,8 @@ local methods = require('agent_lsp.protocol_generated').methods
 local M = {}
 
 M.CAPABILITY = { experimental = { agent = { languageFeatures = true } } }
-M.DIAGNOSTICS = methods.language_diagnostics or 'agent/languageDiagnostics'
-M.REQUEST = methods.language_request or 'agent/languageRequest'
+M.DIAGNOSTICS = methods.language_diagnostics
+M.REQUEST = methods.language_request
 -- How long a forwarded request waits for a language server (ms); the server's own bound
 -- is what the model sees.
 M.REQUEST_TIMEOUT_MS = 10000
