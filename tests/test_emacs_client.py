@@ -2042,6 +2042,44 @@ def test_eglots_own_language_server_answers_the_agents_language_tools(
     assert "editor" in str(records["source"]), records["source"]
 
 
+def test_a_file_the_agent_wrote_is_visited_without_its_local_variables(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The client visits a file the agent wrote to have eglot analyse it: its file-local
+    variables (an `eval:` here) are not applied, even for a user who lets every local
+    variable and eval apply (nothing the agent writes runs outside the sandbox)."""
+    marker = tmp_path / "local-eval-ran"
+    (workspace / "noqa.py").write_text("import os  # noqa: F401\n", encoding="utf-8")
+    evil = f'# -*- eval: (write-region "x" nil "{marker}") -*-\nimport os\n'
+    model.reply(tool_calls=[tool_call("write_file", {"path": "evil.py", "content": evil})])
+    model.reply("done")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (let ((ruff (plist-get (plist-get test-config :data) :ruff))
+              (enable-local-variables :all)
+              (enable-local-eval t))
+          (with-current-buffer (find-file-noselect "noqa.py")
+            (eglot '(python-mode) (eglot--current-project) 'eglot-lsp-server
+                   (list ruff "server") "python"))
+          (test-wait "ruff to connect"
+                     (lambda () (with-current-buffer "noqa.py" (eglot-current-server))) 30)
+          (agent-lsp-ask "go")
+          (test-idle)
+          (test-emit :visited (if (find-buffer-visiting (expand-file-name "evil.py")) t :false)))
+        """,
+        settings={"diagnosticsWait": 15000},
+        data={"ruff": RUFF},
+    )
+    results = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert "F401" in results[0], results[0]  # visited and analysed all the same
+    assert records["visited"] is True
+    assert not marker.exists(), "the file's eval: ran"
+
+
 JEDI = shutil.which("jedi-language-server", path=str(Path(sys.executable).parent))
 
 

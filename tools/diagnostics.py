@@ -10,10 +10,15 @@ Both read the folder's language features (``tooling.language``, in the call's co
   problems" when clean; "the language server did not answer within N ms" when it did not
   publish for the new text within the bound (``diagnosticsWait``). Never silence where a
   server handles the file; nothing at all where none does.
+- after ``bash`` (:func:`open_files_before`, :func:`open_files_after`): the same, for each
+  file open in the editor that a server handles and whose (mtime_ns, size) the command
+  changed (at most ``MAX_WATCHED`` files looked at, ``MAX_REPORTED`` reported on); the
+  problems before are those of the editor's text of it, taken before the call.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,7 @@ from typing import Any
 from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 from tooling.language import SEVERITIES, Diagnostic, LanguageError
+from tooling.regular_files import read_text_file
 from tooling.workspace import Workspace
 
 from .errors import ToolError, resolve
@@ -28,6 +34,13 @@ from .errors import ToolError, resolve
 MAX_SHOWN = 20  # problems listed after a change
 MAX_LISTED = 200  # problems the diagnostics tool lists
 MAX_MESSAGE = 300  # characters of one problem's message
+MAX_WATCHED = 50  # open files whose change a bash call looks for
+MAX_REPORTED = 10  # changed open files a bash call reports problems for
+MAX_WATCHED_BYTES = 1_000_000  # a changed open file larger than this: not reported
+
+# An open file before a bash call: its (mtime_ns, size), None when absent; the editor's
+# text of it (None: the editor gave none).
+Seen = tuple[tuple[int, int] | None, str | None]
 
 
 def shown_path(workspace: Workspace, path: Path) -> str:
@@ -112,6 +125,78 @@ async def problems_after(
     if len(new) > MAX_SHOWN:
         lines.append(f"... and {len(new) - MAX_SHOWN} more (the diagnostics tool lists them)")
     return "\n" + "\n".join(lines)
+
+
+async def open_files_before(
+    context: ToolContext, workspace: Workspace, wait: float
+) -> dict[Path, Seen] | None:
+    """What a bash call compares after it: the open files a language server handles, each
+    with its (mtime_ns, size) and the editor's text of it (held in memory: no file is read
+    before the call); None when there is nothing to compare (no editor, no source)."""
+    language, documents = context.language, context.documents
+    if language is None or documents is None or wait <= 0:
+        return None
+    # The workspace's files only: another open file (agent-lsp's own config, say) must not
+    # reach a language server, nor its problems the model, because it changed meanwhile.
+    paths = [
+        p
+        for p in dict.fromkeys(documents.open_paths())
+        if workspace.contains(p) and language.handles(p)
+    ]
+    if not paths:
+        return None
+    paths = paths[:MAX_WATCHED]
+    stamps = await asyncio.to_thread(lambda: {p: _stamp(p) for p in paths})
+    return {p: (stamps[p], documents.buffer_text(p)) for p in paths}
+
+
+async def open_files_after(
+    context: ToolContext, workspace: Workspace, seen: dict[Path, Seen] | None, wait: float
+) -> str:
+    """What to append to a bash result about the problems it introduced in the open files
+    it changed: "" when it changed none."""
+    language = context.language
+    if not seen or language is None:
+        return ""
+    stamps = await asyncio.to_thread(lambda: {p: _stamp(p) for p in seen})
+    changed = [p for p, stamp in stamps.items() if stamp is not None and stamp != seen[p][0]]
+    parts = []
+    for path in changed[:MAX_REPORTED]:
+        new = await asyncio.to_thread(_read, path)
+        if new is None:
+            continue  # too large or not text now
+        old_stamp, old = seen[path]
+        before: list[Diagnostic] | None = []  # a file the command created: all are new
+        if old_stamp is not None:
+            if old is None:
+                continue  # its text before is not known
+            report = await language.diagnostics([path], texts={path: old}, wait=wait)
+            before = report.diagnostics.get(path)
+        parts.append(await problems_after(context, workspace, path, new, before, wait))
+    if len(changed) > MAX_REPORTED:
+        parts.append(
+            f"\n... and {len(changed) - MAX_REPORTED} more changed open files "
+            "(the diagnostics tool lists their problems)"
+        )
+    return "".join(parts)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _read(path: Path) -> str | None:
+    """What the command left under an open file's name, if a regular file of UTF-8 text: not
+    through a symlink (it could name a file the sandbox hid, whose text would go to the
+    language server and its words to the model), never blocking (a FIFO put in its place)."""
+    try:
+        return read_text_file(path, MAX_WATCHED_BYTES, follow_symlinks=False)
+    except (OSError, UnicodeDecodeError):  # SkippedFile included: too large, not regular
+        return None
 
 
 def _texts(target: Path, text: str | None) -> dict[Path, str] | None:

@@ -16,7 +16,7 @@ from tooling.context import ToolContext
 from tooling.contract import ToolDefinition
 from tooling.language import LanguageError, Location, Position, Symbol
 from tooling.regular_files import read_text_file
-from tooling.workspace import Workspace
+from tooling.workspace import Workspace, WorkspaceError
 
 from .diagnostics import shown_path
 from .errors import ToolError, resolve
@@ -96,11 +96,14 @@ async def position_of(
     return target, Position(line, column)
 
 
-def _line_text(path: Path, line: int, cache: dict[Path, list[str]]) -> str:
+def _line_text(workspace: Workspace, path: Path, line: int, cache: dict[Path, list[str]]) -> str:
+    """The line a location names, read as ``read_file`` would read it: only inside the
+    workspace, a symlink followed only where it stays inside (a server may name any path,
+    e.g. a workspace link to a file the sandbox hides: its text must not reach the model)."""
     if path not in cache:
         try:
-            cache[path] = read_text_file(path, MAX_READ).splitlines()
-        except (OSError, UnicodeDecodeError, ValueError):
+            cache[path] = read_text_file(workspace.resolve(str(path)), MAX_READ).splitlines()
+        except (OSError, UnicodeDecodeError, ValueError, RuntimeError, WorkspaceError):
             cache[path] = []
     lines = cache[path]
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
@@ -111,7 +114,7 @@ def location_lines(workspace: Workspace, locations: list[Location]) -> list[str]
     out = []
     for location in locations[:MAX_LOCATIONS]:
         start = location.span.start
-        text = _line_text(location.path, start.line, cache)
+        text = _line_text(workspace, location.path, start.line, cache)
         shown = shown_path(workspace, location.path)
         out.append(f"{shown}:{start.line}:{start.column}: {text}".rstrip())
     if len(locations) > MAX_LOCATIONS:

@@ -12,7 +12,10 @@ edit would (the tool is ``destructive``, like ``edit_file``).
 
 from __future__ import annotations
 
+import asyncio
+import unicodedata
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tooling.context import ToolContext
@@ -24,6 +27,7 @@ from .diagnostics import shown_path
 from .errors import ToolError
 from .filestore import Current, FileStore
 from .navigation import NO_SOURCE, POSITION, position_of
+from .sandbox import git_guard
 
 MAX_EDIT_BYTES = 64 * 1024 * 1024
 
@@ -56,10 +60,29 @@ def apply_changes(text: str, changes: Sequence[TextChange]) -> str:
         start, end = change.span.start, change.span.end
         return offset(start.line, start.column), offset(end.line, end.column), change.text
 
-    spans = sorted((bounds(c) for c in changes), reverse=True)
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
+    # In one pass (not a copy of the whole text per edit): LSP's edits do not overlap.
+    pieces, at = [], 0
+    for start, end, new in sorted(bounds(c) for c in changes):
+        start = max(start, at)
+        pieces += [text[at:start], new]
+        at = max(at, end)
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
+def _obeyed(workspace: Workspace, paths: list[Path]) -> list[str]:
+    """The files among ``paths`` git obeys, each with why (``git_guard.obeys``)."""
+    root = workspace.root
+    found = git_guard.git_dirs(root)
+    out = []
+    for path in paths:
+        try:
+            why = git_guard.obeys(path, root, found=found)
+        except (ValueError, OSError):  # not a file name (a NUL): refused when loaded
+            continue
+        if why is not None:
+            out.append(f"{shown_path(workspace, path)}: {why}")
+    return out
 
 
 def rename_tool(workspace: Workspace) -> ToolDefinition:
@@ -67,6 +90,8 @@ def rename_tool(workspace: Workspace) -> ToolDefinition:
         language = context.language
         if language is None:
             return NO_SOURCE
+        if any(ch.isspace() or unicodedata.category(ch)[0] == "C" for ch in arguments["new_name"]):
+            return "Error: new_name must be one name: no spaces, line breaks or control characters"
         try:
             target, position = await position_of(workspace, arguments, context)
             edit = await language.rename(target, position, arguments["new_name"])
@@ -76,6 +101,15 @@ def rename_tool(workspace: Workspace) -> ToolDefinition:
             return f"Error: {exc}"
         if not edit.changes:
             return "Error: the language server proposes no change for a rename there"
+        # Git runs what such a file names, outside the sandbox: edit_file asks the user for
+        # each; a rename, whose files only the server's answer names, does not write them.
+        obeyed = await asyncio.to_thread(_obeyed, workspace, list(edit.changes))
+        if obeyed:
+            return (
+                "Error: the rename was not applied (nothing was changed): it would change "
+                "files git obeys, which only edit_file changes (the user is asked):\n"
+                + "\n".join(obeyed)
+            )
         store = FileStore(workspace, context)
         loaded: list[tuple[Current, Sequence[TextChange]]] = []
         refused: list[str] = []
@@ -88,6 +122,8 @@ def rename_tool(workspace: Workspace) -> ToolDefinition:
                 loaded.append((await store.current(path, max_bytes=MAX_EDIT_BYTES), changes))
             except ToolError as exc:
                 refused.append(f"{shown}: {exc}")
+            except ValueError:  # a name no file can have (a NUL the server's URI held)
+                refused.append(f"{shown}: not a file name")
         if refused:
             return (
                 "Error: the rename was not applied (nothing was changed); it would change "

@@ -78,18 +78,27 @@ arrived, and the position encoding of that server.")
 
 (defun agent-lsp--language-buffer (file)
   "The buffer visiting FILE, visited now (not shown) if none does.
-An unmodified buffer whose file changed on disk is reverted first."
-  (let ((buffer (find-buffer-visiting file)))
+An unmodified buffer whose file changed on disk is reverted first.
+The file may be one the agent wrote: its file-local variables and the
+folder's .dir-locals.el are not applied (an `eval:' there would run
+outside the sandbox, or ask the user to let it)."
+  (let ((buffer (find-buffer-visiting file))
+        (enable-local-variables nil)
+        (enable-dir-local-variables nil)
+        (enable-local-eval nil)
+        (inhibit-message t))
     (cond ((null buffer)
-           (when (file-exists-p file)
-             (let ((inhibit-message t))
+           ;; A regular file only (a FIFO put in its place would hang Emacs), opened as it is
+           ;; (no decompressor or decryption a file name handler would run, no size prompt).
+           (when (file-regular-p file)
+             (let ((file-name-handler-alist nil)
+                   (large-file-warning-threshold nil))
                (ignore-errors (find-file-noselect file)))))
           (t
            (with-current-buffer buffer
              (unless (or (buffer-modified-p) (verify-visited-file-modtime buffer)
                          (not (file-exists-p file)))
-               (let ((inhibit-message t))
-                 (ignore-errors (revert-buffer t t t)))))
+               (ignore-errors (revert-buffer t t t))))
            buffer))))
 
 (cl-defmethod eglot-handle-notification :after
@@ -190,7 +199,10 @@ From its buffer if one visits it, else from the file."
     (with-temp-buffer
       (if buffer
           (insert-buffer-substring buffer)
-        (ignore-errors (insert-file-contents file)))
+        ;; A regular file only (a FIFO would hang Emacs), read as bytes on disk.
+        (when (file-regular-p file)
+          (let ((file-name-handler-alist nil))
+            (ignore-errors (insert-file-contents file)))))
       (goto-char (point-min))
       (if (zerop (forward-line line))
           (buffer-substring-no-properties (point) (line-end-position))

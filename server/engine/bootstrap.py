@@ -56,7 +56,7 @@ def build_tools(
     the source of language features that answers for the folder, None: none (with one, the
     language tools join the default set, each naming it in its annotations'
     ``languageSource`` for ``agent/listTools``, and the file tools wait ``diagnostics_wait``
-    for the problems of what they wrote).
+    for the problems of what they wrote, ``bash`` for those of the open files it changed).
 
     What a call may use beyond that (the editor's documents, the conversation's
     ledger) reaches it through its ``ToolContext``. ``enabled_tools`` narrows the default
@@ -91,6 +91,7 @@ def build_tools(
             default_timeout=settings.bash_timeout,
             hidden_env=(*DEFAULT_SECRET_ENV, *secret_env),
             policy=policy,
+            diagnostics_wait=wait,
         ),
         "read_file": lambda: read_file_tool(workspace, also_readable=tuple(readable_paths)),
         "write_file": lambda: write_file_tool(workspace, diagnostics_wait=wait),

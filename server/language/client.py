@@ -157,8 +157,16 @@ class JsonRpcClient:
     async def _read_stderr(self) -> None:
         stderr = self.process.stderr
         assert stderr is not None
-        while line := await stderr.readline():
-            self.stderr.append(line.decode("utf-8", "replace").rstrip()[:300])
+        # In chunks: readline() gives up on a line over its 64 KiB limit, and a reader gone
+        # would leave the pipe to fill and the server to block writing to it.
+        pending = b""
+        while chunk := await stderr.read(65536):
+            *lines, pending = (pending + chunk).split(b"\n")
+            pending = pending[-4096:]
+            for line in lines:
+                self.stderr.append(line.decode("utf-8", "replace").rstrip()[:300])
+        if pending:
+            self.stderr.append(pending.decode("utf-8", "replace").rstrip()[:300])
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
         if "method" in message:

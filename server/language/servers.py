@@ -374,7 +374,12 @@ class HeadlessLanguages:
         server.tmp = server.tmp or tempfile.mkdtemp(prefix="agent-lsp-language-")
         confined = sandbox.confinement(policy, self.root, Path(server.tmp))
         if confined is None:
-            return program, {}  # no sandbox on this system: said once in a report
+            # No sandbox on this system: a language server runs what a repository names
+            # (build scripts, macros), so it is not started unconfined unless the user said so.
+            raise LanguageError(
+                "this system has no sandbox to run language servers in; set "
+                f"{UNCONFINED_VARIABLE}=1 to run them unconfined, with your rights"
+            )
         redirects = sandbox.cache_redirects(self._environ, confined, self.root)
         return confined.argv(program), {"TMPDIR": server.tmp, **redirects}
 

@@ -9,7 +9,8 @@ converted with the one ``LineIndex``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,10 +35,39 @@ SYMBOL_KINDS: Final = (
 )  # fmt: skip
 
 
+# Items of one answer converted at most (a file with tens of thousands of problems, a
+# server answering with a flood): the tools show far fewer, and each costs a position
+# conversion on the event loop.
+MAX_ITEMS: Final = 1000
+
+
 class LspShapes:
     def __init__(self, text: Callable[[Path], str], encoding: str) -> None:
         self._text = text
         self.encoding = encoding
+        # Within one conversion: each file's text read and indexed once, not per range.
+        self._memo: dict[Path, tuple[LineIndex, LineIndex]] | None = None
+
+    @contextlib.contextmanager
+    def _conversion(self) -> Iterator[None]:
+        outer = self._memo is None
+        if outer:
+            self._memo = {}
+        try:
+            yield
+        finally:
+            if outer:
+                self._memo = None
+
+    def _indexes(self, path: Path) -> tuple[LineIndex, LineIndex]:
+        """The far side's index of ``path``'s text and the characters' one."""
+        if self._memo is not None and path in self._memo:
+            return self._memo[path]
+        text = self._text(path)
+        found = (LineIndex(text, self.encoding), LineIndex(text, "utf-32"))
+        if self._memo is not None:
+            self._memo[path] = found
+        return found
 
     def at(self, path: Path, position: Position) -> dict[str, Any]:
         """``textDocument`` and ``position`` params for the model's ``position`` in ``path``."""
@@ -50,8 +80,7 @@ class LspShapes:
         }
 
     def span(self, path: Path, raw: Any) -> Span:
-        text = self._text(path)
-        wire, chars = LineIndex(text, self.encoding), LineIndex(text, "utf-32")
+        wire, chars = self._indexes(path)
 
         def point(value: Any) -> Position:
             value = value if isinstance(value, dict) else {}
@@ -64,6 +93,10 @@ class LspShapes:
         return Span(point(raw.get("start")), point(raw.get("end")))
 
     def diagnostics(self, path: Path, items: list[Any]) -> list[Diagnostic]:
+        with self._conversion():
+            return self._diagnostics(path, items[:MAX_ITEMS])
+
+    def _diagnostics(self, path: Path, items: list[Any]) -> list[Diagnostic]:
         found = []
         for raw in items:
             if not isinstance(raw, dict):
@@ -87,6 +120,10 @@ class LspShapes:
 
     def locations(self, result: Any) -> list[Location]:
         items = result if isinstance(result, list) else [result] if isinstance(result, dict) else []
+        with self._conversion():
+            return self._locations(items[:MAX_ITEMS])
+
+    def _locations(self, items: list[Any]) -> list[Location]:
         found = []
         for item in items:
             if not isinstance(item, dict):
@@ -108,7 +145,20 @@ class LspShapes:
         container: str | None = None,
         depth: int = 0,
     ) -> None:
+        with self._conversion():
+            self._symbols(path, items, out, container, depth)
+
+    def _symbols(
+        self,
+        path: Path | None,
+        items: list[Any],
+        out: list[Symbol],
+        container: str | None,
+        depth: int,
+    ) -> None:
         for item in items:
+            if len(out) >= MAX_ITEMS:
+                return
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                 continue
             kind = item.get("kind")
@@ -141,9 +191,13 @@ class LspShapes:
             )
             children = item.get("children")
             if isinstance(children, list) and path is not None:
-                self.symbols(path, children, out, item["name"], depth + 1)
+                self._symbols(path, children, out, item["name"], depth + 1)
 
     def workspace_change(self, raw: dict[str, Any]) -> WorkspaceChange:
+        with self._conversion():
+            return self._workspace_change(raw)
+
+    def _workspace_change(self, raw: dict[str, Any]) -> WorkspaceChange:
         changes: dict[Path, list[TextChange]] = {}
         unsupported: list[str] = []
 

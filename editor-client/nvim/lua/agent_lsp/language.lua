@@ -23,8 +23,8 @@ local methods = require('agent_lsp.protocol_generated').methods
 local M = {}
 
 M.CAPABILITY = { experimental = { agent = { languageFeatures = true } } }
-M.DIAGNOSTICS = methods.language_diagnostics or 'agent/languageDiagnostics'
-M.REQUEST = methods.language_request or 'agent/languageRequest'
+M.DIAGNOSTICS = methods.language_diagnostics
+M.REQUEST = methods.language_request
 -- How long a forwarded request waits for a language server (ms); the server's own bound
 -- is what the model sees.
 M.REQUEST_TIMEOUT_MS = 10000
@@ -112,6 +112,8 @@ local function load(uri)
   local bufnr = vim.uri_to_bufnr(uri)
   if not api.nvim_buf_is_loaded(bufnr) then
     vim.bo[bufnr].buflisted = false
+    -- A file the agent may have written: its modelines are not obeyed.
+    vim.bo[bufnr].modeline = false
     -- Not open for the agent (client.maybe_attach) until it is shown in a window.
     M.unseen[bufnr] = true
     pcall(vim.fn.bufload, bufnr)
@@ -311,7 +313,13 @@ local function lines_of(uri, row)
   if bufnr > 0 and api.nvim_buf_is_loaded(bufnr) then
     return line_text(bufnr, row)
   end
-  local ok, lines = pcall(vim.fn.readfile, vim.uri_to_fname(uri), '', row + 1)
+  -- A regular file only: a FIFO would hang the editor, a device never end.
+  local fname = vim.uri_to_fname(uri)
+  local stat = (vim.uv or vim.loop).fs_stat(fname)
+  if not stat or stat.type ~= 'file' then
+    return ''
+  end
+  local ok, lines = pcall(vim.fn.readfile, fname, '', row + 1)
   return ok and lines[row + 1] or ''
 end
 
