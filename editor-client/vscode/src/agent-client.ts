@@ -103,8 +103,9 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       this.modelStatus,
       // The key reaches the server only through its environment: a new key needs a new process.
       this.apiKey.onDidChange(async () => {
-        this.log.info("the API key changed; restarting the server");
         await this.apiKey.load();
+        const held = this.apiKey.current() === undefined ? "no key" : "the key";
+        this.log.info(`the API key changed; restarting the server with ${held}`);
         await this.restart();
       }),
     );
