@@ -141,7 +141,15 @@ def render(out: dict[str, list[float]], rounds: int, seconds: float, tree: bool)
 # What each process imports before it can answer `initialize` (the faces' start paths).
 IMPORTS = {
     "pygls": ["pygls.lsp.server", "lsprotocol.converters"],
-    "lsp": ["server.cli", "server.stdio", "server.config.own_secrets", "server.lsp.server"],
+    # The terminal's config and mcp commands: the parser (built at every start) names them.
+    "lsp": [
+        "server.cli",
+        "server.stdio",
+        "server.config.own_secrets",
+        "server.terminal.config_command",
+        "server.terminal.mcp_command",
+        "server.lsp.server",
+    ],
     "bare_acp": ["acp", "acp.schema"],
     "acp": ["server.cli", "server.stdio", "server.config.own_secrets", "server.acp.serve"],
 }

@@ -8,7 +8,10 @@ what the server parses and sends. It writes:
   actions, the settings;
 - editor-client/nvim/lua/agent_lsp/protocol_generated.lua: the method names, error codes
   and actions as a Lua table;
-- editor-client/emacs/agent-lsp-protocol.el: the same as defconsts.
+- editor-client/emacs/agent-lsp-protocol.el: the same as defconsts;
+- server/lsp/announced.py: what the language server announces in ``initialize`` (the
+  method names, the protocol's version, the settings section), so the LSP face answers
+  ``initialize`` without importing ``server.protocol`` (its classes: ~60 ms of start-up).
 
 It lives beside the schema, outside ``server/``: the server never needs it.
 
@@ -45,6 +48,7 @@ SCHEMA_PATH = Path(__file__).with_name("protocol.schema.json")
 REPO = Path(__file__).resolve().parents[1]
 LUA_PATH = REPO / "editor-client/nvim/lua/agent_lsp/protocol_generated.lua"
 ELISP_PATH = REPO / "editor-client/emacs/agent-lsp-protocol.el"
+ANNOUNCED_PATH = REPO / "server/lsp/announced.py"
 _PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _PRIMITIVES[type(None)] = "null"
 
@@ -297,12 +301,43 @@ def render_elisp() -> str:
     return "\n".join(lines)
 
 
+def render_announced() -> str:
+    """The LSP face's copy of the names its ``initialize`` result announces (light: no
+    import), as ruff formats it."""
+
+    def strings(name: str, values: tuple[str, ...]) -> list[str]:
+        return [f"{name}: Final = (", *(f'    "{v}",' for v in values), ")"]
+
+    return "\n".join(
+        [
+            '"""What the language server announces in ``initialize``: the agent protocol\'s',
+            "version, methods and settings section, without importing ``server.protocol`` (its",
+            "classes), so ``initialize`` is answered before the engine loads.",
+            "",
+            f"{_BANNER}",
+            "Regenerate: uv run python docs/protocol_schema.py",
+            '"""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "from typing import Final",
+            "",
+            f"PROTOCOL_VERSION: Final = {p.PROTOCOL_VERSION}",
+            f'SETTINGS_SECTION: Final = "{p.SETTINGS_SECTION}"',
+            *strings("REQUESTS", p.REQUESTS),
+            *strings("NOTIFICATIONS", p.NOTIFICATIONS),
+            "",
+        ]
+    )
+
+
 def outputs() -> dict[Path, str]:
     """Every file this script writes, with its text."""
     return {
         SCHEMA_PATH: render(build_schema()),
         LUA_PATH: render_lua(),
         ELISP_PATH: render_elisp(),
+        ANNOUNCED_PATH: render_announced(),
         **settings_docs.outputs(),  # package.json and the Neovim and Emacs settings tables
     }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -267,7 +268,8 @@ def serve(args: argparse.Namespace, *, acp: bool = False) -> int:
         os._exit(code)  # as below: worker threads (the warm-up's) must not hold the exit
     from .lsp.server import create_server, serve_stdio
 
-    server = create_server(make_engine())
+    # initialize is answered before the engine is built (its modules load meanwhile).
+    server = create_server(make_engine, environ)
     if args.tcp:
         server.start_tcp(args.host, args.port)
         return 0
@@ -289,7 +291,19 @@ def serve(args: argparse.Namespace, *, acp: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    # The collector is off while the server starts: importing pygls, lsprotocol and the
+    # engine allocates hundreds of thousands of objects that live as long as the process,
+    # and its passes over them (a full one among them) cost ~50 ms before initialize's
+    # answer and free nothing (bench/results/startup.md). The LSP face turns it back on
+    # once its engine is loaded (server.lsp.server); every other command at once.
+    gc.disable()
+    try:
+        args = build_parser().parse_args(argv)
+    except BaseException:  # --help, --version, a usage error
+        gc.enable()
+        raise
+    if args.command is not None or args.tcp:
+        gc.enable()
     configure_logging(args.log_level)
     if args.command == "ask":
         from .terminal.client import run_ask

@@ -1969,3 +1969,215 @@ def test_an_ask_cancelled_while_the_server_starts_is_never_sent(
     assert "## You\n\nfirst" not in records["conversation"]
     assert "Only the second." in records["conversation"]
     assert "agent-lsp: cancelled before it was sent" in records["messages"]
+
+
+RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_eglots_own_language_server_answers_the_agents_language_tools(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Issue 38: eglot runs `ruff server` for the project's Python buffers (no
+    [language_servers] configured, so no headless source exists): a write's problems and a
+    hover come from it, through agent/languageDiagnostics and agent/languageRequest. The
+    file written was never visited: the client visits it unseen, eglot manages it."""
+    (workspace / "noqa.py").write_text("import os  # noqa: F401\n", encoding="utf-8")
+    model.reply(
+        tool_calls=[
+            tool_call("write_file", {"path": "app.py", "content": 's = "é"; import os\n'}, id="c0"),
+            tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+            tool_call("write_file", {"path": "todo.md", "content": "# todo\n"}, id="c2"),
+        ]
+    )
+    model.reply("done")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (let ((ruff (plist-get (plist-get test-config :data) :ruff)))
+          (with-current-buffer (find-file-noselect "noqa.py")
+            (eglot '(python-mode) (eglot--current-project) 'eglot-lsp-server
+                   (list ruff "server") "python")))
+        (test-wait "ruff to connect"
+                   (lambda () (with-current-buffer "noqa.py" (eglot-current-server))) 30)
+        (agent-lsp-ask "go")
+        (test-idle)
+        (let* ((buffer (find-buffer-visiting (expand-file-name "app.py")))
+               (listed (jsonrpc-request (test-server) :agent/listTools nil))
+               (tool (cl-find "diagnostics" (plist-get listed :tools)
+                              :key (lambda (tool) (plist-get tool :name)) :test #'equal)))
+          (test-emit :visited (if buffer t :false)
+                     :shown (if (and buffer (get-buffer-window buffer t)) t :false)
+                     :managed (if (and buffer (with-current-buffer buffer
+                                                (eglot-current-server)))
+                                  t :false)
+                     :source (or (plist-get (plist-get tool :annotations) :languageSource)
+                                 :null)
+                     :trace (test-lines "*agent-lsp-trace*")))
+        """,
+        # A generous wait: ruff's first analysis on a loaded machine can take seconds.
+        settings={"diagnosticsWait": 15000},
+        data={"ruff": RUFF},
+    )
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    # Column 17 in characters (byte 18: Neovim's diagnostics are converted back).
+    assert "app.py:1:17: warning [Ruff F401]" in results["c0"], results["c0"]
+    assert "unused-import (F401)" in results["c1"], results["c1"]
+    # No language server of Emacs handles Markdown: the client says so at once, so the write
+    # does not wait out diagnosticsWait, and has no Problems line.
+    assert results["c2"] == "Wrote 7 bytes to todo.md", results["c2"]
+    [ms] = [
+        int(m[1])
+        for x in records["trace"]
+        if (m := re.search(r"✓ write_file todo\.md \((\d+) ms", x))
+    ]
+    assert ms < 5000, records["trace"]
+    assert records["visited"] is True and records["shown"] is False
+    assert records["managed"] is True
+    assert "editor" in str(records["source"]), records["source"]
+
+
+def test_a_file_the_agent_wrote_is_visited_without_its_local_variables(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """The client visits a file the agent wrote to have eglot analyse it: its file-local
+    variables (an `eval:` here) are not applied, even for a user who lets every local
+    variable and eval apply (nothing the agent writes runs outside the sandbox)."""
+    marker = tmp_path / "local-eval-ran"
+    (workspace / "noqa.py").write_text("import os  # noqa: F401\n", encoding="utf-8")
+    evil = f'# -*- eval: (write-region "x" nil "{marker}") -*-\nimport os\n'
+    model.reply(tool_calls=[tool_call("write_file", {"path": "evil.py", "content": evil})])
+    model.reply("done")
+    records = run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (let ((ruff (plist-get (plist-get test-config :data) :ruff))
+              (enable-local-variables :all)
+              (enable-local-eval t))
+          (with-current-buffer (find-file-noselect "noqa.py")
+            (eglot '(python-mode) (eglot--current-project) 'eglot-lsp-server
+                   (list ruff "server") "python"))
+          (test-wait "ruff to connect"
+                     (lambda () (with-current-buffer "noqa.py" (eglot-current-server))) 30)
+          (agent-lsp-ask "go")
+          (test-idle)
+          (test-emit :visited (if (find-buffer-visiting (expand-file-name "evil.py")) t :false)))
+        """,
+        settings={"diagnosticsWait": 15000},
+        data={"ruff": RUFF},
+    )
+    results = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert "F401" in results[0], results[0]  # visited and analysed all the same
+    assert records["visited"] is True
+    assert not marker.exists(), "the file's eval: ran"
+
+
+JEDI = shutil.which("jedi-language-server", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(JEDI is None, reason="jedi-language-server is a dev dependency")
+def test_definition_references_symbols_hover_and_rename_through_eglots_language_server(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """Issue 38: eglot runs jedi-language-server for the project's Python buffers; the
+    navigation tools and a rename are answered by it through agent/languageRequest."""
+    (workspace / "lib.py").write_text('def greet(name):\n    """Say hello."""\n    return name\n')
+    (workspace / "main.py").write_text('from lib import greet\n\nprint(greet("é"))\n')
+    calls = [
+        ("definition", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("references", {"path": "lib.py", "line": 1, "column": 5}),
+        ("symbols", {"path": "lib.py"}),
+        ("symbols", {"query": "greet"}),
+        ("hover", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("read_file", {"path": "lib.py"}),
+        ("read_file", {"path": "main.py"}),
+        ("rename", {"path": "main.py", "line": 3, "symbol": "greet", "new_name": "welcome"}),
+    ]
+    for n, (name, arguments) in enumerate(calls):
+        model.reply(tool_calls=[tool_call(name, arguments, id=f"c{n}")])
+    model.reply("done")
+    run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (let ((jedi (plist-get (plist-get test-config :data) :jedi)))
+          (with-current-buffer (find-file-noselect "lib.py")
+            (eglot '(python-mode) (eglot--current-project) 'eglot-lsp-server
+                   (list jedi) "python")))
+        (test-wait "jedi to connect"
+                   (lambda () (with-current-buffer "lib.py" (eglot-current-server))) 30)
+        (agent-lsp-ask "go")
+        (test-idle)
+        """,
+        data={"jedi": JEDI},
+    )
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert results["c0"] == "lib.py:1:5: def greet(name):", results["c0"]
+    assert results["c1"].splitlines() == [
+        "3 references (declaration included):",
+        "lib.py:1:5: def greet(name):",
+        "main.py:1:17: from lib import greet",
+        'main.py:3:7: print(greet("é"))',
+    ], results["c1"]
+    assert results["c2"] == "function greet — def greet (line 1)", results["c2"]
+    assert results["c3"].startswith("lib.py:1:5: function greet"), results["c3"]
+    assert "def greet(name)" in results["c4"] and "Say hello." in results["c4"], results["c4"]
+    assert (workspace / "lib.py").read_text().startswith("def welcome(name):"), results["c7"]
+    assert (workspace / "main.py").read_text() == 'from lib import welcome\n\nprint(welcome("é"))\n'
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_positions_are_converted_for_an_eglot_server_that_speaks_utf8(
+    tmp_path: Path, model: ScriptedModel, workspace: Path, elpa: list[str]
+) -> None:
+    """ruff negotiates UTF-8 (as a later eglot lets a server do), agent-lsp speaks UTF-16:
+    after six "é" (two bytes, one UTF-16 unit each) a diagnostic's range, a hover's
+    position and its range are converted."""
+    (workspace / "noqa.py").write_text('s = "éééééé"; import os  # noqa: F401\n')
+    model.reply(
+        tool_calls=[
+            tool_call(
+                "write_file", {"path": "app.py", "content": 's = "éééééé"; import os\n'}, id="c0"
+            ),
+            tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+        ]
+    )
+    model.reply("done")
+    run_emacs(
+        tmp_path,
+        model,
+        workspace,
+        elpa,
+        """
+        (defclass test-utf8-server (eglot-lsp-server) ())
+        (cl-defmethod eglot-client-capabilities :around ((_server test-utf8-server))
+          (plist-put (cl-call-next-method) :general '(:positionEncodings ["utf-8"])))
+        (let ((ruff (plist-get (plist-get test-config :data) :ruff)))
+          (with-current-buffer (find-file-noselect "noqa.py")
+            (eglot '(python-mode) (eglot--current-project) 'test-utf8-server
+                   (list ruff "server") "python")))
+        (test-wait "ruff to connect"
+                   (lambda () (with-current-buffer "noqa.py" (eglot-current-server))) 30)
+        (agent-lsp-ask "go")
+        (test-idle)
+        """,
+        settings={"diagnosticsWait": 15000},
+        data={"ruff": RUFF},
+    )
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert "app.py:1:22: warning [Ruff F401]" in results["c0"], results["c0"]
+    assert "unused-import (F401)" in results["c1"], results["c1"]

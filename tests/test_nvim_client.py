@@ -1528,3 +1528,156 @@ def test_the_chat_sends_a_many_line_prompt_from_its_prompt_buffer(
     assert (
         "## You\n\nfirst line\nsecond line\n\n## Agent\n\nFirst answer." in records["conversation"]
     )
+
+
+RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_the_editors_own_language_server_answers_the_agents_language_tools(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # Issue 38: `ruff server` attached to Python buffers in Neovim (no [language_servers]
+    # configured, so no headless source exists): a write's problems and a hover come from
+    # it, through agent/languageDiagnostics and agent/languageRequest. The file written was
+    # never open: the client loads it unseen so ruff analyses it.
+    (workspace / "noqa.py").write_text("import os  # noqa: F401\n", encoding="utf-8")
+    model.reply(
+        tool_calls=[
+            tool_call("write_file", {"path": "app.py", "content": 's = "é"; import os\n'}, id="c0"),
+            tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"}, id="c1"),
+            tool_call("write_file", {"path": "todo.md", "content": "# todo\n"}, id="c2"),
+        ]
+    )
+    model.reply("done")
+    body = r"""
+        local root = vim.loop.cwd()
+        local ruff = vim.lsp.start_client({ name = 'ruff', cmd = { config.data.ruff, 'server' },
+                                            root_dir = root })
+        vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(args)
+          vim.lsp.buf_attach_client(args.buf, ruff)
+        end })
+        vim.cmd('AgentAsk go')
+        T.idle()
+        local buf = vim.fn.bufnr(root .. '/app.py')
+        local client = vim.lsp.get_client_by_id(agent.client_id(root))
+        local listed = require('agent_lsp.client').call(client, 'request_sync', 'agent/listTools',
+                                                        vim.empty_dict(), 10000)
+        local sources = {}
+        for _, tool in ipairs(listed.result.tools) do
+          if tool.name == 'diagnostics' then sources = tool.annotations end
+        end
+        T.emit({ loaded = buf > 0 and vim.api.nvim_buf_is_loaded(buf),
+                 shown = buf > 0 and vim.fn.bufwinid(buf) ~= -1,
+                 ruff_attached = buf > 0 and vim.lsp.buf_get_clients(buf)[ruff] ~= nil,
+                 agent_attached = buf > 0 and vim.lsp.buf_get_clients(buf)[client.id] ~= nil,
+                 source = sources.languageSource or vim.NIL,
+                 conversation = T.lines(agent.status().conversation_buf) })
+        -- Shown in a window, it is open for the agent like any buffer the user opens.
+        vim.cmd('buffer ' .. buf)
+        T.wait('agent-lsp to attach', function()
+          return vim.lsp.buf_get_clients(buf)[client.id] ~= nil
+        end)
+    """
+    # A generous wait: ruff's first analysis on a loaded machine can take seconds.
+    records = run_nvim(
+        tmp_path, model, workspace, body, settings={"diagnosticsWait": 15000}, data={"ruff": RUFF}
+    )
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    # Column 17 in characters (byte 18: Neovim's diagnostics are converted back).
+    assert "app.py:1:17: warning [Ruff F401]" in results["c0"], results["c0"]
+    assert "unused-import (F401)" in results["c1"], results["c1"]
+    # No language server of Neovim handles Markdown: the client says so at once, so the write
+    # does not wait out diagnosticsWait, and has no Problems line.
+    assert results["c2"] == "Wrote 7 bytes to todo.md", results["c2"]
+    [ms] = [
+        int(m[1])
+        for x in records["conversation"]
+        if (m := re.search(r"✓ write_file todo\.md \((\d+) ms", x))
+    ]
+    assert ms < 5000, records["conversation"]
+    assert records["loaded"] is True and records["shown"] is False
+    assert records["ruff_attached"] is True
+    assert records["agent_attached"] is False  # not open for the agent: its writes go to disk
+    assert "editor" in str(records["source"]), records["source"]
+
+
+JEDI = shutil.which("jedi-language-server", path=str(Path(sys.executable).parent))
+
+# jedi-language-server attached to Python buffers: the navigation tools through Neovim.
+JEDI_BODY = r"""
+    local root = vim.loop.cwd()
+    local jedi = vim.lsp.start_client({ name = 'jedi', cmd = { config.data.jedi },
+                                        root_dir = root })
+    vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(args)
+      vim.lsp.buf_attach_client(args.buf, jedi)
+    end })
+    vim.cmd('AgentAsk go')
+    T.idle()
+"""
+
+
+@pytest.mark.skipif(JEDI is None, reason="jedi-language-server is a dev dependency")
+def test_definition_references_symbols_hover_and_rename_through_neovims_language_server(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    (workspace / "lib.py").write_text('def greet(name):\n    """Say hello."""\n    return name\n')
+    (workspace / "main.py").write_text('from lib import greet\n\nprint(greet("é"))\n')
+    calls = [
+        ("definition", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("references", {"path": "lib.py", "line": 1, "column": 5}),
+        ("symbols", {"path": "lib.py"}),
+        ("symbols", {"query": "greet"}),
+        ("hover", {"path": "main.py", "line": 3, "symbol": "greet"}),
+        ("read_file", {"path": "lib.py"}),
+        ("read_file", {"path": "main.py"}),
+        ("rename", {"path": "main.py", "line": 3, "symbol": "greet", "new_name": "welcome"}),
+    ]
+    for n, (name, arguments) in enumerate(calls):
+        model.reply(tool_calls=[tool_call(name, arguments, id=f"c{n}")])
+    model.reply("done")
+    run_nvim(tmp_path, model, workspace, JEDI_BODY, data={"jedi": JEDI})
+    results = {
+        m["tool_call_id"]: m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"
+    }
+    assert results["c0"] == "lib.py:1:5: def greet(name):", results["c0"]
+    assert results["c1"].splitlines() == [
+        "3 references (declaration included):",
+        "lib.py:1:5: def greet(name):",
+        "main.py:1:17: from lib import greet",
+        'main.py:3:7: print(greet("é"))',
+    ], results["c1"]
+    assert results["c2"] == "function greet — def greet (line 1)", results["c2"]
+    assert results["c3"].startswith("lib.py:1:5: function greet"), results["c3"]
+    assert "def greet(name)" in results["c4"] and "Say hello." in results["c4"], results["c4"]
+    assert (workspace / "lib.py").read_text().startswith("def welcome(name):"), results["c7"]
+    assert (workspace / "main.py").read_text() == 'from lib import welcome\n\nprint(welcome("é"))\n'
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_positions_are_converted_for_a_language_server_that_speaks_utf8(
+    tmp_path: Path, model: ScriptedModel, workspace: Path
+) -> None:
+    # ruff negotiates UTF-8 with Neovim, agent-lsp speaks UTF-16: after six "é" (two bytes,
+    # one UTF-16 unit each) the hover's position and range are converted both ways.
+    (workspace / "noqa.py").write_text('s = "éééééé"; import os  # noqa: F401\n')
+    model.reply(tool_calls=[tool_call("hover", {"path": "noqa.py", "line": 1, "symbol": "F401"})])
+    model.reply("done")
+    body = r"""
+        local capabilities = vim.lsp.protocol.make_client_capabilities()
+        capabilities.general = { positionEncodings = { 'utf-8' } }
+        local ruff = vim.lsp.start_client({ name = 'ruff', cmd = { config.data.ruff, 'server' },
+                                            root_dir = vim.loop.cwd(),
+                                            capabilities = capabilities,
+                                            offset_encoding = 'utf-8' })
+        vim.api.nvim_create_autocmd('FileType', { pattern = 'python', callback = function(args)
+          vim.lsp.buf_attach_client(args.buf, ruff)
+        end })
+        vim.cmd('AgentAsk go')
+        T.idle()
+    """
+    run_nvim(tmp_path, model, workspace, body, data={"ruff": RUFF})
+    [result] = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert "unused-import (F401)" in result, result

@@ -58,12 +58,19 @@ def test_the_generated_lua_and_elisp_tables_are_current() -> None:
     assert '(defconst agent-lsp-action-set-api-key "setApiKey"' in elisp
 
 
+LANGUAGE = (p.AGENT_LANGUAGE_DIAGNOSTICS, p.AGENT_LANGUAGE_REQUEST)
+
+
 def test_it_is_a_2020_12_schema_naming_every_method() -> None:
     Draft202012Validator.check_schema(SCHEMA)
     methods = SCHEMA["methods"]
-    assert set(methods) == {*p.REQUESTS, *p.NOTIFICATIONS, p.AGENT_REQUEST_PERMISSION}
+    server_to_client = {p.AGENT_REQUEST_PERMISSION, *LANGUAGE}
+    assert set(methods) == {*p.REQUESTS, *p.NOTIFICATIONS, *server_to_client}
     assert {m for m, e in methods.items() if e["kind"] == "notification"} == set(p.NOTIFICATIONS)
-    assert methods[p.AGENT_REQUEST_PERMISSION]["direction"] == "serverToClient"
+    assert all(methods[m]["direction"] == "serverToClient" for m in server_to_client)
+    assert methods[p.AGENT_LANGUAGE_DIAGNOSTICS]["result"] == {
+        "$ref": "#/$defs/LanguageDiagnosticsResult"
+    }
     assert methods[p.AGENT_ASK]["params"] == {"$ref": "#/$defs/AskParams"}
     assert all("result" not in methods[m] for m in p.NOTIFICATIONS)
 

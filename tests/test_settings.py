@@ -48,7 +48,7 @@ def test_all_fields() -> None:
     assert settings.bash_timeout == 5.5
     policy = SandboxPolicy("read-only", (Path("/opt/cache"), Path.home() / ".cache/uv"), True)
     assert settings.sandbox == policy
-    assert settings.tools() == (("read_file",), 5.5, policy, False)  # read_only: a mode
+    assert settings.tools() == (("read_file",), 5.5, policy, False, 1500)  # read_only: a mode
 
 
 def test_the_sandbox_is_on_by_default() -> None:

@@ -7,6 +7,7 @@ kernel, and what the model was told in the tool result it got back.
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
@@ -189,3 +190,32 @@ def test_a_weaker_sandbox_is_said_on_stderr(
     done = ask({**env, "AGENT_LSP_BWRAP": "none"}, workspace)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("The bash sandbox runs on Landlock, seccomp and resource limits") == 1
+
+
+RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is a dev dependency of the venv")
+def test_a_lint_error_of_a_write_is_shown_under_its_trace_line(
+    model: ScriptedModel, workspace: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    # The user's [language_servers.ruff]; the server runs confined like a bash call.
+    config = tmp_path / "config"
+    (config / "agent-lsp").mkdir(parents=True)
+    (config / "agent-lsp" / "config.toml").write_text(
+        f'[language_servers.ruff]\ncommand = {RUFF!r}\nargs = ["server"]\nextensions = [".py"]\n'
+    )
+    # A clean write first: it starts ruff, so the second waits for its answer only (the
+    # terminal keeps diagnosticsWait's default, 1.5 s, and a loaded machine starts slowly).
+    writes = [("clean.py", "print('hello')\n"), ("app.py", "import os\n")]
+    for n, (path, content) in enumerate(writes):
+        model.reply(
+            tool_calls=[tool_call("write_file", {"path": path, "content": content}, id=f"w{n}")]
+        )
+    model.reply("done")
+    done = ask({**env, "XDG_CONFIG_HOME": str(config)}, workspace)
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+    lines = done.stderr.splitlines()
+    trace = next(n for n, line in enumerate(lines) if " ✓ write_file app.py (" in line)
+    assert lines[trace + 1] == "  Problems: 1 new problem in app.py:", done.stderr
+    assert lines[trace + 2].startswith("  app.py:1:8: warning [Ruff F401]"), done.stderr

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .documents import EditorDocuments
 from .journal import ChangeJournal
+from .language import LanguageFeatures
 from .ledger import FileLedger
 from .permissions import Permissions
 
@@ -64,6 +65,9 @@ class ToolContext:
     # Why a tool name the registry does not have is not offered (e.g. its MCP server waits
     # for the user's approval), for the model; None: it is simply unknown.
     unavailable: Callable[[str], str | None] | None = None
+    # The folder's language features (problems, definitions, ...): the editor's language
+    # servers or those agent-lsp started; None: no source, the file tools report no problems.
+    language: LanguageFeatures | None = None
 
     def for_call(self, call_id: str, progress: ProgressSink | None = None) -> ToolContext:
         """This context for one tool call: same conversation state, own cancel flag,

@@ -42,6 +42,11 @@ class EditorDocuments(Protocol):
         """The text of ``path`` if it is open in the editor (unsaved changes included)."""
         ...
 
+    def open_paths(self) -> list[Path]:
+        """The files open in the editor now (resolved paths); empty when the editor does
+        not say (ACP)."""
+        ...
+
     async def read_text(self, path: Path) -> str | None:
         """What the file tools read of ``path``: the editor's text of it (an open buffer,
         unsaved changes included), None to read the disk. An editor whose files are

@@ -25,6 +25,7 @@ from tooling.contract import ToolDefinition
 from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
+from .diagnostics import problems_after, problems_before
 from .errors import ToolError, resolve
 from .filestore import FileStore, in_editor
 from .git_writes import GitWrites
@@ -59,7 +60,9 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def edit_file_tool(workspace: Workspace) -> ToolDefinition:
+def edit_file_tool(workspace: Workspace, *, diagnostics_wait: float = 0.0) -> ToolDefinition:
+    """``diagnostics_wait``: how long (s) the result waits for a language server's problems
+    of the edited text (0: not asked)."""
     git_writes = GitWrites(workspace)
 
     async def permission_check(arguments: dict[str, Any]) -> CallPermission | None:
@@ -85,14 +88,18 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
                 )
             except EditError as exc:
                 raise ToolError(f"{shown}: {exc} Nothing was changed.") from None
+            before = await problems_before(context, target, current.text, diagnostics_wait)
             written = await store.replace(current, edit.text, label="agent-lsp: edit_file")
         except ToolError as exc:
             return exc.text()
+        problems = await problems_after(
+            context, workspace, target, edit.text, before, diagnostics_wait
+        )
         noun = "occurrence" if edit.count == 1 else "occurrences"
         where = f"{shown} at {lines_phrase(edit.lines, edit.count)}"
         if written.placed != "disk":
-            return f"Replaced {edit.count} {noun} in {where} {in_editor(written)}"
-        return f"Replaced {edit.count} {noun} in {where}"
+            return f"Replaced {edit.count} {noun} in {where} {in_editor(written)}{problems}"
+        return f"Replaced {edit.count} {noun} in {where}{problems}"
 
     return ToolDefinition(
         name="edit_file",
@@ -102,7 +109,8 @@ def edit_file_tool(workspace: Workspace) -> ToolDefinition:
             "replace_all is true. The file's line endings (LF or CRLF) are preserved. The "
             "result names the line(s) changed. The file must have been read (read_file) in "
             "this conversation and not changed since. A file open in the editor is edited in "
-            "its buffer (undoable there), keeping the user's unsaved changes."
+            "its buffer (undoable there), keeping the user's unsaved changes. Where a language "
+            "server handles the file, the result lists the problems the edit introduced."
         ),
         parameters=PARAMETERS,
         handler=handler,

@@ -59,6 +59,7 @@ from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
 from . import sandbox
+from .diagnostics import open_files_after, open_files_before
 from .sandbox import (
     CGROUPS,
     PROXY_PORT,
@@ -101,10 +102,13 @@ def bash_tool(
     max_timeout: float = DEFAULT_MAX_TIMEOUT,
     hidden_env: Iterable[str] = DEFAULT_SECRET_ENV,
     policy: SandboxPolicy | None = None,
+    diagnostics_wait: float = 0.0,
 ) -> ToolDefinition:
     """The ``bash`` tool bound to ``workspace`` (``default_timeout=None`` means 120 s).
 
     ``policy`` is the sandbox's (default: ``workspace-write``, no network).
+    ``diagnostics_wait``: how long (s) the result waits for a language server's problems
+    in the editor's open files the command changed (0: it does not look).
     """
     timeout = DEFAULT_TIMEOUT if default_timeout is None else float(default_timeout)
     if max_timeout <= 0:
@@ -137,6 +141,7 @@ def bash_tool(
         git_before = await asyncio.to_thread(
             git_guard.fingerprint, root, since=last_git[0] if last_git else None
         )
+        open_before = await open_files_before(context, workspace, diagnostics_wait)
         async with sandbox.private_tmp() as tmp, contextlib.AsyncExitStack() as stack:
             confinement = _confinement(policy, root, tmp, arguments, git_before.found)
             refused: list[str] = []
@@ -180,6 +185,9 @@ def bash_tool(
         # Fails closed: what the watch could not read is said (see coverage_note).
         notes.append(git_guard.coverage_note(git_after, again=not said_partial[0]))
         said_partial[0] = git_after.truncated
+        notes.append(
+            (await open_files_after(context, workspace, open_before, diagnostics_wait)).lstrip("\n")
+        )
         return "\n".join([result.rstrip("\n"), *filter(None, notes)]) if any(notes) else result
 
     return ToolDefinition(
@@ -192,6 +200,12 @@ def bash_tool(
             "leaves running in the background are stopped when it returns. Long output "
             f"keeps the first and last {OUTPUT_LIMIT // 2:,} characters. A non-zero exit "
             "status is reported as an error together with the output. "
+            + (
+                "When it changes files open in the editor, the result ends with the "
+                "problems a language server reports that the change introduced. "
+                if diagnostics_wait > 0
+                else ""
+            )
             + sandbox.prompt_text(policy, confined)
         ),
         parameters={

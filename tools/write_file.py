@@ -25,6 +25,7 @@ from tooling.contract import ToolDefinition
 from tooling.permissions import CallPermission
 from tooling.workspace import Workspace
 
+from .diagnostics import problems_after, problems_before
 from .errors import ToolError, resolve
 from .filestore import FileStore, in_editor
 from .git_writes import GitWrites
@@ -44,7 +45,9 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def write_file_tool(workspace: Workspace) -> ToolDefinition:
+def write_file_tool(workspace: Workspace, *, diagnostics_wait: float = 0.0) -> ToolDefinition:
+    """``diagnostics_wait``: how long (s) the result waits for a language server's problems
+    of the new content (0: not asked)."""
     git_writes = GitWrites(workspace)
 
     async def permission_check(arguments: dict[str, Any]) -> CallPermission | None:
@@ -58,13 +61,17 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
         store = FileStore(workspace, context)
         try:
             target = resolve(workspace, arguments["path"])
+            before = await problems_before(context, target, None, diagnostics_wait)
             written = await store.write(target, content, label="agent-lsp: write_file")
         except ToolError as exc:
             return exc.text()
         shown = store.shown(target)
+        problems = await problems_after(
+            context, workspace, target, content, before, diagnostics_wait
+        )
         if written.placed != "disk":
-            return f"Wrote {len(content)} characters to {shown} {in_editor(written)}"
-        return f"Wrote {len(content.encode('utf-8'))} bytes to {shown}"
+            return f"Wrote {len(content)} characters to {shown} {in_editor(written)}{problems}"
+        return f"Wrote {len(content.encode('utf-8'))} bytes to {shown}{problems}"
 
     return ToolDefinition(
         name="write_file",
@@ -73,7 +80,9 @@ def write_file_tool(workspace: Workspace) -> ToolDefinition:
             "folders. The write is atomic and keeps an existing file's permissions. To "
             "change part of an existing file, prefer edit_file. An existing file must have "
             "been read (read_file) in this conversation and not changed since. A file open "
-            "in the editor is changed in its buffer (undoable there) instead of on disk."
+            "in the editor is changed in its buffer (undoable there) instead of on disk. "
+            "Where a language server handles the file, the result lists the problems the "
+            "new content introduced."
         ),
         parameters=PARAMETERS,
         handler=handler,

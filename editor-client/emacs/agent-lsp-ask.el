@@ -369,7 +369,11 @@ result is a line in the conversation and the trace."
                                              (stringp (plist-get source :server)))
                                     (concat "MCP server "
                                             (agent-lsp-escape-control
-                                             (plist-get source :server)))))))
+                                             (plist-get source :server))))
+                                  ;; A language tool: who answers it here.
+                                  (when (stringp (plist-get hints :languageSource))
+                                    (agent-lsp-escape-control
+                                     (plist-get hints :languageSource))))))
                (description (car (split-string (or (plist-get tool :description) "") "\n"))))
           (insert (format "- **%s**%s: %s\n"
                           (agent-lsp-escape-control (format "%s" (plist-get tool :name)))

@@ -48,6 +48,8 @@ For a checkout, e.g. (\"uv\" \"run\" \"--directory\" \"/path/to/agent-lsp\"
      "Edits to open documents go through workspace/applyEdit.")
     (:confirmEdits "boolean; default: false" user
      "Those edits are marked needsConfirmation.")
+    (:diagnosticsWait "integer 0-30,000; default: 1500" any
+     "How long a file tool waits for a language server's problems of what it wrote (ms).")
     (:systemPrompt "string; default: the server's" user
      "Replaces the system prompt; {workspace} is the folder's path.")
     (:instructionFiles "list of paths relative to a folder; default: [\"AGENTS.md\", \"CLAUDE.md\", \".github/copilot-instructions.md\"]" user

@@ -59,6 +59,10 @@
   "The method agent/answerDelta, as the keyword jsonrpc sends.")
 (defconst agent-lsp-method-request-permission :agent/requestPermission
   "The method agent/requestPermission, as the keyword jsonrpc sends.")
+(defconst agent-lsp-method-language-diagnostics :agent/languageDiagnostics
+  "The method agent/languageDiagnostics, as the keyword jsonrpc sends.")
+(defconst agent-lsp-method-language-request :agent/languageRequest
+  "The method agent/languageRequest, as the keyword jsonrpc sends.")
 
 (defun agent-lsp-method-symbol (method)
   "The symbol Eglot dispatches METHOD (a keyword above) to, as in `eql'."

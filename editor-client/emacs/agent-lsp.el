@@ -74,6 +74,7 @@
 (require 'agent-lsp-instructions)
 (require 'agent-lsp-compose)
 (require 'agent-lsp-history)
+(require 'agent-lsp-language)
 
 ;; The commands autoload this file, not the part that defines each, so the
 ;; first of them loads every part: a server is told when it starts that this

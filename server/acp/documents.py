@@ -55,6 +55,9 @@ class AcpDocuments:
         # tool_call that announces a read or write reaches the client before the request.
         self.announced: Callable[[], Awaitable[None]] | None = None
 
+    def open_paths(self) -> list[Path]:
+        return []  # ACP does not say which files the editor has open
+
     def buffer_text(self, path: Path) -> str | None:
         return self._texts.get(path)
 

@@ -48,6 +48,12 @@ class Default:
 
 DEFAULT: Final = Default()
 
+# The model when no source names one. Cheap, fast and tool-capable; the name only matters
+# for OpenAI itself; other providers need their own (deepseek-chat, qwen2.5-coder, ...) via
+# MODEL. Here, beside the sources, for the language server's ``initialize`` (it names the
+# model before the model code loads); ``server.model.endpoint`` re-exports it.
+DEFAULT_MODEL: Final = "gpt-4o-mini"
+
 
 @dataclass(frozen=True)
 class Sourced:

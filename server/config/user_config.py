@@ -50,7 +50,13 @@ FILE_NAME: Final = "config.toml"
 ENDPOINT_VARIABLE: Final = "AGENT_LSP_ENDPOINT"
 VALUE_KEYS: Final = ("api_key", "base_url", "model")
 # mcp_servers: the MCP server definitions, read by mcp_config.
-_TOP_LEVEL_KEYS: Final = {*VALUE_KEYS, "default_endpoint", "endpoints", "mcp_servers"}
+_TOP_LEVEL_KEYS: Final = {
+    *VALUE_KEYS,
+    "default_endpoint",
+    "endpoints",
+    "mcp_servers",
+    "language_servers",
+}
 
 # Paths whose permissions were reported in this process: the warning is said once.
 _warned: set[Path] = set()

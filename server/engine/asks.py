@@ -24,6 +24,7 @@ from ..conversations.conversations import Conversation
 
 if TYPE_CHECKING:
     from tooling.documents import EditorDocuments
+    from tooling.language import LanguageFeatures
 
     from ..agent.loop import LoopResult
     from ..checkpoints.service import AskRecorder
@@ -39,6 +40,7 @@ def tool_context(
     journal: AskRecorder | None,
     path_notes: PathNotes | None = None,
     unavailable: Callable[[str], str | None] | None = None,
+    language: LanguageFeatures | None = None,
 ) -> ToolContext:
     """What the tool calls of one ask in ``conversation`` may use: its ledger (what the
     model has read), the editor's open documents, the permission gate (``approval``,
@@ -46,7 +48,7 @@ def tool_context(
     ask's checkpoint ``journal``, and the conversation's archive for whole outputs that
     reach the model cut; ``path_notes``, what follows a call that touched a file (a
     subfolder's instructions); ``unavailable``, why a tool name not offered is not there
-    (an MCP server waiting for approval)."""
+    (an MCP server waiting for approval); ``language``, the folder's language features."""
     permissions = PermissionGate(
         approval,
         conversation.grants,
@@ -63,6 +65,7 @@ def tool_context(
         keep_whole_output=conversation.archive.keep_output,
         path_notes=path_notes,
         unavailable=unavailable,
+        language=language,
     )
 
 

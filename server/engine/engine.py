@@ -39,6 +39,7 @@ from ..config.user_config import config_path, permission_warning
 from ..conversations.conversations import Conversation
 from ..conversations.editor_context import with_context, with_note
 from ..errors import InvalidParamsError, SessionBusyError
+from ..language.servers import folder_languages
 from ..mcp.servers import approve_with_user, folder_servers, listing, server_log, wait_for_starting
 from ..mcp.servers import control as mcp_control
 from ..model.endpoint import ModelNotConfiguredError, ModelRequestError, ModelSettings
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from ..agent.compaction import ContextWindow
     from ..agent.loop import LoopResult
     from ..checkpoints.rewind import RewindEditor
+    from .folders import LanguageFactory
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +93,8 @@ class AgentEngine:
         user = config_path(env)
         self._project = Project(user.parent if user else None, lambda m: self._warn("project", m))
         readable = (self._project.skills_dir,) if self._project.skills_dir else ()
-        self._folders = Folders(lambda: self._settings, hidden, mcp, readable)
+        languages = folder_languages(env, user, hidden, lambda m: self._warn("language", m))
+        self._folders = Folders(lambda: self._settings, hidden, mcp, readable, languages)
         self._sessions = Sessions(max_conversations=max_conversations, session_dir=session_dir)
         self._endpoints = Endpoints(environ, lambda m: self._warn("model_not_served", m))
         self._undo = Undo(
@@ -111,6 +114,12 @@ class AgentEngine:
         rewinds a way to restore open documents through the editor."""
         self._documents = documents
         self._editor = editor
+
+    def attach_languages(self, factory: LanguageFactory | None) -> None:
+        """Give the folders opened from now on another source of language features than
+        the language servers agent-lsp starts (the LSP face: the editor's own, for a
+        client that answers for them); None: none at all."""
+        self._folders.set_language_servers(factory)
 
     def attach_warnings(self, sink: WarningSink | None) -> None:
         """Where warnings that belong to no ask go (the language server shows them)."""
@@ -548,6 +557,7 @@ class AgentEngine:
                         conversation, target.workspace, settings, documents
                     ),
                     unavailable=unavailable,
+                    language=target.language,
                 ),
                 window=window,
                 streaming=self._endpoints.streaming(model),

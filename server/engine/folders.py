@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
@@ -33,6 +33,15 @@ from .bootstrap import build_tools, check_enabled, sandbox_unavailable
 
 if TYPE_CHECKING:
     from tooling.contract import ToolDefinition
+    from tooling.language import LanguageFeatures
+
+    class LanguageSource(LanguageFeatures, Protocol):
+        """A folder's source of language features, closed with the folder."""
+
+        async def aclose(self) -> None: ...
+
+    # A folder's source, made when it opens (None: none answers for it).
+    LanguageFactory = Callable[[Path], LanguageSource | None]
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +68,13 @@ class Folder:
         build: Callable[[], ToolRegistry],
         key: ToolSettings,
         mcp: McpServers | None = None,
+        language: LanguageSource | None = None,
     ) -> None:
         self.workspace = workspace
         self.runtime_key = key
         self.mcp = mcp
+        # The folder's source of language features (None: none answers for it).
+        self.language = language
         self._build = build
         self._builtins: ToolRegistry | None = None
         self._registry: tuple[tuple[ToolDefinition, ...], ToolRegistry] | None = None
@@ -132,6 +144,7 @@ class Folders:
         hidden_paths: Iterable[Path],
         mcp_servers: Callable[[Path], McpServers] | None = None,
         readable_paths: Iterable[Path] = (),
+        language_servers: LanguageFactory | None = None,
     ) -> None:
         self._settings = settings  # the editor settings now (the engine holds them)
         # agent-lsp's own files (key, conversations): no sandboxed bash command reads them.
@@ -139,11 +152,19 @@ class Folders:
         # Folders outside the workspace read_file may read (the user's skills).
         self._readable_paths = tuple(readable_paths)
         self._mcp_servers = mcp_servers  # a folder's MCP servers (None: it has none)
+        # A folder's source of language features: by default the language servers
+        # agent-lsp starts; a face may give its own (set_language_servers).
+        self._language_servers = language_servers
         self._folders: dict[Path, Folder] = {}
         self._sandbox_warned = False
         self._closing: set[asyncio.Task[None]] = set()  # MCP servers of removed folders
         # A folder's tools built from other settings (a session's mode), by root and key.
         self._variants: dict[tuple[Path, ToolSettings], Folder] = {}
+
+    def set_language_servers(self, factory: LanguageFactory | None) -> None:
+        """The source of language features of the folders opened from now on (a face
+        chooses: the LSP face gives the editor's own servers to a client that answers)."""
+        self._language_servers = factory
 
     def set(self, paths: list[Path]) -> list[str]:
         """Replace the open folders; returns warnings for folders that cannot be used (or
@@ -174,15 +195,20 @@ class Folders:
             self._close_mcp(folder)
 
     def _close_mcp(self, folder: Folder) -> None:
-        if folder.mcp is None:
+        """Close the folder's MCP servers and the language servers started for it."""
+        closing = [one.aclose() for one in (folder.mcp, folder.language) if one is not None]
+        if not closing:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (a script): nothing was started either
+            for coroutine in closing:
+                coroutine.close()
             return
-        task = loop.create_task(folder.mcp.aclose(), name=f"close MCP of {folder.workspace.root}")
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        for coroutine in closing:
+            task = loop.create_task(coroutine, name=f"close servers of {folder.workspace.root}")
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     def refresh_mcp(
         self, folder: Folder | None = None, *, used_only: bool = False, retry: bool = False
@@ -244,8 +270,8 @@ class Folders:
         if key == folder.runtime_key:
             return folder
         found = self._variants.get((folder.workspace.root, key))
-        if found is None or found.mcp is not folder.mcp:
-            found = self._make_folder(folder.workspace, folder.mcp, key)
+        if found is None or found.mcp is not folder.mcp or found.language is not folder.language:
+            found = self._make_folder(folder.workspace, folder.mcp, key, folder.language)
             self._variants[(folder.workspace.root, key)] = found
         return found
 
@@ -257,7 +283,9 @@ class Folders:
         key = self._settings().tools()
         for root, folder in list(self._folders.items()):
             if folder.runtime_key != key:
-                self._folders[root] = self._make_folder(folder.workspace, folder.mcp)
+                self._folders[root] = self._make_folder(
+                    folder.workspace, folder.mcp, language=folder.language
+                )
         self.refresh_mcp(used_only=True)
 
     async def warm_up(self) -> None:
@@ -288,9 +316,16 @@ class Folders:
         return cast(p.SandboxStatus, sandbox.describe(policy, workspace.root))
 
     def _make_folder(
-        self, workspace: Workspace, mcp: McpServers | None = None, key: ToolSettings | None = None
+        self,
+        workspace: Workspace,
+        mcp: McpServers | None = None,
+        key: ToolSettings | None = None,
+        language: LanguageSource | None = None,
     ) -> Folder:
         settings = key if key is not None else self._settings().tools()
+        if language is None and self._language_servers is not None:
+            language = self._language_servers(workspace.root)
+        source = language.name() if language is not None else None
 
         def build() -> ToolRegistry:
             return build_tools(
@@ -298,11 +333,12 @@ class Folders:
                 settings,
                 hidden_paths=self._hidden_paths,
                 readable_paths=self._readable_paths,
+                language=source,
             )
 
         if mcp is None and self._mcp_servers is not None:
             mcp = self._mcp_servers(workspace.root)
-        return Folder(workspace, build, settings, mcp)
+        return Folder(workspace, build, settings, mcp, language)
 
 
 def known_tools_only(

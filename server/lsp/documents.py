@@ -50,6 +50,21 @@ class LspDocuments:
                 continue
         return None
 
+    def open_paths(self) -> list[Path]:
+        try:
+            uris = list(self._ls.workspace.text_documents)
+        except RuntimeError:  # not initialized yet
+            return []
+        paths = []
+        for uri in uris:
+            fs_path = to_fs_path(uri)
+            try:
+                if fs_path:
+                    paths.append(Path(fs_path).resolve())
+            except (OSError, RuntimeError):
+                continue
+        return paths
+
     def buffer_text(self, path: Path) -> str | None:
         document = self._document(path)
         return None if document is None else document.source

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..config.sources import (
     DEFAULT,
+    DEFAULT_MODEL,
     Default,
     missing_base_url_message,
     missing_key_message,
@@ -41,9 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Cheap, fast and tool-capable; the name only matters for OpenAI itself; other
-# providers need their own (deepseek-chat, qwen2.5-coder, ...) via MODEL.
-DEFAULT_MODEL: Final = "gpt-4o-mini"
 DEFAULT_TIMEOUT: Final = 120.0
 DEFAULT_MAX_RETRIES: Final = 2
 

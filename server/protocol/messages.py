@@ -447,6 +447,61 @@ class RequestPermissionParams:
     always_scope: str | None = None
 
 
+# -- the editor's own language servers (server -> client, CLIENT_CAN_ANSWER_LANGUAGE) -------
+# The LSP methods agent/languageRequest forwards (their params and results are LSP's own).
+LANGUAGE_REQUEST_METHODS: Final = (
+    "textDocument/definition",
+    "textDocument/references",
+    "textDocument/documentSymbol",
+    "workspace/symbol",
+    "textDocument/hover",
+    "textDocument/rename",
+)
+
+
+@attrs.define
+class LanguageDiagnosticsParams:
+    """``agent/languageDiagnostics`` (server -> client): the problems the editor's own
+    language servers report for ``uris`` (a file not open is loaded first, not shown).
+    ``wait_ms`` > 0: first wait, at most that long, for the editor's diagnostics of each
+    uri to change after the request arrived; 0: answer at once with what is known."""
+
+    uris: list[str]
+    wait_ms: int
+
+
+@attrs.define
+class LanguageDiagnosticsFile:
+    uri: str
+    # LSP ``Diagnostic``s (``range`` in the client's position encoding, ``severity`` 1-4,
+    # ``code``, ``source``, ``message``).
+    diagnostics: list[dict[str, Any]]
+    # False: the diagnostics did not change within the wait, or no language server of the
+    # editor handles this file.
+    answered: bool
+
+
+@attrs.define
+class LanguageDiagnosticsResult:
+    files: list[LanguageDiagnosticsFile]
+
+
+@attrs.define
+class LanguageRequestParams:
+    """``agent/languageRequest`` (server -> client): run one LSP request (``method``, one
+    of ``LANGUAGE_REQUEST_METHODS``, with LSP's ``params``, positions in the client's
+    encoding) against the editor's own providers."""
+
+    method: str
+    params: dict[str, Any]
+
+
+@attrs.define
+class LanguageRequestResult:
+    # LSP's result of that method; null when no language server of the editor answered.
+    result: Any = None
+
+
 @attrs.define
 class CompactResult:
     """``agent/compact``: the history's estimated size before and after, in tokens."""

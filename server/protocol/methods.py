@@ -32,6 +32,10 @@ from .messages import (
     FolderParams,
     GrantsResult,
     InstructionsResult,
+    LanguageDiagnosticsParams,
+    LanguageDiagnosticsResult,
+    LanguageRequestParams,
+    LanguageRequestResult,
     ListModelsResult,
     ListToolsResult,
     McpServerInfo,
@@ -60,6 +64,9 @@ SETTINGS_SECTION: Final = "agentLsp"
 # A client that can answer agent/requestPermission sets
 # capabilities.experimental.agent.requestPermission = true in initialize.
 CLIENT_CAN_ANSWER_PERMISSION: Final = "requestPermission"
+# A client whose editor's own language servers answer agent/languageDiagnostics and
+# agent/languageRequest sets capabilities.experimental.agent.languageFeatures = true.
+CLIENT_CAN_ANSWER_LANGUAGE: Final = "languageFeatures"
 
 
 @attrs.frozen
@@ -109,6 +116,8 @@ AGENT_ASK_PROGRESS: Final = "agent/askProgress"
 AGENT_COMPACTION: Final = "agent/compaction"
 AGENT_ANSWER_DELTA: Final = "agent/answerDelta"
 AGENT_REQUEST_PERMISSION: Final = "agent/requestPermission"
+AGENT_LANGUAGE_DIAGNOSTICS: Final = "agent/languageDiagnostics"
+AGENT_LANGUAGE_REQUEST: Final = "agent/languageRequest"
 
 # -- what each method carries (the order: how initialize announces them) -----------------------
 SIGNATURES: Final[dict[str, Signature]] = {
@@ -142,6 +151,14 @@ SIGNATURES: Final[dict[str, Signature]] = {
     # its result is ACP's outcome (RequestPermissionParams says which).
     AGENT_REQUEST_PERMISSION: Signature(
         "request", "serverToClient", RequestPermissionParams, object
+    ),
+    # Server -> client, to a client that said its editor's language servers answer
+    # (CLIENT_CAN_ANSWER_LANGUAGE): the problems of files, and one forwarded LSP request.
+    AGENT_LANGUAGE_DIAGNOSTICS: Signature(
+        "request", "serverToClient", LanguageDiagnosticsParams, LanguageDiagnosticsResult
+    ),
+    AGENT_LANGUAGE_REQUEST: Signature(
+        "request", "serverToClient", LanguageRequestParams, LanguageRequestResult
     ),
 }
 

@@ -160,6 +160,13 @@ class ToolUseSettings:
     confirm_edits: bool = setting(
         False, "confirmEdits", "Those edits are marked needsConfirmation.", scope="machine"
     )
+    diagnostics_wait: int = setting(
+        1500,
+        "diagnosticsWait",
+        "How long a file tool waits for a language server's problems of what it wrote (ms).",
+        minimum=0,
+        maximum=30000,
+    )
 
 
 @attrs.frozen(slots=False)  # AgentSettings inherits the groups
@@ -327,6 +334,8 @@ class ToolSettings(NamedTuple):
     # Only the tools that change nothing, and the ones the sandbox confines (a session in
     # the "read-only" mode: bash runs with the workspace read-only, no file tool writes).
     read_only: bool = False
+    # How long (ms) write_file and edit_file wait for a language server's problems.
+    diagnostics_wait: int = 1500
 
 
 @attrs.frozen(slots=False)

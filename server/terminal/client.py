@@ -49,6 +49,7 @@ from .output import (
     StreamedOutput,
     format_activity,
     format_compaction,
+    problem_lines,
 )
 from .permissions import TerminalPermissions, capabilities
 
@@ -326,6 +327,8 @@ async def connected(
                 return
             started.add(str(params.get("callId")))
         shown.line(format_activity(params))
+        for line in problem_lines(params):
+            shown.line(line)
 
     @client.feature(AGENT_COMPACTION)
     def on_compaction(params: Any) -> None:

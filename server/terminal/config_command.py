@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..config.own_secrets import ancestors_holding
-from ..config.sources import ModelSources, resolve_model_sources
+from ..config.sources import DEFAULT_MODEL, ModelSources, resolve_model_sources
 from ..config.user_config import (
     VALUE_KEYS,
     UserConfigError,
@@ -29,7 +29,6 @@ from ..config.user_config import (
     permission_warning,
     set_value,
 )
-from ..model.endpoint import DEFAULT_MODEL, ModelNotConfiguredError, ModelRequestError
 
 SETTABLE = ("base_url", "model")
 
@@ -66,6 +65,10 @@ def run_config(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
+    # Here, not at the top: ``agent-lsp``'s parser (built by every start of the server)
+    # imports this module for add_parser, and the model code imports the protocol's classes.
+    from ..model.endpoint import ModelNotConfiguredError, ModelRequestError
+
     env = os.environ if environ is None else environ
     out, err = out or sys.stdout, err or sys.stderr
     action = args.config_command or "show"

@@ -19,12 +19,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from tooling.display import escape_control
-
 from ..config.user_config import UserConfigError, config_path, display_path
-from ..mcp.config import parse_user_table
-from ..mcp.edit import add_server, remove_server
-from .mcp_listing import approve_option, print_live, print_offline
+
+# What runs the actions is imported by them, not here: ``agent-lsp``'s parser (built by
+# every start of the server) imports this module for add_parser.
 
 # How long ``list`` and ``approve`` wait for servers still starting (the default
 # ``startup_timeout``: a server not ready by then has failed); they stop waiting as soon as none is.
@@ -153,6 +151,8 @@ def run_mcp(
         if action == "add":
             return _add(env, _rest_parser().parse_args(args.words, namespace=args), out, err)
         if action == "remove":
+            from ..mcp.edit import remove_server
+
             written = remove_server(_require_path(env), args.name)
             print(_line(f"Removed MCP server {args.name} from {display_path(written)}."), file=out)
             return 0
@@ -169,6 +169,9 @@ def run_mcp(
 
 
 def _add(env: Mapping[str, str], args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..mcp.config import parse_user_table
+    from ..mcp.edit import add_server
+
     command = list(args.server_command or [])
     if command[:1] == ["--"]:
         command = command[1:]
@@ -214,6 +217,8 @@ def _add(env: Mapping[str, str], args: argparse.Namespace, out: TextIO, err: Tex
 
 
 def _list(env: Mapping[str, str], args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .mcp_listing import approve_option, print_live, print_offline
+
     # `mcp` with no action is `list` of the current folder, with its defaults.
     folder = Path(getattr(args, "workspace", ".")).expanduser().resolve()
     as_json = getattr(args, "json", False)
@@ -285,4 +290,6 @@ def _fail(err: TextIO, message: str) -> int:
 
 
 def _line(text: str) -> str:
+    from tooling.display import escape_control
+
     return escape_control(text)

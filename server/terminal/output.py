@@ -39,6 +39,28 @@ def format_activity(params: dict[str, Any]) -> str:
     return line
 
 
+PROBLEM_LINES = 12  # lines of a call's Problems block under its trace line
+
+
+def problem_lines(params: dict[str, Any]) -> list[str]:
+    """Under a finished call's trace line: the problems its change introduced, as the tool
+    told the model (write_file, edit_file, bash: a block from the line "Problems: ..." on,
+    docs/language.md), indented; cut at ``PROBLEM_LINES``."""
+    if params.get("status") not in ("completed", "failed"):
+        return []
+    output = params.get("output")
+    if not isinstance(output, str):
+        return []
+    lines = escape_control(output, keep_newlines=True).split("\n")
+    first = next((n for n, line in enumerate(lines) if line.startswith("Problems: ")), None)
+    if first is None:
+        return []
+    block = lines[first:]
+    if len(block) > PROBLEM_LINES:
+        block = [*block[: PROBLEM_LINES - 1], f"... ({len(block) - PROBLEM_LINES + 1} more lines)"]
+    return [f"  {line}" for line in block]
+
+
 class ProgressLines:
     """``agent/askProgress`` lines worth a terminal line: a running call's progress (at most
     one a second per call, and its last) and MCP servers the ask goes without."""

@@ -27,6 +27,14 @@ import {
   type SandboxStatus,
   type ToolActivity,
 } from "./protocol";
+import type { LanguageDiagnosticsParams, LanguageRequestParams } from "./protocol.generated";
+import {
+  LANGUAGE_DIAGNOSTICS,
+  LANGUAGE_REQUEST,
+  LanguageAnswers,
+  languageCapabilityFeature,
+} from "./language";
+import { vscodeLanguageEditor } from "./language-vscode";
 import { McpStatus } from "./mcp-status";
 import { userValue } from "./settings";
 import type { BuiltinRoute } from "./slash-commands";
@@ -43,6 +51,8 @@ export class AgentClient implements vscode.Disposable, SetupHost {
   /** The server's permission requests, answered in a modal dialog; `onRequest` lets a view
    * (the Agent panel) show each request and its answer too. */
   readonly permissions: PermissionRequests;
+  /** The server's language requests, answered by VS Code's own language servers. */
+  private readonly language: LanguageAnswers;
   private readonly trace: vscode.OutputChannel;
   private readonly statusItem: vscode.StatusBarItem;
   private readonly traceWriter: TraceWriter;
@@ -82,6 +92,8 @@ export class AgentClient implements vscode.Disposable, SetupHost {
         vscode.window.showWarningMessage(message, { modal: true, detail }, ...buttons),
       inline: (request, card, withdrawn) => this.chat.askPermission(request, card, withdrawn),
     });
+    this.language = new LanguageAnswers(vscodeLanguageEditor());
+    this.disposables.push({ dispose: () => this.language.dispose() });
     this.trace = vscode.window.createOutputChannel("Agent Tool Trace", "log");
     this.statusItem = vscode.window.createStatusBarItem("agentLsp.status", vscode.StatusBarAlignment.Left, 10);
     this.traceWriter = new TraceWriter((line) => this.trace.appendLine(line));
@@ -91,8 +103,9 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       this.modelStatus,
       // The key reaches the server only through its environment: a new key needs a new process.
       this.apiKey.onDidChange(async () => {
-        this.log.info("the API key changed; restarting the server");
         await this.apiKey.load();
+        const held = this.apiKey.current() === undefined ? "no key" : "the key";
+        this.log.info(`the API key changed; restarting the server with ${held}`);
         await this.restart();
       }),
     );
@@ -178,6 +191,10 @@ export class AgentClient implements vscode.Disposable, SetupHost {
       REQUEST_PERMISSION,
       (request: PermissionRequest, token): Promise<unknown> => this.permissions.handle(request, token),
     );
+    // The agent's language tools and its write results use VS Code's own language servers.
+    client.registerFeature(languageCapabilityFeature() as StaticFeature);
+    client.onRequest(LANGUAGE_DIAGNOSTICS, (params: LanguageDiagnosticsParams) => this.language.diagnostics(params));
+    client.onRequest(LANGUAGE_REQUEST, (params: LanguageRequestParams) => this.language.request(params));
   }
 
   private onRunningChanged(running: boolean): void {

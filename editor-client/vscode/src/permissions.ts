@@ -300,7 +300,12 @@ export function permissionCapabilityFeature() {
         typeof capabilities.experimental === "object" && capabilities.experimental !== null
           ? (capabilities.experimental as Record<string, unknown>)
           : {};
-      capabilities.experimental = { ...experimental, ...PERMISSION_CAPABILITY };
+      const agent =
+        typeof experimental.agent === "object" && experimental.agent !== null
+          ? (experimental.agent as Record<string, unknown>)
+          : {};
+      // Merged into `agent`: other features (./language) add their own keys there.
+      capabilities.experimental = { ...experimental, agent: { ...agent, ...PERMISSION_CAPABILITY.agent } };
     },
     initialize(): void {},
     getState(): { kind: "static" } {

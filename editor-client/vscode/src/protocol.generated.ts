@@ -190,6 +190,20 @@ export interface AgentMethods {
     params: RequestPermissionParams;
     result: unknown;
   };
+  /**
+   * request, serverToClient
+   */
+  "agent/languageDiagnostics": {
+    params: LanguageDiagnosticsParams;
+    result: LanguageDiagnosticsResult;
+  };
+  /**
+   * request, serverToClient
+   */
+  "agent/languageRequest": {
+    params: LanguageRequestParams;
+    result: LanguageRequestResult;
+  };
 }
 export interface AskParams {
   prompt: string;
@@ -897,6 +911,42 @@ export interface PermissionOption {
   kind: string;
 }
 /**
+ * ``agent/languageDiagnostics`` (server -> client): the problems the editor's own
+ * language servers report for ``uris`` (a file not open is loaded first, not shown).
+ * ``wait_ms`` > 0: first wait, at most that long, for the editor's diagnostics of each
+ * uri to change after the request arrived; 0: answer at once with what is known.
+ */
+export interface LanguageDiagnosticsParams {
+  uris: string[];
+  waitMs: number;
+}
+export interface LanguageDiagnosticsResult {
+  files: LanguageDiagnosticsFile[];
+}
+export interface LanguageDiagnosticsFile {
+  uri: string;
+  diagnostics: {
+    [k: string]: unknown | undefined;
+  }[];
+  answered: boolean;
+}
+/**
+ * ``agent/languageRequest`` (server -> client): run one LSP request (``method``, one
+ * of ``LANGUAGE_REQUEST_METHODS``, with LSP's ``params``, positions in the client's
+ * encoding) against the editor's own providers.
+ */
+export interface LanguageRequestParams {
+  method: string;
+  params: {
+    [k: string]: unknown | undefined;
+  };
+}
+export interface LanguageRequestResult {
+  result?: {
+    [k: string]: unknown | undefined;
+  };
+}
+/**
  * The `agentLsp` settings: initializationOptions and workspace/didChangeConfiguration (docs/protocol.md, Settings). Every key is optional; "scope": "machine" marks those a client takes from the user's own settings only, never a workspace's. Generated from server/settings/settings.py.
  */
 export interface Settings {
@@ -944,6 +994,10 @@ export interface Settings {
    * Those edits are marked needsConfirmation.
    */
   confirmEdits?: boolean;
+  /**
+   * How long a file tool waits for a language server's problems of what it wrote (ms).
+   */
+  diagnosticsWait?: number | null;
   /**
    * Replaces the system prompt; {workspace} is the folder's path.
    */
@@ -1035,6 +1089,8 @@ export const Methods = {
   compaction: "agent/compaction",
   answerDelta: "agent/answerDelta",
   requestPermission: "agent/requestPermission",
+  languageDiagnostics: "agent/languageDiagnostics",
+  languageRequest: "agent/languageRequest",
 } as const satisfies Record<string, keyof AgentMethods>;
 
 /** The JSON-RPC error codes the server answers with. */

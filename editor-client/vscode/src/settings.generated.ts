@@ -13,6 +13,7 @@ export const SERVER_SETTINGS = [
   "bashTimeout",
   "editThroughEditor",
   "confirmEdits",
+  "diagnosticsWait",
   "systemPrompt",
   "instructionFiles",
   "instructionsMaxBytes",

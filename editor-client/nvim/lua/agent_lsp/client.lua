@@ -2,6 +2,7 @@
 -- starting the server with the built-in LSP client, attaching the project's buffers, running
 -- requests once it is initialized, and forwarding new settings to running servers.
 local permissions = require('agent_lsp.permissions')
+local language = require('agent_lsp.language')
 local methods = require('agent_lsp.protocol_generated').methods
 
 local M = {}
@@ -151,9 +152,15 @@ function M.id_of(root)
   return clients[root]
 end
 
---- Attach `bufnr` to the server of every root it is under (a loaded file buffer only).
+--- Attach `bufnr` to the server of every root it is under (a loaded file buffer only, one
+--- shown or opened by the user).
 function M.maybe_attach(bufnr)
   if not api.nvim_buf_is_loaded(bufnr) or vim.bo[bufnr].buftype ~= '' then
+    return
+  end
+  -- Loaded unseen for the editor's language servers (language.lua): not open for the agent,
+  -- whose edits then go to the file, not to a buffer nobody sees (BufWinEnter attaches it).
+  if language.unseen[bufnr] then
     return
   end
   local name = api.nvim_buf_get_name(bufnr)
@@ -207,7 +214,7 @@ local function start_client(root)
     notify('install agent-lsp or set `cmd` (:help agent-lsp-setup)', vim.log.levels.ERROR)
     return nil
   end
-  local handlers = vim.tbl_extend('force', shown.handlers, {
+  local handlers = vim.tbl_extend('force', shown.handlers, language.handlers(), {
     [methods.request_permission] = permissions.handler,
     ['$/cancelRequest'] = permissions.on_cancel,
   })
@@ -219,7 +226,12 @@ local function start_client(root)
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     init_options = section(),
     settings = { agentLsp = section() },
-    capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), permissions.CAPABILITY),
+    capabilities = vim.tbl_deep_extend(
+      'force',
+      vim.lsp.protocol.make_client_capabilities(),
+      permissions.CAPABILITY,
+      language.CAPABILITY
+    ),
     handlers = handlers,
     on_init = function(client)
       local id = client.id

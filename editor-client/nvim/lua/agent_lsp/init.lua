@@ -121,5 +121,23 @@ vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
     client.maybe_attach(args.buf)
   end,
 })
+-- A file loaded unseen for the editor's language servers (language.lua) is not open for the
+-- agent (its writes go to the file) until it is shown in a window.
+vim.api.nvim_create_autocmd('BufWinEnter', {
+  group = group,
+  callback = function(args)
+    local language = require('agent_lsp.language')
+    if language.unseen[args.buf] then
+      -- bufload() itself enters the buffer in Neovim's hidden autocommand window: a window
+      -- that still shows it afterwards is a real one.
+      vim.schedule(function()
+        if language.unseen[args.buf] and #vim.fn.win_findbuf(args.buf) > 0 then
+          language.unseen[args.buf] = nil
+          client.maybe_attach(args.buf)
+        end
+      end)
+    end
+  end,
+})
 
 return M

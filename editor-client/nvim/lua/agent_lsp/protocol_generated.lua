@@ -30,6 +30,8 @@ M.methods = {
   compaction = 'agent/compaction',
   answer_delta = 'agent/answerDelta',
   request_permission = 'agent/requestPermission',
+  language_diagnostics = 'agent/languageDiagnostics',
+  language_request = 'agent/languageRequest',
 }
 
 M.error_codes = {

@@ -34,6 +34,11 @@ function M.tools()
         if source.kind == 'mcp' and type(source.server) == 'string' then
           table.insert(notes, 'MCP server ' .. format.escape_control(source.server))
         end
+        -- A language tool: who answers it here (the editor's language servers, or those
+        -- agent-lsp starts itself).
+        if type(hints.languageSource) == 'string' then
+          table.insert(notes, format.escape_control(hints.languageSource))
+        end
         local line = '- **' .. format.escape_control(tostring(tool.name)) .. '**'
         if #notes > 0 then
           line = line .. ' (' .. table.concat(notes, ', ') .. ')'
