@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -380,6 +381,15 @@ class HeadlessLanguages:
                 "this system has no sandbox to run language servers in; set "
                 f"{UNCONFINED_VARIABLE}=1 to run them unconfined, with your rights"
             )
+        # The server's own install stays visible under the sandbox's private /tmp (a
+        # virtualenv there: its bin/ and the packages beside it), as the link and its target,
+        installs = {Path(found).parent.parent, Path(os.path.realpath(found)).parent.parent}
+        # And the files its command line names (a script run by an interpreter).
+        installs |= {
+            Path(arg).parent for arg in spec.args if os.path.isabs(arg) and os.path.exists(arg)
+        }
+        readable = (*confined.readable, *sorted(installs - set(confined.readable)))
+        confined = dataclasses.replace(confined, readable=tuple(dict.fromkeys(readable)))
         redirects = sandbox.cache_redirects(self._environ, confined, self.root)
         return confined.argv(program), {"TMPDIR": server.tmp, **redirects}
 
