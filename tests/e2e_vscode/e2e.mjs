@@ -1043,6 +1043,8 @@ scenario("a plain-text path:line opens the file at that line; Up recalls the las
   const frame = await panelFrame(page);
   const entry = await finishedEntry(frame, "E2E-PATHS");
   const links = entry.locator("a.path-link");
+  // Linked once the files are found to exist, which may come after the entry is done.
+  await until("the two path links", async () => (await links.count()) >= 2, 15_000).catch(() => {});
   const hrefs = await links.evaluateAll((as) => as.map((a) => a.getAttribute("href")));
   assert(JSON.stringify(hrefs) === JSON.stringify(["src/app.py:5", "src/greet.py:2"]), `links: ${JSON.stringify(hrefs)}`);
   await links.first().click();
