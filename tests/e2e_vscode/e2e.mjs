@@ -706,7 +706,7 @@ scenario("list tools shows the tools with their marks", async ({ page }) => {
   assert(/read_file[\s\S]*read-only/.test(labels.find((l) => l.includes("read_file")) ?? ""), `read_file not marked read-only:\n${text}`);
   assert(/destructive/.test(labels.find((l) => l.includes("bash")) ?? ""), `bash not marked destructive:\n${text}`);
   // The language tools too (the list may be longer than the pick shows: filtered to one).
-  await page.keyboard.type("rename");
+  await page.locator(".quick-input-widget:visible input").first().fill("rename");
   await until("rename, marked destructive", async () => (await rows.allInnerTexts()).some((l) => l.includes("rename") && /destructive/.test(l)), 10_000);
   await page.screenshot({ path: join(OUTPUT, "list-tools.png") });
   await page.keyboard.press("Escape");
@@ -1875,7 +1875,9 @@ scenario("an MCP server of the user's settings: its tools listed under it, a cal
   // The servers' tools come after the built-in ones (the language tools too, issue 38), in a
   // list longer than the pick shows: filtered to one.
   await until("the list of tools", async () => (await picker.locator(".monaco-list-row").count()) > 0, 15_000);
-  await page.keyboard.type("mcp__tb__echo"); // one row of the list, which is longer than the pick shows
+  // One row of the list, which is longer than the pick shows (set whole: typed keys can land
+  // before the pick's input has the focus).
+  await picker.locator("input").first().fill("mcp__tb__echo");
   let shown = "";
   await until("tb's tools under their server", async () => {
     shown = await picker.innerText();
