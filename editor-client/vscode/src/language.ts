@@ -10,6 +10,7 @@
 // drive it without VS Code. VS Code's objects are read by their shape here and turned into
 // LSP JSON (0-based positions in UTF-16, LSP's 1-based severities and symbol kinds).
 
+import { agentCapabilityFeature } from "./agent-capability";
 import { Methods } from "./protocol";
 import type {
   LanguageDiagnosticsParams,
@@ -300,22 +301,5 @@ export class LanguageAnswers {
 
 /** The languageclient feature that advertises the capability (merged into `agent`). */
 export function languageCapabilityFeature() {
-  return {
-    fillClientCapabilities(capabilities: { experimental?: unknown }): void {
-      const experimental =
-        typeof capabilities.experimental === "object" && capabilities.experimental !== null
-          ? (capabilities.experimental as Record<string, unknown>)
-          : {};
-      const agent =
-        typeof experimental.agent === "object" && experimental.agent !== null
-          ? (experimental.agent as Record<string, unknown>)
-          : {};
-      capabilities.experimental = { ...experimental, agent: { ...agent, ...LANGUAGE_CAPABILITY.agent } };
-    },
-    initialize(): void {},
-    getState(): { kind: "static" } {
-      return { kind: "static" };
-    },
-    clear(): void {},
-  };
+  return agentCapabilityFeature(LANGUAGE_CAPABILITY.agent);
 }

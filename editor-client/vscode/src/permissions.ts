@@ -7,6 +7,7 @@
 // Everything shown is escaped (./display): the arguments are the model's raw data, and an
 // escape sequence or bidi override in them must not hide part of what the user allows.
 
+import { agentCapabilityFeature } from "./agent-capability";
 import { escapeConsent, escapeControl } from "./display";
 import { Methods } from "./protocol";
 
@@ -291,26 +292,8 @@ export class PermissionRequests {
 
 /**
  * A vscode-languageclient StaticFeature that adds PERMISSION_CAPABILITY to the client's
- * `experimental` capabilities (structurally typed: this module imports no VS Code API).
+ * `experimental.agent` capabilities (./agent-capability).
  */
 export function permissionCapabilityFeature() {
-  return {
-    fillClientCapabilities(capabilities: { experimental?: unknown }): void {
-      const experimental =
-        typeof capabilities.experimental === "object" && capabilities.experimental !== null
-          ? (capabilities.experimental as Record<string, unknown>)
-          : {};
-      const agent =
-        typeof experimental.agent === "object" && experimental.agent !== null
-          ? (experimental.agent as Record<string, unknown>)
-          : {};
-      // Merged into `agent`: other features (./language) add their own keys there.
-      capabilities.experimental = { ...experimental, agent: { ...agent, ...PERMISSION_CAPABILITY.agent } };
-    },
-    initialize(): void {},
-    getState(): { kind: "static" } {
-      return { kind: "static" };
-    },
-    clear(): void {},
-  };
+  return agentCapabilityFeature(PERMISSION_CAPABILITY.agent);
 }
