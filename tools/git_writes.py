@@ -29,7 +29,7 @@ class GitWrites:
 
     async def permission(self, path: str, verb: str, change: str) -> CallPermission | None:
         """The request for writing ``change`` (words and text) to ``path``, or None."""
-        why = await asyncio.to_thread(self._obeys, path)
+        why = await asyncio.to_thread(self.obeys, path)
         if why is None:
             return None
         return CallPermission(
@@ -41,7 +41,9 @@ class GitWrites:
             ),
         )
 
-    def _obeys(self, path: str) -> str | None:
+    def obeys(self, path: str) -> str | None:
+        """Why git would obey a write to ``path`` (``git_guard.obeys``), or None (not so,
+        or outside the workspace). Blocking: a discovery lists folders."""
         root = self._workspace.root
         try:
             self._workspace.resolve(path)

@@ -26,8 +26,8 @@ from tooling.workspace import Workspace
 from .diagnostics import shown_path
 from .errors import ToolError
 from .filestore import Current, FileStore
+from .git_writes import GitWrites
 from .navigation import NO_SOURCE, POSITION, position_of
-from .sandbox import git_guard
 
 MAX_EDIT_BYTES = 64 * 1024 * 1024
 
@@ -71,18 +71,11 @@ def apply_changes(text: str, changes: Sequence[TextChange]) -> str:
 
 
 def _obeyed(workspace: Workspace, paths: list[Path]) -> list[str]:
-    """The files among ``paths`` git obeys, each with why (``git_guard.obeys``)."""
-    root = workspace.root
-    found = git_guard.git_dirs(root)
-    out = []
-    for path in paths:
-        try:
-            why = git_guard.obeys(path, root, found=found)
-        except (ValueError, OSError):  # not a file name (a NUL): refused when loaded
-            continue
-        if why is not None:
-            out.append(f"{shown_path(workspace, path)}: {why}")
-    return out
+    """The files among ``paths`` git obeys, each with why (the file tools' own check)."""
+    check = GitWrites(workspace)
+    return [
+        f"{shown_path(workspace, path)}: {why}" for path in paths if (why := check.obeys(str(path)))
+    ]
 
 
 def rename_tool(workspace: Workspace) -> ToolDefinition:
